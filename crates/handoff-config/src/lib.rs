@@ -1,0 +1,26 @@
+//! Handoff's configuration: one typed [`Config`] resolved from layered sources.
+//!
+//! Precedence, lowest to highest: built-in defaults < TOML file (`handoff.toml` or `--config`)
+//! < `.env` file < process environment < CLI flags. The older TypeScript server's variable
+//! names (`MCP_PORT`, `RUNNER_TIMEOUT_MS`, …) are honoured beside `HANDOFF_*` names. Every
+//! resolved setting remembers which layer set it, and an invalid value is an error that names
+//! the variable, file key or flag it came from.
+
+mod error;
+mod layers;
+mod model;
+mod parse;
+mod resolve;
+mod secret;
+mod spec;
+
+pub use error::ConfigError;
+pub use layers::{CliOverride, LoadOptions, Source};
+pub use model::{
+    Config, FeatureConfig, LettaConfig, LogConfig, LogFormat, LogLevel, RunnerConfig,
+    ServerConfig, TaskConfig,
+};
+pub use parse::ByteSize;
+pub use resolve::EffectiveSetting;
+pub use secret::Secret;
+pub use spec::{SETTINGS, SettingSpec};

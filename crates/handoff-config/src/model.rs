@@ -1,0 +1,172 @@
+//! The resolved, validated configuration types.
+
+use std::{path::PathBuf, time::Duration};
+
+use crate::{ByteSize, EffectiveSetting, Secret};
+
+/// Handoff's whole configuration, resolved from every layer.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// HTTP/MCP server settings.
+    pub server: ServerConfig,
+    /// Logging.
+    pub log: LogConfig,
+    /// Where Handoff keeps its database and spilled outputs.
+    pub data_dir: PathBuf,
+    /// Root of per-task working directories.
+    pub workspace_dir: PathBuf,
+    /// Task engine limits.
+    pub tasks: TaskConfig,
+    /// Per-task resource limits for runners.
+    pub runner: RunnerConfig,
+    /// Letta integration (off when `api_url` is unset).
+    pub letta: LettaConfig,
+    /// Feature switches kept from the older server.
+    pub features: FeatureConfig,
+    /// Every setting with its rendered value and the layer that set it.
+    pub effective: Vec<EffectiveSetting>,
+}
+
+/// HTTP/MCP server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Bind address (an IP or a host name).
+    pub host: String,
+    /// TCP port; 0 picks a free one.
+    pub port: u16,
+    /// Accepted `Host` header names (with optional `:port`).
+    pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` values; `:*` matches any port.
+    pub allowed_origins: Vec<String>,
+    /// Exact origins that receive CORS headers.
+    pub cors_origins: Vec<String>,
+    /// Bearer token required on `/mcp` when set.
+    pub auth_token: Option<Secret>,
+    /// Largest accepted request body.
+    pub max_body_bytes: ByteSize,
+    /// Idle legacy sessions are closed after this.
+    pub session_idle_timeout: Duration,
+    /// Grace period for in-flight requests at shutdown.
+    pub shutdown_grace: Duration,
+}
+
+/// Log verbosity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
+    /// The default.
+    Info,
+    /// Verbose (the older server's `DEBUG=true`).
+    Debug,
+    /// Everything.
+    Trace,
+}
+
+impl LogLevel {
+    /// The level's name as tracing filters spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Error => "error",
+            LogLevel::Warn => "warn",
+            LogLevel::Info => "info",
+            LogLevel::Debug => "debug",
+            LogLevel::Trace => "trace",
+        }
+    }
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Text on a terminal, JSON otherwise.
+    Auto,
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+impl LogFormat {
+    /// The format's name as the config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Auto => "auto",
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
+}
+
+/// Logging settings.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    /// Verbosity.
+    pub level: LogLevel,
+    /// Line format.
+    pub format: LogFormat,
+}
+
+/// Task engine limits.
+#[derive(Debug, Clone)]
+pub struct TaskConfig {
+    /// Tasks running at once, all agents.
+    pub max_concurrent: u32,
+    /// Tasks running at once for one agent.
+    pub max_concurrent_per_agent: u32,
+    /// Queued tasks before submissions are refused.
+    pub max_queued: u32,
+    /// Deadline for a task that gives none.
+    pub default_timeout: Duration,
+    /// How long a `sync=true` call waits before answering `running`.
+    pub sync_wait: Duration,
+    /// Largest accepted task description.
+    pub max_description_bytes: ByteSize,
+}
+
+/// Per-task resource limits.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// CPUs per task.
+    pub cpu_limit: Option<f64>,
+    /// Memory per task.
+    pub memory_limit: Option<ByteSize>,
+    /// Container image (container isolation only).
+    pub image: Option<String>,
+}
+
+/// Letta integration settings.
+#[derive(Debug, Clone)]
+pub struct LettaConfig {
+    /// Letta base URL; `None` turns the integration off.
+    pub api_url: Option<String>,
+    /// Bearer token.
+    pub api_token: Option<Secret>,
+}
+
+/// Feature switches.
+#[derive(Debug, Clone)]
+pub struct FeatureConfig {
+    /// Allow asynchronous `execute_task`.
+    pub async_execute: bool,
+    /// Honour idempotency keys.
+    pub enforce_idempotency: bool,
+}
+
+impl Config {
+    /// The `host:port` string to bind.
+    pub fn bind_address(&self) -> String {
+        if self.server.host.contains(':') && !self.server.host.starts_with('[') {
+            format!("[{}]:{}", self.server.host, self.server.port)
+        } else {
+            format!("{}:{}", self.server.host, self.server.port)
+        }
+    }
+
+    /// Path of the embedded SQLite database.
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("handoff.db")
+    }
+}

@@ -1,0 +1,295 @@
+//! Resolution of the layers into a typed [`Config`].
+
+use std::{path::PathBuf, time::Duration};
+
+use crate::{
+    ByteSize, Config, ConfigError, FeatureConfig, LettaConfig, LoadOptions, LogConfig, LogFormat,
+    LogLevel, RunnerConfig, Secret, ServerConfig, Source, TaskConfig,
+    layers::Layers,
+    parse::FromRaw,
+    spec::{SETTINGS, SettingSpec},
+};
+
+/// One resolved setting as `handoff config` shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EffectiveSetting {
+    /// Dotted key.
+    pub key: &'static str,
+    /// The value, rendered; secrets masked.
+    pub value: String,
+    /// The layer that set it.
+    #[serde(serialize_with = "source_text")]
+    pub source: Source,
+}
+
+fn source_text<S: serde::Serializer>(source: &Source, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(source)
+}
+
+/// How a typed value is shown in `handoff config`.
+trait Render {
+    fn render(&self) -> String;
+}
+
+macro_rules! render_display {
+    ($($t:ty),*) => {$(impl Render for $t { fn render(&self) -> String { self.to_string() } })*};
+}
+render_display!(u16, u32, u64, f64, bool, String, ByteSize, Secret);
+
+impl Render for PathBuf {
+    fn render(&self) -> String {
+        self.display().to_string()
+    }
+}
+impl Render for Vec<String> {
+    fn render(&self) -> String {
+        format!("[{}]", self.join(", "))
+    }
+}
+impl Render for LogLevel {
+    fn render(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+impl Render for LogFormat {
+    fn render(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
+struct Resolver {
+    layers: Layers,
+    effective: Vec<EffectiveSetting>,
+}
+
+impl Resolver {
+    fn spec(key: &'static str) -> &'static SettingSpec {
+        match SETTINGS.iter().find(|s| s.key == key) {
+            Some(spec) => spec,
+            // The keys below are literals checked by `every_setting_is_resolved`.
+            None => unreachable!("setting {key} missing from SETTINGS"),
+        }
+    }
+
+    fn opt<T: FromRaw + Render>(&mut self, key: &'static str) -> Result<Option<T>, ConfigError> {
+        let spec = Self::spec(key);
+        let Some((raw, source)) = self.layers.lookup(spec)? else {
+            return Ok(None);
+        };
+        let value = T::from_raw(&raw).map_err(|reason| ConfigError::Invalid {
+            key,
+            origin: source.clone(),
+            value: match &raw {
+                crate::layers::RawValue::Text(t) => spec.render_raw(t),
+                crate::layers::RawValue::Toml(v) => spec.render_raw(&v.to_string()),
+            },
+            reason,
+        })?;
+        self.effective.push(EffectiveSetting {
+            key,
+            value: value.render(),
+            source,
+        });
+        Ok(Some(value))
+    }
+
+    fn get<T: FromRaw + Render>(&mut self, key: &'static str, default: T) -> Result<T, ConfigError> {
+        match self.opt(key)? {
+            Some(value) => Ok(value),
+            None => {
+                self.effective.push(EffectiveSetting {
+                    key,
+                    value: default.render(),
+                    source: Source::Default,
+                });
+                Ok(default)
+            }
+        }
+    }
+
+    /// Like [`Resolver::opt`], recording "unset" when no layer sets it.
+    fn optional<T: FromRaw + Render>(&mut self, key: &'static str) -> Result<Option<T>, ConfigError> {
+        let value = self.opt(key)?;
+        if value.is_none() {
+            self.effective.push(EffectiveSetting {
+                key,
+                value: "(unset)".to_owned(),
+                source: Source::Default,
+            });
+        }
+        Ok(value)
+    }
+
+    fn check<T>(
+        &self,
+        key: &'static str,
+        value: T,
+        ok: impl FnOnce(&T) -> Result<(), String>,
+    ) -> Result<T, ConfigError> {
+        match ok(&value) {
+            Ok(()) => Ok(value),
+            Err(reason) => {
+                let found = self.effective.iter().rev().find(|e| e.key == key);
+                Err(ConfigError::Invalid {
+                    key,
+                    origin: found.map_or(Source::Default, |e| e.source.clone()),
+                    value: found.map_or_else(String::new, |e| e.value.clone()),
+                    reason,
+                })
+            }
+        }
+    }
+}
+
+fn at_least_one(v: &u32) -> Result<(), String> {
+    if *v >= 1 {
+        Ok(())
+    } else {
+        Err("must be at least 1".to_owned())
+    }
+}
+
+fn positive_millis(v: &u64) -> Result<(), String> {
+    if *v >= 1 {
+        Ok(())
+    } else {
+        Err("must be at least 1 ms".to_owned())
+    }
+}
+
+/// An allowed Origin is `null` or `scheme://host[:port|:*]` with nothing after the authority.
+fn valid_origins(origins: &Vec<String>) -> Result<(), String> {
+    for origin in origins {
+        if origin == "null" {
+            continue;
+        }
+        let Some((scheme, rest)) = origin.split_once("://") else {
+            return Err(format!("origin {origin:?} needs a scheme, e.g. http://localhost:*"));
+        };
+        if scheme.is_empty() || rest.is_empty() || rest.contains('/') {
+            return Err(format!(
+                "origin {origin:?} must be scheme://host[:port], with no path"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn http_url(url: &Option<String>) -> Result<(), String> {
+    match url {
+        Some(u) if !(u.starts_with("http://") || u.starts_with("https://")) => {
+            Err("expected an http:// or https:// URL".to_owned())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn loopback_hosts() -> Vec<String> {
+    ["localhost", "127.0.0.1", "::1"].map(str::to_owned).to_vec()
+}
+
+fn loopback_origins() -> Vec<String> {
+    ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+impl Config {
+    /// Resolves the configuration from `options`; any invalid value is an error naming its source.
+    pub fn load(options: LoadOptions) -> Result<Config, ConfigError> {
+        let layers = Layers::load(options)?;
+        if let Some(unknown) = layers.unknown_file_keys(SETTINGS) {
+            return Err(unknown);
+        }
+        let mut r = Resolver {
+            layers,
+            effective: Vec::with_capacity(SETTINGS.len()),
+        };
+
+        let host: String = r.get("server.host", "127.0.0.1".to_owned())?;
+        let port = r.get("server.port", 3500u16)?;
+        let mut allowed_hosts = r.get("server.allowed_hosts", loopback_hosts())?;
+        let allowed_origins = r.get("server.allowed_origins", loopback_origins())?;
+        let allowed_origins = r.check("server.allowed_origins", allowed_origins, valid_origins)?;
+        let cors_origins = r.get("server.cors_origins", Vec::<String>::new())?;
+        let cors_origins = r.check("server.cors_origins", cors_origins, valid_origins)?;
+        let auth_token = r.optional::<Secret>("server.auth_token")?;
+        let max_body_bytes = r.get("server.max_body_bytes", ByteSize(4 << 20))?;
+        let idle = r.get("server.session_idle_timeout_secs", 1800u64)?;
+        let grace = r.get("server.shutdown_grace_secs", 10u64)?;
+        // A non-loopback bind name must be an accepted Host, or the server would refuse itself.
+        if !["0.0.0.0", "::", "[::]"].contains(&host.as_str())
+            && !allowed_hosts.iter().any(|h| h == &host)
+        {
+            allowed_hosts.push(host.clone());
+        }
+        let server = ServerConfig {
+            host,
+            port,
+            allowed_hosts,
+            allowed_origins,
+            cors_origins,
+            auth_token,
+            max_body_bytes,
+            session_idle_timeout: Duration::from_secs(idle),
+            shutdown_grace: Duration::from_secs(grace),
+        };
+
+        let log = LogConfig {
+            level: r.get("log.level", LogLevel::Info)?,
+            format: r.get("log.format", LogFormat::Auto)?,
+        };
+        let data_dir: PathBuf = r.get("data_dir", PathBuf::from(".handoff"))?;
+        let workspace_dir = r.get("workspace_dir", data_dir.join("workspaces"))?;
+
+        let max_concurrent = r.get("tasks.max_concurrent", 10u32)?;
+        let max_concurrent = r.check("tasks.max_concurrent", max_concurrent, at_least_one)?;
+        let per_agent = r.get("tasks.max_concurrent_per_agent", max_concurrent)?;
+        let per_agent = r.check("tasks.max_concurrent_per_agent", per_agent, at_least_one)?;
+        let max_queued = r.get("tasks.max_queued", 1000u32)?;
+        let timeout_ms = r.get("tasks.default_timeout_ms", 300_000u64)?;
+        let timeout_ms = r.check("tasks.default_timeout_ms", timeout_ms, positive_millis)?;
+        let sync_wait_ms = r.get("tasks.sync_wait_ms", 25_000u64)?;
+        let max_description_bytes = r.get("tasks.max_description_bytes", ByteSize(64 << 10))?;
+        let tasks = TaskConfig {
+            max_concurrent,
+            max_concurrent_per_agent: per_agent,
+            max_queued,
+            default_timeout: Duration::from_millis(timeout_ms),
+            sync_wait: Duration::from_millis(sync_wait_ms),
+            max_description_bytes,
+        };
+
+        let runner = RunnerConfig {
+            cpu_limit: r.optional("runner.cpu_limit")?,
+            memory_limit: r.optional("runner.memory_limit")?,
+            image: r.optional("runner.image")?,
+        };
+        let api_url = r.optional::<String>("letta.api_url")?;
+        let api_url = r.check("letta.api_url", api_url, http_url)?;
+        let letta = LettaConfig {
+            api_url,
+            api_token: r.optional("letta.api_token")?,
+        };
+        let features = FeatureConfig {
+            async_execute: r.get("features.async_execute", true)?,
+            enforce_idempotency: r.get("features.enforce_idempotency", true)?,
+        };
+
+        Ok(Config {
+            server,
+            log,
+            data_dir,
+            workspace_dir,
+            tasks,
+            runner,
+            letta,
+            features,
+            effective: r.effective,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "resolve_tests.rs"]
+mod tests;

@@ -1,0 +1,233 @@
+use std::{collections::BTreeMap, io::Write, path::PathBuf};
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::CliOverride;
+
+fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    path
+}
+
+fn source_of(config: &Config, key: &str) -> Source {
+    config
+        .effective
+        .iter()
+        .find(|e| e.key == key)
+        .unwrap()
+        .source
+        .clone()
+}
+
+#[test]
+fn defaults_bind_loopback_3500() {
+    let config = Config::load(LoadOptions::default()).unwrap();
+    assert_eq!(config.bind_address(), "127.0.0.1:3500");
+    assert_eq!(config.tasks.max_concurrent, 10);
+    assert_eq!(config.server.max_body_bytes, ByteSize(4 << 20));
+    assert_eq!(config.data_dir, PathBuf::from(".handoff"));
+    assert_eq!(config.database_path(), PathBuf::from(".handoff/handoff.db"));
+    assert!(config.letta.api_url.is_none());
+}
+
+#[test]
+fn every_setting_is_resolved_once() {
+    let config = Config::load(LoadOptions::default()).unwrap();
+    let keys: Vec<_> = config.effective.iter().map(|e| e.key).collect();
+    let mut expected: Vec<_> = SETTINGS.iter().map(|s| s.key).collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(sorted, expected);
+}
+
+#[test]
+fn precedence_cli_over_env_over_dotenv_over_file_over_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        &dir,
+        "handoff.toml",
+        "[server]\nport = 4000\nhost = \"127.0.0.1\"\n[tasks]\nmax_concurrent = 4\nmax_queued = 7\nsync_wait_ms = 11\n",
+    );
+    let dotenv = write(&dir, ".env", "MCP_PORT=4100\nMAX_CONCURRENT_TASKS=5\nHANDOFF_MAX_QUEUED_TASKS=8\n");
+    let options = LoadOptions {
+        config_file: Some(file.clone()),
+        default_config_file: None,
+        dotenv_file: Some(dotenv.clone()),
+        env: env(&[("MCP_PORT", "4200"), ("MAX_CONCURRENT_TASKS", "6")]),
+        cli: vec![CliOverride {
+            key: "server.port",
+            flag: "--port",
+            value: "4300".into(),
+        }],
+    };
+    let config = Config::load(options).unwrap();
+    assert_eq!(config.server.port, 4300);
+    assert_eq!(source_of(&config, "server.port"), Source::Cli { flag: "--port".into() });
+    assert_eq!(config.tasks.max_concurrent, 6);
+    assert_eq!(
+        source_of(&config, "tasks.max_concurrent"),
+        Source::Env { var: "MAX_CONCURRENT_TASKS".into() }
+    );
+    assert_eq!(config.tasks.max_queued, 8);
+    assert_eq!(
+        source_of(&config, "tasks.max_queued"),
+        Source::DotEnv { path: dotenv, var: "HANDOFF_MAX_QUEUED_TASKS".into() }
+    );
+    assert_eq!(config.tasks.sync_wait.as_millis(), 11);
+    assert_eq!(
+        source_of(&config, "tasks.sync_wait_ms"),
+        Source::File { path: file, key: "tasks.sync_wait_ms".into() }
+    );
+    assert_eq!(source_of(&config, "tasks.max_description_bytes"), Source::Default);
+    // The per-agent limit follows the global one unless set.
+    assert_eq!(config.tasks.max_concurrent_per_agent, 6);
+}
+
+#[test]
+fn handoff_names_win_over_legacy_names() {
+    let options = LoadOptions {
+        env: env(&[("MCP_PORT", "4200"), ("HANDOFF_PORT", "4201")]),
+        ..LoadOptions::default()
+    };
+    assert_eq!(Config::load(options).unwrap().server.port, 4201);
+}
+
+#[test]
+fn legacy_variables_map_to_typed_settings() {
+    let options = LoadOptions {
+        env: env(&[
+            ("MCP_HOST", "0.0.0.0"),
+            ("RUNNER_TIMEOUT_MS", "60000"),
+            ("RUNNER_CPU_LIMIT", "2.0"),
+            ("RUNNER_MEMORY_LIMIT", "2g"),
+            ("WORKSPACE_DIR", "/srv/work"),
+            ("DEBUG", "true"),
+            ("LETTA_API_URL", "http://127.0.0.1:8283"),
+            ("LETTA_API_TOKEN", "sekrit"),
+            ("ENFORCE_IDEMPOTENCY", "false"),
+        ]),
+        ..LoadOptions::default()
+    };
+    let config = Config::load(options).unwrap();
+    assert_eq!(config.server.host, "0.0.0.0");
+    assert_eq!(config.tasks.default_timeout.as_millis(), 60_000);
+    assert_eq!(config.runner.cpu_limit, Some(2.0));
+    assert_eq!(config.runner.memory_limit, Some(ByteSize(2 << 30)));
+    assert_eq!(config.workspace_dir, PathBuf::from("/srv/work"));
+    assert_eq!(config.log.level, LogLevel::Debug);
+    assert_eq!(config.letta.api_token.as_ref().map(Secret::expose), Some("sekrit"));
+    assert!(!config.features.enforce_idempotency);
+    let shown = config.effective.iter().find(|e| e.key == "letta.api_token").unwrap();
+    assert_eq!(shown.value, "********");
+}
+
+#[test]
+fn debug_false_leaves_level_alone() {
+    let options = LoadOptions {
+        env: env(&[("DEBUG", "false"), ("HANDOFF_LOG_LEVEL", "warn")]),
+        ..LoadOptions::default()
+    };
+    assert_eq!(Config::load(options).unwrap().log.level, LogLevel::Warn);
+    let options = LoadOptions {
+        env: env(&[("DEBUG", "false")]),
+        ..LoadOptions::default()
+    };
+    assert_eq!(Config::load(options).unwrap().log.level, LogLevel::Info);
+}
+
+#[test]
+fn invalid_values_name_their_variable() {
+    let cases = [
+        ("MCP_PORT", "abc", "MCP_PORT"),
+        ("MCP_PORT", "70000", "MCP_PORT"),
+        ("MAX_CONCURRENT_TASKS", "NaN", "MAX_CONCURRENT_TASKS"),
+        ("MAX_CONCURRENT_TASKS", "0", "MAX_CONCURRENT_TASKS"),
+        ("RUNNER_TIMEOUT_MS", "-5", "RUNNER_TIMEOUT_MS"),
+        ("RUNNER_CPU_LIMIT", "lots", "RUNNER_CPU_LIMIT"),
+        ("RUNNER_MEMORY_LIMIT", "2x", "RUNNER_MEMORY_LIMIT"),
+        ("DEBUG", "maybe", "DEBUG"),
+        ("LETTA_API_URL", "letta.local", "LETTA_API_URL"),
+        ("HANDOFF_ALLOWED_ORIGINS", "localhost", "HANDOFF_ALLOWED_ORIGINS"),
+        ("HANDOFF_LOG_FORMAT", "xml", "HANDOFF_LOG_FORMAT"),
+    ];
+    for (var, value, named) in cases {
+        let options = LoadOptions {
+            env: env(&[(var, value)]),
+            ..LoadOptions::default()
+        };
+        let err = Config::load(options).expect_err(var).to_string();
+        assert!(err.contains(named), "{var}={value}: {err}");
+        assert!(err.contains(value), "{var}={value}: {err}");
+    }
+}
+
+#[test]
+fn invalid_secret_is_masked_in_the_error() {
+    let options = LoadOptions {
+        env: env(&[("HANDOFF_AUTH_TOKEN", "   ")]),
+        ..LoadOptions::default()
+    };
+    let err = Config::load(options).unwrap_err().to_string();
+    assert!(err.contains("HANDOFF_AUTH_TOKEN"), "{err}");
+    assert!(err.contains("********"), "{err}");
+}
+
+#[test]
+fn invalid_file_value_names_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(&dir, "h.toml", "[server]\nport = \"high\"\n");
+    let options = LoadOptions {
+        config_file: Some(file),
+        ..LoadOptions::default()
+    };
+    let err = Config::load(options).unwrap_err().to_string();
+    assert!(err.contains("server.port in"), "{err}");
+    assert!(err.contains("h.toml"), "{err}");
+}
+
+#[test]
+fn unknown_file_key_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(&dir, "h.toml", "[server]\nprot = 1\n");
+    let options = LoadOptions {
+        config_file: Some(file),
+        ..LoadOptions::default()
+    };
+    let err = Config::load(options).unwrap_err();
+    assert!(matches!(err, ConfigError::UnknownKey { ref key, .. } if key == "server.prot"), "{err}");
+}
+
+#[test]
+fn explicit_config_file_must_exist_default_one_may_not() {
+    let options = LoadOptions {
+        config_file: Some(PathBuf::from("/nonexistent/handoff.toml")),
+        ..LoadOptions::default()
+    };
+    assert!(matches!(Config::load(options), Err(ConfigError::Read { .. })));
+    let options = LoadOptions {
+        default_config_file: Some(PathBuf::from("/nonexistent/handoff.toml")),
+        ..LoadOptions::default()
+    };
+    assert!(Config::load(options).is_ok());
+}
+
+#[test]
+fn non_loopback_bind_name_is_an_allowed_host() {
+    let options = LoadOptions {
+        env: env(&[("MCP_HOST", "handoff.internal")]),
+        ..LoadOptions::default()
+    };
+    let config = Config::load(options).unwrap();
+    assert!(config.server.allowed_hosts.contains(&"handoff.internal".to_owned()));
+}

@@ -1,0 +1,134 @@
+//! The table of every setting: its key, the environment names that set it, whether it is secret.
+
+/// An environment variable that sets a setting, optionally mapping its value first.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvAlias {
+    /// Variable name.
+    pub name: &'static str,
+    /// Maps the variable's text to the setting's text; `Ok(None)` means "not set by this".
+    pub transform: Option<fn(&str) -> Result<Option<String>, String>>,
+}
+
+const fn env(name: &'static str) -> EnvAlias {
+    EnvAlias {
+        name,
+        transform: None,
+    }
+}
+
+/// One configurable setting.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingSpec {
+    /// Dotted key, also its TOML path (`server.port` = `[server] port = …`).
+    pub key: &'static str,
+    /// Environment variables, first found wins (`HANDOFF_*` before legacy names).
+    pub env: &'static [EnvAlias],
+    /// Secrets are masked in errors, logs and `handoff config`.
+    pub secret: bool,
+    /// One line for `handoff config --explain` and the README.
+    pub doc: &'static str,
+}
+
+impl SettingSpec {
+    /// Renders a raw value for messages, masked when the setting is secret.
+    pub(crate) fn render_raw(&self, value: &str) -> String {
+        if self.secret {
+            "********".to_owned()
+        } else {
+            value.to_owned()
+        }
+    }
+}
+
+/// `DEBUG=true` (the older server's flag) means log level `debug`; `DEBUG=false` leaves it alone.
+fn debug_flag(value: &str) -> Result<Option<String>, String> {
+    match crate::parse::parse_bool(value)? {
+        true => Ok(Some("debug".to_owned())),
+        false => Ok(None),
+    }
+}
+
+macro_rules! settings {
+    ($( $key:literal [$($env:expr),*] $(secret=$secret:literal)? : $doc:literal ;)*) => {
+        /// Every setting Handoff reads, in display order.
+        pub const SETTINGS: &[SettingSpec] = &[
+            $(SettingSpec {
+                key: $key,
+                env: &[$($env),*],
+                secret: settings!(@secret $($secret)?),
+                doc: $doc,
+            },)*
+        ];
+    };
+    (@secret) => { false };
+    (@secret $s:literal) => { $s };
+}
+
+settings! {
+    "server.host" [env("HANDOFF_HOST"), env("MCP_HOST")]: "address to bind the HTTP server to";
+    "server.port" [env("HANDOFF_PORT"), env("MCP_PORT")]: "TCP port (0 picks a free one)";
+    "server.allowed_hosts" [env("HANDOFF_ALLOWED_HOSTS")]: "Host header values accepted (DNS-rebinding guard)";
+    "server.allowed_origins" [env("HANDOFF_ALLOWED_ORIGINS")]: "browser Origins accepted; `http://localhost:*` style, exact scheme/host/port";
+    "server.cors_origins" [env("HANDOFF_CORS_ORIGINS")]: "exact Origins that get CORS headers (none by default)";
+    "server.auth_token" [env("HANDOFF_AUTH_TOKEN")] secret=true: "bearer token required on /mcp when set";
+    "server.max_body_bytes" [env("HANDOFF_MAX_BODY_BYTES")]: "largest accepted request body";
+    "server.session_idle_timeout_secs" [env("HANDOFF_SESSION_IDLE_TIMEOUT_SECS")]: "legacy MCP sessions idle this long are closed";
+    "server.shutdown_grace_secs" [env("HANDOFF_SHUTDOWN_GRACE_SECS")]: "how long in-flight requests may finish after SIGTERM";
+    "log.level" [env("HANDOFF_LOG_LEVEL"), EnvAlias { name: "DEBUG", transform: Some(debug_flag) }]: "error, warn, info, debug or trace";
+    "log.format" [env("HANDOFF_LOG_FORMAT")]: "auto (text on a TTY, else JSON), text or json";
+    "data_dir" [env("HANDOFF_DATA_DIR")]: "where Handoff keeps its database and spilled outputs";
+    "workspace_dir" [env("HANDOFF_WORKSPACE_DIR"), env("WORKSPACE_DIR")]: "root of per-task working directories";
+    "tasks.max_concurrent" [env("HANDOFF_MAX_CONCURRENT_TASKS"), env("MAX_CONCURRENT_TASKS")]: "tasks running at once, all agents";
+    "tasks.max_concurrent_per_agent" [env("HANDOFF_MAX_CONCURRENT_PER_AGENT")]: "tasks running at once for one agent";
+    "tasks.max_queued" [env("HANDOFF_MAX_QUEUED_TASKS")]: "queued tasks before execute_task answers QUEUE_FULL";
+    "tasks.default_timeout_ms" [env("HANDOFF_TASK_TIMEOUT_MS"), env("RUNNER_TIMEOUT_MS")]: "task deadline when execute_task gives none";
+    "tasks.sync_wait_ms" [env("HANDOFF_SYNC_WAIT_MS")]: "how long sync=true waits before answering `running`";
+    "tasks.max_description_bytes" [env("HANDOFF_MAX_DESCRIPTION_BYTES")]: "largest accepted task_description";
+    "runner.cpu_limit" [env("HANDOFF_RUNNER_CPU_LIMIT"), env("RUNNER_CPU_LIMIT")]: "CPUs per task (e.g. 2.0)";
+    "runner.memory_limit" [env("HANDOFF_RUNNER_MEMORY_LIMIT"), env("RUNNER_MEMORY_LIMIT")]: "memory per task (e.g. 2g)";
+    "runner.image" [env("HANDOFF_RUNNER_IMAGE"), env("RUNNER_IMAGE")]: "container image for the container isolation level";
+    "letta.api_url" [env("HANDOFF_LETTA_API_URL"), env("LETTA_API_URL")]: "Letta server URL; Letta integration is off when unset";
+    "letta.api_token" [env("HANDOFF_LETTA_API_TOKEN"), env("LETTA_API_TOKEN")] secret=true: "Letta bearer token";
+    "features.async_execute" [env("HANDOFF_ENABLE_ASYNC_EXECUTE"), env("ENABLE_ASYNC_EXECUTE")]: "allow execute_task without sync=true";
+    "features.enforce_idempotency" [env("HANDOFF_ENFORCE_IDEMPOTENCY"), env("ENFORCE_IDEMPOTENCY")]: "honour idempotency keys";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_unique() {
+        let mut keys: Vec<_> = SETTINGS.iter().map(|s| s.key).collect();
+        keys.sort_unstable();
+        let before = keys.len();
+        keys.dedup();
+        assert_eq!(before, keys.len());
+    }
+
+    #[test]
+    fn legacy_names_are_honoured() {
+        for legacy in [
+            "MCP_PORT",
+            "MCP_HOST",
+            "LETTA_API_URL",
+            "LETTA_API_TOKEN",
+            "MAX_CONCURRENT_TASKS",
+            "RUNNER_TIMEOUT_MS",
+            "RUNNER_CPU_LIMIT",
+            "RUNNER_MEMORY_LIMIT",
+            "RUNNER_IMAGE",
+            "WORKSPACE_DIR",
+            "DEBUG",
+            "ENABLE_ASYNC_EXECUTE",
+            "ENFORCE_IDEMPOTENCY",
+        ] {
+            assert!(
+                SETTINGS
+                    .iter()
+                    .any(|s| s.env.iter().any(|e| e.name == legacy)),
+                "{legacy} is not mapped"
+            );
+        }
+    }
+}
