@@ -1,1 +1,24 @@
-//! placeholder
+//! Handoff's tool framework.
+//!
+//! One declaration per tool ([`Tool`]: typed arguments with a generated schema, a description,
+//! a typed output), one [`ToolContext`] per call, and one [`Pipeline`] that every call passes
+//! through in a fixed order — resolve, visibility, loop guard, before-hooks, validation,
+//! permission, execution (deadline + cancellation), output limits, after-hooks, audit — whatever
+//! transport it arrived on.
+
+pub mod builtin;
+mod context;
+mod declare;
+mod error;
+mod identity;
+pub mod pipeline;
+mod registry;
+mod schema;
+
+pub use context::{NoProgress, ProgressReporter, ToolContext};
+pub use declare::{Tool, ToolAnnotations, ToolDefinition};
+pub use error::ToolError;
+pub use identity::{AgentId, InvalidAgentId};
+pub use pipeline::{CallRequest, CallOutcome, Pipeline, PipelineBuilder};
+pub use registry::{RegistryError, ToolRegistry};
+pub use schema::{SchemaError, ValidationFailure};

@@ -1,0 +1,182 @@
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, RwLock},
+    time::{Instant, SystemTime},
+};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{VERSION, unix_millis};
+use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+
+/// One subsystem's readiness (store, executors, Letta, transports).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ComponentReport {
+    /// Subsystem name.
+    pub name: String,
+    /// Whether it can do its job now.
+    pub ready: bool,
+    /// One line on its state.
+    pub detail: String,
+}
+
+/// Task counts, reported once the task engine is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct TaskCounts {
+    /// Tasks running now.
+    pub active: u64,
+    /// Tasks waiting for a slot.
+    pub queued: u64,
+}
+
+/// The health report served by the `health` tool and `GET /health`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct HealthReport {
+    /// `ok` when every component is ready, else `degraded`.
+    pub status: String,
+    /// Server name.
+    pub server: String,
+    /// Server version.
+    pub version: String,
+    /// Milliseconds since start.
+    pub uptime_ms: u64,
+    /// Start time, milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+    /// Each registered subsystem.
+    pub components: Vec<ComponentReport>,
+    /// Task counts (absent until the task engine reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<TaskCounts>,
+}
+
+/// Live service state that subsystems update and health reports read.
+#[derive(Debug)]
+pub struct ServiceStatus {
+    started: Instant,
+    started_at: SystemTime,
+    components: RwLock<BTreeMap<String, (bool, String)>>,
+    tasks: RwLock<Option<TaskCounts>>,
+}
+
+impl Default for ServiceStatus {
+    fn default() -> Self {
+        Self {
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            components: RwLock::default(),
+            tasks: RwLock::default(),
+        }
+    }
+}
+
+impl ServiceStatus {
+    /// Fresh state; uptime counts from now.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Records a subsystem's readiness.
+    pub fn set_component(&self, name: impl Into<String>, ready: bool, detail: impl Into<String>) {
+        let mut map = self.components.write().unwrap_or_else(|p| p.into_inner());
+        map.insert(name.into(), (ready, detail.into()));
+    }
+
+    /// Records task counts.
+    pub fn set_tasks(&self, counts: TaskCounts) {
+        *self.tasks.write().unwrap_or_else(|p| p.into_inner()) = Some(counts);
+    }
+
+    /// Whether every registered component is ready.
+    pub fn ready(&self) -> bool {
+        let map = self.components.read().unwrap_or_else(|p| p.into_inner());
+        map.values().all(|(ready, _)| *ready)
+    }
+
+    /// The current report.
+    pub fn report(&self) -> HealthReport {
+        let components: Vec<ComponentReport> = self
+            .components
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(name, (ready, detail))| ComponentReport {
+                name: name.clone(),
+                ready: *ready,
+                detail: detail.clone(),
+            })
+            .collect();
+        let all_ready = components.iter().all(|c| c.ready);
+        HealthReport {
+            status: if all_ready { "ok" } else { "degraded" }.to_owned(),
+            server: "handoff".to_owned(),
+            version: VERSION.to_owned(),
+            uptime_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            started_at_ms: unix_millis(self.started_at),
+            components,
+            tasks: *self.tasks.read().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+}
+
+/// Arguments of `health`: none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HealthArgs {}
+
+/// `health`: version, uptime, subsystem readiness and task counts.
+#[derive(Debug, Clone)]
+pub struct HealthTool {
+    status: Arc<ServiceStatus>,
+}
+
+impl HealthTool {
+    /// A health tool reading `status`.
+    pub fn new(status: Arc<ServiceStatus>) -> Self {
+        Self { status }
+    }
+}
+
+impl Tool for HealthTool {
+    type Args = HealthArgs;
+    type Output = HealthReport;
+
+    fn name(&self) -> &'static str {
+        "health"
+    }
+
+    fn description(&self) -> &'static str {
+        "Report Handoff's health: version, uptime, readiness of each subsystem (store, \
+         executors, integrations) and running/queued task counts."
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: true,
+            idempotent: true,
+            ..ToolAnnotations::default()
+        }
+    }
+
+    async fn call(&self, _: ToolContext, _: HealthArgs) -> Result<HealthReport, ToolError> {
+        Ok(self.status.report())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn degraded_when_a_component_is_not_ready() {
+        let status = ServiceStatus::new();
+        assert_eq!(status.report().status, "ok");
+        status.set_component("store", false, "opening");
+        assert_eq!(status.report().status, "degraded");
+        assert!(!status.ready());
+        status.set_component("store", true, "sqlite");
+        assert!(status.ready());
+        status.set_tasks(TaskCounts { active: 1, queued: 2 });
+        assert_eq!(status.report().tasks, Some(TaskCounts { active: 1, queued: 2 }));
+    }
+}

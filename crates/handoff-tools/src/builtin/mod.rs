@@ -1,0 +1,41 @@
+//! Tools every Handoff instance serves regardless of which subsystems are enabled.
+
+mod health;
+mod ping;
+
+pub use health::{ComponentReport, HealthReport, HealthTool, ServiceStatus, TaskCounts};
+pub use ping::{PingArgs, PingOutput, PingTool};
+
+/// Handoff's version, as reported by `ping`, `health` and `server/discover`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn unix_millis(at: std::time::SystemTime) -> u64 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolRegistry;
+
+    /// Golden schemas: a change to a tool's wire contract shows up in review.
+    #[test]
+    fn tool_schemas_are_stable() {
+        let mut registry = ToolRegistry::new();
+        registry
+            .register(PingTool)
+            .and_then(|r| r.register(HealthTool::new(ServiceStatus::new())))
+            .unwrap();
+        for def in registry.definitions() {
+            insta::assert_json_snapshot!(
+                format!("{}_schema", def.name),
+                serde_json::json!({
+                    "input": *def.input_schema,
+                    "output": *def.output_schema,
+                })
+            );
+        }
+    }
+}

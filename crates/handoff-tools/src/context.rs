@@ -1,0 +1,139 @@
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Instant,
+};
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::{AgentId, ToolError, pipeline::PermissionRequest};
+
+/// Sends progress for one call back to its caller (MCP `notifications/progress`).
+pub trait ProgressReporter: Send + Sync {
+    /// Reports that `progress` (monotonically increasing) of `total` is done.
+    fn report(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> BoxFuture<'_, ()>;
+}
+
+/// For callers that asked for no progress.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl ProgressReporter for NoProgress {
+    fn report(&self, _: f64, _: Option<f64>, _: Option<String>) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Everything a tool knows about the call it is serving.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// Unique id of this call (audit, spill file names).
+    pub call_id: String,
+    /// The transport's request id (JSON-RPC id), for logs.
+    pub request_id: String,
+    /// The caller's identity from the transport (`x-agent-id`), before any argument override.
+    pub agent_id: Option<AgentId>,
+    /// Transport session, when the protocol era has one.
+    pub session_id: Option<String>,
+    /// Cancelled when the caller cancels or disconnects.
+    pub cancel: CancellationToken,
+    /// When the call must be finished by.
+    pub deadline: Option<Instant>,
+    progress: Arc<dyn ProgressReporter>,
+    progress_step: Arc<AtomicU64>,
+    permissions: Option<Arc<dyn crate::pipeline::PermissionPolicy>>,
+}
+
+impl ToolContext {
+    /// A context for one call.
+    pub fn new(call_id: impl Into<String>, request_id: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            request_id: request_id.into(),
+            agent_id: None,
+            session_id: None,
+            cancel: CancellationToken::new(),
+            deadline: None,
+            progress: Arc::new(NoProgress),
+            progress_step: Arc::new(AtomicU64::new(0)),
+            permissions: None,
+        }
+    }
+
+    /// Sets the caller's identity.
+    pub fn with_agent(mut self, agent_id: Option<AgentId>) -> Self {
+        self.agent_id = agent_id;
+        self
+    }
+
+    /// Sets the transport session.
+    pub fn with_session(mut self, session_id: Option<String>) -> Self {
+        self.session_id = session_id;
+        self
+    }
+
+    /// Sets the cancellation token.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Sets the deadline.
+    pub fn with_deadline(mut self, deadline: Option<Instant>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Sets where progress goes.
+    pub fn with_progress(mut self, progress: Arc<dyn ProgressReporter>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    pub(crate) fn with_permissions(
+        mut self,
+        permissions: Arc<dyn crate::pipeline::PermissionPolicy>,
+    ) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Reports a progress step to the caller; steps are numbered in call order.
+    pub async fn progress(&self, message: impl Into<String>) {
+        let step = self.progress_step.fetch_add(1, Ordering::SeqCst) + 1;
+        self.progress
+            .report(step as f64, None, Some(message.into()))
+            .await;
+    }
+
+    /// Asks the permission engine whether an action inside this tool may proceed.
+    pub async fn ask(&self, request: PermissionRequest) -> Result<(), ToolError> {
+        let Some(permissions) = &self.permissions else {
+            return Err(ToolError::Denied {
+                tool: request.tool.clone(),
+                reason: "no permission engine is attached to this call".to_owned(),
+            });
+        };
+        permissions.decide(self, &request).await.into_result(&request)
+    }
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("request_id", &self.request_id)
+            .field("agent_id", &self.agent_id)
+            .field("session_id", &self.session_id)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}

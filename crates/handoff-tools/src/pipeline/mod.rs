@@ -1,0 +1,11 @@
+//! The one pipeline every tool call passes through, and the seams its stages are built from.
+
+mod run;
+mod seams;
+
+pub use run::{CallOutcome, CallRequest, Pipeline, PipelineBuilder};
+pub use seams::{
+    AllowAll, AuditEntry, AuditSink, BeforeHook, Decision, GuardVerdict, Hooks, LoopGuard,
+    NoHooks, NoLoopGuard, OutputLimiter, PermissionPolicy, PermissionRequest, TracingAudit,
+    Unlimited,
+};

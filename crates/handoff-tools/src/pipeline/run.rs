@@ -1,0 +1,242 @@
+//! The fixed order of a tool call.
+
+use std::{sync::Arc, time::Instant};
+
+use serde_json::{Map, Value};
+
+use super::seams::{
+    AllowAll, AuditEntry, AuditSink, BeforeHook, GuardVerdict, Hooks, LoopGuard, NoHooks,
+    NoLoopGuard, OutputLimiter, PermissionPolicy, PermissionRequest, TracingAudit, Unlimited,
+};
+use crate::{AgentId, ToolContext, ToolDefinition, ToolError, ToolRegistry};
+
+/// A tool call as a transport received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRequest {
+    /// Requested tool name (or alias).
+    pub name: String,
+    /// Raw arguments; `None` when the caller omitted them.
+    pub arguments: Option<Map<String, Value>>,
+}
+
+/// The structured output of a successful call, or why it failed.
+pub type CallOutcome = Result<Value, ToolError>;
+
+/// Builds a [`Pipeline`]; every seam defaults to its pass-through implementation.
+pub struct PipelineBuilder {
+    registry: ToolRegistry,
+    guard: Arc<dyn LoopGuard>,
+    hooks: Arc<dyn Hooks>,
+    permissions: Arc<dyn PermissionPolicy>,
+    limiter: Arc<dyn OutputLimiter>,
+    audit: Arc<dyn AuditSink>,
+}
+
+impl PipelineBuilder {
+    /// Sets the loop guard.
+    pub fn loop_guard(mut self, guard: Arc<dyn LoopGuard>) -> Self {
+        self.guard = guard;
+        self
+    }
+
+    /// Sets the hooks.
+    pub fn hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Sets the permission policy.
+    pub fn permissions(mut self, permissions: Arc<dyn PermissionPolicy>) -> Self {
+        self.permissions = permissions;
+        self
+    }
+
+    /// Sets the output limiter.
+    pub fn output_limiter(mut self, limiter: Arc<dyn OutputLimiter>) -> Self {
+        self.limiter = limiter;
+        self
+    }
+
+    /// Sets the audit sink.
+    pub fn audit(mut self, audit: Arc<dyn AuditSink>) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Finishes the pipeline.
+    pub fn build(self) -> Pipeline {
+        Pipeline {
+            inner: Arc::new(self),
+        }
+    }
+}
+
+/// The one path every tool call takes, in this order: resolve the name → refuse hidden tools
+/// → fill `agent_id` from the caller's identity → loop guard → before-hooks → validate the
+/// (possibly rewritten) arguments → permission → execute under deadline and cancellation →
+/// output limits → after-hooks → audit.
+#[derive(Clone)]
+pub struct Pipeline {
+    inner: Arc<PipelineBuilder>,
+}
+
+impl Pipeline {
+    /// Starts a pipeline over `registry`.
+    pub fn builder(registry: ToolRegistry) -> PipelineBuilder {
+        PipelineBuilder {
+            registry,
+            guard: Arc::new(NoLoopGuard),
+            hooks: Arc::new(NoHooks),
+            permissions: Arc::new(AllowAll),
+            limiter: Arc::new(Unlimited),
+            audit: Arc::new(TracingAudit),
+        }
+    }
+
+    /// The tools `agent` may see, in name order.
+    pub fn list(&self, agent: Option<&AgentId>) -> Vec<ToolDefinition> {
+        self.inner
+            .registry
+            .definitions()
+            .filter(|def| self.inner.permissions.visible(agent, def))
+            .cloned()
+            .collect()
+    }
+
+    /// Runs one call through every stage.
+    pub async fn call(&self, ctx: ToolContext, request: CallRequest) -> CallOutcome {
+        let started = Instant::now();
+        let call_id = ctx.call_id.clone();
+        let mut effective_agent = ctx.agent_id.clone();
+        let mut tool_name = request.name.clone();
+        let outcome = self
+            .stages(ctx, request, &mut effective_agent, &mut tool_name)
+            .await;
+        self.inner.audit.record(AuditEntry {
+            call_id,
+            tool: tool_name,
+            agent_id: effective_agent,
+            outcome: match &outcome {
+                Ok(_) => "ok",
+                Err(e) => e.code(),
+            },
+            elapsed: started.elapsed(),
+        });
+        outcome
+    }
+
+    async fn stages(
+        &self,
+        mut ctx: ToolContext,
+        request: CallRequest,
+        effective_agent: &mut Option<AgentId>,
+        tool_name: &mut String,
+    ) -> CallOutcome {
+        let inner = &self.inner;
+        let unknown = || ToolError::UnknownTool {
+            name: request.name.clone(),
+        };
+        let tool = inner.registry.resolve(&request.name).ok_or_else(unknown)?;
+        let def = tool.definition();
+        *tool_name = def.name.to_owned();
+
+        // Hidden tools are indistinguishable from missing ones.
+        if !inner.permissions.visible(ctx.agent_id.as_ref(), def) {
+            return Err(unknown());
+        }
+
+        let mut args = request.arguments.unwrap_or_default();
+        if def.takes_agent_id()
+            && matches!(args.get("agent_id"), None | Some(Value::Null))
+            && let Some(agent) = &ctx.agent_id
+        {
+            args.insert("agent_id".to_owned(), Value::String(agent.to_string()));
+        }
+        let args = Value::Object(args);
+
+        if let GuardVerdict::Refuse(reason) = inner.guard.check(&ctx, def, &args) {
+            return Err(ToolError::Denied {
+                tool: def.name.to_owned(),
+                reason,
+            });
+        }
+
+        let args = match inner.hooks.before(&ctx, def, args).await {
+            BeforeHook::Continue(args) => args,
+            BeforeHook::Deny(reason) => {
+                return Err(ToolError::Denied {
+                    tool: def.name.to_owned(),
+                    reason,
+                });
+            }
+        };
+
+        def.validate(&args)
+            .map_err(|failure| ToolError::InvalidArguments {
+                tool: def.name.to_owned(),
+                pointer: failure.pointer,
+                message: failure.message,
+            })?;
+
+        // An explicit `agent_id` argument wins over the transport's identity.
+        if let Some(Value::String(explicit)) = args.get("agent_id") {
+            let agent = AgentId::parse(explicit).map_err(|e| ToolError::InvalidArguments {
+                tool: def.name.to_owned(),
+                pointer: "/agent_id".to_owned(),
+                message: e.to_string(),
+            })?;
+            *effective_agent = Some(agent.clone());
+            ctx.agent_id = Some(agent);
+        }
+
+        let permission = PermissionRequest {
+            tool: def.name.to_owned(),
+            permission: def.name.to_owned(),
+            patterns: Vec::new(),
+        };
+        inner
+            .permissions
+            .decide(&ctx, &permission)
+            .await
+            .into_result(&permission)?;
+
+        let ctx = ctx.with_permissions(inner.permissions.clone());
+        let outcome = execute(tool.as_ref(), def, ctx.clone(), args).await;
+        let outcome = outcome.map(|output| inner.limiter.limit(&ctx, def, output));
+        inner.hooks.after(&ctx, def, &outcome).await;
+        outcome
+    }
+}
+
+async fn execute(
+    tool: &dyn crate::declare::ErasedTool,
+    def: &ToolDefinition,
+    ctx: ToolContext,
+    args: Value,
+) -> CallOutcome {
+    let cancel = ctx.cancel.clone();
+    let deadline = ctx.deadline;
+    let started = Instant::now();
+    let run = tool.call_value(ctx, args);
+    let timed = async {
+        match deadline {
+            Some(at) => tokio::time::timeout_at(at.into(), run)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ToolError::Timeout {
+                        tool: def.name.to_owned(),
+                        after: started.elapsed(),
+                    })
+                }),
+            None => run.await,
+        }
+    };
+    tokio::select! {
+        outcome = timed => outcome,
+        () = cancel.cancelled() => Err(ToolError::Cancelled { tool: def.name.to_owned() }),
+    }
+}
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

@@ -1,0 +1,332 @@
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures::future::BoxFuture;
+use pretty_assertions::assert_eq;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::{
+    Tool,
+    pipeline::{AuditEntry, Decision},
+};
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EchoArgs {
+    agent_id: Option<AgentId>,
+    text: String,
+    #[serde(default)]
+    sleep_ms: u64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct EchoOut {
+    text: String,
+    agent_id: Option<String>,
+    context_agent: Option<String>,
+}
+
+struct Echo(Log);
+
+impl Tool for Echo {
+    type Args = EchoArgs;
+    type Output = EchoOut;
+    fn name(&self) -> &'static str {
+        "echo"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["say"]
+    }
+    fn description(&self) -> &'static str {
+        "echoes"
+    }
+    async fn call(&self, ctx: ToolContext, args: EchoArgs) -> Result<EchoOut, ToolError> {
+        self.0.lock().unwrap().push("execute".into());
+        if args.sleep_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(args.sleep_ms)).await;
+        }
+        Ok(EchoOut {
+            text: args.text,
+            agent_id: args.agent_id.map(|a| a.to_string()),
+            context_agent: ctx.agent_id.map(|a| a.to_string()),
+        })
+    }
+}
+
+struct Recorder {
+    log: Log,
+    hidden: bool,
+    deny_in_hook: bool,
+    rewrite_to: Option<Value>,
+    decision: Decision,
+}
+
+impl Recorder {
+    fn new(log: &Log) -> Self {
+        Self {
+            log: log.clone(),
+            hidden: false,
+            deny_in_hook: false,
+            rewrite_to: None,
+            decision: Decision::Allow,
+        }
+    }
+    fn push(&self, stage: &str) {
+        self.log.lock().unwrap().push(stage.into());
+    }
+}
+
+impl LoopGuard for Recorder {
+    fn check(&self, _: &ToolContext, _: &ToolDefinition, _: &Value) -> super::GuardVerdict {
+        self.push("loop_guard");
+        super::GuardVerdict::Proceed
+    }
+}
+
+impl Hooks for Recorder {
+    fn before<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a ToolDefinition,
+        args: Value,
+    ) -> BoxFuture<'a, BeforeHook> {
+        self.push("before_hooks");
+        Box::pin(async move {
+            if self.deny_in_hook {
+                BeforeHook::Deny("hook says no".into())
+            } else {
+                BeforeHook::Continue(self.rewrite_to.clone().unwrap_or(args))
+            }
+        })
+    }
+    fn after<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a ToolDefinition,
+        _: &'a Result<Value, ToolError>,
+    ) -> BoxFuture<'a, ()> {
+        self.push("after_hooks");
+        Box::pin(async {})
+    }
+}
+
+impl PermissionPolicy for Recorder {
+    fn visible(&self, _: Option<&AgentId>, _: &ToolDefinition) -> bool {
+        self.push("visible");
+        !self.hidden
+    }
+    fn decide<'a>(&'a self, _: &'a ToolContext, _: &'a PermissionRequest) -> BoxFuture<'a, Decision> {
+        self.push("permission");
+        Box::pin(async { self.decision.clone() })
+    }
+}
+
+impl OutputLimiter for Recorder {
+    fn limit(&self, _: &ToolContext, _: &ToolDefinition, output: Value) -> Value {
+        self.push("limit");
+        output
+    }
+}
+
+impl AuditSink for Recorder {
+    fn record(&self, entry: AuditEntry) {
+        self.push(&format!("audit:{}", entry.outcome));
+    }
+}
+
+fn pipeline(recorder: Recorder) -> Pipeline {
+    let log = recorder.log.clone();
+    let mut registry = ToolRegistry::new();
+    registry.register(Echo(log)).unwrap();
+    let r = Arc::new(recorder);
+    Pipeline::builder(registry)
+        .loop_guard(r.clone())
+        .hooks(r.clone())
+        .permissions(r.clone())
+        .output_limiter(r.clone())
+        .audit(r)
+        .build()
+}
+
+fn call(name: &str, args: Value) -> CallRequest {
+    CallRequest {
+        name: name.into(),
+        arguments: args.as_object().cloned(),
+    }
+}
+
+fn ctx() -> ToolContext {
+    ToolContext::new("call-1", "1")
+}
+
+fn stages(log: &Log) -> Vec<String> {
+    log.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn stages_run_in_the_fixed_order() {
+    let log = Log::default();
+    let p = pipeline(Recorder::new(&log));
+    let out = p.call(ctx(), call("echo", json!({"text": "hi"}))).await.unwrap();
+    assert_eq!(out["text"], "hi");
+    assert_eq!(
+        stages(&log),
+        [
+            "visible",
+            "loop_guard",
+            "before_hooks",
+            "permission",
+            "execute",
+            "limit",
+            "after_hooks",
+            "audit:ok"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn hook_deny_means_no_permission_prompt_and_no_execution() {
+    let log = Log::default();
+    let p = pipeline(Recorder {
+        deny_in_hook: true,
+        ..Recorder::new(&log)
+    });
+    let err = p.call(ctx(), call("echo", json!({"text": "hi"}))).await.unwrap_err();
+    assert_eq!(err.code(), "DENIED");
+    assert_eq!(
+        stages(&log),
+        ["visible", "loop_guard", "before_hooks", "audit:DENIED"]
+    );
+}
+
+#[tokio::test]
+async fn rewritten_input_that_fails_validation_never_executes() {
+    let log = Log::default();
+    let p = pipeline(Recorder {
+        rewrite_to: Some(json!({"text": 5})),
+        ..Recorder::new(&log)
+    });
+    let err = p.call(ctx(), call("echo", json!({"text": "hi"}))).await.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::InvalidArguments { pointer, .. } if pointer == "/text"),
+        "{err:?}"
+    );
+    assert_eq!(
+        stages(&log),
+        ["visible", "loop_guard", "before_hooks", "audit:INVALID_ARGUMENTS"]
+    );
+}
+
+#[tokio::test]
+async fn hidden_tool_looks_unknown() {
+    let log = Log::default();
+    let p = pipeline(Recorder {
+        hidden: true,
+        ..Recorder::new(&log)
+    });
+    assert!(p.list(None).is_empty());
+    let err = p.call(ctx(), call("echo", json!({"text": "hi"}))).await.unwrap_err();
+    assert_eq!(err, ToolError::UnknownTool { name: "echo".into() });
+}
+
+#[tokio::test]
+async fn unknown_tool_and_alias() {
+    let log = Log::default();
+    let p = pipeline(Recorder::new(&log));
+    let err = p.call(ctx(), call("nope", json!({}))).await.unwrap_err();
+    assert_eq!(err.code(), "UNKNOWN_TOOL");
+    let out = p.call(ctx(), call("say", json!({"text": "x"}))).await.unwrap();
+    assert_eq!(out["text"], "x");
+    assert_eq!(p.list(None).len(), 1, "aliases are not listed");
+}
+
+#[tokio::test]
+async fn permission_deny_and_unanswered_ask_refuse() {
+    for decision in [Decision::Deny("rule".into()), Decision::Ask("rule".into())] {
+        let log = Log::default();
+        let p = pipeline(Recorder {
+            decision,
+            ..Recorder::new(&log)
+        });
+        let err = p.call(ctx(), call("echo", json!({"text": "x"}))).await.unwrap_err();
+        assert_eq!(err.code(), "DENIED");
+        assert!(!stages(&log).contains(&"execute".to_owned()));
+    }
+}
+
+#[tokio::test]
+async fn header_identity_fills_agent_id_and_explicit_argument_wins() {
+    let log = Log::default();
+    let p = pipeline(Recorder::new(&log));
+    let header = AgentId::parse("from-header").unwrap();
+    let filled = p
+        .call(ctx().with_agent(Some(header.clone())), call("echo", json!({"text": "x"})))
+        .await
+        .unwrap();
+    assert_eq!(filled["agent_id"], "from-header");
+    assert_eq!(filled["context_agent"], "from-header");
+    let explicit = p
+        .call(
+            ctx().with_agent(Some(header)),
+            call("echo", json!({"text": "x", "agent_id": "explicit"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(explicit["agent_id"], "explicit");
+    assert_eq!(explicit["context_agent"], "explicit");
+    let bad = p
+        .call(ctx(), call("echo", json!({"text": "x", "agent_id": "bad id"})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&bad, ToolError::InvalidArguments { pointer, .. } if pointer == "/agent_id"),
+        "{bad:?}"
+    );
+}
+
+#[tokio::test]
+async fn deadline_and_cancellation_stop_execution() {
+    let log = Log::default();
+    let p = pipeline(Recorder::new(&log));
+    let deadline = std::time::Instant::now() + Duration::from_millis(20);
+    let err = p
+        .call(
+            ctx().with_deadline(Some(deadline)),
+            call("echo", json!({"text": "x", "sleep_ms": 5000})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT");
+
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let c = ctx().with_cancel(cancel.clone());
+    let handle = tokio::spawn({
+        let p = p.clone();
+        async move { p.call(c, call("echo", json!({"text": "x", "sleep_ms": 5000}))).await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    cancel.cancel();
+    assert_eq!(handle.await.unwrap().unwrap_err().code(), "CANCELLED");
+}
+
+#[tokio::test]
+async fn omitted_arguments_are_an_empty_object() {
+    let log = Log::default();
+    let p = pipeline(Recorder::new(&log));
+    let err = p
+        .call(ctx(), CallRequest { name: "echo".into(), arguments: None })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::InvalidArguments { pointer, message, .. }
+            if pointer == "/text" && message.contains("missing")),
+        "{err:?}"
+    );
+}
