@@ -1,1 +1,14 @@
-//! placeholder
+//! Handoff's transports: MCP over Streamable HTTP at `/mcp` (legacy sessions and 2026-07-28
+//! stateless requests on one endpoint) and over stdio, with security at the edge and plain
+//! HTTP health endpoints.
+#![deny(clippy::print_stdout)]
+
+mod app;
+pub mod edge;
+mod http;
+mod mcp;
+mod serve;
+
+pub use app::App;
+pub use mcp::HandoffMcp;
+pub use serve::{ServeError, ServerHandle, router, serve_http, serve_stdio};

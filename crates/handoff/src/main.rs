@@ -1,1 +1,95 @@
-fn main() {}
+//! The `handoff` binary: CLI, logging, signals; everything else lives in the library crates.
+
+mod cli;
+mod logging;
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use handoff_config::{Config, LoadOptions};
+use handoff_server::{App, serve_http, serve_stdio};
+use handoff_tools::AgentId;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{Cli, Command, ServeArgs};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let options = LoadOptions::from_process(cli.config.clone(), cli.overrides());
+    let config = match Config::load(options) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("handoff: configuration error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Config { json } => print_config(&config, json),
+        Command::Serve(args) => serve(config, args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("handoff: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[allow(clippy::print_stdout)]
+fn print_config(config: &Config, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&config.effective)?);
+        return Ok(());
+    }
+    let width = config.effective.iter().map(|e| e.key.len()).max().unwrap_or(0);
+    for setting in &config.effective {
+        println!("{:width$} = {}    # {}", setting.key, setting.value, setting.source);
+    }
+    Ok(())
+}
+
+fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
+    logging::init(&config.log);
+    let agent = args
+        .agent_id
+        .as_deref()
+        .map(AgentId::parse)
+        .transpose()
+        .context("--agent-id")?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let app = App::new(config).context("assembling tools")?;
+        let shutdown = CancellationToken::new();
+        tokio::spawn(stop_on_signal(shutdown.clone()));
+        if args.stdio {
+            tracing::info!("serving MCP over stdio");
+            serve_stdio(&app, agent, shutdown).await?;
+            return Ok(());
+        }
+        let server = serve_http(&app, shutdown).await?;
+        tracing::info!(
+            url = %format!("http://{}/mcp", server.local_addr),
+            version = handoff_tools::builtin::VERSION,
+            "handoff listening"
+        );
+        server.task.await.context("server task")??;
+        tracing::info!("handoff stopped");
+        Ok(())
+    })
+}
+
+/// Cancels `shutdown` on SIGINT or SIGTERM.
+async fn stop_on_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::error!("cannot install signal handlers; stop with SIGKILL");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    shutdown.cancel();
+}

@@ -1,0 +1,5 @@
+//! Plain HTTP endpoints beside MCP.
+
+mod health;
+
+pub(crate) use health::{health, ready};

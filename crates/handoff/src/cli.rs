@@ -1,0 +1,103 @@
+//! Command-line interface.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use handoff_config::CliOverride;
+
+/// Handoff: hand development tasks from AI agents to coding agents over MCP.
+#[derive(Debug, Parser)]
+#[command(name = "handoff", version, about)]
+pub struct Cli {
+    /// Config file (default: ./handoff.toml when present).
+    #[arg(long, global = true, env = "HANDOFF_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// Log format: auto (text on a terminal, else JSON), text or json.
+    #[arg(long, global = true)]
+    pub log_format: Option<String>,
+
+    /// Log level: error, warn, info, debug or trace.
+    #[arg(long, global = true)]
+    pub log_level: Option<String>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the MCP server (HTTP at /mcp, or stdio with --stdio).
+    Serve(ServeArgs),
+    /// Print the effective configuration, where each value came from, secrets masked.
+    Config {
+        /// Print JSON instead of annotated TOML-like lines.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Options of `handoff serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to bind.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port to bind (0 picks a free one).
+    #[arg(long)]
+    pub port: Option<String>,
+    /// Data directory (database, spilled outputs).
+    #[arg(long)]
+    pub data_dir: Option<String>,
+    /// Serve MCP over stdin/stdout instead of HTTP.
+    #[arg(long)]
+    pub stdio: bool,
+    /// Agent identity for stdio callers (HTTP callers use the x-agent-id header).
+    #[arg(long, requires = "stdio")]
+    pub agent_id: Option<String>,
+}
+
+impl Cli {
+    /// The flags that override configuration settings, as config layer entries.
+    pub fn overrides(&self) -> Vec<CliOverride> {
+        let mut out = Vec::new();
+        let mut push = |key, flag, value: &Option<String>| {
+            if let Some(value) = value {
+                out.push(CliOverride {
+                    key,
+                    flag,
+                    value: value.clone(),
+                });
+            }
+        };
+        push("log.format", "--log-format", &self.log_format);
+        push("log.level", "--log-level", &self.log_level);
+        if let Command::Serve(serve) = &self.command {
+            push("server.host", "--host", &serve.host);
+            push("server.port", "--port", &serve.port);
+            push("data_dir", "--data-dir", &serve.data_dir);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_flags_become_overrides() {
+        let cli = Cli::parse_from(["handoff", "--log-format", "json", "serve", "--port", "0"]);
+        let keys: Vec<_> = cli.overrides().iter().map(|o| (o.key, o.value.clone())).collect();
+        assert_eq!(keys, [("log.format", "json".to_owned()), ("server.port", "0".to_owned())]);
+    }
+}
