@@ -1,0 +1,3 @@
+//! Integration tests of the HTTP transport, in-process, with raw HTTP (one binary, see style).
+
+mod suite;

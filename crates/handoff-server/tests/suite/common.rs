@@ -1,0 +1,142 @@
+//! A Handoff server on a free loopback port, and raw MCP-over-HTTP helpers.
+
+use std::collections::BTreeMap;
+
+use handoff_config::{Config, LoadOptions};
+use handoff_server::{App, serve_http};
+use reqwest::{Client, Response, StatusCode, header::HeaderMap};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub struct TestServer {
+    pub url: String,
+    pub client: Client,
+    shutdown: CancellationToken,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+pub async fn start(env: &[(&str, &str)]) -> TestServer {
+    // reqwest is built with rustls on the ring provider only; tests install it once.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut vars: BTreeMap<String, String> = env.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
+    vars.insert("HANDOFF_PORT".into(), "0".into());
+    let data = tempfile::tempdir().unwrap().keep();
+    vars.insert("HANDOFF_DATA_DIR".into(), data.display().to_string());
+    let config = Config::load(LoadOptions { env: vars, ..LoadOptions::default() }).unwrap();
+    let app = App::new(config).unwrap();
+    let shutdown = CancellationToken::new();
+    let handle = serve_http(&app, shutdown.clone()).await.unwrap();
+    TestServer {
+        url: format!("http://{}/mcp", handle.local_addr),
+        client: Client::new(),
+        shutdown,
+    }
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    /// The JSON-RPC message (from a JSON body or the SSE event carrying it).
+    pub body: Value,
+}
+
+/// Reads a JSON body, or the last `data:` JSON event of an SSE body.
+pub async fn read(response: Response) -> Reply {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap();
+    let is_sse = headers
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
+    let body = if is_sse {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .next_back()
+            .unwrap_or(Value::Null)
+    } else if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text:?}"))
+    };
+    Reply { status, headers, body }
+}
+
+impl TestServer {
+    /// POSTs a body with MCP's Accept header and the given extra headers.
+    pub async fn post(&self, headers: &[(&str, &str)], body: &Value) -> Reply {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        read(request.send().await.unwrap()).await
+    }
+
+    /// Opens a legacy session (initialize + initialized); returns its id.
+    pub async fn initialize(&self, extra: &[(&str, &str)]) -> String {
+        let init = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "handoff-tests", "version": "1"}
+            }
+        });
+        let reply = self.post(extra, &init).await;
+        assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+        assert_eq!(reply.body["result"]["serverInfo"]["name"], "handoff");
+        let session = reply.headers["mcp-session-id"].to_str().unwrap().to_owned();
+        let mut headers = vec![("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+        headers.extend_from_slice(extra);
+        let done = self
+            .post(&headers, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(done.status, StatusCode::ACCEPTED);
+        session
+    }
+
+    /// Sends a request inside a legacy session.
+    pub async fn session_call(&self, session: &str, extra: &[(&str, &str)], body: &Value) -> Reply {
+        let mut headers = vec![("mcp-session-id", session), ("mcp-protocol-version", "2025-06-18")];
+        headers.extend_from_slice(extra);
+        self.post(&headers, body).await
+    }
+
+    /// Sends a 2026-07-28 stateless request with the headers and `_meta` it requires.
+    pub async fn stateless(&self, id: u64, method: &str, name: Option<&str>, mut params: Value) -> Reply {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"}
+        });
+        let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+        if let Some(name) = name {
+            headers.push(("mcp-name", name));
+        }
+        self.post(&headers, &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await
+    }
+}
+
+/// A `tools/call` body.
+pub fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+}
+
+/// Asserts a JSON-RPC error body and returns its code.
+pub fn error_code(reply: &Reply) -> i64 {
+    assert_eq!(reply.body["jsonrpc"], "2.0", "not JSON-RPC: {:?}", reply.body);
+    reply.body["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no error code: {:?}", reply.body))
+}

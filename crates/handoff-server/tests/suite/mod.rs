@@ -1,0 +1,5 @@
+mod common;
+mod edge;
+mod sessions;
+mod stateless;
+mod tools;
