@@ -17,8 +17,8 @@ mod spec;
 pub use error::ConfigError;
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use model::{
-    Config, FeatureConfig, LettaConfig, LogConfig, LogFormat, LogLevel, RunnerConfig,
-    ServerConfig, TaskConfig,
+    Config, FeatureConfig, LettaConfig, LogConfig, LogFormat, LogLevel, RunnerConfig, ServerConfig,
+    TaskConfig,
 };
 pub use parse::ByteSize;
 pub use resolve::EffectiveSetting;

@@ -16,7 +16,10 @@ pub(crate) trait FromRaw: Sized {
             toml::Value::Integer(i) => Self::from_text(&i.to_string()),
             toml::Value::Float(f) => Self::from_text(&f.to_string()),
             toml::Value::Boolean(b) => Self::from_text(&b.to_string()),
-            other => Err(format!("expected a single value, found {}", other.type_str())),
+            other => Err(format!(
+                "expected a single value, found {}",
+                other.type_str()
+            )),
         }
     }
 
@@ -109,7 +112,10 @@ impl FromRaw for Vec<String> {
                 })
                 .collect(),
             toml::Value::String(s) => Self::from_text(s),
-            other => Err(format!("expected an array of strings, found {}", other.type_str())),
+            other => Err(format!(
+                "expected an array of strings, found {}",
+                other.type_str()
+            )),
         }
     }
 }
@@ -127,9 +133,14 @@ impl ByteSize {
 
 impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+        const UNITS: [(&str, u64); 4] = [
+            ("TiB", 1 << 40),
+            ("GiB", 1 << 30),
+            ("MiB", 1 << 20),
+            ("KiB", 1 << 10),
+        ];
         for (unit, size) in UNITS {
-            if self.0 >= size && self.0 % size == 0 {
+            if self.0 >= size && self.0.is_multiple_of(size) {
                 return write!(f, "{}{unit}", self.0 / size);
             }
         }

@@ -93,7 +93,11 @@ impl Resolver {
         Ok(Some(value))
     }
 
-    fn get<T: FromRaw + Render>(&mut self, key: &'static str, default: T) -> Result<T, ConfigError> {
+    fn get<T: FromRaw + Render>(
+        &mut self,
+        key: &'static str,
+        default: T,
+    ) -> Result<T, ConfigError> {
         match self.opt(key)? {
             Some(value) => Ok(value),
             None => {
@@ -108,7 +112,10 @@ impl Resolver {
     }
 
     /// Like [`Resolver::opt`], recording "unset" when no layer sets it.
-    fn optional<T: FromRaw + Render>(&mut self, key: &'static str) -> Result<Option<T>, ConfigError> {
+    fn optional<T: FromRaw + Render>(
+        &mut self,
+        key: &'static str,
+    ) -> Result<Option<T>, ConfigError> {
         let value = self.opt(key)?;
         if value.is_none() {
             self.effective.push(EffectiveSetting {
@@ -164,7 +171,9 @@ fn valid_origins(origins: &Vec<String>) -> Result<(), String> {
             continue;
         }
         let Some((scheme, rest)) = origin.split_once("://") else {
-            return Err(format!("origin {origin:?} needs a scheme, e.g. http://localhost:*"));
+            return Err(format!(
+                "origin {origin:?} needs a scheme, e.g. http://localhost:*"
+            ));
         };
         if scheme.is_empty() || rest.is_empty() || rest.contains('/') {
             return Err(format!(
@@ -185,7 +194,9 @@ fn http_url(url: &Option<String>) -> Result<(), String> {
 }
 
 fn loopback_hosts() -> Vec<String> {
-    ["localhost", "127.0.0.1", "::1"].map(str::to_owned).to_vec()
+    ["localhost", "127.0.0.1", "::1"]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 fn loopback_origins() -> Vec<String> {

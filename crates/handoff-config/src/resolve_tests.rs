@@ -59,7 +59,11 @@ fn precedence_cli_over_env_over_dotenv_over_file_over_default() {
         "handoff.toml",
         "[server]\nport = 4000\nhost = \"127.0.0.1\"\n[tasks]\nmax_concurrent = 4\nmax_queued = 7\nsync_wait_ms = 11\n",
     );
-    let dotenv = write(&dir, ".env", "MCP_PORT=4100\nMAX_CONCURRENT_TASKS=5\nHANDOFF_MAX_QUEUED_TASKS=8\n");
+    let dotenv = write(
+        &dir,
+        ".env",
+        "MCP_PORT=4100\nMAX_CONCURRENT_TASKS=5\nHANDOFF_MAX_QUEUED_TASKS=8\n",
+    );
     let options = LoadOptions {
         config_file: Some(file.clone()),
         default_config_file: None,
@@ -73,23 +77,39 @@ fn precedence_cli_over_env_over_dotenv_over_file_over_default() {
     };
     let config = Config::load(options).unwrap();
     assert_eq!(config.server.port, 4300);
-    assert_eq!(source_of(&config, "server.port"), Source::Cli { flag: "--port".into() });
+    assert_eq!(
+        source_of(&config, "server.port"),
+        Source::Cli {
+            flag: "--port".into()
+        }
+    );
     assert_eq!(config.tasks.max_concurrent, 6);
     assert_eq!(
         source_of(&config, "tasks.max_concurrent"),
-        Source::Env { var: "MAX_CONCURRENT_TASKS".into() }
+        Source::Env {
+            var: "MAX_CONCURRENT_TASKS".into()
+        }
     );
     assert_eq!(config.tasks.max_queued, 8);
     assert_eq!(
         source_of(&config, "tasks.max_queued"),
-        Source::DotEnv { path: dotenv, var: "HANDOFF_MAX_QUEUED_TASKS".into() }
+        Source::DotEnv {
+            path: dotenv,
+            var: "HANDOFF_MAX_QUEUED_TASKS".into()
+        }
     );
     assert_eq!(config.tasks.sync_wait.as_millis(), 11);
     assert_eq!(
         source_of(&config, "tasks.sync_wait_ms"),
-        Source::File { path: file, key: "tasks.sync_wait_ms".into() }
+        Source::File {
+            path: file,
+            key: "tasks.sync_wait_ms".into()
+        }
     );
-    assert_eq!(source_of(&config, "tasks.max_description_bytes"), Source::Default);
+    assert_eq!(
+        source_of(&config, "tasks.max_description_bytes"),
+        Source::Default
+    );
     // The per-agent limit follows the global one unless set.
     assert_eq!(config.tasks.max_concurrent_per_agent, 6);
 }
@@ -126,9 +146,16 @@ fn legacy_variables_map_to_typed_settings() {
     assert_eq!(config.runner.memory_limit, Some(ByteSize(2 << 30)));
     assert_eq!(config.workspace_dir, PathBuf::from("/srv/work"));
     assert_eq!(config.log.level, LogLevel::Debug);
-    assert_eq!(config.letta.api_token.as_ref().map(Secret::expose), Some("sekrit"));
+    assert_eq!(
+        config.letta.api_token.as_ref().map(Secret::expose),
+        Some("sekrit")
+    );
     assert!(!config.features.enforce_idempotency);
-    let shown = config.effective.iter().find(|e| e.key == "letta.api_token").unwrap();
+    let shown = config
+        .effective
+        .iter()
+        .find(|e| e.key == "letta.api_token")
+        .unwrap();
     assert_eq!(shown.value, "********");
 }
 
@@ -158,7 +185,11 @@ fn invalid_values_name_their_variable() {
         ("RUNNER_MEMORY_LIMIT", "2x", "RUNNER_MEMORY_LIMIT"),
         ("DEBUG", "maybe", "DEBUG"),
         ("LETTA_API_URL", "letta.local", "LETTA_API_URL"),
-        ("HANDOFF_ALLOWED_ORIGINS", "localhost", "HANDOFF_ALLOWED_ORIGINS"),
+        (
+            "HANDOFF_ALLOWED_ORIGINS",
+            "localhost",
+            "HANDOFF_ALLOWED_ORIGINS",
+        ),
         ("HANDOFF_LOG_FORMAT", "xml", "HANDOFF_LOG_FORMAT"),
     ];
     for (var, value, named) in cases {
@@ -205,7 +236,10 @@ fn unknown_file_key_is_rejected() {
         ..LoadOptions::default()
     };
     let err = Config::load(options).unwrap_err();
-    assert!(matches!(err, ConfigError::UnknownKey { ref key, .. } if key == "server.prot"), "{err}");
+    assert!(
+        matches!(err, ConfigError::UnknownKey { ref key, .. } if key == "server.prot"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -214,7 +248,10 @@ fn explicit_config_file_must_exist_default_one_may_not() {
         config_file: Some(PathBuf::from("/nonexistent/handoff.toml")),
         ..LoadOptions::default()
     };
-    assert!(matches!(Config::load(options), Err(ConfigError::Read { .. })));
+    assert!(matches!(
+        Config::load(options),
+        Err(ConfigError::Read { .. })
+    ));
     let options = LoadOptions {
         default_config_file: Some(PathBuf::from("/nonexistent/handoff.toml")),
         ..LoadOptions::default()
@@ -229,5 +266,10 @@ fn non_loopback_bind_name_is_an_allowed_host() {
         ..LoadOptions::default()
     };
     let config = Config::load(options).unwrap();
-    assert!(config.server.allowed_hosts.contains(&"handoff.internal".to_owned()));
+    assert!(
+        config
+            .server
+            .allowed_hosts
+            .contains(&"handoff.internal".to_owned())
+    );
 }

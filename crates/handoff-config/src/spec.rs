@@ -1,12 +1,15 @@
 //! The table of every setting: its key, the environment names that set it, whether it is secret.
 
+/// Maps an environment variable's text to a setting's text; `Ok(None)` means "not set by this".
+pub type EnvTransform = fn(&str) -> Result<Option<String>, String>;
+
 /// An environment variable that sets a setting, optionally mapping its value first.
 #[derive(Debug, Clone, Copy)]
 pub struct EnvAlias {
     /// Variable name.
     pub name: &'static str,
-    /// Maps the variable's text to the setting's text; `Ok(None)` means "not set by this".
-    pub transform: Option<fn(&str) -> Result<Option<String>, String>>,
+    /// Maps the variable's text first, when set.
+    pub transform: Option<EnvTransform>,
 }
 
 const fn env(name: &'static str) -> EnvAlias {

@@ -50,13 +50,20 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
     sessions.session_config.keep_alive = Some(server.session_idle_timeout);
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(server.allowed_hosts.clone())
-        .with_allowed_origins(server.allowed_origins.iter().chain(&server.cors_origins).cloned())
+        .with_allowed_origins(
+            server
+                .allowed_origins
+                .iter()
+                .chain(&server.cors_origins)
+                .cloned(),
+        )
         .enforce_origin_validation()
         .with_max_request_body_bytes(policy.max_body_bytes())
         .with_json_response(true)
         .with_cancellation_token(shutdown.child_token());
     let handler = HandoffMcp::new(app.pipeline.clone(), None);
-    let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), mcp_config);
+    let service =
+        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), mcp_config);
 
     let mcp = Router::new()
         .fallback_service(service)
@@ -83,12 +90,18 @@ pub struct ServerHandle {
 }
 
 /// Binds and serves HTTP until `shutdown` is cancelled, then drains for the configured grace.
-pub async fn serve_http(app: &App, shutdown: CancellationToken) -> Result<ServerHandle, ServeError> {
+pub async fn serve_http(
+    app: &App,
+    shutdown: CancellationToken,
+) -> Result<ServerHandle, ServeError> {
     let router = router(app, &shutdown)?;
     let addr = app.config.bind_address();
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
-        .map_err(|source| ServeError::Bind { addr: addr.clone(), source })?;
+        .map_err(|source| ServeError::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
     let local_addr = listener.local_addr()?;
     app.status
         .set_component("http", true, format!("MCP at http://{local_addr}/mcp"));
@@ -111,7 +124,11 @@ pub async fn serve_http(app: &App, shutdown: CancellationToken) -> Result<Server
 }
 
 /// Serves MCP over stdin/stdout until the client closes the stream or `shutdown` fires.
-pub async fn serve_stdio(app: &App, agent: Option<AgentId>, shutdown: CancellationToken) -> Result<(), ServeError> {
+pub async fn serve_stdio(
+    app: &App,
+    agent: Option<AgentId>,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
     app.status.set_component("stdio", true, "MCP over stdio");
     let handler = HandoffMcp::new(app.pipeline.clone(), agent);
     let running = handler

@@ -122,7 +122,10 @@ impl ToolContext {
                 reason: "no permission engine is attached to this call".to_owned(),
             });
         };
-        permissions.decide(self, &request).await.into_result(&request)
+        permissions
+            .decide(self, &request)
+            .await
+            .into_result(&request)
     }
 }
 

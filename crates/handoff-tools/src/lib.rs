@@ -19,6 +19,6 @@ pub use context::{NoProgress, ProgressReporter, ToolContext};
 pub use declare::{Tool, ToolAnnotations, ToolDefinition};
 pub use error::ToolError;
 pub use identity::{AgentId, InvalidAgentId};
-pub use pipeline::{CallRequest, CallOutcome, Pipeline, PipelineBuilder};
+pub use pipeline::{CallOutcome, CallRequest, Pipeline, PipelineBuilder};
 pub use registry::{RegistryError, ToolRegistry};
 pub use schema::{SchemaError, ValidationFailure};

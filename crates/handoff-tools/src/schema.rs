@@ -25,8 +25,19 @@ pub struct ValidationFailure {
 /// `format` values that are JSON Schema standard; others (schemars' `uint32`, `double`…) make
 /// some clients warn, so they are dropped.
 const STANDARD_FORMATS: &[&str] = &[
-    "date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6", "uri",
-    "uri-reference", "uuid", "regex", "json-pointer",
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "uuid",
+    "regex",
+    "json-pointer",
 ];
 
 /// The object schema of `T`, inlined (no `$ref`), without `$schema`, non-standard formats or
@@ -108,7 +119,9 @@ pub(crate) fn validate(
                     }
                 }
                 jsonschema::error::ValidationErrorKind::Required { property } => {
-                    let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+                    let name = property
+                        .as_str()
+                        .map_or_else(|| property.to_string(), str::to_owned);
                     ValidationFailure {
                         pointer: format!("{base}/{}", escape_pointer(&name)),
                         message: format!("missing required field `{name}`"),
@@ -168,10 +181,13 @@ mod tests {
         assert_eq!(bad_type.pointer, "/count");
         assert!(bad_type.message.contains("integer"), "{}", bad_type.message);
         let unknown = validate(&v, &json!({"count": 1, "extra": true})).unwrap_err();
-        assert_eq!(unknown, ValidationFailure {
-            pointer: "/extra".into(),
-            message: "unknown field `extra`".into()
-        });
+        assert_eq!(
+            unknown,
+            ValidationFailure {
+                pointer: "/extra".into(),
+                message: "unknown field `extra`".into()
+            }
+        );
         let missing = validate(&v, &json!({})).unwrap_err();
         assert_eq!(missing.pointer, "/count");
         let negative = validate(&v, &json!({"count": -1})).unwrap_err();

@@ -97,7 +97,17 @@ mod tests {
     #[test]
     fn serve_flags_become_overrides() {
         let cli = Cli::parse_from(["handoff", "--log-format", "json", "serve", "--port", "0"]);
-        let keys: Vec<_> = cli.overrides().iter().map(|o| (o.key, o.value.clone())).collect();
-        assert_eq!(keys, [("log.format", "json".to_owned()), ("server.port", "0".to_owned())]);
+        let keys: Vec<_> = cli
+            .overrides()
+            .iter()
+            .map(|o| (o.key, o.value.clone()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("log.format", "json".to_owned()),
+                ("server.port", "0".to_owned())
+            ]
+        );
     }
 }

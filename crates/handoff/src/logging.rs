@@ -21,6 +21,8 @@ pub fn init(config: &LogConfig) {
             .with(fmt::layer().json().with_writer(std::io::stderr))
             .init();
     } else {
-        registry.with(fmt::layer().with_writer(std::io::stderr)).init();
+        registry
+            .with(fmt::layer().with_writer(std::io::stderr))
+            .init();
     }
 }

@@ -43,9 +43,17 @@ fn print_config(config: &Config, json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&config.effective)?);
         return Ok(());
     }
-    let width = config.effective.iter().map(|e| e.key.len()).max().unwrap_or(0);
+    let width = config
+        .effective
+        .iter()
+        .map(|e| e.key.len())
+        .max()
+        .unwrap_or(0);
     for setting in &config.effective {
-        println!("{:width$} = {}    # {}", setting.key, setting.value, setting.source);
+        println!(
+            "{:width$} = {}    # {}",
+            setting.key, setting.value, setting.source
+        );
     }
     Ok(())
 }
@@ -83,7 +91,10 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 /// Cancels `shutdown` on SIGINT or SIGTERM.
 async fn stop_on_signal(shutdown: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         tracing::error!("cannot install signal handlers; stop with SIGKILL");
         return;
     };

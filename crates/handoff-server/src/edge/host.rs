@@ -49,14 +49,27 @@ mod tests {
 
     #[test]
     fn accepts_listed_hosts() {
-        for ok in ["localhost", "localhost:3500", "127.0.0.1:1", "[::1]:3500", "API.example.com:8443"] {
+        for ok in [
+            "localhost",
+            "localhost:3500",
+            "127.0.0.1:1",
+            "[::1]:3500",
+            "API.example.com:8443",
+        ] {
             assert!(host_allowed(&rules(), ok), "{ok}");
         }
     }
 
     #[test]
     fn rejects_others() {
-        for bad in ["evil.example", "localhost.evil.example", "api.example.com", "api.example.com:443", "", "localhost:x"] {
+        for bad in [
+            "evil.example",
+            "localhost.evil.example",
+            "api.example.com",
+            "api.example.com:443",
+            "",
+            "localhost:x",
+        ] {
             assert!(!host_allowed(&rules(), bad), "{bad}");
         }
     }

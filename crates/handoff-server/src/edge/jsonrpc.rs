@@ -22,13 +22,25 @@ pub(crate) const SESSION_NOT_FOUND: i64 = -32001;
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
 
 /// An HTTP error answer with a JSON-RPC error body.
-pub(crate) fn error_response(status: StatusCode, code: i64, message: impl Into<String>, id: Value) -> Response {
+pub(crate) fn error_response(
+    status: StatusCode,
+    code: i64,
+    message: impl Into<String>,
+    id: Value,
+) -> Response {
     let body = json!({
         "jsonrpc": "2.0",
         "id": id,
         "error": { "code": code, "message": message.into() },
     });
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body.to_string())
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
         .into_response()
 }
 
@@ -76,9 +88,10 @@ pub(crate) async fn jsonrpc_errors(request: Request, next: Next) -> Response {
     };
     let rewritten = error_response(status, code_for(status), message, Value::Null);
     parts.headers.remove(header::CONTENT_LENGTH);
-    parts
-        .headers
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     let (_, body) = rewritten.into_parts();
     Response::from_parts(parts, Body::new(body))
 }

@@ -77,9 +77,10 @@ fn unauthorized(message: &str, invalid: bool) -> Response {
     } else {
         "Bearer realm=\"handoff\""
     };
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
     response
 }
 
@@ -97,7 +98,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn header_str<'a>(request: &'a Request, name: header::HeaderName) -> Result<Option<&'a str>, ()> {
+fn header_str(request: &Request, name: header::HeaderName) -> Result<Option<&str>, ()> {
     match request.headers().get(name) {
         None => Ok(None),
         Some(value) => value.to_str().map(Some).map_err(|_| ()),
@@ -105,7 +106,11 @@ fn header_str<'a>(request: &'a Request, name: header::HeaderName) -> Result<Opti
 }
 
 /// Checks Host, Origin, token and identity, then caps and syntax-checks the body.
-pub(crate) async fn guard(State(policy): State<Arc<EdgePolicy>>, mut request: Request, next: Next) -> Response {
+pub(crate) async fn guard(
+    State(policy): State<Arc<EdgePolicy>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let host = header_str(&request, header::HOST)
         .ok()
         .flatten()
@@ -120,7 +125,8 @@ pub(crate) async fn guard(State(policy): State<Arc<EdgePolicy>>, mut request: Re
     match header_str(&request, header::ORIGIN) {
         Err(()) => return forbidden("Forbidden: Origin header is not valid text"),
         Ok(Some(value)) => {
-            let ok = Origin::parse(value).is_some_and(|o| policy.origins.iter().any(|r| r.matches(&o)));
+            let ok =
+                Origin::parse(value).is_some_and(|o| policy.origins.iter().any(|r| r.matches(&o)));
             if !ok {
                 return forbidden("Forbidden: Origin is not allowed");
             }
@@ -145,11 +151,21 @@ pub(crate) async fn guard(State(policy): State<Arc<EdgePolicy>>, mut request: Re
         Some(Ok(text)) => match AgentId::parse(text) {
             Ok(agent) => Some(agent),
             Err(e) => {
-                return error_response(StatusCode::BAD_REQUEST, INVALID_REQUEST, format!("x-agent-id header: {e}"), Value::Null);
+                return error_response(
+                    StatusCode::BAD_REQUEST,
+                    INVALID_REQUEST,
+                    format!("x-agent-id header: {e}"),
+                    Value::Null,
+                );
             }
         },
         Some(Err(_)) => {
-            return error_response(StatusCode::BAD_REQUEST, INVALID_REQUEST, "x-agent-id header is not valid text", Value::Null);
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                "x-agent-id header is not valid text",
+                Value::Null,
+            );
         }
     };
     request.extensions_mut().insert(CallerIdentity(identity));
@@ -176,7 +192,11 @@ async fn checked_body(request: Request, max: usize) -> Result<Request, Response>
     let (parts, body) = request.into_parts();
     let bytes: Bytes = match Limited::new(body, max).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(error) if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+        Err(error)
+            if error
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
             return Err(too_large(max));
         }
         Err(error) => {

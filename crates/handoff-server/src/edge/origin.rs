@@ -143,7 +143,10 @@ mod tests {
     use super::*;
 
     fn allowed(rules: &[&str], origin: &str) -> bool {
-        let rules: Vec<_> = rules.iter().map(|r| OriginRule::parse(r).unwrap()).collect();
+        let rules: Vec<_> = rules
+            .iter()
+            .map(|r| OriginRule::parse(r).unwrap())
+            .collect();
         Origin::parse(origin).is_some_and(|o| rules.iter().any(|r| r.matches(&o)))
     }
 
@@ -184,9 +187,18 @@ mod tests {
 
     #[test]
     fn portless_rule_means_default_port_only() {
-        assert!(allowed(&["https://app.example.com"], "https://app.example.com"));
-        assert!(allowed(&["https://app.example.com"], "https://app.example.com:443"));
-        assert!(!allowed(&["https://app.example.com"], "https://app.example.com:8443"));
+        assert!(allowed(
+            &["https://app.example.com"],
+            "https://app.example.com"
+        ));
+        assert!(allowed(
+            &["https://app.example.com"],
+            "https://app.example.com:443"
+        ));
+        assert!(!allowed(
+            &["https://app.example.com"],
+            "https://app.example.com:8443"
+        ));
         assert!(allowed(&["null"], "null"));
     }
 }

@@ -27,7 +27,9 @@ pub(crate) fn tool_to_wire(def: &ToolDefinition) -> Tool {
 /// Unknown tools are protocol errors (`-32602`, as the spec says); every other failure is a
 /// tool result with `isError: true` and a JSON body the calling model can read and act on.
 /// Error results carry no `structuredContent`, since it would not match the `outputSchema`.
-pub(crate) fn outcome_to_wire(outcome: Result<Value, ToolError>) -> Result<CallToolResult, McpError> {
+pub(crate) fn outcome_to_wire(
+    outcome: Result<Value, ToolError>,
+) -> Result<CallToolResult, McpError> {
     match outcome {
         Ok(value) => Ok(CallToolResult::structured(value)),
         Err(ToolError::UnknownTool { name }) => Err(McpError::invalid_params(
@@ -36,7 +38,9 @@ pub(crate) fn outcome_to_wire(outcome: Result<Value, ToolError>) -> Result<CallT
         )),
         Err(error) => {
             let body = json!({ "error": error.body() });
-            Ok(CallToolResult::error(vec![ContentBlock::text(body.to_string())]))
+            Ok(CallToolResult::error(vec![ContentBlock::text(
+                body.to_string(),
+            )]))
         }
     }
 }
@@ -62,12 +66,20 @@ mod tests {
         let body: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(body["error"]["code"], "INVALID_ARGUMENTS");
         assert_eq!(body["error"]["pointer"], "/message");
-        assert!(body["error"]["message"].as_str().unwrap().contains("/message"));
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("/message")
+        );
     }
 
     #[test]
     fn unknown_tool_is_invalid_params() {
-        let err = outcome_to_wire(Err(ToolError::UnknownTool { name: "nope".into() })).unwrap_err();
+        let err = outcome_to_wire(Err(ToolError::UnknownTool {
+            name: "nope".into(),
+        }))
+        .unwrap_err();
         assert_eq!(err.code.0, -32602);
         assert!(err.message.contains("nope"));
     }

@@ -82,10 +82,13 @@ impl ServerHandler for HandoffMcp {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let mut tool_ctx = ToolContext::new(uuid::Uuid::new_v4().simple().to_string(), ctx.id.to_string())
-            .with_agent(self.caller(&ctx))
-            .with_session(session_id(&ctx))
-            .with_cancel(ctx.ct.clone());
+        let mut tool_ctx = ToolContext::new(
+            uuid::Uuid::new_v4().simple().to_string(),
+            ctx.id.to_string(),
+        )
+        .with_agent(self.caller(&ctx))
+        .with_session(session_id(&ctx))
+        .with_cancel(ctx.ct.clone());
         if let Some(token) = ctx.meta.get_progress_token() {
             tool_ctx = tool_ctx.with_progress(Arc::new(PeerProgress {
                 peer: ctx.peer.clone(),

@@ -23,11 +23,18 @@ impl Drop for TestServer {
 pub async fn start(env: &[(&str, &str)]) -> TestServer {
     // reqwest is built with rustls on the ring provider only; tests install it once.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut vars: BTreeMap<String, String> = env.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
+    let mut vars: BTreeMap<String, String> = env
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
     vars.insert("HANDOFF_PORT".into(), "0".into());
     let data = tempfile::tempdir().unwrap().keep();
     vars.insert("HANDOFF_DATA_DIR".into(), data.display().to_string());
-    let config = Config::load(LoadOptions { env: vars, ..LoadOptions::default() }).unwrap();
+    let config = Config::load(LoadOptions {
+        env: vars,
+        ..LoadOptions::default()
+    })
+    .unwrap();
     let app = App::new(config).unwrap();
     let shutdown = CancellationToken::new();
     let handle = serve_http(&app, shutdown.clone()).await.unwrap();
@@ -64,7 +71,11 @@ pub async fn read(response: Response) -> Reply {
     } else {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text:?}"))
     };
-    Reply { status, headers, body }
+    Reply {
+        status,
+        headers,
+        body,
+    }
 }
 
 impl TestServer {
@@ -96,10 +107,16 @@ impl TestServer {
         assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
         assert_eq!(reply.body["result"]["serverInfo"]["name"], "handoff");
         let session = reply.headers["mcp-session-id"].to_str().unwrap().to_owned();
-        let mut headers = vec![("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+        let mut headers = vec![
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", "2025-06-18"),
+        ];
         headers.extend_from_slice(extra);
         let done = self
-            .post(&headers, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .post(
+                &headers,
+                &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            )
             .await;
         assert_eq!(done.status, StatusCode::ACCEPTED);
         session
@@ -107,24 +124,39 @@ impl TestServer {
 
     /// Sends a request inside a legacy session.
     pub async fn session_call(&self, session: &str, extra: &[(&str, &str)], body: &Value) -> Reply {
-        let mut headers = vec![("mcp-session-id", session), ("mcp-protocol-version", "2025-06-18")];
+        let mut headers = vec![
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-06-18"),
+        ];
         headers.extend_from_slice(extra);
         self.post(&headers, body).await
     }
 
     /// Sends a 2026-07-28 stateless request with the headers and `_meta` it requires.
-    pub async fn stateless(&self, id: u64, method: &str, name: Option<&str>, mut params: Value) -> Reply {
+    pub async fn stateless(
+        &self,
+        id: u64,
+        method: &str,
+        name: Option<&str>,
+        mut params: Value,
+    ) -> Reply {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"}
         });
-        let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+        let mut headers = vec![
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+        ];
         if let Some(name) = name {
             headers.push(("mcp-name", name));
         }
-        self.post(&headers, &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await
+        self.post(
+            &headers,
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .await
     }
 }
 
@@ -135,7 +167,11 @@ pub fn call(id: u64, tool: &str, arguments: Value) -> Value {
 
 /// Asserts a JSON-RPC error body and returns its code.
 pub fn error_code(reply: &Reply) -> i64 {
-    assert_eq!(reply.body["jsonrpc"], "2.0", "not JSON-RPC: {:?}", reply.body);
+    assert_eq!(
+        reply.body["jsonrpc"], "2.0",
+        "not JSON-RPC: {:?}",
+        reply.body
+    );
     reply.body["error"]["code"]
         .as_i64()
         .unwrap_or_else(|| panic!("no error code: {:?}", reply.body))

@@ -16,20 +16,31 @@ async fn bad_origins_are_forbidden_including_prefix_tricks() {
         "null",
         "http://localhost:3500/path",
     ] {
-        let reply = server.post(&[("origin", origin)], &call(1, "ping", json!({}))).await;
+        let reply = server
+            .post(&[("origin", origin)], &call(1, "ping", json!({})))
+            .await;
         assert_eq!(reply.status, StatusCode::FORBIDDEN, "{origin}");
         assert_eq!(error_code(&reply), -32000, "{origin}");
     }
-    let ok = server.initialize(&[("origin", "http://localhost:6274")]).await;
+    let ok = server
+        .initialize(&[("origin", "http://localhost:6274")])
+        .await;
     assert!(!ok.is_empty());
 }
 
 #[tokio::test]
 async fn bad_host_is_forbidden() {
     let server = start(&[]).await;
-    let reply = server.post(&[("host", "evil.example")], &call(1, "ping", json!({}))).await;
+    let reply = server
+        .post(&[("host", "evil.example")], &call(1, "ping", json!({})))
+        .await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
-    assert!(reply.body["error"]["message"].as_str().unwrap().contains("Host"));
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Host")
+    );
 }
 
 #[tokio::test]
@@ -37,18 +48,42 @@ async fn bearer_token_is_required_when_configured() {
     let server = start(&[("HANDOFF_AUTH_TOKEN", "s3cret-token")]).await;
     let missing = server.post(&[], &call(1, "ping", json!({}))).await;
     assert_eq!(missing.status, StatusCode::UNAUTHORIZED);
-    assert_eq!(missing.headers["www-authenticate"], "Bearer realm=\"handoff\"");
+    assert_eq!(
+        missing.headers["www-authenticate"],
+        "Bearer realm=\"handoff\""
+    );
     error_code(&missing);
-    let wrong = server.post(&[("authorization", "Bearer nope")], &call(1, "ping", json!({}))).await;
+    let wrong = server
+        .post(
+            &[("authorization", "Bearer nope")],
+            &call(1, "ping", json!({})),
+        )
+        .await;
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
-    assert!(wrong.headers["www-authenticate"].to_str().unwrap().contains("invalid_token"));
-    let session = server.initialize(&[("authorization", "Bearer s3cret-token")]).await;
+    assert!(
+        wrong.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("invalid_token")
+    );
+    let session = server
+        .initialize(&[("authorization", "Bearer s3cret-token")])
+        .await;
     let reply = server
-        .session_call(&session, &[("authorization", "Bearer s3cret-token")], &call(2, "ping", json!({})))
+        .session_call(
+            &session,
+            &[("authorization", "Bearer s3cret-token")],
+            &call(2, "ping", json!({})),
+        )
         .await;
     assert_eq!(reply.body["result"]["structuredContent"]["ok"], true);
     // Health probes stay open.
-    let health = server.client.get(server.url.replace("/mcp", "/health")).send().await.unwrap();
+    let health = server
+        .client
+        .get(server.url.replace("/mcp", "/health"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(health.status(), StatusCode::OK);
 }
 
@@ -56,16 +91,24 @@ async fn bearer_token_is_required_when_configured() {
 async fn oversize_body_is_413_json() {
     let server = start(&[("HANDOFF_MAX_BODY_BYTES", "64k")]).await;
     let big = "x".repeat(70 * 1024);
-    let reply = server.post(&[], &call(1, "ping", json!({"message": big}))).await;
+    let reply = server
+        .post(&[], &call(1, "ping", json!({"message": big})))
+        .await;
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(error_code(&reply), -32600);
-    assert!(reply.body["error"]["message"].as_str().unwrap().contains("65536"));
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("65536")
+    );
 }
 
 #[tokio::test]
 async fn chunked_oversize_body_is_413_json() {
     let server = start(&[("HANDOFF_MAX_BODY_BYTES", "64k")]).await;
-    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..20).map(|_| Ok(vec![b' '; 8 * 1024])).collect();
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..20).map(|_| Ok(vec![b' '; 8 * 1024])).collect();
     let body = reqwest::Body::wrap_stream(futures::stream::iter(chunks));
     let response = server
         .client
@@ -103,9 +146,16 @@ async fn invalid_json_is_a_parse_error() {
 #[tokio::test]
 async fn invalid_agent_header_is_rejected() {
     let server = start(&[]).await;
-    let reply = server.post(&[("x-agent-id", "not valid!")], &call(1, "ping", json!({}))).await;
+    let reply = server
+        .post(&[("x-agent-id", "not valid!")], &call(1, "ping", json!({})))
+        .await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
-    assert!(reply.body["error"]["message"].as_str().unwrap().contains("x-agent-id"));
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("x-agent-id")
+    );
 }
 
 #[tokio::test]
@@ -143,7 +193,10 @@ async fn cors_headers_only_for_configured_origins() {
             .send()
     };
     let allowed = preflight("https://app.example.com").await.unwrap();
-    assert_eq!(allowed.headers()["access-control-allow-origin"], "https://app.example.com");
+    assert_eq!(
+        allowed.headers()["access-control-allow-origin"],
+        "https://app.example.com"
+    );
     let other = preflight("https://other.example.com").await.unwrap();
     assert!(other.headers().get("access-control-allow-origin").is_none());
 }

@@ -8,15 +8,25 @@ use super::common::start;
 #[tokio::test]
 async fn discover_names_handoff_not_the_sdk() {
     let server = start(&[]).await;
-    let reply = server.stateless(1, "server/discover", None, json!({})).await;
+    let reply = server
+        .stateless(1, "server/discover", None, json!({}))
+        .await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
     let result = &reply.body["result"];
-    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "handoff");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "handoff"
+    );
     assert_eq!(
         result["_meta"]["io.modelcontextprotocol/serverInfo"]["version"],
         env!("CARGO_PKG_VERSION")
     );
-    assert!(result["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")));
+    assert!(
+        result["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28"))
+    );
     assert!(result["capabilities"]["tools"].is_object());
 }
 
@@ -25,7 +35,10 @@ async fn stateless_list_and_call() {
     let server = start(&[]).await;
     let list = server.stateless(1, "tools/list", None, json!({})).await;
     assert_eq!(list.status, StatusCode::OK, "{:?}", list.body);
-    assert!(list.headers.get("mcp-session-id").is_none(), "no sessions in 2026-07-28");
+    assert!(
+        list.headers.get("mcp-session-id").is_none(),
+        "no sessions in 2026-07-28"
+    );
     let names: Vec<_> = list.body["result"]["tools"]
         .as_array()
         .unwrap()
@@ -34,9 +47,17 @@ async fn stateless_list_and_call() {
         .collect();
     assert_eq!(names, ["health", "ping"]);
     let ping = server
-        .stateless(2, "tools/call", Some("ping"), json!({"name": "ping", "arguments": {"message": "stateless"}}))
+        .stateless(
+            2,
+            "tools/call",
+            Some("ping"),
+            json!({"name": "ping", "arguments": {"message": "stateless"}}),
+        )
         .await;
-    assert_eq!(ping.body["result"]["structuredContent"]["message"], "stateless");
+    assert_eq!(
+        ping.body["result"]["structuredContent"]["message"],
+        "stateless"
+    );
     assert_eq!(ping.body["result"]["resultType"], "complete");
 }
 
@@ -45,7 +66,10 @@ async fn stateless_request_without_meta_is_rejected() {
     let server = start(&[]).await;
     let reply = server
         .post(
-            &[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")],
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/list"),
+            ],
             &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}),
         )
         .await;

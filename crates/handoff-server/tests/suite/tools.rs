@@ -15,7 +15,11 @@ async fn ping_works_with_arguments_omitted() {
     let server = start(&[]).await;
     let session = server.initialize(&[]).await;
     let reply = server
-        .session_call(&session, &[], &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "ping"}}))
+        .session_call(
+            &session,
+            &[],
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "ping"}}),
+        )
         .await;
     assert_eq!(reply.body["result"]["structuredContent"]["ok"], true);
     assert_eq!(reply.body["result"]["isError"], false);
@@ -25,24 +29,40 @@ async fn ping_works_with_arguments_omitted() {
 async fn wrong_argument_type_names_the_field() {
     let server = start(&[]).await;
     let session = server.initialize(&[]).await;
-    let reply = server.session_call(&session, &[], &call(1, "ping", json!({"message": 42}))).await;
+    let reply = server
+        .session_call(&session, &[], &call(1, "ping", json!({"message": 42})))
+        .await;
     let body = error_body(&reply);
     assert_eq!(body["error"]["code"], "INVALID_ARGUMENTS");
     assert_eq!(body["error"]["pointer"], "/message");
     assert!(reply.body["result"].get("structuredContent").is_none());
-    let unknown = server.session_call(&session, &[], &call(2, "ping", json!({"mesage": "typo"}))).await;
+    let unknown = server
+        .session_call(&session, &[], &call(2, "ping", json!({"mesage": "typo"})))
+        .await;
     let body = error_body(&unknown);
     assert_eq!(body["error"]["pointer"], "/mesage");
-    assert!(body["error"]["message"].as_str().unwrap().contains("unknown field"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field")
+    );
 }
 
 #[tokio::test]
 async fn unknown_tool_is_a_clear_protocol_error() {
     let server = start(&[]).await;
     let session = server.initialize(&[]).await;
-    let reply = server.session_call(&session, &[], &call(1, "no_such_tool", json!({}))).await;
+    let reply = server
+        .session_call(&session, &[], &call(1, "no_such_tool", json!({})))
+        .await;
     assert_eq!(reply.body["error"]["code"], -32602, "{:?}", reply.body);
-    assert!(reply.body["error"]["message"].as_str().unwrap().contains("no_such_tool"));
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no_such_tool")
+    );
 }
 
 #[tokio::test]
@@ -50,14 +70,30 @@ async fn agent_header_fills_agent_id_and_explicit_argument_wins() {
     let server = start(&[]).await;
     let header = [("x-agent-id", "agent-597b5756")];
     let session = server.initialize(&header).await;
-    let filled = server.session_call(&session, &header, &call(1, "ping", json!({}))).await;
-    assert_eq!(filled.body["result"]["structuredContent"]["agent_id"], "agent-597b5756");
-    let explicit = server
-        .session_call(&session, &header, &call(2, "ping", json!({"agent_id": "agent-explicit"})))
+    let filled = server
+        .session_call(&session, &header, &call(1, "ping", json!({})))
         .await;
-    assert_eq!(explicit.body["result"]["structuredContent"]["agent_id"], "agent-explicit");
+    assert_eq!(
+        filled.body["result"]["structuredContent"]["agent_id"],
+        "agent-597b5756"
+    );
+    let explicit = server
+        .session_call(
+            &session,
+            &header,
+            &call(2, "ping", json!({"agent_id": "agent-explicit"})),
+        )
+        .await;
+    assert_eq!(
+        explicit.body["result"]["structuredContent"]["agent_id"],
+        "agent-explicit"
+    );
     let bad = server
-        .session_call(&session, &header, &call(3, "ping", json!({"agent_id": "bad id"})))
+        .session_call(
+            &session,
+            &header,
+            &call(3, "ping", json!({"agent_id": "bad id"})),
+        )
         .await;
     assert_eq!(error_body(&bad)["error"]["pointer"], "/agent_id");
 }
@@ -67,7 +103,11 @@ async fn tools_list_carries_schemas_and_health_reports() {
     let server = start(&[]).await;
     let session = server.initialize(&[]).await;
     let list = server
-        .session_call(&session, &[], &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .session_call(
+            &session,
+            &[],
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
         .await;
     for tool in list.body["result"]["tools"].as_array().unwrap() {
         assert_eq!(tool["inputSchema"]["type"], "object");
@@ -75,9 +115,17 @@ async fn tools_list_carries_schemas_and_health_reports() {
         assert_eq!(tool["outputSchema"]["type"], "object");
         assert!(tool["inputSchema"].get("$schema").is_none());
     }
-    let health = server.session_call(&session, &[], &call(2, "health", json!({}))).await;
+    let health = server
+        .session_call(&session, &[], &call(2, "health", json!({})))
+        .await;
     let report = &health.body["result"]["structuredContent"];
     assert_eq!(report["status"], "ok");
     assert_eq!(report["version"], env!("CARGO_PKG_VERSION"));
-    assert!(report["components"].as_array().unwrap().iter().any(|c| c["name"] == "http"));
+    assert!(
+        report["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "http")
+    );
 }

@@ -176,7 +176,16 @@ mod tests {
         assert!(!status.ready());
         status.set_component("store", true, "sqlite");
         assert!(status.ready());
-        status.set_tasks(TaskCounts { active: 1, queued: 2 });
-        assert_eq!(status.report().tasks, Some(TaskCounts { active: 1, queued: 2 }));
+        status.set_tasks(TaskCounts {
+            active: 1,
+            queued: 2,
+        });
+        assert_eq!(
+            status.report().tasks,
+            Some(TaskCounts {
+                active: 1,
+                queued: 2
+            })
+        );
     }
 }

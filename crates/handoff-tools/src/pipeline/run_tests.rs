@@ -122,7 +122,11 @@ impl PermissionPolicy for Recorder {
         self.push("visible");
         !self.hidden
     }
-    fn decide<'a>(&'a self, _: &'a ToolContext, _: &'a PermissionRequest) -> BoxFuture<'a, Decision> {
+    fn decide<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a PermissionRequest,
+    ) -> BoxFuture<'a, Decision> {
         self.push("permission");
         Box::pin(async { self.decision.clone() })
     }
@@ -174,7 +178,10 @@ fn stages(log: &Log) -> Vec<String> {
 async fn stages_run_in_the_fixed_order() {
     let log = Log::default();
     let p = pipeline(Recorder::new(&log));
-    let out = p.call(ctx(), call("echo", json!({"text": "hi"}))).await.unwrap();
+    let out = p
+        .call(ctx(), call("echo", json!({"text": "hi"})))
+        .await
+        .unwrap();
     assert_eq!(out["text"], "hi");
     assert_eq!(
         stages(&log),
@@ -198,7 +205,10 @@ async fn hook_deny_means_no_permission_prompt_and_no_execution() {
         deny_in_hook: true,
         ..Recorder::new(&log)
     });
-    let err = p.call(ctx(), call("echo", json!({"text": "hi"}))).await.unwrap_err();
+    let err = p
+        .call(ctx(), call("echo", json!({"text": "hi"})))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "DENIED");
     assert_eq!(
         stages(&log),
@@ -213,14 +223,22 @@ async fn rewritten_input_that_fails_validation_never_executes() {
         rewrite_to: Some(json!({"text": 5})),
         ..Recorder::new(&log)
     });
-    let err = p.call(ctx(), call("echo", json!({"text": "hi"}))).await.unwrap_err();
+    let err = p
+        .call(ctx(), call("echo", json!({"text": "hi"})))
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, ToolError::InvalidArguments { pointer, .. } if pointer == "/text"),
         "{err:?}"
     );
     assert_eq!(
         stages(&log),
-        ["visible", "loop_guard", "before_hooks", "audit:INVALID_ARGUMENTS"]
+        [
+            "visible",
+            "loop_guard",
+            "before_hooks",
+            "audit:INVALID_ARGUMENTS"
+        ]
     );
 }
 
@@ -232,8 +250,16 @@ async fn hidden_tool_looks_unknown() {
         ..Recorder::new(&log)
     });
     assert!(p.list(None).is_empty());
-    let err = p.call(ctx(), call("echo", json!({"text": "hi"}))).await.unwrap_err();
-    assert_eq!(err, ToolError::UnknownTool { name: "echo".into() });
+    let err = p
+        .call(ctx(), call("echo", json!({"text": "hi"})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::UnknownTool {
+            name: "echo".into()
+        }
+    );
 }
 
 #[tokio::test]
@@ -242,7 +268,10 @@ async fn unknown_tool_and_alias() {
     let p = pipeline(Recorder::new(&log));
     let err = p.call(ctx(), call("nope", json!({}))).await.unwrap_err();
     assert_eq!(err.code(), "UNKNOWN_TOOL");
-    let out = p.call(ctx(), call("say", json!({"text": "x"}))).await.unwrap();
+    let out = p
+        .call(ctx(), call("say", json!({"text": "x"})))
+        .await
+        .unwrap();
     assert_eq!(out["text"], "x");
     assert_eq!(p.list(None).len(), 1, "aliases are not listed");
 }
@@ -255,7 +284,10 @@ async fn permission_deny_and_unanswered_ask_refuse() {
             decision,
             ..Recorder::new(&log)
         });
-        let err = p.call(ctx(), call("echo", json!({"text": "x"}))).await.unwrap_err();
+        let err = p
+            .call(ctx(), call("echo", json!({"text": "x"})))
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), "DENIED");
         assert!(!stages(&log).contains(&"execute".to_owned()));
     }
@@ -267,7 +299,10 @@ async fn header_identity_fills_agent_id_and_explicit_argument_wins() {
     let p = pipeline(Recorder::new(&log));
     let header = AgentId::parse("from-header").unwrap();
     let filled = p
-        .call(ctx().with_agent(Some(header.clone())), call("echo", json!({"text": "x"})))
+        .call(
+            ctx().with_agent(Some(header.clone())),
+            call("echo", json!({"text": "x"})),
+        )
         .await
         .unwrap();
     assert_eq!(filled["agent_id"], "from-header");
@@ -282,7 +317,10 @@ async fn header_identity_fills_agent_id_and_explicit_argument_wins() {
     assert_eq!(explicit["agent_id"], "explicit");
     assert_eq!(explicit["context_agent"], "explicit");
     let bad = p
-        .call(ctx(), call("echo", json!({"text": "x", "agent_id": "bad id"})))
+        .call(
+            ctx(),
+            call("echo", json!({"text": "x", "agent_id": "bad id"})),
+        )
         .await
         .unwrap_err();
     assert!(
@@ -309,7 +347,10 @@ async fn deadline_and_cancellation_stop_execution() {
     let c = ctx().with_cancel(cancel.clone());
     let handle = tokio::spawn({
         let p = p.clone();
-        async move { p.call(c, call("echo", json!({"text": "x", "sleep_ms": 5000}))).await }
+        async move {
+            p.call(c, call("echo", json!({"text": "x", "sleep_ms": 5000})))
+                .await
+        }
     });
     tokio::time::sleep(Duration::from_millis(20)).await;
     cancel.cancel();
@@ -321,7 +362,13 @@ async fn omitted_arguments_are_an_empty_object() {
     let log = Log::default();
     let p = pipeline(Recorder::new(&log));
     let err = p
-        .call(ctx(), CallRequest { name: "echo".into(), arguments: None })
+        .call(
+            ctx(),
+            CallRequest {
+                name: "echo".into(),
+                arguments: None,
+            },
+        )
         .await
         .unwrap_err();
     assert!(

@@ -147,7 +147,11 @@ impl PermissionPolicy for AllowAll {
         true
     }
 
-    fn decide<'a>(&'a self, _: &'a ToolContext, _: &'a PermissionRequest) -> BoxFuture<'a, Decision> {
+    fn decide<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a PermissionRequest,
+    ) -> BoxFuture<'a, Decision> {
         Box::pin(async { Decision::Allow })
     }
 }

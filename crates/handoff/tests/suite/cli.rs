@@ -1,0 +1,107 @@
+//! The binary's own behaviour: config printing, start-up validation, signals.
+
+use std::{
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use super::harness::{BIN, start};
+
+#[test]
+fn config_prints_effective_values_with_sources_and_masks_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("handoff.toml"),
+        "[tasks]\nmax_queued = 77\n",
+    )
+    .unwrap();
+    let output = Command::new(BIN)
+        .arg("config")
+        .current_dir(dir.path())
+        .env("MCP_PORT", "4555")
+        .env("HANDOFF_AUTH_TOKEN", "very-secret-token")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("server.port"), "{text}");
+    assert!(
+        text.contains("4555    # environment variable MCP_PORT"),
+        "{text}"
+    );
+    assert!(
+        text.contains("77    # tasks.max_queued in handoff.toml"),
+        "{text}"
+    );
+    assert!(!text.contains("very-secret-token"), "{text}");
+    assert!(text.contains("server.auth_token"), "{text}");
+}
+
+#[test]
+fn invalid_setting_stops_start_up_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(BIN)
+        .args(["serve"])
+        .current_dir(dir.path())
+        .env("MAX_CONCURRENT_TASKS", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("MAX_CONCURRENT_TASKS"), "{stderr}");
+    assert!(stderr.contains("lots"), "{stderr}");
+}
+
+#[test]
+fn dotenv_file_is_loaded_below_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".env"),
+        "MCP_PORT=4600\nMAX_CONCURRENT_TASKS=3\n",
+    )
+    .unwrap();
+    let output = Command::new(BIN)
+        .args(["config", "--json"])
+        .current_dir(dir.path())
+        .env("MAX_CONCURRENT_TASKS", "4")
+        .output()
+        .unwrap();
+    let settings: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let find = |key: &str| {
+        settings
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == key)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(find("server.port")["value"], "4600");
+    assert!(
+        find("server.port")["source"]
+            .as_str()
+            .unwrap()
+            .contains(".env")
+    );
+    assert_eq!(find("tasks.max_concurrent")["value"], "4");
+}
+
+#[test]
+fn sigterm_shuts_down_gracefully() {
+    let mut server = start(&[]);
+    let pid = server.child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(exit) = server.child.try_wait().unwrap() {
+            assert!(exit.success(), "exit status {exit}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running 10 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,128 @@
+//! Starts the real binary on a free port in its own temp dir, and finds the interop clients.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::PathBuf,
+    process::{Child, Command, Output, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_handoff");
+
+/// `tests/interop` at the workspace root, where `.ci/run` installs the real clients.
+pub fn interop_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
+}
+
+/// A path inside the interop dir that must exist; panics with how to install it otherwise.
+pub fn require(relative: &str) -> PathBuf {
+    let path = interop_dir().join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: install the interop clients with `scripts/test.sh` (or `.ci/run`)",
+        path.display()
+    );
+    path
+}
+
+pub struct Server {
+    pub child: Child,
+    pub url: String,
+    /// Held so the server's working directory outlives it.
+    pub _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `handoff serve --port 0` and waits for its "listening" line.
+pub fn start(env: &[(&str, &str)]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--port", "0"])
+        .current_dir(dir.path())
+        .env("HANDOFF_DATA_DIR", dir.path().join("data"))
+        .env("HANDOFF_LOG_FORMAT", "json")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // Keep draining so the server never blocks on a full pipe.
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(100))
+            && let Some(at) = line.find("http://127.0.0.1:")
+        {
+            let url: String = line[at..]
+                .chars()
+                .take_while(|c| *c != '"' && !c.is_whitespace())
+                .collect();
+            return Server {
+                child,
+                url,
+                _dir: dir,
+            };
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("handoff did not report its address within 20 s");
+}
+
+/// Runs a client command with a timeout; panics with its output unless it succeeds.
+pub fn run_client(mut command: Command, what: &str) -> Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// The last line of stdout that parses as JSON.
+pub fn json_line(output: &Output) -> serde_json::Value {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no JSON in output: {}",
+                String::from_utf8_lossy(&output.stdout)
+            )
+        })
+}

@@ -1,0 +1,3 @@
+mod cli;
+mod harness;
+mod interop;
