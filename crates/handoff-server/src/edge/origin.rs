@@ -69,6 +69,16 @@ fn host_port(authority: &str) -> Option<(String, Option<&str>)> {
     }
 }
 
+/// The scheme, lower-cased host and raw port text of `scheme://host[:port]`.
+fn parts(value: &str) -> Option<(String, String, Option<&str>)> {
+    let (scheme, authority) = split(value)?;
+    let (host, port) = host_port(authority)?;
+    if host.is_empty() {
+        return None;
+    }
+    Some((scheme, host, port))
+}
+
 fn parse_port(text: &str) -> Option<u16> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -82,11 +92,7 @@ impl Origin {
         if value == "null" {
             return Some(Origin::Null);
         }
-        let (scheme, authority) = split(value)?;
-        let (host, port) = host_port(authority)?;
-        if host.is_empty() {
-            return None;
-        }
+        let (scheme, host, port) = parts(value)?;
         let port = match port {
             Some(p) => Some(parse_port(p)?),
             None => default_port(&scheme),
@@ -101,11 +107,7 @@ impl OriginRule {
         if value == "null" {
             return Some(OriginRule::Null);
         }
-        let (scheme, authority) = split(value)?;
-        let (host, port) = host_port(authority)?;
-        if host.is_empty() {
-            return None;
-        }
+        let (scheme, host, port) = parts(value)?;
         let port = match port {
             Some("*") => PortRule::Any,
             Some(p) => PortRule::Exact(Some(parse_port(p)?)),
