@@ -176,3 +176,12 @@ pub fn error_code(reply: &Reply) -> i64 {
         .as_i64()
         .unwrap_or_else(|| panic!("no error code: {:?}", reply.body))
 }
+
+/// The message of a JSON-RPC error body.
+pub fn error_message(reply: &Reply) -> String {
+    error_code(reply);
+    reply.body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}

@@ -3,7 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::json;
 
-use super::common::{call, error_code, read, start};
+use super::common::{call, error_code, error_message, read, start};
 
 #[tokio::test]
 async fn bad_origins_are_forbidden_including_prefix_tricks() {
@@ -35,12 +35,7 @@ async fn bad_host_is_forbidden() {
         .post(&[("host", "evil.example")], &call(1, "ping", json!({})))
         .await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
-    assert!(
-        reply.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Host")
-    );
+    assert!(error_message(&reply).contains("Host"));
 }
 
 #[tokio::test]
@@ -96,12 +91,7 @@ async fn oversize_body_is_413_json() {
         .await;
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(error_code(&reply), -32600);
-    assert!(
-        reply.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("65536")
-    );
+    assert!(error_message(&reply).contains("65536"));
 }
 
 #[tokio::test]
@@ -150,12 +140,7 @@ async fn invalid_agent_header_is_rejected() {
         .post(&[("x-agent-id", "not valid!")], &call(1, "ping", json!({})))
         .await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
-    assert!(
-        reply.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("x-agent-id")
-    );
+    assert!(error_message(&reply).contains("x-agent-id"));
 }
 
 #[tokio::test]
