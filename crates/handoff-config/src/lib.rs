@@ -17,10 +17,10 @@ mod spec;
 pub use error::ConfigError;
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use model::{
-    Config, FeatureConfig, LettaConfig, LogConfig, LogFormat, LogLevel, RunnerConfig, ServerConfig,
-    TaskConfig,
+    CommandExecutorConfig, Config, ExecutorsConfig, FeatureConfig, LettaConfig, LogConfig,
+    LogFormat, LogLevel, PromptVia, RunnerConfig, ServerConfig, TaskConfig, WorkdirCleanup,
 };
-pub use parse::ByteSize;
+pub use parse::{Argv, ByteSize};
 pub use resolve::EffectiveSetting;
 pub use secret::Secret;
 pub use spec::{SETTINGS, SettingSpec};

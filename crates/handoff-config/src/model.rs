@@ -19,6 +19,8 @@ pub struct Config {
     pub tasks: TaskConfig,
     /// Per-task resource limits for runners.
     pub runner: RunnerConfig,
+    /// Executor settings.
+    pub executors: ExecutorsConfig,
     /// Letta integration (off when `api_url` is unset).
     pub letta: LettaConfig,
     /// Feature switches kept from the older server.
@@ -124,6 +126,82 @@ pub struct TaskConfig {
     pub sync_wait: Duration,
     /// Largest accepted task description.
     pub max_description_bytes: ByteSize,
+    /// Executor used when a submission names none.
+    pub default_executor: String,
+    /// How long an idempotency key keeps returning the same task.
+    pub idempotency_window: Duration,
+    /// Finished tasks are purged after this.
+    pub retention: Duration,
+    /// Per-agent submissions per minute (`None`: unlimited).
+    pub submissions_per_minute: Option<u32>,
+    /// Submissions one agent may make at once before the rate applies.
+    pub submission_burst: u32,
+    /// Time between SIGTERM and SIGKILL when stopping an executor.
+    pub cancel_grace: Duration,
+    /// Largest output/log artifact kept per task.
+    pub artifact_max_bytes: ByteSize,
+    /// Artifacts above this size are spilled to files.
+    pub artifact_inline_bytes: ByteSize,
+    /// Roots inside which a caller may choose the working directory.
+    pub workdir_roots: Vec<PathBuf>,
+    /// When Handoff-created working directories are removed.
+    pub workdir_cleanup: WorkdirCleanup,
+}
+
+/// When Handoff removes the working directories it created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkdirCleanup {
+    /// Keep them until the task is purged by retention.
+    Retain,
+    /// Remove them as soon as the task ends.
+    OnCompletion,
+}
+
+impl WorkdirCleanup {
+    /// The policy's name as the config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkdirCleanup::Retain => "retain",
+            WorkdirCleanup::OnCompletion => "on_completion",
+        }
+    }
+}
+
+/// How the `command` executor hands the prompt to its process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptVia {
+    /// Written to stdin.
+    Stdin,
+    /// Substituted for `{prompt}` in the argv.
+    Argument,
+}
+
+impl PromptVia {
+    /// The mode's name as the config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromptVia::Stdin => "stdin",
+            PromptVia::Argument => "argument",
+        }
+    }
+}
+
+/// Settings of the executors Handoff offers.
+#[derive(Debug, Clone)]
+pub struct ExecutorsConfig {
+    /// The `command` executor; offered only when its argv is configured.
+    pub command: Option<CommandExecutorConfig>,
+}
+
+/// The `command` executor: runs a configured program per task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandExecutorConfig {
+    /// Program and arguments, with `{prompt}`, `{task_id}`, `{workdir}` placeholders.
+    pub argv: Vec<String>,
+    /// How the prompt reaches the program.
+    pub prompt_via: PromptVia,
+    /// Keep stdin open and deliver messages as JSON lines.
+    pub messages_via_stdin: bool,
 }
 
 /// Per-task resource limits.

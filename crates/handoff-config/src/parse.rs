@@ -2,7 +2,7 @@
 
 use std::{fmt, path::PathBuf};
 
-use crate::{LogFormat, LogLevel, Secret, layers::RawValue};
+use crate::{LogFormat, LogLevel, PromptVia, Secret, WorkdirCleanup, layers::RawValue};
 
 /// A type a setting can hold.
 pub(crate) trait FromRaw: Sized {
@@ -233,5 +233,60 @@ mod tests {
         let arr = toml::Value::Array(vec![toml::Value::String("x".into())]);
         assert_eq!(Vec::<String>::from_toml(&arr), Ok(vec!["x".into()]));
         assert!(Vec::<String>::from_toml(&toml::Value::Integer(1)).is_err());
+    }
+}
+
+/// A command line: a JSON array of strings, or words separated by spaces, in text; an array in
+/// TOML.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argv(pub Vec<String>);
+
+impl FromRaw for Argv {
+    fn from_text(text: &str) -> Result<Self, String> {
+        let trimmed = text.trim();
+        let words: Vec<String> = if trimmed.starts_with('[') {
+            serde_json::from_str(trimmed)
+                .map_err(|e| format!("expected a JSON array of strings: {e}"))?
+        } else {
+            trimmed.split_whitespace().map(str::to_owned).collect()
+        };
+        if words.is_empty() || words[0].is_empty() {
+            return Err("expected a program and its arguments".to_owned());
+        }
+        Ok(Argv(words))
+    }
+
+    fn from_toml(value: &toml::Value) -> Result<Self, String> {
+        match value {
+            toml::Value::Array(_) => {
+                let words = Vec::<String>::from_toml(value)?;
+                Self::from_text(&serde_json::Value::from(words).to_string())
+            }
+            toml::Value::String(s) => Self::from_text(s),
+            other => Err(format!(
+                "expected an array of strings, found {}",
+                other.type_str()
+            )),
+        }
+    }
+}
+
+impl FromRaw for PromptVia {
+    fn from_text(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "stdin" => Ok(PromptVia::Stdin),
+            "argument" | "arg" => Ok(PromptVia::Argument),
+            _ => Err("expected stdin or argument".to_owned()),
+        }
+    }
+}
+
+impl FromRaw for WorkdirCleanup {
+    fn from_text(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "retain" | "keep" => Ok(WorkdirCleanup::Retain),
+            "on_completion" | "delete_on_completion" => Ok(WorkdirCleanup::OnCompletion),
+            _ => Err("expected retain or on_completion".to_owned()),
+        }
     }
 }

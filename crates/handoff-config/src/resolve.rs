@@ -3,8 +3,9 @@
 use std::{path::PathBuf, time::Duration};
 
 use crate::{
-    ByteSize, Config, ConfigError, FeatureConfig, LettaConfig, LoadOptions, LogConfig, LogFormat,
-    LogLevel, RunnerConfig, Secret, ServerConfig, Source, TaskConfig,
+    Argv, ByteSize, CommandExecutorConfig, Config, ConfigError, ExecutorsConfig, FeatureConfig,
+    LettaConfig, LoadOptions, LogConfig, LogFormat, LogLevel, PromptVia, RunnerConfig, Secret,
+    ServerConfig, Source, TaskConfig, WorkdirCleanup,
     layers::Layers,
     parse::FromRaw,
     spec::{SETTINGS, SettingSpec},
@@ -47,6 +48,21 @@ impl Render for Vec<String> {
     }
 }
 impl Render for LogLevel {
+    fn render(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+impl Render for Argv {
+    fn render(&self) -> String {
+        serde_json::Value::from(self.0.clone()).to_string()
+    }
+}
+impl Render for PromptVia {
+    fn render(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+impl Render for WorkdirCleanup {
     fn render(&self) -> String {
         self.as_str().to_owned()
     }
@@ -269,6 +285,36 @@ impl Config {
             default_timeout: Duration::from_millis(timeout_ms),
             sync_wait: Duration::from_millis(sync_wait_ms),
             max_description_bytes,
+            default_executor: r.get("tasks.default_executor", "command".to_owned())?,
+            idempotency_window: Duration::from_secs(
+                r.get("tasks.idempotency_window_secs", 86_400u64)?,
+            ),
+            retention: Duration::from_secs(r.get("tasks.retention_days", 30u64)? * 86_400),
+            submissions_per_minute: Some(r.get("tasks.submissions_per_minute", 120u32)?)
+                .filter(|rate| *rate > 0),
+            submission_burst: {
+                let burst = r.get("tasks.submission_burst", 20u32)?;
+                r.check("tasks.submission_burst", burst, at_least_one)?
+            },
+            cancel_grace: Duration::from_millis(r.get("tasks.cancel_grace_ms", 5_000u64)?),
+            artifact_max_bytes: r.get("tasks.artifact_max_bytes", ByteSize(64 << 20))?,
+            artifact_inline_bytes: r.get("tasks.artifact_inline_bytes", ByteSize(256 << 10))?,
+            workdir_roots: r
+                .get("tasks.workdir_roots", Vec::<String>::new())?
+                .into_iter()
+                .map(PathBuf::from)
+                .collect(),
+            workdir_cleanup: r.get("tasks.workdir_cleanup", WorkdirCleanup::Retain)?,
+        };
+        let command_argv = r.optional::<Argv>("executors.command.argv")?;
+        let prompt_via = r.get("executors.command.prompt_via", PromptVia::Stdin)?;
+        let messages_via_stdin = r.get("executors.command.messages_via_stdin", true)?;
+        let executors = ExecutorsConfig {
+            command: command_argv.map(|argv| CommandExecutorConfig {
+                argv: argv.0,
+                prompt_via,
+                messages_via_stdin,
+            }),
         };
 
         let runner = RunnerConfig {
@@ -294,6 +340,7 @@ impl Config {
             workspace_dir,
             tasks,
             runner,
+            executors,
             letta,
             features,
             effective: r.effective,

@@ -1,12 +1,42 @@
-//! The composition root: which tools exist and which pipeline stages they pass through.
+//! The composition root: the store, the executors, the engine, which tools exist and which
+//! pipeline stages they pass through.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use handoff_config::Config;
+use handoff_config::{CommandExecutorConfig, Config};
+use handoff_engine::{Engine, EngineError, EngineMetrics};
+use handoff_runner::{CommandConfig, CommandExecutor, ExecutorRegistry, PromptVia, RunnerError};
+use handoff_store::{SqliteStore, StoreError};
 use handoff_tools::{
     Pipeline, RegistryError, ToolRegistry,
     builtin::{HealthTool, PingTool, ServiceStatus},
+    tasks,
 };
+use prometheus_client::registry::Registry;
+
+use crate::http::McpMetrics;
+
+/// Why an instance could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The database could not be opened.
+    #[error("opening the task store at {path}: {source}")]
+    Store {
+        /// Database file.
+        path: String,
+        /// The cause.
+        source: StoreError,
+    },
+    /// An executor's settings are unusable.
+    #[error("configuring executors: {0}")]
+    Executor(#[from] RunnerError),
+    /// The engine could not start (recovery failed).
+    #[error("starting the task engine: {0}")]
+    Engine(#[from] EngineError),
+    /// Two tools share a name.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
 
 /// One Handoff instance's shared state, served over any transport.
 #[derive(Clone)]
@@ -17,21 +47,109 @@ pub struct App {
     pub status: Arc<ServiceStatus>,
     /// The tool pipeline every call goes through.
     pub pipeline: Pipeline,
+    /// The task engine.
+    pub engine: Engine,
+    /// Every Prometheus metric of this instance.
+    pub metrics: Arc<Mutex<Registry>>,
+    /// MCP request counters.
+    pub(crate) mcp_metrics: McpMetrics,
 }
 
 impl App {
-    /// Builds the instance: registers the tools and assembles the pipeline.
-    pub fn new(config: Config) -> Result<Self, RegistryError> {
+    /// Opens the store, reconciles tasks left by a previous run, starts the engine and
+    /// registers the tools.
+    pub async fn start(config: Config) -> Result<Self, AppError> {
+        let config = Arc::new(config);
         let status = ServiceStatus::new();
+        let mut metrics = Registry::default();
+        let mcp_metrics = McpMetrics::register(&mut metrics);
+        let engine_metrics = EngineMetrics::register(&mut metrics);
+
+        let path = config.database_path();
+        let store = SqliteStore::open(&path)
+            .await
+            .map_err(|source| AppError::Store {
+                path: path.display().to_string(),
+                source,
+            })?;
+        status.set_component("store", true, format!("SQLite at {}", path.display()));
+
+        let executors = executors(&config)?;
+        let names = executors.names();
+        // No executor is a configuration to report, not a reason to refuse traffic: every other
+        // tool still works and execute_task says what to set.
+        status.set_component(
+            "executors",
+            true,
+            if names.is_empty() {
+                "no executor configured (set executors.command.argv / HANDOFF_COMMAND_ARGV)"
+                    .to_owned()
+            } else {
+                format!("available: {}", names.join(", "))
+            },
+        );
+        let engine =
+            Engine::start(config.clone(), Arc::new(store), executors, engine_metrics).await?;
+
         let mut registry = ToolRegistry::new();
         registry
             .register(PingTool)?
             .register(HealthTool::new(status.clone()))?;
+        tasks::register(
+            &mut registry,
+            &engine,
+            config.tasks.sync_wait,
+            config.features.async_execute,
+        )?;
         let pipeline = Pipeline::builder(registry).build();
         Ok(Self {
-            config: Arc::new(config),
+            config,
             status,
             pipeline,
+            engine,
+            metrics: Arc::new(Mutex::new(metrics)),
+            mcp_metrics,
         })
+    }
+
+    /// Refreshes the task counts shown by `health` and the metrics.
+    pub async fn refresh_task_counts(&self) {
+        match self.engine.counts().await {
+            Ok(counts) => {
+                let count = |pred: fn(handoff_task::TaskStatus) -> bool| {
+                    counts
+                        .iter()
+                        .filter(|(s, _)| pred(*s))
+                        .map(|(_, n)| n)
+                        .sum()
+                };
+                self.status.set_tasks(handoff_tools::builtin::TaskCounts {
+                    active: count(handoff_task::TaskStatus::is_active),
+                    queued: count(|s| s == handoff_task::TaskStatus::Queued),
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "could not count tasks"),
+        }
+    }
+}
+
+/// The executors this configuration offers.
+fn executors(config: &Config) -> Result<ExecutorRegistry, RunnerError> {
+    let mut registry = ExecutorRegistry::new();
+    if let Some(command) = &config.executors.command {
+        registry.register(Arc::new(CommandExecutor::new(command_config(command))?));
+    }
+    Ok(registry)
+}
+
+fn command_config(config: &CommandExecutorConfig) -> CommandConfig {
+    CommandConfig {
+        argv: config.argv.clone(),
+        prompt_via: match config.prompt_via {
+            handoff_config::PromptVia::Stdin => PromptVia::Stdin,
+            handoff_config::PromptVia::Argument => PromptVia::Argument,
+        },
+        messages_via_stdin: config.messages_via_stdin,
+        env: Vec::new(),
     }
 }

@@ -9,6 +9,6 @@ mod http;
 mod mcp;
 mod serve;
 
-pub use app::App;
+pub use app::{App, AppError};
 pub use mcp::HandoffMcp;
 pub use serve::{ServeError, ServerHandle, router, serve_http, serve_stdio};

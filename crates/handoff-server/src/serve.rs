@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     App, HandoffMcp,
     edge::{self, BadOriginRule, EdgePolicy},
-    http::{health, ready},
+    http::{count_requests, health, metrics, ready},
 };
 
 /// Why a transport could not start or stopped with an error.
@@ -68,7 +68,11 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
     let mcp = Router::new()
         .fallback_service(service)
         .layer(middleware::from_fn(edge::jsonrpc::jsonrpc_errors))
-        .layer(middleware::from_fn_with_state(policy, edge::guard));
+        .layer(middleware::from_fn_with_state(policy, edge::guard))
+        .layer(middleware::from_fn_with_state(
+            app.mcp_metrics.clone(),
+            count_requests,
+        ));
     let mut mcp = Router::new().nest("/mcp", mcp);
     if let Some(cors) = edge::cors_layer(server) {
         mcp = mcp.layer(cors);
@@ -77,7 +81,10 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
         .route("/health", get(health))
         .route("/ready", get(ready))
         .with_state(app.status.clone());
-    Ok(mcp.merge(plain))
+    let metrics = Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(app.clone());
+    Ok(mcp.merge(plain).merge(metrics))
 }
 
 /// A running HTTP server.

@@ -59,6 +59,18 @@ pub enum ToolError {
         /// Suggested wait.
         retry_after: Option<Duration>,
     },
+    /// The request does not fit the current state (e.g. a message to a finished task).
+    #[error("{message}")]
+    Conflict {
+        /// What does not fit.
+        message: String,
+    },
+    /// The component asked cannot do this (e.g. pause on an executor without it).
+    #[error("{message}")]
+    Unsupported {
+        /// What is not supported.
+        message: String,
+    },
     /// A failure inside Handoff; details are logged, not leaked.
     #[error("internal error: {message}")]
     Internal {
@@ -93,6 +105,8 @@ impl ToolError {
             ToolError::Cancelled { .. } => "CANCELLED",
             ToolError::NotFound { .. } => "NOT_FOUND",
             ToolError::Busy { code, .. } => code,
+            ToolError::Conflict { .. } => "CONFLICT",
+            ToolError::Unsupported { .. } => "UNSUPPORTED",
             ToolError::Internal { .. } => "INTERNAL",
         }
     }

@@ -10,15 +10,15 @@ pub mod builtin;
 mod context;
 mod declare;
 mod error;
-mod identity;
 pub mod pipeline;
 mod registry;
 mod schema;
+pub mod tasks;
 
 pub use context::{NoProgress, ProgressReporter, ToolContext};
 pub use declare::{Tool, ToolAnnotations, ToolDefinition};
 pub use error::ToolError;
-pub use identity::{AgentId, InvalidAgentId};
+pub use handoff_task::{AgentId, InvalidAgentId};
 pub use pipeline::{CallOutcome, CallRequest, Pipeline, PipelineBuilder};
 pub use registry::{RegistryError, ToolRegistry};
 pub use schema::{SchemaError, ValidationFailure};

@@ -68,7 +68,7 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         .context("--agent-id")?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
-        let app = App::new(config).context("assembling tools")?;
+        let app = App::start(config).await.context("starting Handoff")?;
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
         if args.stdio {

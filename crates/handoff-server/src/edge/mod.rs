@@ -3,7 +3,10 @@
 
 mod host;
 pub(crate) mod jsonrpc;
+mod method;
 mod origin;
+
+pub(crate) use method::RpcMethod;
 
 use std::sync::Arc;
 
@@ -170,17 +173,23 @@ pub(crate) async fn guard(
     };
     request.extensions_mut().insert(CallerIdentity(identity));
 
+    let mut method = RpcMethod::for_http(request.method());
     if request.method() == Method::POST {
         request = match checked_body(request, policy.max_body_bytes).await {
-            Ok(request) => request,
+            Ok((request, rpc)) => {
+                method = rpc;
+                request
+            }
             Err(response) => return response,
         };
     }
-    next.run(request).await
+    let mut response = next.run(request).await;
+    response.extensions_mut().insert(method);
+    response
 }
 
 /// Reads the body up to the cap and rejects what is not JSON, before any MCP machinery runs.
-async fn checked_body(request: Request, max: usize) -> Result<Request, Response> {
+async fn checked_body(request: Request, max: usize) -> Result<(Request, RpcMethod), Response> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -208,15 +217,18 @@ async fn checked_body(request: Request, max: usize) -> Result<Request, Response>
             ));
         }
     };
-    if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-        return Err(error_response(
-            StatusCode::BAD_REQUEST,
-            PARSE_ERROR,
-            format!("Parse error: request body is not valid JSON ({error})"),
-            Value::Null,
-        ));
-    }
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    let method = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(message) => RpcMethod::of(&message),
+        Err(error) => {
+            return Err(error_response(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                format!("Parse error: request body is not valid JSON ({error})"),
+                Value::Null,
+            ));
+        }
+    };
+    Ok((Request::from_parts(parts, Body::from(bytes)), method))
 }
 
 /// CORS headers for the configured exact origins only; `None` when there are none.

@@ -35,7 +35,7 @@ pub async fn start(env: &[(&str, &str)]) -> TestServer {
         ..LoadOptions::default()
     })
     .unwrap();
-    let app = App::new(config).unwrap();
+    let app = App::start(config).await.unwrap();
     let shutdown = CancellationToken::new();
     let handle = serve_http(&app, shutdown.clone()).await.unwrap();
     TestServer {

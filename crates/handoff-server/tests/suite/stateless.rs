@@ -45,7 +45,21 @@ async fn stateless_list_and_call() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(names, ["health", "ping"]);
+    assert_eq!(
+        names,
+        [
+            "execute_task",
+            "get_task_files",
+            "get_task_history",
+            "get_task_status",
+            "health",
+            "list_tasks",
+            "ping",
+            "read_task_file",
+            "send_task_control",
+            "send_task_message",
+        ]
+    );
     let ping = server
         .stateless(
             2,

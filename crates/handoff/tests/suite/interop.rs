@@ -5,7 +5,7 @@ use std::process::Command;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::harness::{BIN, interop_dir, json_line, require, run_client, start};
+use super::harness::{BIN, TOOLS, interop_dir, json_line, require, run_client, start};
 
 fn node() -> Command {
     Command::new("node")
@@ -18,7 +18,8 @@ fn python() -> Command {
 /// What every client must have seen: both tools, ping echo with identity, health, a named bad field.
 fn assert_common(report: &Value, ping: &Value, agent: &str) {
     let tools = report["tools"].as_array().unwrap();
-    assert_eq!(tools, &vec![json!("health"), json!("ping")]);
+    let expected: Vec<Value> = TOOLS.iter().map(|t| json!(t)).collect();
+    assert_eq!(tools, &expected);
     assert_eq!(report["ping"]["message"], ping["message"]);
     assert_eq!(report["ping"]["agent_id"], agent);
     assert_eq!(report["health"]["status"], "ok");
@@ -115,7 +116,8 @@ fn inspector_cli_lists_and_calls_tools() {
         .iter()
         .map(|t| t["name"].clone())
         .collect();
-    assert_eq!(names, [json!("health"), json!("ping")]);
+    let expected: Vec<Value> = TOOLS.iter().map(|t| json!(t)).collect();
+    assert_eq!(names, expected);
     let mut call = Command::new(&node22);
     call.arg(&inspector).args([
         "--cli",

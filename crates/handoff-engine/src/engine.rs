@@ -1,0 +1,221 @@
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{Arc, Mutex, MutexGuard},
+    time::Duration,
+};
+
+use handoff_config::Config;
+use handoff_runner::{Capabilities, ExecutorRegistry, RunControl};
+use handoff_store::{StatusChange, Store};
+use handoff_task::{ExitInfo, Task, TaskId, TaskStatus, unix_millis_now};
+use tokio::sync::{Notify, broadcast};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use crate::{
+    EngineError, EngineMetrics, metrics::OutcomeLabels, rate::SubmissionRate, recovery, retention,
+    scheduler, workdir::Workdirs,
+};
+
+/// Why a run is being stopped by Handoff rather than ending on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// A `cancel` control.
+    Cancelled(String),
+    /// The deadline passed.
+    Timeout,
+}
+
+/// What the engine knows about a run in this process.
+pub(crate) struct LiveRun {
+    /// Set once the executor has started.
+    pub control: Option<Arc<dyn RunControl>>,
+    /// What the executor supports.
+    pub capabilities: Capabilities,
+    /// Set when Handoff decided to stop the run.
+    pub stop: Option<StopReason>,
+}
+
+/// Shared engine state.
+pub(crate) struct Inner {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub executors: ExecutorRegistry,
+    pub metrics: EngineMetrics,
+    pub workdirs: Workdirs,
+    pub rate: SubmissionRate,
+    pub artifacts_dir: PathBuf,
+    live: Mutex<HashMap<TaskId, LiveRun>>,
+    /// Wakes the scheduler: a task was queued or a slot freed.
+    pub wake: Notify,
+    /// Every state change, for waiters (sync execute, cancel).
+    pub changes: broadcast::Sender<(TaskId, TaskStatus)>,
+    pub shutdown: CancellationToken,
+    pub runs: TaskTracker,
+}
+
+/// The task engine. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("executors", &self.inner.executors)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Reconciles the store with reality (tasks left running by a dead server), then starts the
+    /// scheduler and the retention sweeper.
+    pub async fn start(
+        config: Arc<Config>,
+        store: Arc<dyn Store>,
+        executors: ExecutorRegistry,
+        metrics: EngineMetrics,
+    ) -> Result<Self, EngineError> {
+        let workdirs = Workdirs::new(&config.workspace_dir, &config.tasks.workdir_roots)?;
+        let artifacts_dir = std::path::absolute(config.data_dir.join("artifacts"))
+            .map_err(|e| EngineError::io("data dir", e))?;
+        let rate = SubmissionRate::new(
+            config.tasks.submissions_per_minute,
+            config.tasks.submission_burst,
+        );
+        let (changes, _) = broadcast::channel(1024);
+        let inner = Arc::new(Inner {
+            config,
+            store,
+            executors,
+            metrics,
+            workdirs,
+            rate,
+            artifacts_dir,
+            live: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
+            changes,
+            shutdown: CancellationToken::new(),
+            runs: TaskTracker::new(),
+        });
+        recovery::reconcile(&inner).await?;
+        tokio::spawn(scheduler::run(inner.clone()));
+        tokio::spawn(retention::run(inner.clone()));
+        Ok(Self { inner })
+    }
+
+    /// Stops taking new work. Runs in flight are left to the executors; a restart reconciles
+    /// them like after a crash.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        self.inner.runs.close();
+    }
+
+    /// Executor names this engine offers.
+    pub fn executor_names(&self) -> Vec<String> {
+        self.inner.executors.names()
+    }
+
+    /// Tasks per state, for health and metrics; also refreshes the state gauges.
+    pub async fn counts(&self) -> Result<Vec<(TaskStatus, u64)>, EngineError> {
+        let counts = self.inner.store.count_by_status().await?;
+        for status in TaskStatus::ALL {
+            let n = counts
+                .iter()
+                .find(|(s, _)| *s == status)
+                .map_or(0, |(_, n)| *n);
+            let gauge = self
+                .inner
+                .metrics
+                .tasks
+                .get_or_create(&crate::metrics::StateLabels {
+                    state: status.as_str(),
+                });
+            gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+            if status == TaskStatus::Queued {
+                self.inner
+                    .metrics
+                    .queue_depth
+                    .set(i64::try_from(n).unwrap_or(i64::MAX));
+            }
+        }
+        Ok(counts)
+    }
+}
+
+impl Inner {
+    /// The live-run table; a poisoned lock only means a panicking thread held it, and the map
+    /// itself is still consistent (every update is a single insert/remove/field write).
+    pub(crate) fn live(&self) -> MutexGuard<'_, HashMap<TaskId, LiveRun>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Moves `task` to `to` if the state machine allows it and nobody changed it meanwhile.
+    pub(crate) async fn change_status(
+        &self,
+        task: &Task,
+        to: TaskStatus,
+        reason: impl Into<String>,
+        exit: Option<ExitInfo>,
+        error: Option<String>,
+    ) -> Result<Option<Task>, EngineError> {
+        task.status
+            .transition(to)
+            .map_err(|e| EngineError::Conflict(e.to_string()))?;
+        let change = StatusChange {
+            from: task.status,
+            to,
+            at: unix_millis_now(),
+            exit,
+            error,
+            reason: reason.into(),
+        };
+        let updated = self.store.set_status(&task.id, &change).await?;
+        if let Some(updated) = &updated {
+            let _ = self.changes.send((updated.id.clone(), updated.status));
+            if to.is_terminal() {
+                if let Some(ms) = updated.duration_ms(change.at) {
+                    self.metrics
+                        .durations
+                        .get_or_create(&OutcomeLabels {
+                            executor: updated.executor.clone(),
+                            outcome: to.as_str(),
+                        })
+                        .observe(ms as f64 / 1000.0);
+                }
+                self.wake.notify_one();
+            }
+        }
+        Ok(updated)
+    }
+
+    /// Waits until task `id` is terminal, or `limit` passes; returns its latest state.
+    pub(crate) async fn wait_settled(
+        &self,
+        id: &TaskId,
+        limit: Duration,
+    ) -> Result<Task, EngineError> {
+        let mut changes = self.changes.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let task = self
+                .store
+                .get_task(id)
+                .await?
+                .ok_or_else(|| EngineError::NotFound(id.to_string()))?;
+            if task.status.is_terminal() {
+                return Ok(task);
+            }
+            // Wake on this task's next change, on lag (re-read), or at the deadline.
+            loop {
+                match tokio::time::timeout_at(deadline, changes.recv()).await {
+                    Err(_) => return Ok(task),
+                    Ok(Ok((changed, _))) if &changed != id => continue,
+                    Ok(Ok(_)) | Ok(Err(broadcast::error::RecvError::Lagged(_))) => break,
+                    Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(task),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+use std::time::Duration;
+
+use handoff_runner::RunnerError;
+use handoff_store::StoreError;
+
+/// Why the engine refused or failed a request.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// No such task for this agent (other agents' tasks are reported the same way).
+    #[error("task {0} not found")]
+    NotFound(String),
+    /// An argument is unacceptable; `field` names it.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// The argument's name.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The backlog is full.
+    #[error("the task queue is full ({queued} tasks waiting); retry later")]
+    QueueFull {
+        /// Tasks waiting.
+        queued: u64,
+        /// Suggested wait.
+        retry_after: Duration,
+    },
+    /// The agent submits faster than its rate allows.
+    #[error("too many submissions from agent {agent}; retry in {}ms", retry_after.as_millis())]
+    RateLimited {
+        /// The agent.
+        agent: String,
+        /// When a submission will be accepted again.
+        retry_after: Duration,
+    },
+    /// The request does not fit the task's state (e.g. a message to a finished task).
+    #[error("{0}")]
+    Conflict(String),
+    /// The executor cannot do this.
+    #[error(transparent)]
+    Runner(#[from] RunnerError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Filesystem trouble outside the store.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Anything else that should not happen.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl EngineError {
+    /// An argument error.
+    pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        EngineError::Invalid {
+            field,
+            message: message.into(),
+        }
+    }
+
+    /// An I/O error with context.
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        EngineError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! The task engine: the one place tasks change. It accepts submissions (limits, rate,
+//! idempotency), dispatches queued tasks to executors within the concurrency limits, supervises
+//! each run (events, artifacts, deadline), applies controls and messages, answers queries with
+//! ownership checks, and reconciles the store after a restart.
+
+mod artifacts;
+mod control;
+mod engine;
+mod error;
+mod files;
+mod metrics;
+mod query;
+mod rate;
+mod recovery;
+mod retention;
+mod run;
+mod scheduler;
+mod submit;
+mod workdir;
+
+pub use control::{Control, ControlReceipt, MessageReceipt};
+pub use engine::Engine;
+pub use error::EngineError;
+pub use files::{FileChunk, FileEntry, FileKind, FileListing};
+pub use metrics::EngineMetrics;
+pub use query::{History, StatusView};
+pub use submit::{SubmitRequest, Submitted};

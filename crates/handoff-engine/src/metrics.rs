@@ -1,0 +1,104 @@
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
+
+/// Labels of the task-state gauge.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct StateLabels {
+    pub state: &'static str,
+}
+
+/// Labels of the duration histogram: a bounded set (executor names are configured, outcomes are
+/// the terminal states).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct OutcomeLabels {
+    pub executor: String,
+    pub outcome: &'static str,
+}
+
+/// Labels of executor call counters.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct CallLabels {
+    pub executor: String,
+    pub operation: &'static str,
+    pub outcome: &'static str,
+}
+
+fn duration_histogram() -> Histogram {
+    // 0.1 s … ~55 min: coding tasks run from seconds to most of an hour.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.1, 2.0, 16,
+    ))
+}
+
+/// The engine's Prometheus metrics. Never labelled by task id, so the series count stays bounded.
+#[derive(Debug, Clone)]
+pub struct EngineMetrics {
+    pub(crate) tasks: Family<StateLabels, Gauge>,
+    pub(crate) queue_depth: Gauge,
+    pub(crate) durations: Family<OutcomeLabels, Histogram, fn() -> Histogram>,
+    pub(crate) executor_calls: Family<CallLabels, Counter>,
+    pub(crate) submissions_refused: Family<StateLabels, Counter>,
+}
+
+impl EngineMetrics {
+    /// Creates the metrics and registers them under `handoff_`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            tasks: Family::default(),
+            queue_depth: Gauge::default(),
+            durations: Family::new_with_constructor(duration_histogram),
+            executor_calls: Family::default(),
+            submissions_refused: Family::default(),
+        };
+        registry.register(
+            "handoff_tasks",
+            "Tasks in the store by state",
+            metrics.tasks.clone(),
+        );
+        registry.register(
+            "handoff_queue_depth",
+            "Tasks waiting for a slot",
+            metrics.queue_depth.clone(),
+        );
+        registry.register(
+            "handoff_task_duration_seconds",
+            "Run time of finished tasks by executor and outcome",
+            metrics.durations.clone(),
+        );
+        registry.register(
+            "handoff_executor_calls",
+            "Calls into executors by operation and outcome",
+            metrics.executor_calls.clone(),
+        );
+        registry.register(
+            "handoff_submissions_refused",
+            "execute_task calls refused, by reason",
+            metrics.submissions_refused.clone(),
+        );
+        metrics
+    }
+
+    /// Metrics that are recorded but not exported (tests, benches).
+    pub fn unregistered() -> Self {
+        Self::register(&mut Registry::default())
+    }
+
+    pub(crate) fn executor_call(&self, executor: &str, operation: &'static str, ok: bool) {
+        self.executor_calls
+            .get_or_create(&CallLabels {
+                executor: executor.to_owned(),
+                operation,
+                outcome: if ok { "ok" } else { "error" },
+            })
+            .inc();
+    }
+
+    pub(crate) fn refused(&self, reason: &'static str) {
+        self.submissions_refused
+            .get_or_create(&StateLabels { state: reason })
+            .inc();
+    }
+}

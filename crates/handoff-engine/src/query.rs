@@ -1,0 +1,123 @@
+use handoff_store::TaskFilter;
+use handoff_task::{AgentId, Artifact, Task, TaskEvent, TaskId, TaskStatus};
+
+use crate::{Engine, EngineError};
+
+/// Events shown by a status call.
+const RECENT_EVENTS: u32 = 5;
+
+/// What `get_task_status` shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusView {
+    /// The task.
+    pub task: Task,
+    /// Its last few events, oldest first.
+    pub recent_events: Vec<TaskEvent>,
+    /// Position in the queue, while queued.
+    pub queue_position: Option<u64>,
+}
+
+/// A page of a task's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct History {
+    /// The task.
+    pub task: Task,
+    /// The requested events, in order.
+    pub events: Vec<TaskEvent>,
+    /// Events recorded in total.
+    pub total_events: u64,
+    /// Stored artifacts (when asked for).
+    pub artifacts: Vec<Artifact>,
+}
+
+impl Engine {
+    /// The task, if it exists and belongs to `agent` (others' tasks look nonexistent).
+    pub async fn owned(&self, agent: &AgentId, id: &TaskId) -> Result<Task, EngineError> {
+        match self.inner.store.get_task(id).await? {
+            Some(task) if &task.agent_id == agent => Ok(task),
+            _ => Err(EngineError::NotFound(id.to_string())),
+        }
+    }
+
+    /// Status, recent events and queue position.
+    pub async fn status(&self, agent: &AgentId, id: &TaskId) -> Result<StatusView, EngineError> {
+        let task = self.owned(agent, id).await?;
+        let recent_events = self.inner.store.recent_events(id, RECENT_EVENTS).await?;
+        let queue_position = if task.status == TaskStatus::Queued {
+            self.inner.store.queue_position(id).await?
+        } else {
+            None
+        };
+        Ok(StatusView {
+            task,
+            recent_events,
+            queue_position,
+        })
+    }
+
+    /// A page of events (and optionally the artifacts).
+    pub async fn history(
+        &self,
+        agent: &AgentId,
+        id: &TaskId,
+        offset: u64,
+        limit: u32,
+        include_artifacts: bool,
+    ) -> Result<History, EngineError> {
+        let task = self.owned(agent, id).await?;
+        let (events, total_events) = self.inner.store.events(id, offset, limit).await?;
+        let artifacts = if include_artifacts {
+            self.inner.store.artifacts(id).await?
+        } else {
+            Vec::new()
+        };
+        Ok(History {
+            task,
+            events,
+            total_events,
+            artifacts,
+        })
+    }
+
+    /// The agent's tasks, newest first.
+    pub async fn list(
+        &self,
+        agent: &AgentId,
+        statuses: Vec<TaskStatus>,
+        limit: u32,
+        before_seq: Option<i64>,
+    ) -> Result<handoff_store::TaskPage, EngineError> {
+        let filter = TaskFilter {
+            agent_id: Some(agent.clone()),
+            statuses,
+            limit,
+            before_seq,
+        };
+        Ok(self.inner.store.list_tasks(&filter).await?)
+    }
+
+    /// Lists a task's working directory.
+    pub async fn files(
+        &self,
+        agent: &AgentId,
+        id: &TaskId,
+        path: Option<&str>,
+    ) -> Result<crate::FileListing, EngineError> {
+        let task = self.owned(agent, id).await?;
+        crate::files::list(std::path::Path::new(&task.workdir), path).await
+    }
+
+    /// Reads part of a file in a task's working directory.
+    pub async fn read_file(
+        &self,
+        agent: &AgentId,
+        id: &TaskId,
+        path: &str,
+        offset: u64,
+        max_bytes: Option<u64>,
+    ) -> Result<crate::FileChunk, EngineError> {
+        let task = self.owned(agent, id).await?;
+        let max = max_bytes.unwrap_or(crate::files::DEFAULT_READ_BYTES);
+        crate::files::read(std::path::Path::new(&task.workdir), path, offset, max).await
+    }
+}

@@ -1,0 +1,102 @@
+//! Start-up reconciliation: every task a dead server left unfinished gets a truthful state
+//! before anything new runs, and nothing executes twice.
+
+use std::{path::PathBuf, sync::Arc};
+
+use handoff_runner::RunSpec;
+use handoff_task::{EventKind, NewEvent, TaskStatus, unix_millis_now};
+
+use crate::{
+    EngineError,
+    engine::{Inner, LiveRun},
+    run,
+};
+
+/// Why an unfinished task was failed at start-up.
+pub(crate) const INTERRUPTED: &str = "interrupted: server restarted";
+
+pub(crate) async fn reconcile(inner: &Arc<Inner>) -> Result<(), EngineError> {
+    let orphans = inner.store.tasks_in(&TaskStatus::ACTIVE).await?;
+    let (mut reattached, mut requeued, mut failed) = (0, 0, 0);
+    for task in orphans {
+        let executor = inner.executors.get(&task.executor);
+        if let (Some(executor), Some(state)) = (&executor, &task.runner_state) {
+            if executor.capabilities().reattach {
+                let spec = RunSpec {
+                    task_id: task.id.clone(),
+                    prompt: task.description.clone(),
+                    workdir: PathBuf::from(&task.workdir),
+                };
+                match executor.reattach(spec, state).await {
+                    Ok(Some(run)) => {
+                        inner.live().insert(
+                            task.id.clone(),
+                            LiveRun {
+                                control: None,
+                                capabilities: executor.capabilities(),
+                                stop: None,
+                            },
+                        );
+                        inner.runs.spawn(run::drive(inner.clone(), task, Some(run)));
+                        reattached += 1;
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(task = %task.id, error = %e, "re-attach failed"),
+                }
+            }
+            // Whatever is left of the old run must not keep working beside a re-run.
+            if let Err(e) = executor.abandon(state).await {
+                tracing::warn!(task = %task.id, error = %e, "could not stop the old run");
+            }
+        }
+        let now = unix_millis_now();
+        match task.status.after_restart(task.options.requeue_on_restart) {
+            TaskStatus::Queued => {
+                if inner
+                    .store
+                    .requeue(&task.id, task.status, now, "re-queued: server restarted")
+                    .await?
+                    .is_some()
+                {
+                    requeued += 1;
+                }
+            }
+            _ => {
+                inner
+                    .store
+                    .append_events(
+                        &task.id,
+                        now,
+                        &[NewEvent::new(
+                            EventKind::Error,
+                            "the server stopped while this task was running; its run was lost",
+                        )],
+                    )
+                    .await?;
+                if inner
+                    .change_status(
+                        &task,
+                        TaskStatus::Failed,
+                        INTERRUPTED,
+                        None,
+                        Some(INTERRUPTED.to_owned()),
+                    )
+                    .await?
+                    .is_some()
+                {
+                    failed += 1;
+                }
+            }
+        }
+    }
+    if reattached + requeued + failed > 0 {
+        tracing::info!(
+            reattached,
+            requeued,
+            failed,
+            "reconciled tasks left by the previous run"
+        );
+    }
+    Ok(())
+}

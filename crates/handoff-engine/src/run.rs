@@ -1,0 +1,317 @@
+//! Supervision of one run: start the executor, record what it reports, enforce the deadline,
+//! and settle the task in a truthful final state.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use handoff_runner::{Run, RunControl, RunEvent, RunSpec};
+use handoff_task::{
+    ArtifactKind, EventKind, ExitInfo, NewEvent, Task, TaskStatus, unix_millis_now,
+};
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::{
+    EngineError,
+    artifacts::ArtifactSink,
+    engine::{Inner, StopReason},
+};
+
+/// Events written to the store per batch at most.
+const BATCH: usize = 256;
+
+/// How a run ended, before it is written down.
+struct Finish {
+    status: TaskStatus,
+    reason: String,
+    exit: Option<ExitInfo>,
+    error: Option<String>,
+}
+
+impl Finish {
+    fn failed(error: impl Into<String>) -> Self {
+        let error = error.into();
+        Self {
+            status: TaskStatus::Failed,
+            reason: error.clone(),
+            exit: None,
+            error: Some(error),
+        }
+    }
+}
+
+/// Runs a claimed (`running`) task to its end. `resumed` is a run re-attached after a restart.
+pub(crate) async fn drive(inner: Arc<Inner>, task: Task, resumed: Option<Run>) {
+    let finish = match execute(&inner, &task, resumed).await {
+        Ok(finish) => finish,
+        Err(e) => Finish::failed(format!("handoff could not supervise the run: {e}")),
+    };
+    settle(&inner, &task, finish).await;
+}
+
+async fn execute(
+    inner: &Arc<Inner>,
+    task: &Task,
+    resumed: Option<Run>,
+) -> Result<Finish, EngineError> {
+    let Some(executor) = inner.executors.get(&task.executor) else {
+        return Ok(Finish::failed(format!(
+            "executor `{}` is not available on this server",
+            task.executor
+        )));
+    };
+    let run = match resumed {
+        Some(run) => run,
+        None => {
+            let workdir = PathBuf::from(&task.workdir);
+            if let Err(e) = tokio::fs::create_dir_all(&workdir).await {
+                return Ok(Finish::failed(format!(
+                    "could not create the working directory {}: {e}",
+                    workdir.display()
+                )));
+            }
+            let prompt = compose_prompt(inner, task).await?;
+            let spec = RunSpec {
+                task_id: task.id.clone(),
+                prompt,
+                workdir,
+            };
+            let started = executor.start(spec).await;
+            inner
+                .metrics
+                .executor_call(executor.name(), "start", started.is_ok());
+            match started {
+                Ok(run) => run,
+                Err(e) => return Ok(Finish::failed(format!("could not start the executor: {e}"))),
+            }
+        }
+    };
+    inner
+        .store
+        .set_runner_state(&task.id, run.state.as_ref())
+        .await?;
+    let control: Arc<dyn RunControl> = Arc::from(run.control);
+    let pending_stop = {
+        let mut live = inner.live();
+        let entry = live
+            .entry(task.id.clone())
+            .or_insert_with(|| crate::engine::LiveRun {
+                control: None,
+                capabilities: executor.capabilities(),
+                stop: None,
+            });
+        entry.control = Some(control.clone());
+        entry.capabilities = executor.capabilities();
+        entry.stop.clone()
+    };
+    if pending_stop.is_some() {
+        stop_in_background(inner, control.clone());
+    }
+    supervise(inner, task, run.events, control).await
+}
+
+/// The task description, followed by any messages sent while it waited in the queue.
+async fn compose_prompt(inner: &Inner, task: &Task) -> Result<String, EngineError> {
+    let (events, _) = inner.store.events(&task.id, 0, 1000).await?;
+    let queued: Vec<String> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Message)
+        .map(|e| {
+            let kind = e
+                .data
+                .get("message_type")
+                .and_then(|v| v.as_str())
+                .unwrap_or("update");
+            format!("- [{kind}] {}", e.message)
+        })
+        .collect();
+    if queued.is_empty() {
+        return Ok(task.description.clone());
+    }
+    inner
+        .store
+        .append_events(
+            &task.id,
+            unix_millis_now(),
+            &[NewEvent::new(
+                EventKind::Log,
+                format!("{} queued message(s) attached to the prompt", queued.len()),
+            )],
+        )
+        .await?;
+    Ok(format!(
+        "{}\n\nMessages received while this task was queued:\n{}",
+        task.description,
+        queued.join("\n")
+    ))
+}
+
+fn stop_in_background(inner: &Arc<Inner>, control: Arc<dyn RunControl>) {
+    let grace = inner.config.tasks.cancel_grace;
+    tokio::spawn(async move {
+        if let Err(e) = control.cancel(grace).await {
+            tracing::warn!(error = %e, "stopping a run failed");
+        }
+    });
+}
+
+async fn supervise(
+    inner: &Arc<Inner>,
+    task: &Task,
+    mut events: tokio::sync::mpsc::Receiver<RunEvent>,
+    control: Arc<dyn RunControl>,
+) -> Result<Finish, EngineError> {
+    let timeout = Duration::from_millis(task.options.timeout_ms);
+    // A re-attached run keeps its original deadline.
+    let elapsed = task
+        .started_at
+        .map_or(0, |start| unix_millis_now().saturating_sub(start));
+    let remaining =
+        timeout.saturating_sub(Duration::from_millis(u64::try_from(elapsed).unwrap_or(0)));
+    let deadline = Instant::now() + remaining;
+    let spill = inner.artifacts_dir.join(task.id.as_str());
+    let inline = inner.config.tasks.artifact_inline_bytes.bytes();
+    let max = inner.config.tasks.artifact_max_bytes.bytes();
+    let mut stdout = ArtifactSink::new(ArtifactKind::Output, spill.join("output.txt"), inline, max);
+    let mut stderr = ArtifactSink::new(ArtifactKind::Log, spill.join("log.txt"), inline, max);
+    let mut buffer = Vec::with_capacity(BATCH);
+    let mut deadline_hit = false;
+
+    let outcome = loop {
+        tokio::select! {
+            n = events.recv_many(&mut buffer, BATCH) => {
+                if n == 0 {
+                    break None;
+                }
+                let mut batch = Vec::with_capacity(n);
+                let mut finished = None;
+                for event in buffer.drain(..) {
+                    match event {
+                        RunEvent::Output { stream, line } => {
+                            let sink = match stream {
+                                handoff_runner::OutputStream::Stdout => &mut stdout,
+                                handoff_runner::OutputStream::Stderr => &mut stderr,
+                            };
+                            sink.push_line(&line).await?;
+                            batch.push(
+                                NewEvent::new(EventKind::Output, line)
+                                    .with_data(json!({ "stream": stream.as_str() })),
+                            );
+                        }
+                        RunEvent::Event(event) => batch.push(event),
+                        RunEvent::Finished(outcome) => finished = Some(outcome),
+                    }
+                }
+                if !batch.is_empty() {
+                    inner.store.append_events(&task.id, unix_millis_now(), &batch).await?;
+                }
+                if let Some(outcome) = finished {
+                    break Some(outcome);
+                }
+            }
+            () = tokio::time::sleep_until(deadline), if !deadline_hit => {
+                deadline_hit = true;
+                if let Some(run) = inner.live().get_mut(&task.id) {
+                    run.stop.get_or_insert(StopReason::Timeout);
+                }
+                stop_in_background(inner, control.clone());
+            }
+        }
+    };
+
+    for sink in [stdout, stderr] {
+        if let Some(artifact) = sink.finish().await? {
+            inner
+                .store
+                .put_artifact(&task.id, unix_millis_now(), &artifact)
+                .await?;
+        }
+    }
+
+    let stop = inner.live().get(&task.id).and_then(|run| run.stop.clone());
+    let exit = outcome.as_ref().and_then(|o| o.exit);
+    Ok(match (stop, outcome) {
+        (Some(StopReason::Cancelled(reason)), _) => Finish {
+            status: TaskStatus::Cancelled,
+            reason: format!("cancelled: {reason}"),
+            exit,
+            error: Some(format!("cancelled: {reason}")),
+        },
+        (Some(StopReason::Timeout), _) => {
+            let error = format!("timed out after {}ms", task.options.timeout_ms);
+            Finish {
+                status: TaskStatus::Timeout,
+                reason: error.clone(),
+                exit,
+                error: Some(error),
+            }
+        }
+        (None, Some(outcome)) if outcome.success => Finish {
+            status: TaskStatus::Completed,
+            reason: "completed".to_owned(),
+            exit,
+            error: None,
+        },
+        (None, Some(outcome)) => {
+            let error = outcome
+                .error
+                .unwrap_or_else(|| "the executor reported failure".to_owned());
+            Finish {
+                status: TaskStatus::Failed,
+                reason: error.clone(),
+                exit,
+                error: Some(error),
+            }
+        }
+        (None, None) => Finish::failed("the executor stopped without reporting an outcome"),
+    })
+}
+
+/// Writes the final state. A task that is paused or waiting for input when its run ends passes
+/// through `running` so the state machine stays the single authority.
+async fn settle(inner: &Arc<Inner>, task: &Task, finish: Finish) {
+    for _ in 0..5 {
+        let current = match inner.store.get_task(&task.id).await {
+            Ok(Some(current)) => current,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::error!(task = %task.id, error = %e, "could not read task to settle it");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        if current.status.is_terminal() {
+            break;
+        }
+        let step = if current.status.can_become(finish.status) {
+            finish.status
+        } else {
+            TaskStatus::Running
+        };
+        let (reason, exit, error) = if step == finish.status {
+            (finish.reason.clone(), finish.exit, finish.error.clone())
+        } else {
+            ("run ended".to_owned(), None, None)
+        };
+        match inner
+            .change_status(&current, step, reason, exit, error)
+            .await
+        {
+            Ok(Some(updated)) if updated.status.is_terminal() => break,
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::error!(task = %task.id, error = %e, "could not settle task");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    inner.live().remove(&task.id);
+    inner.wake.notify_one();
+    if inner.config.tasks.workdir_cleanup == handoff_config::WorkdirCleanup::OnCompletion
+        && !task.options.caller_workdir
+    {
+        inner
+            .workdirs
+            .remove(std::path::Path::new(&task.workdir))
+            .await;
+    }
+}

@@ -1,0 +1,193 @@
+use std::time::Duration;
+
+use handoff_store::{IdempotencyClaim, InsertOutcome};
+use handoff_task::{AgentId, NewTask, Task, TaskId, TaskOptions, unix_millis_now};
+use serde_json::Value;
+
+use crate::{Engine, EngineError};
+
+/// Largest accepted metadata object, serialized.
+const MAX_METADATA_BYTES: usize = 16 << 10;
+/// Longest accepted task deadline.
+const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// A task submission, as `execute_task` receives it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SubmitRequest {
+    /// What to do.
+    pub description: String,
+    /// Executor name (default from config).
+    pub executor: Option<String>,
+    /// A caller-chosen working directory inside an allowed root.
+    pub workdir: Option<String>,
+    /// Submitting the same key again within the window returns the same task.
+    pub idempotency_key: Option<String>,
+    /// Deadline (default from config).
+    pub timeout_ms: Option<u64>,
+    /// Higher runs first.
+    pub priority: Option<i32>,
+    /// Other agents following the task.
+    pub observers: Vec<AgentId>,
+    /// Free-form metadata (a JSON object).
+    pub metadata: Option<Value>,
+    /// Run again after a server crash instead of failing.
+    pub requeue_on_restart: bool,
+}
+
+/// The answer to a submission.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submitted {
+    /// The task (new, or the earlier one with the same idempotency key).
+    pub task: Task,
+    /// False when an idempotency key matched an earlier submission.
+    pub created: bool,
+    /// Position in the queue, while queued.
+    pub queue_position: Option<u64>,
+}
+
+impl Engine {
+    /// Validates and stores a task; the scheduler starts it when a slot is free.
+    pub async fn submit(
+        &self,
+        agent: &AgentId,
+        req: SubmitRequest,
+    ) -> Result<Submitted, EngineError> {
+        let inner = &self.inner;
+        let limits = &inner.config.tasks;
+        if req.description.trim().is_empty() {
+            return Err(EngineError::invalid(
+                "task_description",
+                "must not be empty",
+            ));
+        }
+        let max = limits.max_description_bytes.bytes();
+        if req.description.len() as u64 > max {
+            return Err(EngineError::invalid(
+                "task_description",
+                format!(
+                    "is {} bytes; the limit is {max} bytes (tasks.max_description_bytes) — put long material in files in the working directory instead",
+                    req.description.len()
+                ),
+            ));
+        }
+        let executor = req
+            .executor
+            .clone()
+            .unwrap_or_else(|| limits.default_executor.clone());
+        if inner.executors.get(&executor).is_none() {
+            let names = inner.executors.names();
+            return Err(EngineError::invalid(
+                "executor",
+                if names.is_empty() {
+                    format!(
+                        "`{executor}` is not available: this server has no executors configured (set executors.command.argv or HANDOFF_COMMAND_ARGV)"
+                    )
+                } else {
+                    format!(
+                        "`{executor}` is not available; choose one of: {}",
+                        names.join(", ")
+                    )
+                },
+            ));
+        }
+        let timeout_ms = req.timeout_ms.unwrap_or_else(|| {
+            u64::try_from(limits.default_timeout.as_millis()).unwrap_or(MAX_TIMEOUT_MS)
+        });
+        if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+            return Err(EngineError::invalid(
+                "timeout_ms",
+                format!("must be between 1 and {MAX_TIMEOUT_MS}"),
+            ));
+        }
+        let metadata = req
+            .metadata
+            .clone()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        if !metadata.is_object() {
+            return Err(EngineError::invalid("metadata", "must be a JSON object"));
+        }
+        if metadata.to_string().len() > MAX_METADATA_BYTES {
+            return Err(EngineError::invalid(
+                "metadata",
+                format!("must serialize to at most {MAX_METADATA_BYTES} bytes"),
+            ));
+        }
+        let id =
+            TaskId::generate().map_err(|e| EngineError::Internal(format!("no randomness: {e}")))?;
+        let (workdir, caller_workdir) = match &req.workdir {
+            Some(requested) => (inner.workdirs.caller_chosen(requested)?, true),
+            None => (inner.workdirs.for_task(&id), false),
+        };
+        if let Err(wait) = inner.rate.check(agent) {
+            inner.metrics.refused("rate_limited");
+            return Err(EngineError::RateLimited {
+                agent: agent.to_string(),
+                retry_after: wait,
+            });
+        }
+        let now = unix_millis_now();
+        let window = i64::try_from(limits.idempotency_window.as_millis()).unwrap_or(i64::MAX);
+        let claim = req
+            .idempotency_key
+            .clone()
+            .filter(|_| inner.config.features.enforce_idempotency)
+            .map(|key| IdempotencyClaim {
+                key,
+                not_before: now.saturating_sub(window),
+            });
+        let task = NewTask {
+            id,
+            agent_id: agent.clone(),
+            description: req.description,
+            executor,
+            options: TaskOptions {
+                timeout_ms,
+                requeue_on_restart: req.requeue_on_restart,
+                observers: req.observers,
+                caller_workdir,
+            },
+            priority: req.priority.unwrap_or(0),
+            workdir: workdir.display().to_string(),
+            created_at: now,
+            idempotency_key: req.idempotency_key,
+            metadata,
+        };
+        let (task, created) = match inner
+            .store
+            .insert_task(&task, claim.as_ref(), limits.max_queued)
+            .await?
+        {
+            InsertOutcome::Created(task) => {
+                let _ = inner.changes.send((task.id.clone(), task.status));
+                inner.wake.notify_one();
+                (task, true)
+            }
+            InsertOutcome::Existing(task) => (task, false),
+            InsertOutcome::QueueFull { queued } => {
+                inner.metrics.refused("queue_full");
+                // A slot frees roughly every average task duration; a few seconds is a fair hint.
+                return Err(EngineError::QueueFull {
+                    queued,
+                    retry_after: Duration::from_secs(5),
+                });
+            }
+        };
+        let queue_position = inner.store.queue_position(&task.id).await?;
+        Ok(Submitted {
+            task,
+            created,
+            queue_position,
+        })
+    }
+
+    /// Waits up to `limit` for a task to finish; returns its latest state either way.
+    pub async fn wait(
+        &self,
+        agent: &AgentId,
+        id: &TaskId,
+        limit: Duration,
+    ) -> Result<Task, EngineError> {
+        self.owned(agent, id).await?;
+        self.inner.wait_settled(id, limit).await
+    }
+}

@@ -1,0 +1,119 @@
+use std::path::{Path, PathBuf};
+
+use handoff_task::TaskId;
+
+use crate::EngineError;
+
+/// Where task directories may live.
+#[derive(Debug, Clone)]
+pub(crate) struct Workdirs {
+    /// Handoff-created directories go here, one per task.
+    root: PathBuf,
+    /// Canonical roots a caller may choose a directory inside.
+    allowed: Vec<PathBuf>,
+}
+
+impl Workdirs {
+    /// `root` is made absolute; unreadable allowed roots are dropped with a warning.
+    pub(crate) fn new(root: &Path, allowed: &[PathBuf]) -> Result<Self, EngineError> {
+        let root = std::path::absolute(root)
+            .map_err(|e| EngineError::io(format!("workspace dir {}", root.display()), e))?;
+        let allowed = allowed
+            .iter()
+            .filter_map(|dir| match dir.canonicalize() {
+                Ok(dir) => Some(dir),
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "ignoring workdir root");
+                    None
+                }
+            })
+            .collect();
+        Ok(Self { root, allowed })
+    }
+
+    /// The directory Handoff creates for a task.
+    pub(crate) fn for_task(&self, id: &TaskId) -> PathBuf {
+        self.root.join(id.as_str())
+    }
+
+    /// Validates a caller-chosen directory: it must exist and resolve inside an allowed root.
+    pub(crate) fn caller_chosen(&self, requested: &str) -> Result<PathBuf, EngineError> {
+        if self.allowed.is_empty() {
+            return Err(EngineError::invalid(
+                "workdir",
+                "choosing a working directory is disabled on this server (no tasks.workdir_roots configured)",
+            ));
+        }
+        let path = Path::new(requested);
+        if !path.is_absolute() {
+            return Err(EngineError::invalid("workdir", "must be an absolute path"));
+        }
+        let resolved = path.canonicalize().map_err(|e| {
+            EngineError::invalid("workdir", format!("{requested} is not usable: {e}"))
+        })?;
+        if !resolved.is_dir() {
+            return Err(EngineError::invalid(
+                "workdir",
+                format!("{requested} is not a directory"),
+            ));
+        }
+        if self.allowed.iter().any(|root| resolved.starts_with(root)) {
+            Ok(resolved)
+        } else {
+            let roots: Vec<String> = self
+                .allowed
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect();
+            Err(EngineError::invalid(
+                "workdir",
+                format!(
+                    "{requested} is outside the allowed roots ({})",
+                    roots.join(", ")
+                ),
+            ))
+        }
+    }
+
+    /// Removes a Handoff-created task directory; only paths under the workspace root are touched.
+    pub(crate) async fn remove(&self, dir: &Path) {
+        if !dir.starts_with(&self.root) || dir == self.root {
+            return;
+        }
+        match tokio::fs::remove_dir_all(dir).await {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "could not remove task dir"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caller_dirs_must_be_inside_an_allowed_root() {
+        let allowed = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let inside = allowed.path().join("repo");
+        std::fs::create_dir(&inside).unwrap();
+        let dirs = Workdirs::new(Path::new("ws"), &[allowed.path().to_owned()]).unwrap();
+        assert!(dirs.caller_chosen(inside.to_str().unwrap()).is_ok());
+        assert!(
+            dirs.caller_chosen(outside.path().to_str().unwrap())
+                .is_err()
+        );
+        assert!(dirs.caller_chosen("relative/dir").is_err());
+        let sneaky = format!("{}/../", inside.display());
+        let sneaky = format!("{sneaky}{}", "..");
+        assert!(dirs.caller_chosen(&sneaky).is_err());
+    }
+
+    #[test]
+    fn disabled_without_roots() {
+        let dirs = Workdirs::new(Path::new("ws"), &[]).unwrap();
+        let err = dirs.caller_chosen("/tmp").unwrap_err().to_string();
+        assert!(err.contains("disabled"), "{err}");
+    }
+}

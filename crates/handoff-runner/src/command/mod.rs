@@ -1,0 +1,217 @@
+//! The built-in `command` executor: runs a configured argv in its own process group, streams
+//! its output line by line, and makes sure nothing of the group outlives the task.
+
+mod control;
+mod io;
+mod process;
+mod supervise;
+#[cfg(test)]
+mod tests;
+
+use std::{process::Stdio, sync::Arc};
+
+use async_trait::async_trait;
+use handoff_task::{EventKind, NewEvent};
+use serde_json::{Value, json};
+use tokio::{process::Command, sync::mpsc};
+
+use crate::{Capabilities, Executor, OutputStream, Run, RunEvent, RunSpec, RunnerError};
+use control::{CommandControl, Shared};
+pub use process::process_group_alive;
+
+const NAME: &str = "command";
+
+/// Room for bursts of output while the engine is busy persisting earlier events.
+const EVENT_BUFFER: usize = 256;
+
+/// How the prompt reaches the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptVia {
+    /// Written to stdin, followed by a newline.
+    #[default]
+    Stdin,
+    /// Substituted for every `{prompt}` in argv.
+    Argument,
+}
+
+/// What the `command` executor runs and how it talks to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandConfig {
+    /// Program and arguments, with `{task_id}`, `{workdir}` and `{prompt}` placeholders.
+    pub argv: Vec<String>,
+    /// How the prompt reaches the program.
+    pub prompt_via: PromptVia,
+    /// Keep stdin open and deliver each message as one JSON line on it.
+    pub messages_via_stdin: bool,
+    /// Variables added to the inherited environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// Runs [`CommandConfig::argv`] for each task.
+#[derive(Debug, Clone)]
+pub struct CommandExecutor {
+    config: CommandConfig,
+}
+
+impl CommandExecutor {
+    /// An executor for `config`; an empty argv is rejected.
+    pub fn new(config: CommandConfig) -> Result<Self, RunnerError> {
+        if config.argv.is_empty() {
+            return Err(RunnerError::NotConfigured {
+                executor: NAME.to_owned(),
+                message: "argv is empty; set the program to run".to_owned(),
+            });
+        }
+        Ok(Self { config })
+    }
+
+    fn argv_for(&self, spec: &RunSpec) -> Vec<String> {
+        let workdir = spec.workdir.to_string_lossy();
+        let mut values = vec![
+            ("{task_id}", spec.task_id.as_str()),
+            ("{workdir}", workdir.as_ref()),
+        ];
+        if self.config.prompt_via == PromptVia::Argument {
+            values.push(("{prompt}", spec.prompt.as_str()));
+        }
+        self.config
+            .argv
+            .iter()
+            .map(|arg| substitute(arg, &values))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Executor for CommandExecutor {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            messages: self.config.messages_via_stdin,
+            pause: true,
+            reattach: false,
+        }
+    }
+
+    async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
+        let argv = self.argv_for(&spec);
+        let Some((program, args)) = argv.split_first() else {
+            return Err(RunnerError::NotConfigured {
+                executor: NAME.to_owned(),
+                message: "argv is empty; set the program to run".to_owned(),
+            });
+        };
+        let prompt_on_stdin = self.config.prompt_via == PromptVia::Stdin;
+        let keep_stdin = self.config.messages_via_stdin;
+
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .current_dir(&spec.workdir)
+            .envs(self.config.env.iter().map(|(k, v)| (k, v)))
+            .stdin(if prompt_on_stdin || keep_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|source| RunnerError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        // `id()` is only `None` once the child was reaped, and nothing has waited on it yet.
+        let pid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .ok_or_else(|| RunnerError::Io {
+                context: "starting the process",
+                message: "the process has no usable pid".to_owned(),
+            })?;
+        let start_time = process::start_time(pid);
+        if start_time.is_none() {
+            tracing::warn!(
+                pid,
+                "could not read the process start time; abandon will not kill it"
+            );
+        }
+
+        let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+        let started = NewEvent::new(EventKind::Log, "process started")
+            .with_data(json!({ "pid": pid, "argv0": program }));
+        // The channel is fresh and the receiver is still here, so this cannot block or fail.
+        let _ = tx.send(RunEvent::Event(started)).await;
+
+        let shared = Arc::new(Shared::new(pid, child.stdin.take(), keep_stdin));
+        if prompt_on_stdin {
+            shared.write_prompt(spec.prompt, keep_stdin);
+        }
+        let mut readers = Vec::with_capacity(2);
+        if let Some(out) = child.stdout.take() {
+            readers.push(tokio::spawn(io::forward_lines(
+                out,
+                OutputStream::Stdout,
+                tx.clone(),
+            )));
+        }
+        if let Some(err) = child.stderr.take() {
+            readers.push(tokio::spawn(io::forward_lines(
+                err,
+                OutputStream::Stderr,
+                tx.clone(),
+            )));
+        }
+        tokio::spawn(supervise::supervise(
+            child,
+            Arc::clone(&shared),
+            readers,
+            tx,
+        ));
+
+        Ok(Run {
+            events: rx,
+            control: Box::new(CommandControl::new(shared)),
+            state: Some(json!({ "pgid": pid, "start_time": start_time })),
+        })
+    }
+
+    async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
+        let pgid = state
+            .get("pgid")
+            .and_then(Value::as_i64)
+            .and_then(|p| i32::try_from(p).ok());
+        let start_time = state.get("start_time").and_then(Value::as_u64);
+        let (Some(pgid), Some(start_time)) = (pgid, start_time) else {
+            tracing::warn!(%state, "not abandoning a run whose state lacks pgid or start_time");
+            return Ok(());
+        };
+        process::abandon_group(pgid, start_time).await
+    }
+}
+
+/// Replaces placeholders in one pass, so a value that itself contains `{workdir}` (a prompt,
+/// say) is passed through untouched.
+fn substitute(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    'scan: while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let candidate = &rest[open..];
+        for (placeholder, value) in values {
+            if let Some(after) = candidate.strip_prefix(placeholder) {
+                out.push_str(value);
+                rest = after;
+                continue 'scan;
+            }
+        }
+        out.push('{');
+        rest = &candidate[1..];
+    }
+    out.push_str(rest);
+    out
+}

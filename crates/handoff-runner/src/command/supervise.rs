@@ -1,0 +1,83 @@
+use std::{os::unix::process::ExitStatusExt, process::ExitStatus, sync::Arc, time::Duration};
+
+use handoff_task::ExitInfo;
+use tokio::{
+    process::Child,
+    sync::mpsc,
+    task::JoinHandle,
+    time::{Instant, timeout_at},
+};
+
+use super::{
+    control::Shared,
+    process::{self, GONE_TIMEOUT},
+};
+use crate::{RunEvent, RunOutcome};
+
+/// Once the group is gone, only a process that left it (setsid) can still hold a pipe open;
+/// its output is not worth holding the task's end for.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Waits for the leader, clears out its group, drains the pipes and sends
+/// [`RunEvent::Finished`].
+pub(super) async fn supervise(
+    mut child: Child,
+    shared: Arc<Shared>,
+    readers: Vec<JoinHandle<()>>,
+    tx: mpsc::Sender<RunEvent>,
+) {
+    let pgid = shared.pgid();
+    let unreaped = process::leader_exit_unreaped(pgid).await;
+    if unreaped {
+        shared.leader_exited();
+    }
+    let status = child.wait().await;
+    if !unreaped {
+        // The leader's pid is free again now, but members left behind still hold the group id.
+        shared.leader_exited();
+    }
+    if !process::wait_group_gone(pgid, GONE_TIMEOUT).await {
+        tracing::warn!(pgid, "process group still running after SIGKILL");
+    }
+    shared.gone().await;
+
+    let deadline = Instant::now() + DRAIN_TIMEOUT;
+    for mut reader in readers {
+        if timeout_at(deadline, &mut reader).await.is_err() {
+            tracing::warn!(pgid, "output pipe still open after the process group ended");
+            reader.abort();
+        }
+    }
+
+    let outcome = match status {
+        Ok(status) => outcome(status, shared.cancelled()),
+        Err(e) => RunOutcome {
+            success: false,
+            exit: None,
+            error: Some(format!("could not wait for the process: {e}")),
+        },
+    };
+    let _ = tx.send(RunEvent::Finished(outcome)).await;
+}
+
+fn outcome(status: ExitStatus, cancelled: bool) -> RunOutcome {
+    let exit = ExitInfo {
+        code: status.code(),
+        signal: status.signal(),
+    };
+    let error = if cancelled {
+        Some("cancelled".to_owned())
+    } else {
+        match (exit.code, exit.signal) {
+            (Some(0), _) => None,
+            (Some(code), _) => Some(format!("exit code {code}")),
+            (None, Some(signal)) => Some(format!("killed by signal {signal}")),
+            (None, None) => Some("ended without an exit code".to_owned()),
+        }
+    };
+    RunOutcome {
+        success: error.is_none(),
+        exit: Some(exit),
+        error,
+    }
+}

@@ -1,0 +1,131 @@
+use std::{path::PathBuf, time::Duration};
+
+use async_trait::async_trait;
+use handoff_task::{ExitInfo, NewEvent, TaskId};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::RunnerError;
+
+/// What an executor can do beyond start and cancel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Capabilities {
+    /// Messages can reach a running task.
+    pub messages: bool,
+    /// Running tasks can be paused and resumed.
+    pub pause: bool,
+    /// A restarted server can re-attach to a run started before the crash.
+    pub reattach: bool,
+}
+
+/// Everything an executor needs to start one task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    /// The task.
+    pub task_id: TaskId,
+    /// The full prompt: the task description plus any messages sent while it was queued.
+    pub prompt: String,
+    /// The task's working directory (exists).
+    pub workdir: PathBuf,
+}
+
+/// Which stream a line of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+impl OutputStream {
+    /// The stream's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputStream::Stdout => "stdout",
+            OutputStream::Stderr => "stderr",
+        }
+    }
+}
+
+/// How a run ended, as the executor saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// The work succeeded.
+    pub success: bool,
+    /// Process exit details, when there was a process.
+    pub exit: Option<ExitInfo>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// Something a run reports while it works.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEvent {
+    /// One line of raw output (newline stripped; lossy UTF-8).
+    Output {
+        /// Which stream.
+        stream: OutputStream,
+        /// The line.
+        line: String,
+    },
+    /// Structured progress (tool use, text, diffs, errors).
+    Event(NewEvent),
+    /// The run ended; nothing follows.
+    Finished(RunOutcome),
+}
+
+/// Steers a run that is in progress. Every method is safe to call after the run ended.
+#[async_trait]
+pub trait RunControl: Send + Sync {
+    /// Delivers a message to the working agent.
+    async fn send_message(&self, message: &str) -> Result<(), RunnerError>;
+    /// Freezes the run.
+    async fn pause(&self) -> Result<(), RunnerError>;
+    /// Unfreezes the run.
+    async fn resume(&self) -> Result<(), RunnerError>;
+    /// Stops the run: politely, then after `grace` by force. Returns once nothing of it is left
+    /// running; the run's event stream then ends with [`RunEvent::Finished`].
+    async fn cancel(&self, grace: Duration) -> Result<(), RunnerError>;
+}
+
+/// A started run.
+pub struct Run {
+    /// Progress, ending with [`RunEvent::Finished`].
+    pub events: mpsc::Receiver<RunEvent>,
+    /// Steering handle.
+    pub control: Box<dyn RunControl>,
+    /// What to persist so a restarted server can re-attach to (or clean up) this run.
+    pub state: Option<Value>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Something that can do a task's work.
+#[async_trait]
+pub trait Executor: Send + Sync + 'static {
+    /// The name `execute_task {executor}` selects it by.
+    fn name(&self) -> &str;
+
+    /// What it supports.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Starts one task.
+    async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError>;
+
+    /// After a restart: re-attaches to a run recorded with `state`, or returns `None` when it
+    /// cannot (the engine then fails or re-queues the task).
+    async fn reattach(&self, _spec: RunSpec, _state: &Value) -> Result<Option<Run>, RunnerError> {
+        Ok(None)
+    }
+
+    /// After a restart: stops whatever is left of a run recorded with `state` that will not be
+    /// re-attached, so a task never executes twice.
+    async fn abandon(&self, state: &Value) -> Result<(), RunnerError>;
+}

@@ -1,0 +1,16 @@
+//! Executors: what actually does a task's work. The engine drives every executor through one
+//! trait ([`Executor`]): start a run, read its [`RunEvent`]s, and steer it with [`RunControl`]
+//! (messages, pause/resume, cancel). [`CommandExecutor`] runs a configured argv in its own
+//! process group.
+
+mod command;
+mod error;
+mod executor;
+mod registry;
+
+pub use command::{CommandConfig, CommandExecutor, PromptVia, process_group_alive};
+pub use error::RunnerError;
+pub use executor::{
+    Capabilities, Executor, OutputStream, Run, RunControl, RunEvent, RunOutcome, RunSpec,
+};
+pub use registry::ExecutorRegistry;

@@ -1,0 +1,38 @@
+use std::{collections::BTreeMap, sync::Arc};
+
+use crate::Executor;
+
+/// The executors a Handoff instance offers, by name.
+#[derive(Clone, Default)]
+pub struct ExecutorRegistry {
+    executors: BTreeMap<String, Arc<dyn Executor>>,
+}
+
+impl ExecutorRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) an executor under its own name.
+    pub fn register(&mut self, executor: Arc<dyn Executor>) -> &mut Self {
+        self.executors.insert(executor.name().to_owned(), executor);
+        self
+    }
+
+    /// The executor called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Executor>> {
+        self.executors.get(name).cloned()
+    }
+
+    /// Registered names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.executors.keys().cloned().collect()
+    }
+}
+
+impl std::fmt::Debug for ExecutorRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.executors.keys()).finish()
+    }
+}

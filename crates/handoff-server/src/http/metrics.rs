@@ -1,0 +1,86 @@
+//! `GET /metrics` (Prometheus text format) and the MCP request counter.
+
+use axum::{
+    extract::{Request, State},
+    http::{StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family},
+    registry::Registry,
+};
+
+use crate::{App, edge::RpcMethod};
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: &'static str,
+    outcome: &'static str,
+}
+
+/// MCP requests by JSON-RPC method and HTTP outcome.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct McpMetrics {
+    requests: Family<RequestLabels, Counter>,
+}
+
+impl McpMetrics {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
+        let metrics = Self::default();
+        registry.register(
+            "handoff_mcp_requests",
+            "MCP requests by JSON-RPC method and outcome (ok, rejected = 4xx, error = 5xx)",
+            metrics.requests.clone(),
+        );
+        metrics
+    }
+}
+
+/// Counts every request to `/mcp`, including those the edge guard refused.
+pub(crate) async fn count_requests(
+    State(metrics): State<McpMetrics>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let response = next.run(request).await;
+    let method = response
+        .extensions()
+        .get::<RpcMethod>()
+        .map_or("refused at edge", |m| m.0);
+    let status = response.status();
+    let outcome = if status.is_server_error() {
+        "error"
+    } else if status.is_client_error() {
+        "rejected"
+    } else {
+        "ok"
+    };
+    metrics
+        .requests
+        .get_or_create(&RequestLabels { method, outcome })
+        .inc();
+    response
+}
+
+/// `GET /metrics`: refreshes the task gauges from the store, then encodes every metric.
+pub(crate) async fn metrics(State(app): State<App>) -> Response {
+    app.refresh_task_counts().await;
+    let mut text = String::new();
+    let encoded = {
+        let registry = app.metrics.lock().unwrap_or_else(|p| p.into_inner());
+        prometheus_client::encoding::text::encode(&mut text, &registry)
+    };
+    match encoded {
+        Ok(()) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}

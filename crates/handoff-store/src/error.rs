@@ -1,0 +1,26 @@
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened, migrated or queried.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Migrations failed.
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A stored row could not be turned back into a domain value.
+    #[error("corrupt row in `{table}`: {message}")]
+    Corrupt {
+        /// Table name.
+        table: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+    /// Filesystem error (creating the database directory, spilled artifacts).
+    #[error("i/o error on {path}: {source}")]
+    Io {
+        /// The path involved.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,222 @@
+//! The embedded [`Store`]: one SQLite file in WAL mode.
+//!
+//! Write serialization: every write goes through a pool of exactly one connection, and every
+//! multi-statement write runs in a `BEGIN IMMEDIATE` transaction on it. The single connection
+//! makes in-process writers queue fairly (FIFO on the pool) instead of spinning on
+//! `SQLITE_BUSY`; `BEGIN IMMEDIATE` takes SQLite's write lock before the first read, so the
+//! read-then-write checks (idempotency, capacity, slot limits, compare-and-set, event
+//! numbering) also hold against any other process that opens the file. A deferred `BEGIN`
+//! would let two transactions read the same state and fail (or worse, succeed) at upgrade time.
+//! Plain reads use a separate pool whose connections are `query_only`; WAL lets them run
+//! alongside the writer and each sees only committed data.
+
+mod events;
+mod rows;
+mod tasks;
+
+use std::{path::Path, time::Duration};
+
+use async_trait::async_trait;
+use handoff_task::{Artifact, NewEvent, NewTask, Task, TaskEvent, TaskId, TaskStatus};
+use serde_json::Value;
+use sqlx::{
+    Sqlite, SqlitePool, Transaction,
+    migrate::Migrator,
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
+};
+
+use crate::{
+    ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact, StatusChange, Store, StoreError,
+    TaskFilter, TaskPage,
+};
+
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+/// How long a statement waits for another process's lock before failing with `SQLITE_BUSY`.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Concurrent readers; WAL readers never block the writer or each other.
+const READERS: u32 = 8;
+
+/// The SQLite implementation of [`Store`]; cheap to clone (the clones share both pools).
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    /// Exactly one connection: the serialization point for all writes.
+    write: SqlitePool,
+    /// Read-only connections for plain queries.
+    read: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(|source| StoreError::Io {
+                    path: dir.display().to_string(),
+                    source,
+                })?;
+        }
+        let base = SqliteConnectOptions::new()
+            .filename(path)
+            .foreign_keys(true)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(BUSY_TIMEOUT);
+
+        // WAL is a property of the file, so only the first (writer) connection needs to set it;
+        // switching modes needs an exclusive lock that readers would otherwise contend for.
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(
+                base.clone()
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal),
+            )
+            .await?;
+        MIGRATOR.run(&write).await?;
+
+        // query_only makes an accidental write through the read pool fail instead of racing
+        // the writer's checks.
+        let read = SqlitePoolOptions::new()
+            .max_connections(READERS)
+            .connect_with(base.pragma("query_only", "ON"))
+            .await?;
+        Ok(Self { write, read })
+    }
+
+    /// Closes both pools, waiting for in-flight statements (a clean shutdown checkpoints WAL).
+    pub async fn close(&self) {
+        self.read.close().await;
+        self.write.close().await;
+    }
+
+    /// A transaction holding SQLite's write lock from its first statement.
+    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn insert_task(
+        &self,
+        task: &NewTask,
+        idempotency: Option<&IdempotencyClaim>,
+        max_queued: u32,
+    ) -> Result<InsertOutcome, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let outcome = tasks::insert(&mut tx, task, idempotency, max_queued).await?;
+        tx.commit().await?;
+        Ok(outcome)
+    }
+
+    async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        tasks::get(&self.read, id).await
+    }
+
+    async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
+        tasks::list(&self.read, filter).await
+    }
+
+    async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let claimed = tasks::claim(&mut tx, limits, at).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    async fn set_status(
+        &self,
+        id: &TaskId,
+        change: &StatusChange,
+    ) -> Result<Option<Task>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let updated = tasks::set_status(&mut tx, id, change).await?;
+        tx.commit().await?;
+        Ok(updated)
+    }
+
+    async fn requeue(
+        &self,
+        id: &TaskId,
+        from: TaskStatus,
+        at: i64,
+        reason: &str,
+    ) -> Result<Option<Task>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let updated = tasks::requeue(&mut tx, id, from, at, reason).await?;
+        tx.commit().await?;
+        Ok(updated)
+    }
+
+    async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tasks SET runner_state = ? WHERE id = ?")
+            .bind(state.map(Value::to_string))
+            .bind(id.as_str())
+            .execute(&self.write)
+            .await?;
+        Ok(())
+    }
+
+    async fn append_events(
+        &self,
+        id: &TaskId,
+        at: i64,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let seqs = events::append(&mut tx, id, at, events).await?;
+        tx.commit().await?;
+        Ok(seqs)
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        offset: u64,
+        limit: u32,
+    ) -> Result<(Vec<TaskEvent>, u64), StoreError> {
+        events::page(&self.read, id, offset, limit).await
+    }
+
+    async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
+        events::recent(&self.read, id, n).await
+    }
+
+    async fn put_artifact(
+        &self,
+        id: &TaskId,
+        at: i64,
+        artifact: &NewArtifact,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.write.acquire().await?;
+        events::put_artifact(&mut conn, id, at, artifact).await
+    }
+
+    async fn artifacts(&self, id: &TaskId) -> Result<Vec<Artifact>, StoreError> {
+        events::artifacts(&self.read, id).await
+    }
+
+    async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
+        tasks::count_by_status(&self.read).await
+    }
+
+    async fn queue_position(&self, id: &TaskId) -> Result<Option<u64>, StoreError> {
+        tasks::queue_position(&self.read, id).await
+    }
+
+    async fn tasks_in(&self, statuses: &[TaskStatus]) -> Result<Vec<Task>, StoreError> {
+        tasks::tasks_in(&self.read, statuses).await
+    }
+
+    async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let purged = tasks::purge(&mut tx, before, limit).await?;
+        tx.commit().await?;
+        Ok(purged)
+    }
+}
+
+#[cfg(test)]
+mod tests;

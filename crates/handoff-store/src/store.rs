@@ -1,0 +1,183 @@
+use async_trait::async_trait;
+use handoff_task::{
+    AgentId, Artifact, ArtifactBody, ArtifactKind, ExitInfo, NewEvent, NewTask, Task, TaskEvent,
+    TaskId, TaskStatus,
+};
+use serde_json::Value;
+
+use crate::StoreError;
+
+/// An idempotency key to honour on insert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyClaim {
+    /// The key, scoped to the task's agent.
+    pub key: String,
+    /// Keys older than this (Unix ms) are expired and may be reused.
+    pub not_before: i64,
+}
+
+/// The result of [`Store::insert_task`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum InsertOutcome {
+    /// A new task was stored (status `queued`, with a `queued` status event as seq 1).
+    Created(Task),
+    /// The agent already submitted this idempotency key within the window; nothing was written.
+    Existing(Task),
+    /// The backlog already holds `max_queued` queued tasks; nothing was written.
+    QueueFull {
+        /// Queued tasks right now.
+        queued: u64,
+    },
+}
+
+/// Concurrency limits for [`Store::claim_next`]. Paused and input-required tasks hold slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimLimits {
+    /// Active tasks across all agents.
+    pub max_active: u32,
+    /// Active tasks of one agent.
+    pub max_active_per_agent: u32,
+}
+
+/// A state change for [`Store::set_status`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusChange {
+    /// The state the caller believes the task is in; the change applies only if it still is.
+    pub from: TaskStatus,
+    /// The new state (the caller has checked `from.can_become(to)`).
+    pub to: TaskStatus,
+    /// When (Unix ms). Sets `started_at` on the first move to running and `completed_at` on a
+    /// terminal move.
+    pub at: i64,
+    /// Process exit info, on terminal moves.
+    pub exit: Option<ExitInfo>,
+    /// Error text, on failed/timeout/cancelled.
+    pub error: Option<String>,
+    /// The status event's message.
+    pub reason: String,
+}
+
+/// Which tasks [`Store::list_tasks`] returns, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskFilter {
+    /// Only this agent's tasks.
+    pub agent_id: Option<AgentId>,
+    /// Only tasks in one of these states (empty: all).
+    pub statuses: Vec<TaskStatus>,
+    /// Page size.
+    pub limit: u32,
+    /// Only tasks submitted before this `queue_seq` (the previous page's cursor).
+    pub before_seq: Option<i64>,
+}
+
+/// One page of [`Store::list_tasks`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskPage {
+    /// The tasks, newest first.
+    pub tasks: Vec<Task>,
+    /// The `before_seq` of the next page, when there is one.
+    pub next_before_seq: Option<i64>,
+}
+
+/// An artifact to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewArtifact {
+    /// What it holds (one artifact per kind per task; storing again replaces it).
+    pub kind: ArtifactKind,
+    /// Full size.
+    pub size: u64,
+    /// Whether bytes beyond the configured cap were dropped.
+    pub capped: bool,
+    /// The bytes or the file they were spilled to.
+    pub body: ArtifactBody,
+}
+
+/// Durable storage of tasks, their events and artifacts.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Stores a new `queued` task in one transaction: an unexpired idempotency key of the same
+    /// agent returns the existing task; a full backlog refuses; otherwise the task, its key and
+    /// its first status event are written together (a refused insert leaves nothing behind).
+    async fn insert_task(
+        &self,
+        task: &NewTask,
+        idempotency: Option<&IdempotencyClaim>,
+        max_queued: u32,
+    ) -> Result<InsertOutcome, StoreError>;
+
+    /// One task.
+    async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError>;
+
+    /// Tasks matching a filter, newest first.
+    async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError>;
+
+    /// Atomically picks the next queued task that fits the limits — highest priority first,
+    /// FIFO within a priority, skipping agents at their own limit — and marks it `running`.
+    async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError>;
+
+    /// Compare-and-set of a task's state plus its status event, in one transaction. Returns the
+    /// updated task, or `None` when the task was no longer in `change.from`.
+    async fn set_status(
+        &self,
+        id: &TaskId,
+        change: &StatusChange,
+    ) -> Result<Option<Task>, StoreError>;
+
+    /// After a restart: puts an unfinished task (`from` must be an active state) back in the
+    /// queue — the only way back to `queued`, used for tasks that opted in to re-running —
+    /// clearing its start time and runner state, with a status event. `None` if it was no longer
+    /// in `from`.
+    async fn requeue(
+        &self,
+        id: &TaskId,
+        from: TaskStatus,
+        at: i64,
+        reason: &str,
+    ) -> Result<Option<Task>, StoreError>;
+
+    /// Records what a restarted server needs to find this task's executor again.
+    async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError>;
+
+    /// Appends events (numbered after the task's last one) and returns their sequence numbers.
+    async fn append_events(
+        &self,
+        id: &TaskId,
+        at: i64,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>, StoreError>;
+
+    /// A page of a task's events in order, and the total count.
+    async fn events(
+        &self,
+        id: &TaskId,
+        offset: u64,
+        limit: u32,
+    ) -> Result<(Vec<TaskEvent>, u64), StoreError>;
+
+    /// The last `n` events, oldest first.
+    async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError>;
+
+    /// Stores (or replaces) one artifact.
+    async fn put_artifact(
+        &self,
+        id: &TaskId,
+        at: i64,
+        artifact: &NewArtifact,
+    ) -> Result<(), StoreError>;
+
+    /// A task's artifacts.
+    async fn artifacts(&self, id: &TaskId) -> Result<Vec<Artifact>, StoreError>;
+
+    /// How many tasks are in each state (states with none are omitted).
+    async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, StoreError>;
+
+    /// A queued task's 1-based position in claim order, or `None` if it is not queued.
+    async fn queue_position(&self, id: &TaskId) -> Result<Option<u64>, StoreError>;
+
+    /// All tasks in the given states (recovery after a restart), oldest first.
+    async fn tasks_in(&self, statuses: &[TaskStatus]) -> Result<Vec<Task>, StoreError>;
+
+    /// Deletes terminal tasks completed before `before` (with their events, keys and artifact
+    /// rows) and returns them, so the caller can remove their directories and spilled files.
+    async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError>;
+}

@@ -1,0 +1,17 @@
+//! Handoff's task domain, shared by every layer: who asks ([`AgentId`]), what a task is
+//! ([`Task`], [`TaskId`]), which states it moves through and which moves are legal
+//! ([`TaskStatus`]), and what it leaves behind ([`TaskEvent`], [`Artifact`]).
+
+mod agent;
+mod artifact;
+mod event;
+mod id;
+mod status;
+mod task;
+
+pub use agent::{AgentId, InvalidAgentId};
+pub use artifact::{Artifact, ArtifactBody, ArtifactKind};
+pub use event::{EventKind, NewEvent, TaskEvent};
+pub use id::{InvalidTaskId, TaskId};
+pub use status::{IllegalTransition, TaskStatus, UnknownStatus};
+pub use task::{ExitInfo, MessageType, NewTask, Task, TaskOptions, unix_millis_now};

@@ -1,0 +1,190 @@
+use std::{
+    fmt,
+    str::FromStr,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{AgentId, TaskId, TaskStatus};
+
+/// Milliseconds since the Unix epoch, the unit every stored timestamp uses.
+pub fn unix_millis_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Per-task settings chosen at submission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct TaskOptions {
+    /// Deadline, from the moment the task starts running.
+    pub timeout_ms: u64,
+    /// After a server crash, run again from the start instead of failing.
+    #[serde(default)]
+    pub requeue_on_restart: bool,
+    /// Agents that follow this task besides its owner (notifications, later issues).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<AgentId>,
+    /// The working directory was given by the caller (Handoff must not delete it).
+    #[serde(default)]
+    pub caller_workdir: bool,
+}
+
+/// How a finished process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ExitInfo {
+    /// Exit code, when it exited normally.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// Unguessable id.
+    pub id: TaskId,
+    /// The agent that submitted it (the only one that may see it).
+    pub agent_id: AgentId,
+    /// What to do, as submitted.
+    pub description: String,
+    /// Which executor runs it.
+    pub executor: String,
+    /// Per-task settings.
+    pub options: TaskOptions,
+    /// Current state.
+    pub status: TaskStatus,
+    /// Higher runs first; FIFO within a priority.
+    pub priority: i32,
+    /// Submission order, for FIFO.
+    pub queue_seq: i64,
+    /// Working directory.
+    pub workdir: String,
+    /// Submission time (Unix ms).
+    pub created_at: i64,
+    /// When an executor first started it.
+    pub started_at: Option<i64>,
+    /// When it reached a terminal state.
+    pub completed_at: Option<i64>,
+    /// How its process ended.
+    pub exit: Option<ExitInfo>,
+    /// Why it failed, timed out or was cancelled.
+    pub error: Option<String>,
+    /// The caller's idempotency key.
+    pub idempotency_key: Option<String>,
+    /// Free-form caller metadata (a JSON object).
+    pub metadata: Value,
+    /// What a restarted server needs to find the executor's work again (pids, session ids).
+    pub runner_state: Option<Value>,
+}
+
+impl Task {
+    /// Milliseconds between start and end (or now, while it runs).
+    pub fn duration_ms(&self, now: i64) -> Option<i64> {
+        self.started_at
+            .map(|start| self.completed_at.unwrap_or(now).saturating_sub(start))
+    }
+}
+
+/// A task about to be stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTask {
+    /// Fresh id.
+    pub id: TaskId,
+    /// Submitting agent.
+    pub agent_id: AgentId,
+    /// What to do.
+    pub description: String,
+    /// Executor name.
+    pub executor: String,
+    /// Per-task settings.
+    pub options: TaskOptions,
+    /// Scheduling priority.
+    pub priority: i32,
+    /// Working directory.
+    pub workdir: String,
+    /// Submission time.
+    pub created_at: i64,
+    /// Idempotency key.
+    pub idempotency_key: Option<String>,
+    /// Caller metadata.
+    pub metadata: Value,
+}
+
+/// What kind of message an agent sends into a task (names kept from the older server).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageType {
+    /// New information.
+    #[default]
+    Update,
+    /// Feedback on work so far.
+    Feedback,
+    /// The surrounding situation changed.
+    ContextChange,
+    /// What is wanted changed.
+    RequirementChange,
+    /// The task matters more or less now.
+    PriorityChange,
+    /// An answer to a question.
+    Clarification,
+    /// Something done was wrong.
+    Correction,
+    /// Advice on how to proceed.
+    Guidance,
+    /// A go-ahead.
+    Approval,
+}
+
+impl MessageType {
+    /// Every type.
+    pub const ALL: [MessageType; 9] = [
+        MessageType::Update,
+        MessageType::Feedback,
+        MessageType::ContextChange,
+        MessageType::RequirementChange,
+        MessageType::PriorityChange,
+        MessageType::Clarification,
+        MessageType::Correction,
+        MessageType::Guidance,
+        MessageType::Approval,
+    ];
+
+    /// The type's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageType::Update => "update",
+            MessageType::Feedback => "feedback",
+            MessageType::ContextChange => "context_change",
+            MessageType::RequirementChange => "requirement_change",
+            MessageType::PriorityChange => "priority_change",
+            MessageType::Clarification => "clarification",
+            MessageType::Correction => "correction",
+            MessageType::Guidance => "guidance",
+            MessageType::Approval => "approval",
+        }
+    }
+}
+
+impl fmt::Display for MessageType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for MessageType {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| format!("unknown message type {s:?}"))
+    }
+}

@@ -1,0 +1,243 @@
+use std::time::{Duration, Instant};
+
+use handoff_engine::{Engine, SubmitRequest};
+use handoff_task::{EventKind, ExitInfo, TaskStatus};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{caller, failure::tool_error};
+use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
+
+/// Output lines a finished `sync` call returns.
+const OUTPUT_TAIL_LINES: u32 = 20;
+
+/// Arguments of `execute_task`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteTaskArgs {
+    /// Calling agent (defaults to the x-agent-id header); the task belongs to it.
+    pub agent_id: Option<AgentId>,
+    /// What the coding agent should do, in plain language.
+    #[schemars(length(min = 1))]
+    pub task_description: String,
+    /// Which executor runs the task (default: the server's default executor).
+    #[schemars(length(min = 1, max = 64))]
+    pub executor: Option<String>,
+    /// An existing absolute directory, inside a root the server allows, to work in (default: a
+    /// fresh directory for this task).
+    #[schemars(length(min = 1, max = 4096))]
+    pub workdir: Option<String>,
+    /// Submitting the same key again (same agent, within 24 h) returns the same task.
+    #[schemars(length(min = 1, max = 256))]
+    pub idempotency_key: Option<String>,
+    /// Deadline in milliseconds, counted from the start of the run.
+    #[schemars(range(min = 1, max = 86_400_000))]
+    pub timeout_ms: Option<u64>,
+    /// Wait for the result (up to the server's sync limit) instead of returning at once.
+    pub sync: Option<bool>,
+    /// Higher runs first (default 0).
+    #[schemars(range(min = -100, max = 100))]
+    pub priority: Option<i32>,
+    /// Other agents that follow this task.
+    #[schemars(length(max = 16))]
+    pub observers: Option<Vec<AgentId>>,
+    /// Free-form JSON object kept with the task.
+    pub metadata: Option<Map<String, Value>>,
+    /// After a server crash, run the task again from the start instead of failing it.
+    pub requeue_on_restart: Option<bool>,
+}
+
+/// Result of `execute_task`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ExecuteTaskOutput {
+    /// The task's id; use it with the other task tools.
+    pub task_id: String,
+    /// Current state.
+    pub status: TaskStatus,
+    /// False when the idempotency key matched an earlier submission (this is that task).
+    pub created: bool,
+    /// Executor running it.
+    pub executor: String,
+    /// Working directory.
+    pub workdir: String,
+    /// Position in the queue, while queued.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_position: Option<u64>,
+    /// What to do next.
+    pub message: String,
+    /// Run time, once started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
+    /// How the process ended (finished sync calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitInfo>,
+    /// Why it failed, timed out or was cancelled (finished sync calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The last lines of output (finished sync calls).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub output_tail: Vec<String>,
+}
+
+/// `execute_task` (alias `opencode_execute_task`): hands a development task to an executor.
+pub struct ExecuteTaskTool {
+    engine: Engine,
+    sync_wait: Duration,
+    async_allowed: bool,
+}
+
+impl ExecuteTaskTool {
+    /// A tool submitting to `engine`.
+    pub fn new(engine: Engine, sync_wait: Duration, async_allowed: bool) -> Self {
+        Self {
+            engine,
+            sync_wait,
+            async_allowed,
+        }
+    }
+}
+
+impl Tool for ExecuteTaskTool {
+    type Args = ExecuteTaskArgs;
+    type Output = ExecuteTaskOutput;
+
+    fn name(&self) -> &'static str {
+        "execute_task"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["opencode_execute_task"]
+    }
+
+    fn description(&self) -> &'static str {
+        "Hand a development task to a coding agent that runs in its own working directory. \
+         Returns a task_id at once (status queued or running); follow it with get_task_status, \
+         steer it with send_task_message / send_task_control, and read its results with \
+         get_task_history and get_task_files. With sync=true the call waits up to the server's \
+         limit and then returns the outcome, or status running with a hint to poll."
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            open_world: true,
+            ..ToolAnnotations::default()
+        }
+    }
+
+    async fn call(
+        &self,
+        ctx: ToolContext,
+        args: ExecuteTaskArgs,
+    ) -> Result<ExecuteTaskOutput, ToolError> {
+        let name = self.name();
+        let agent = caller(name, args.agent_id)?;
+        let sync = args.sync.unwrap_or(false) || !self.async_allowed;
+        let request = SubmitRequest {
+            description: args.task_description,
+            executor: args.executor,
+            workdir: args.workdir,
+            idempotency_key: args.idempotency_key,
+            timeout_ms: args.timeout_ms,
+            priority: args.priority,
+            observers: args.observers.unwrap_or_default(),
+            metadata: args.metadata.map(Value::Object),
+            requeue_on_restart: args.requeue_on_restart.unwrap_or(false),
+        };
+        let submitted = self
+            .engine
+            .submit(&agent, request)
+            .await
+            .map_err(|e| tool_error(name, e))?;
+        let mut task = submitted.task;
+        let mut queue_position = submitted.queue_position;
+        if sync && !task.status.is_terminal() {
+            // Answer before the caller's own deadline would cut the call off.
+            let limit = match ctx.deadline {
+                Some(deadline) => self.sync_wait.min(
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .saturating_sub(Duration::from_secs(1)),
+                ),
+                None => self.sync_wait,
+            };
+            let waited = tokio::select! {
+                waited = self.engine.wait(&agent, &task.id, limit) => waited,
+                () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled { tool: name.to_owned() }),
+            };
+            task = waited.map_err(|e| tool_error(name, e))?;
+            if task.status != TaskStatus::Queued {
+                queue_position = None;
+            }
+        }
+        let output_tail = if sync && task.status.is_terminal() {
+            self.output_tail(&agent, &task.id).await?
+        } else {
+            Vec::new()
+        };
+        let message = match (task.status, submitted.created) {
+            (s, _) if s.is_terminal() => format!("task {}: {s}", task.id),
+            (_, false) => format!(
+                "an earlier submission with this idempotency key is task {}; poll get_task_status",
+                task.id
+            ),
+            (_, true) if sync => format!(
+                "still {} after {}s; poll get_task_status with this task_id",
+                task.status,
+                self.sync_wait.as_secs()
+            ),
+            _ => "accepted; poll get_task_status with this task_id".to_owned(),
+        };
+        Ok(ExecuteTaskOutput {
+            task_id: task.id.to_string(),
+            status: task.status,
+            created: submitted.created,
+            executor: task.executor.clone(),
+            workdir: task.workdir.clone(),
+            queue_position,
+            message,
+            duration_ms: task.duration_ms(handoff_task::unix_millis_now()),
+            exit: task.exit,
+            error: task.error.clone(),
+            output_tail,
+        })
+    }
+}
+
+impl ExecuteTaskTool {
+    async fn output_tail(
+        &self,
+        agent: &AgentId,
+        id: &handoff_task::TaskId,
+    ) -> Result<Vec<String>, ToolError> {
+        let total = self
+            .engine
+            .history(agent, id, 0, 1, false)
+            .await
+            .map_err(|e| tool_error(self.name(), e))?
+            .total_events;
+        // Output lines sit just before the final status event; a window a bit larger than the
+        // tail covers the few lifecycle events after them.
+        let window = u64::from(OUTPUT_TAIL_LINES) + 10;
+        let history = self
+            .engine
+            .history(
+                agent,
+                id,
+                total.saturating_sub(window),
+                OUTPUT_TAIL_LINES + 10,
+                false,
+            )
+            .await
+            .map_err(|e| tool_error(self.name(), e))?;
+        let mut lines: Vec<String> = history
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Output)
+            .map(|e| super::views::clip(&e.message, 2000))
+            .collect();
+        let skip = lines.len().saturating_sub(OUTPUT_TAIL_LINES as usize);
+        lines.drain(..skip);
+        Ok(lines)
+    }
+}

@@ -1,0 +1,116 @@
+use handoff_task::{ExitInfo, Task, TaskEvent, TaskStatus, unix_millis_now};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Characters of an event message shown in views (the full text stays in the store).
+const EVENT_MESSAGE_CHARS: usize = 2000;
+/// Characters of the task description shown in views.
+const DESCRIPTION_CHARS: usize = 500;
+
+/// A task as tools show it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskView {
+    /// Task id.
+    pub task_id: String,
+    /// Current state.
+    pub status: TaskStatus,
+    /// Executor running it.
+    pub executor: String,
+    /// The description (first 500 characters).
+    pub description: String,
+    /// Scheduling priority.
+    pub priority: i32,
+    /// Working directory.
+    pub workdir: String,
+    /// Submitted (Unix ms).
+    pub created_at_ms: i64,
+    /// Started (Unix ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at_ms: Option<i64>,
+    /// Finished (Unix ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_at_ms: Option<i64>,
+    /// Run time so far, or in total.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
+    /// How the executor's process ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitInfo>,
+    /// Why it failed, timed out or was cancelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The submission's idempotency key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// Caller metadata.
+    pub metadata: Value,
+}
+
+impl From<&Task> for TaskView {
+    fn from(task: &Task) -> Self {
+        Self {
+            task_id: task.id.to_string(),
+            status: task.status,
+            executor: task.executor.clone(),
+            description: clip(&task.description, DESCRIPTION_CHARS),
+            priority: task.priority,
+            workdir: task.workdir.clone(),
+            created_at_ms: task.created_at,
+            started_at_ms: task.started_at,
+            completed_at_ms: task.completed_at,
+            duration_ms: task.duration_ms(unix_millis_now()),
+            exit: task.exit,
+            error: task.error.clone(),
+            idempotency_key: task.idempotency_key.clone(),
+            metadata: task.metadata.clone(),
+        }
+    }
+}
+
+/// An event as tools show it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EventView {
+    /// Position in the task's log, from 1.
+    pub seq: i64,
+    /// When (Unix ms).
+    pub at_ms: i64,
+    /// What it records.
+    pub kind: handoff_task::EventKind,
+    /// One line (clipped to 2000 characters; the store keeps it whole).
+    pub message: String,
+    /// Structured details.
+    pub data: Value,
+}
+
+impl From<&TaskEvent> for EventView {
+    fn from(event: &TaskEvent) -> Self {
+        Self {
+            seq: event.seq,
+            at_ms: event.at,
+            kind: event.kind,
+            message: clip(&event.message, EVENT_MESSAGE_CHARS),
+            data: event.data.clone(),
+        }
+    }
+}
+
+/// Cuts `text` to `max` characters, saying how much was left out.
+pub(super) fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}… [{} more bytes]", &text[..cut], text.len() - cut),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clipping_says_what_was_cut() {
+        assert_eq!(clip("abc", 5), "abc");
+        assert_eq!(clip("abcdef", 3), "abc… [3 more bytes]");
+        assert_eq!(clip("ééé", 1), "é… [4 more bytes]");
+    }
+}
