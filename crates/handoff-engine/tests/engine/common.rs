@@ -1,0 +1,164 @@
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
+
+use handoff_config::{Config, LoadOptions};
+use handoff_engine::{Engine, EngineMetrics, SubmitRequest, Submitted};
+use handoff_runner::{CommandConfig, CommandExecutor, ExecutorRegistry, PromptVia};
+use handoff_store::SqliteStore;
+use handoff_task::{AgentId, EventKind, Task, TaskId, TaskStatus};
+use tempfile::TempDir;
+
+/// An engine whose tasks are shell scripts: the task description is run by `bash -c`.
+pub struct Harness {
+    pub engine: Engine,
+    pub dir: TempDir,
+}
+
+pub fn agent(name: &str) -> AgentId {
+    AgentId::parse(name).unwrap()
+}
+
+pub fn config(dir: &TempDir, env: &[(&str, &str)]) -> Config {
+    let mut vars: BTreeMap<String, String> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    vars.insert("HANDOFF_DATA_DIR".into(), dir.path().display().to_string());
+    vars.entry("HANDOFF_CANCEL_GRACE_MS".into())
+        .or_insert_with(|| "500".into());
+    vars.entry("HANDOFF_SUBMISSIONS_PER_MINUTE".into())
+        .or_insert_with(|| "0".into());
+    Config::load(LoadOptions {
+        env: vars,
+        ..LoadOptions::default()
+    })
+    .unwrap()
+}
+
+pub async fn start_in(dir: TempDir, env: &[(&str, &str)]) -> Harness {
+    let config = Arc::new(config(&dir, env));
+    let store = SqliteStore::open(&config.database_path()).await.unwrap();
+    let mut executors = ExecutorRegistry::new();
+    executors.register(Arc::new(
+        CommandExecutor::new(CommandConfig {
+            argv: vec!["bash".into(), "-c".into(), "{prompt}".into()],
+            prompt_via: PromptVia::Argument,
+            messages_via_stdin: true,
+            env: Vec::new(),
+        })
+        .unwrap(),
+    ));
+    let engine = Engine::start(
+        config.clone(),
+        Arc::new(store),
+        executors,
+        EngineMetrics::unregistered(),
+    )
+    .await
+    .unwrap();
+    Harness { engine, dir }
+}
+
+pub async fn start(env: &[(&str, &str)]) -> Harness {
+    start_in(tempfile::tempdir().unwrap(), env).await
+}
+
+pub fn script(text: &str) -> SubmitRequest {
+    SubmitRequest {
+        description: text.to_owned(),
+        ..SubmitRequest::default()
+    }
+}
+
+impl Harness {
+    pub async fn submit(&self, who: &str, text: &str) -> Submitted {
+        self.engine.submit(&agent(who), script(text)).await.unwrap()
+    }
+
+    pub async fn wait_done(&self, who: &str, id: &TaskId) -> Task {
+        let task = self
+            .engine
+            .wait(&agent(who), id, Duration::from_secs(20))
+            .await
+            .unwrap();
+        assert!(task.status.is_terminal(), "{id} still {}", task.status);
+        task
+    }
+
+    /// Polls until the task is in `status`.
+    pub async fn wait_status(&self, who: &str, id: &TaskId, status: TaskStatus) -> Task {
+        for _ in 0..400 {
+            let task = self.engine.owned(&agent(who), id).await.unwrap();
+            if task.status == status {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{id} never became {status}");
+    }
+
+    /// Polls until an output line satisfying `pred` was recorded; returns that line.
+    pub async fn wait_output(&self, who: &str, id: &TaskId, pred: impl Fn(&str) -> bool) -> String {
+        for _ in 0..400 {
+            let history = self
+                .engine
+                .history(&agent(who), id, 0, 1000, false)
+                .await
+                .unwrap();
+            if let Some(line) = history
+                .events
+                .iter()
+                .filter(|e| e.kind == EventKind::Output)
+                .map(|e| e.message.clone())
+                .find(|m| pred(m))
+            {
+                return line;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no matching output from {id}");
+    }
+
+    pub async fn outputs(&self, who: &str, id: &TaskId) -> Vec<String> {
+        let history = self
+            .engine
+            .history(&agent(who), id, 0, 1000, false)
+            .await
+            .unwrap();
+        history
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Output)
+            .map(|e| e.message.clone())
+            .collect()
+    }
+
+    /// The pid the command executor recorded for the task's process group.
+    pub async fn pid(&self, who: &str, id: &TaskId) -> i32 {
+        for _ in 0..400 {
+            let history = self
+                .engine
+                .history(&agent(who), id, 0, 1000, false)
+                .await
+                .unwrap();
+            if let Some(pid) = history
+                .events
+                .iter()
+                .find_map(|e| e.data.get("pid").and_then(|p| p.as_i64()))
+            {
+                return pid as i32;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no pid recorded for {id}");
+    }
+}
+
+/// Whether any process with this pid exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}

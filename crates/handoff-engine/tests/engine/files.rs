@@ -1,0 +1,106 @@
+use handoff_engine::{EngineError, FileKind, SubmitRequest};
+use handoff_task::TaskStatus;
+
+use super::common::{agent, script, start};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_tools_stay_inside_the_task_directory() {
+    let h = start(&[]).await;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), "s3cret").unwrap();
+    let text = format!(
+        "mkdir -p src && echo 'fn main() {{}}' > src/main.rs && ln -s '{}' leak && ln -s /etc escape",
+        outside.path().join("secret").display()
+    );
+    let id = h.submit("a", &text).await.task.id;
+    assert_eq!(h.wait_done("a", &id).await.status, TaskStatus::Completed);
+
+    let listing = h.engine.files(&agent("a"), &id, None).await.unwrap();
+    let entries: Vec<_> = listing
+        .entries
+        .iter()
+        .map(|e| (e.path.as_str(), e.kind))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("escape", FileKind::Symlink),
+            ("leak", FileKind::Symlink),
+            ("src", FileKind::Dir),
+            ("src/main.rs", FileKind::File),
+        ]
+    );
+    let chunk = h
+        .engine
+        .read_file(&agent("a"), &id, "src/main.rs", 0, None)
+        .await
+        .unwrap();
+    assert_eq!(chunk.content.as_deref(), Some("fn main() {}\n"));
+
+    for bad in [
+        "leak",
+        "escape/passwd",
+        "../../etc/passwd",
+        "/etc/passwd",
+        "src/../../x",
+    ] {
+        match h.engine.read_file(&agent("a"), &id, bad, 0, None).await {
+            Err(EngineError::Invalid { .. }) => {}
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    assert!(
+        h.engine
+            .files(&agent("a"), &id, Some("escape"))
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caller_workdirs_must_be_inside_allowed_roots() {
+    let root = tempfile::tempdir().unwrap();
+    let repo = root.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let roots = root.path().display().to_string();
+    let h = start(&[("HANDOFF_WORKDIR_ROOTS", &roots)]).await;
+    let inside = h
+        .engine
+        .submit(
+            &agent("a"),
+            SubmitRequest {
+                workdir: Some(repo.display().to_string()),
+                ..script("pwd > where.txt")
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        h.wait_done("a", &inside.task.id).await.status,
+        TaskStatus::Completed
+    );
+    let written = std::fs::read_to_string(repo.join("where.txt")).unwrap();
+    assert_eq!(
+        written.trim(),
+        repo.canonicalize().unwrap().display().to_string()
+    );
+
+    let outside = tempfile::tempdir().unwrap();
+    let refused = h
+        .engine
+        .submit(
+            &agent("a"),
+            SubmitRequest {
+                workdir: Some(outside.path().display().to_string()),
+                ..script("true")
+            },
+        )
+        .await;
+    assert!(matches!(
+        refused,
+        Err(EngineError::Invalid {
+            field: "workdir",
+            ..
+        })
+    ));
+}

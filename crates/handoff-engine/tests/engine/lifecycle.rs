@@ -1,0 +1,202 @@
+use std::time::Duration;
+
+use handoff_engine::{Control, EngineError};
+use handoff_task::{ArtifactBody, ArtifactKind, EventKind, TaskStatus};
+
+use super::common::{agent, alive, script, start};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successful_run_records_everything() {
+    let h = start(&[]).await;
+    let submitted = h.submit("a", "echo hello; echo oops >&2; echo bye").await;
+    assert!(submitted.created);
+    let task = h.wait_done("a", &submitted.task.id).await;
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.exit.and_then(|e| e.code), Some(0));
+    assert!(task.started_at.is_some() && task.completed_at.is_some());
+
+    let history = h
+        .engine
+        .history(&agent("a"), &task.id, 0, 100, true)
+        .await
+        .unwrap();
+    let statuses: Vec<_> = history
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Status)
+        .map(|e| e.data["to"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(statuses, ["queued", "running", "completed"]);
+    let seqs: Vec<_> = history.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=history.total_events as i64).collect::<Vec<_>>());
+    let output = history
+        .artifacts
+        .iter()
+        .find(|a| a.kind == ArtifactKind::Output)
+        .unwrap();
+    assert_eq!(output.body, ArtifactBody::Inline(b"hello\nbye\n".to_vec()));
+    let log = history
+        .artifacts
+        .iter()
+        .find(|a| a.kind == ArtifactKind::Log)
+        .unwrap();
+    assert_eq!(log.body, ArtifactBody::Inline(b"oops\n".to_vec()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_run_says_why() {
+    let h = start(&[]).await;
+    let id = h.submit("a", "echo working; exit 3").await.task.id;
+    let task = h.wait_done("a", &id).await;
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(task.exit.and_then(|e| e.code), Some(3));
+    assert!(task.error.unwrap().contains("exit code 3"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deadline_stops_the_run_while_it_works() {
+    let h = start(&[]).await;
+    let mut request = script("echo started; sleep 30");
+    request.timeout_ms = Some(400);
+    let id = h.engine.submit(&agent("a"), request).await.unwrap().task.id;
+    let pid = h.pid("a", &id).await;
+    let task = h.wait_done("a", &id).await;
+    assert_eq!(task.status, TaskStatus::Timeout);
+    assert_eq!(task.error.as_deref(), Some("timed out after 400ms"));
+    assert!(!alive(pid), "the timed-out process group must be gone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminal_states_never_change() {
+    let h = start(&[]).await;
+    let id = h.submit("a", "true").await.task.id;
+    assert_eq!(h.wait_done("a", &id).await.status, TaskStatus::Completed);
+    for control in [Control::Cancel, Control::Pause, Control::Resume] {
+        let receipt = h
+            .engine
+            .control(&agent("a"), &id, control, None)
+            .await
+            .unwrap();
+        assert!(!receipt.changed);
+        assert_eq!(receipt.task.status, TaskStatus::Completed);
+    }
+    let err = h
+        .engine
+        .message(&agent("a"), &id, Default::default(), "late".into(), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Conflict(_)), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_submissions_are_refused_with_the_field_named() {
+    let h = start(&[("HANDOFF_MAX_DESCRIPTION_BYTES", "64")]).await;
+    let cases = [
+        (script(&"x".repeat(65)), "task_description"),
+        (script("   "), "task_description"),
+        (
+            handoff_engine::SubmitRequest {
+                executor: Some("nope".into()),
+                ..script("true")
+            },
+            "executor",
+        ),
+        (
+            handoff_engine::SubmitRequest {
+                workdir: Some("/etc".into()),
+                ..script("true")
+            },
+            "workdir",
+        ),
+        (
+            handoff_engine::SubmitRequest {
+                metadata: Some(serde_json::json!([1])),
+                ..script("true")
+            },
+            "metadata",
+        ),
+    ];
+    for (request, expected) in cases {
+        match h.engine.submit(&agent("a"), request).await {
+            Err(EngineError::Invalid { field, .. }) => assert_eq!(field, expected),
+            other => panic!("{expected}: {other:?}"),
+        }
+    }
+    let page = h.engine.list(&agent("a"), vec![], 10, None).await.unwrap();
+    assert!(
+        page.tasks.is_empty(),
+        "refused submissions leave nothing behind"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_see_only_their_own_tasks() {
+    let h = start(&[]).await;
+    let id = h.submit("owner", "sleep 0.2").await.task.id;
+    let stranger = agent("stranger");
+    assert!(matches!(
+        h.engine.status(&stranger, &id).await,
+        Err(EngineError::NotFound(_))
+    ));
+    assert!(matches!(
+        h.engine
+            .control(&stranger, &id, Control::Cancel, None)
+            .await,
+        Err(EngineError::NotFound(_))
+    ));
+    assert!(matches!(
+        h.engine.files(&stranger, &id, None).await,
+        Err(EngineError::NotFound(_))
+    ));
+    assert!(
+        h.engine
+            .list(&stranger, vec![], 10, None)
+            .await
+            .unwrap()
+            .tasks
+            .is_empty()
+    );
+    assert_eq!(
+        h.wait_done("owner", &id).await.status,
+        TaskStatus::Completed
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submissions_are_rate_limited_per_agent() {
+    let h = start(&[
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "1"),
+        ("HANDOFF_SUBMISSION_BURST", "2"),
+    ])
+    .await;
+    h.submit("a", "true").await;
+    h.submit("a", "true").await;
+    match h.engine.submit(&agent("a"), script("true")).await {
+        Err(EngineError::RateLimited { retry_after, .. }) => {
+            assert!(retry_after > Duration::from_secs(1))
+        }
+        other => panic!("{other:?}"),
+    }
+    h.submit("b", "true").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_outputs_are_kept_whole_in_a_file() {
+    let h = start(&[("HANDOFF_ARTIFACT_INLINE_BYTES", "1k")]).await;
+    let id = h.submit("a", "seq 1 20000").await.task.id;
+    assert_eq!(h.wait_done("a", &id).await.status, TaskStatus::Completed);
+    let history = h
+        .engine
+        .history(&agent("a"), &id, 0, 10, true)
+        .await
+        .unwrap();
+    let output = &history.artifacts[0];
+    let ArtifactBody::File(path) = &output.body else {
+        panic!("expected a spilled artifact");
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    assert_eq!(text.lines().count(), 20000);
+    assert_eq!(output.size, text.len() as u64);
+    assert!(!output.capped);
+    assert_eq!(history.total_events, 20000 + 3 + 1);
+}

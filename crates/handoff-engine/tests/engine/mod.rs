@@ -1,0 +1,6 @@
+mod common;
+mod control;
+mod files;
+mod lifecycle;
+mod recovery;
+mod scheduling;

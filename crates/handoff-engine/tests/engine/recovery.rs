@@ -1,0 +1,111 @@
+use std::{os::unix::process::CommandExt, time::Duration};
+
+use handoff_store::{ClaimLimits, InsertOutcome, SqliteStore, Store};
+use handoff_task::{NewTask, TaskId, TaskOptions, TaskStatus, unix_millis_now};
+use serde_json::json;
+
+use super::common::{agent, alive, config, start_in};
+
+fn new_task(description: &str, requeue: bool) -> NewTask {
+    NewTask {
+        id: TaskId::generate().unwrap(),
+        agent_id: agent("a"),
+        description: description.to_owned(),
+        executor: "command".to_owned(),
+        options: TaskOptions {
+            timeout_ms: 60_000,
+            requeue_on_restart: requeue,
+            ..TaskOptions::default()
+        },
+        priority: 0,
+        workdir: std::env::temp_dir().display().to_string(),
+        created_at: unix_millis_now(),
+        idempotency_key: None,
+        metadata: json!({}),
+    }
+}
+
+fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+/// The state a dead server leaves behind: tasks marked running whose processes still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_accounts_for_every_task_and_kills_leftovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&dir, &[]);
+    let store = SqliteStore::open(&cfg.database_path()).await.unwrap();
+    let mut leftover = std::process::Command::new("sleep")
+        .arg("300")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = leftover.id();
+    let mut ids = Vec::new();
+    for (text, requeue) in [
+        ("sleep 300", false),
+        ("echo again", true),
+        ("echo queued", false),
+    ] {
+        let InsertOutcome::Created(task) = store
+            .insert_task(&new_task(text, requeue), None, 100)
+            .await
+            .unwrap()
+        else {
+            panic!("not created");
+        };
+        ids.push(task.id);
+    }
+    let limits = ClaimLimits {
+        max_active: 2,
+        max_active_per_agent: 2,
+    };
+    let first = store
+        .claim_next(limits, unix_millis_now())
+        .await
+        .unwrap()
+        .unwrap();
+    let second = store
+        .claim_next(limits, unix_millis_now())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((&first.id, &second.id), (&ids[0], &ids[1]));
+    store
+        .set_runner_state(
+            &first.id,
+            Some(&json!({"pgid": pid, "start_time": start_time(pid)})),
+        )
+        .await
+        .unwrap();
+    store.close().await;
+
+    let h = start_in(dir, &[]).await;
+    let interrupted = h.engine.owned(&agent("a"), &ids[0]).await.unwrap();
+    assert_eq!(interrupted.status, TaskStatus::Failed);
+    assert_eq!(
+        interrupted.error.as_deref(),
+        Some("interrupted: server restarted")
+    );
+    // The old run's process group was killed, so the task cannot run twice.
+    let mut reaped = false;
+    for _ in 0..100 {
+        if leftover.try_wait().unwrap().is_some() {
+            reaped = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        reaped && !alive(pid as i32),
+        "leftover process {pid} survived"
+    );
+
+    let requeued = h.wait_done("a", &ids[1]).await;
+    assert_eq!(requeued.status, TaskStatus::Completed);
+    assert_eq!(h.outputs("a", &ids[1]).await, ["again"]);
+    let queued = h.wait_done("a", &ids[2]).await;
+    assert_eq!(queued.status, TaskStatus::Completed);
+}
