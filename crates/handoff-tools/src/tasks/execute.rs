@@ -75,8 +75,7 @@ pub struct ExecuteTaskOutput {
     /// Why it failed, timed out or was cancelled (finished sync calls).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The last lines of output (finished sync calls).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// The last lines of output (finished sync calls; empty otherwise).
     pub output_tail: Vec<String>,
 }
 

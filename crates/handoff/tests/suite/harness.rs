@@ -43,8 +43,24 @@ pub fn require(relative: &str) -> PathBuf {
 pub struct Server {
     pub child: Child,
     pub url: String,
-    /// Held so the server's working directory outlives it.
-    pub _dir: tempfile::TempDir,
+    /// The server's working directory (data dir inside), kept until the server is gone.
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    /// The working directory the server runs in.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir
+            .as_ref()
+            .map_or(std::path::Path::new("."), |d| d.path())
+    }
+
+    /// SIGKILLs the server (no cleanup runs) and hands back its directory for a restart.
+    pub fn kill9(mut self) -> tempfile::TempDir {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.dir.take().unwrap()
+    }
 }
 
 impl Drop for Server {
@@ -54,9 +70,13 @@ impl Drop for Server {
     }
 }
 
-/// Starts `handoff serve --port 0` and waits for its "listening" line.
+/// Starts `handoff serve --port 0` in a fresh directory and waits for its "listening" line.
 pub fn start(env: &[(&str, &str)]) -> Server {
-    let dir = tempfile::tempdir().unwrap();
+    start_in(tempfile::tempdir().unwrap(), env)
+}
+
+/// Starts `handoff serve --port 0` in `dir` (e.g. the directory of a killed server).
+pub fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(BIN)
         .args(["serve", "--port", "0"])
         .current_dir(dir.path())
@@ -88,7 +108,7 @@ pub fn start(env: &[(&str, &str)]) -> Server {
             return Server {
                 child,
                 url,
-                _dir: dir,
+                dir: Some(dir),
             };
         }
     }

@@ -1,3 +1,4 @@
 mod cli;
 mod harness;
 mod interop;
+mod tasks;

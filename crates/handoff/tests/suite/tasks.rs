@@ -1,0 +1,458 @@
+//! The task tools end to end: the real binary, the real `command` executor, the official
+//! Python MCP SDK as the client.
+
+use std::{
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+use super::harness::{Server, require, run_client, start, start_in};
+
+/// Tasks are bash scripts: the description is the script.
+const SCRIPT_EXECUTOR: [(&str, &str); 2] = [
+    ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
+    ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
+];
+
+fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut all = SCRIPT_EXECUTOR.to_vec();
+    all.push(("HANDOFF_CANCEL_GRACE_MS", "500"));
+    all.extend_from_slice(extra);
+    all
+}
+
+/// Runs `calls` in one Python SDK session as `agent`; one result per call.
+fn calls(server: &Server, agent: &str, calls: Value) -> Vec<Value> {
+    let input = server
+        .dir()
+        .join(format!("calls-{}.json", std::process::id()));
+    std::fs::write(&input, calls.to_string()).unwrap();
+    let mut command = Command::new(require(".venv/bin/python"));
+    command
+        .arg(require("py_calls.py"))
+        .args([&server.url, agent])
+        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
+    let output = run_client(command, "Python SDK tool calls");
+    let text = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str::<Vec<Value>>(text.trim())
+        .unwrap_or_else(|e| panic!("bad client output ({e}): {text}"))
+}
+
+fn call(server: &Server, agent: &str, name: &str, arguments: Value) -> Value {
+    calls(
+        server,
+        agent,
+        json!([{"name": name, "arguments": arguments}]),
+    )
+    .remove(0)
+}
+
+/// The structured result of a successful call.
+fn ok(result: &Value) -> &Value {
+    assert_eq!(result["is_error"], false, "{result}");
+    &result["structured"]
+}
+
+/// The error body of a failed call.
+fn err(result: &Value) -> Value {
+    assert_eq!(result["is_error"], true, "{result}");
+    serde_json::from_str::<Value>(result["text"].as_str().unwrap()).unwrap()["error"].clone()
+}
+
+fn task_id(result: &Value) -> String {
+    ok(result)["task_id"].as_str().unwrap().to_owned()
+}
+
+fn wait_status(server: &Server, agent: &str, id: &str, want: &[&str]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = call(server, agent, "get_task_status", json!({"task_id": id}));
+        let current = ok(&status)["status"].as_str().unwrap().to_owned();
+        if want.contains(&current.as_str()) {
+            return ok(&status).clone();
+        }
+        assert!(Instant::now() < deadline, "{id} stuck in {current}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn history(server: &Server, agent: &str, id: &str) -> Value {
+    let result = call(
+        server,
+        agent,
+        "get_task_history",
+        json!({"task_id": id, "events_limit": 1000}),
+    );
+    ok(&result).clone()
+}
+
+/// The pid the executor recorded for the task's process group.
+fn pid(server: &Server, agent: &str, id: &str) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let events = history(server, agent, id)["events"].clone();
+        if let Some(pid) = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|e| e["data"]["pid"].as_i64())
+        {
+            return pid as i32;
+        }
+        assert!(Instant::now() < deadline, "no pid for {id}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn output_line(server: &Server, agent: &str, id: &str, prefix: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let events = history(server, agent, id)["events"].clone();
+        if let Some(line) = events.as_array().unwrap().iter().find_map(|e| {
+            let m = e["message"].as_str()?;
+            (e["kind"] == "output" && m.starts_with(prefix)).then(|| m.to_owned())
+        }) {
+            return line;
+        }
+        assert!(Instant::now() < deadline, "no `{prefix}` output from {id}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn a_task_from_submission_to_its_files() {
+    let server = start(&env(&[]));
+    let results = calls(
+        &server,
+        "agent-a",
+        json!([
+            {"name": "execute_task", "arguments": {
+                "task_description": "mkdir -p src && echo 'fn main() {}' > src/main.rs && echo done",
+                "sync": true, "metadata": {"ticket": "T-1"}}},
+            {"name": "list_tasks", "arguments": {}},
+            {"name": "opencode_execute_task", "arguments": {"task_description": "exit 4", "sync": true}},
+            {"name": "execute_task", "arguments": {}},
+            {"name": "execute_task", "arguments": {"task_description": "x", "priority": 1000}},
+            {"name": "execute_task", "arguments": {"task_description": "x", "executor": "nope"}},
+            {"name": "get_task_status", "arguments": {"task_id": "task_not-a-real-id"}},
+        ]),
+    );
+    let done = ok(&results[0]);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["created"], true);
+    assert_eq!(done["output_tail"], json!(["done"]));
+    assert_eq!(done["exit"]["code"], 0);
+    let id = done["task_id"].as_str().unwrap().to_owned();
+    assert_eq!(ok(&results[1])["tasks"][0]["task_id"], id.as_str());
+    assert_eq!(ok(&results[1])["tasks"][0]["metadata"]["ticket"], "T-1");
+    let failed = ok(&results[2]);
+    assert_eq!(failed["status"], "failed");
+    assert!(failed["error"].as_str().unwrap().contains("exit code 4"));
+    assert_eq!(err(&results[3])["pointer"], "/task_description");
+    assert_eq!(err(&results[4])["pointer"], "/priority");
+    let unknown = err(&results[5]);
+    assert_eq!(unknown["pointer"], "/executor");
+    assert!(unknown["message"].as_str().unwrap().contains("command"));
+    assert_eq!(err(&results[6])["code"], "INVALID_ARGUMENTS");
+
+    let results = calls(
+        &server,
+        "agent-a",
+        json!([
+            {"name": "get_task_status", "arguments": {"task_id": id}},
+            {"name": "get_task_history", "arguments": {"task_id": id, "include_artifacts": true}},
+            {"name": "get_task_files", "arguments": {"task_id": id}},
+            {"name": "read_task_file", "arguments": {"task_id": id, "file_path": "src/main.rs"}},
+            {"name": "read_task_file", "arguments": {"task_id": id, "file_path": "../../etc/passwd"}},
+            {"name": "read_task_file", "arguments": {"task_id": id, "file_path": "/etc/passwd"}},
+            {"name": "send_task_message", "arguments": {"task_id": id, "message": "too late"}},
+        ]),
+    );
+    let status = ok(&results[0]);
+    assert_eq!(status["status"], "completed");
+    assert!(status["duration_ms"].as_i64().unwrap() >= 0);
+    assert_eq!(status["recent_events"].as_array().unwrap().len(), 5);
+    let history = ok(&results[1]);
+    assert_eq!(history["has_more"], false);
+    assert_eq!(history["artifacts"][0]["kind"], "output");
+    assert_eq!(history["artifacts"][0]["content"], "done\n");
+    let kinds: Vec<_> = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["status", "status", "log", "output", "status"]);
+    let paths: Vec<_> = ok(&results[2])["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["src", "src/main.rs"]);
+    assert_eq!(ok(&results[3])["content"], "fn main() {}\n");
+    assert_eq!(err(&results[4])["pointer"], "/file_path");
+    assert_eq!(err(&results[5])["pointer"], "/file_path");
+    assert_eq!(err(&results[6])["code"], "CONFLICT");
+
+    // Another agent cannot see it at all.
+    let stranger = calls(
+        &server,
+        "agent-b",
+        json!([
+            {"name": "get_task_status", "arguments": {"task_id": id}},
+            {"name": "read_task_file", "arguments": {"task_id": id, "file_path": "src/main.rs"}},
+            {"name": "list_tasks", "arguments": {}},
+        ]),
+    );
+    assert_eq!(err(&stranger[0])["code"], "NOT_FOUND");
+    assert_eq!(err(&stranger[1])["code"], "NOT_FOUND");
+    assert_eq!(ok(&stranger[2])["tasks"], json!([]));
+}
+
+#[test]
+fn fifty_concurrent_submissions_respect_the_limit() {
+    let server = start(&env(&[
+        ("HANDOFF_MAX_CONCURRENT_TASKS", "2"),
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0"),
+    ]));
+    let gate = server.dir().join("gate");
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.02; done; echo finished",
+        gate.display()
+    );
+    let submissions: Vec<Value> = (0..50)
+        .map(|i| {
+            json!({"name": "execute_task", "arguments": {
+                "task_description": script, "idempotency_key": format!("job-{i}")}})
+        })
+        .collect();
+    let results = calls(&server, "agent-a", json!([{"parallel": submissions}]));
+    let ids: Vec<String> = results[0].as_array().unwrap().iter().map(task_id).collect();
+    assert_eq!(ids.len(), 50);
+    std::thread::sleep(Duration::from_millis(500));
+    let listed = calls(
+        &server,
+        "agent-a",
+        json!([
+            {"name": "list_tasks", "arguments": {"status": "running", "limit": 200}},
+            {"name": "list_tasks", "arguments": {"status": "queued", "limit": 200}},
+            // Same agent, same key: the same task, not a new one.
+            {"name": "execute_task", "arguments": {"task_description": script, "idempotency_key": "job-7"}},
+        ]),
+    );
+    assert_eq!(ok(&listed[0])["tasks"].as_array().unwrap().len(), 2);
+    assert_eq!(ok(&listed[1])["tasks"].as_array().unwrap().len(), 48);
+    assert_eq!(ok(&listed[2])["created"], false);
+    assert_eq!(ok(&listed[2])["task_id"], ids[7].as_str());
+    // Another agent's key space is its own.
+    let other = call(
+        &server,
+        "agent-b",
+        "execute_task",
+        json!({"task_description": "true", "idempotency_key": "job-7"}),
+    );
+    assert_eq!(ok(&other)["created"], true);
+
+    std::fs::write(&gate, "").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let page = call(
+            &server,
+            "agent-a",
+            "list_tasks",
+            json!({"status": "completed", "limit": 200}),
+        );
+        if ok(&page)["tasks"].as_array().unwrap().len() == 50 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not all tasks completed");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn a_full_queue_answers_queue_full_as_an_error() {
+    let server = start(&env(&[
+        ("HANDOFF_MAX_CONCURRENT_TASKS", "1"),
+        ("HANDOFF_MAX_QUEUED_TASKS", "1"),
+    ]));
+    let results = calls(
+        &server,
+        "agent-a",
+        json!([
+            {"name": "execute_task", "arguments": {"task_description": "sleep 30"}},
+        ]),
+    );
+    let running = task_id(&results[0]);
+    wait_status(&server, "agent-a", &running, &["running"]);
+    let results = calls(
+        &server,
+        "agent-a",
+        json!([
+            {"name": "execute_task", "arguments": {"task_description": "true"}},
+            {"name": "execute_task", "arguments": {"task_description": "true"}},
+            {"name": "send_task_control", "arguments": {"task_id": running, "control": "cancel"}},
+        ]),
+    );
+    assert_eq!(ok(&results[0])["status"], "queued");
+    let full = err(&results[1]);
+    assert_eq!(full["code"], "QUEUE_FULL");
+    assert!(full["retry_after_ms"].as_u64().unwrap() > 0);
+    assert_eq!(ok(&results[2])["status"], "cancelled");
+}
+
+#[test]
+fn cancel_pause_resume_and_messages_reach_the_process() {
+    let server = start(&env(&[]));
+    let results = calls(
+        &server,
+        "agent-a",
+        json!([
+            {"name": "execute_task", "arguments": {"task_description": "sleep 300 & echo child:$!; sleep 300"}},
+            {"name": "execute_task", "arguments": {"task_description":
+                "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"}},
+            {"name": "execute_task", "arguments": {"task_description": "echo ready; read -r line; echo \"got:$line\""}},
+        ]),
+    );
+    let (doomed, ticker, listener) = (
+        task_id(&results[0]),
+        task_id(&results[1]),
+        task_id(&results[2]),
+    );
+
+    let child: i32 = output_line(&server, "agent-a", &doomed, "child:")["child:".len()..]
+        .parse()
+        .unwrap();
+    let leader = pid(&server, "agent-a", &doomed);
+    assert!(alive(leader) && alive(child));
+    let cancelled = call(
+        &server,
+        "agent-a",
+        "send_task_control",
+        json!({"task_id": doomed, "control": "cancel", "reason": "wrong repo"}),
+    );
+    assert_eq!(ok(&cancelled)["status"], "cancelled");
+    assert!(!alive(leader), "leader survived the cancel");
+    assert!(!alive(child), "grandchild survived the cancel");
+
+    output_line(&server, "agent-a", &ticker, "tick 3");
+    let paused = call(
+        &server,
+        "agent-a",
+        "send_task_control",
+        json!({"task_id": ticker, "control": "pause"}),
+    );
+    assert_eq!(ok(&paused)["status"], "paused");
+    std::thread::sleep(Duration::from_millis(200));
+    let before = history(&server, "agent-a", &ticker)["total_events"].clone();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(history(&server, "agent-a", &ticker)["total_events"], before);
+    let resumed = calls(
+        &server,
+        "agent-a",
+        json!([
+            {"name": "send_task_control", "arguments": {"task_id": ticker, "control": "resume"}},
+            {"name": "send_task_control", "arguments": {"task_id": ticker, "control": "resume"}},
+        ]),
+    );
+    assert_eq!(ok(&resumed[0])["changed"], true);
+    assert_eq!(ok(&resumed[1])["changed"], false);
+    let next = format!("tick {}", before.as_u64().unwrap());
+    output_line(&server, "agent-a", &ticker, &next);
+
+    output_line(&server, "agent-a", &listener, "ready");
+    let sent = call(
+        &server,
+        "agent-a",
+        "send_task_message",
+        json!({"task_id": listener, "message": "use the v2 API", "message_type": "correction"}),
+    );
+    assert_eq!(ok(&sent)["delivered"], true, "{sent}");
+    let got = output_line(&server, "agent-a", &listener, "got:");
+    assert_eq!(
+        got,
+        r#"got:{"type":"message","message":"[correction] use the v2 API"}"#
+    );
+    wait_status(&server, "agent-a", &listener, &["completed"]);
+    let stop = call(
+        &server,
+        "agent-a",
+        "send_task_control",
+        json!({"task_id": ticker, "control": "cancel"}),
+    );
+    assert_eq!(ok(&stop)["status"], "cancelled");
+}
+
+#[test]
+fn kill_dash_nine_then_restart_accounts_for_every_task() {
+    let extra = [("HANDOFF_MAX_CONCURRENT_TASKS", "2")];
+    let server = start(&env(&extra));
+    let results = calls(
+        &server,
+        "agent-a",
+        json!([
+            {"name": "execute_task", "arguments": {"task_description": "sleep 300 & echo child:$!; sleep 300"}},
+            {"name": "execute_task", "arguments": {"requeue_on_restart": true, "task_description":
+                "if [ -e marker ]; then echo second-run; else touch marker; echo first-run; sleep 300; fi"}},
+            {"name": "execute_task", "arguments": {"task_description": "echo from-the-queue"}},
+        ]),
+    );
+    let ids: Vec<String> = results.iter().map(task_id).collect();
+    let child: i32 = output_line(&server, "agent-a", &ids[0], "child:")["child:".len()..]
+        .parse()
+        .unwrap();
+    let leaders = [
+        pid(&server, "agent-a", &ids[0]),
+        pid(&server, "agent-a", &ids[1]),
+    ];
+    output_line(&server, "agent-a", &ids[1], "first-run");
+    assert_eq!(
+        wait_status(&server, "agent-a", &ids[2], &["queued"])["queue_position"],
+        1
+    );
+
+    let dir = server.kill9();
+    // The runs outlive the dead server: only the restart can stop them.
+    assert!(alive(child) && leaders.iter().all(|p| alive(*p)));
+
+    let server = start_in(dir, &env(&extra));
+    let interrupted = wait_status(&server, "agent-a", &ids[0], &["failed"]);
+    assert_eq!(interrupted["error"], "interrupted: server restarted");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while [child, leaders[0], leaders[1]].iter().any(|p| alive(*p)) {
+        assert!(
+            Instant::now() < deadline,
+            "processes of the dead server's runs survived"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_status(&server, "agent-a", &ids[1], &["completed"]);
+    let rerun = history(&server, "agent-a", &ids[1]);
+    let outputs: Vec<_> = rerun["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "output")
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(outputs, ["first-run", "second-run"]);
+    wait_status(&server, "agent-a", &ids[2], &["completed"]);
+    let all = call(&server, "agent-a", "list_tasks", json!({}));
+    let statuses: Vec<_> = ok(&all)["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(statuses, ["completed", "completed", "failed"]);
+}

@@ -1,0 +1,39 @@
+"""Runs a list of tool calls through the official Python MCP SDK (one session).
+
+usage: py_calls.py URL AGENT_ID < calls.json
+calls.json is a JSON array; each item is {"name": ..., "arguments": {...}} or
+{"parallel": [call, ...]} (sent concurrently). Prints a JSON array with one result per call:
+{"is_error": bool, "structured": {...} | null, "text": "..."} (a list for parallel items).
+Exits non-zero on any protocol failure.
+"""
+
+import asyncio
+import json
+import sys
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+async def call(client, item):
+    result = await client.call_tool(item["name"], item.get("arguments", {}))
+    text = result.content[0].text if result.content else ""
+    return {"is_error": bool(result.is_error), "structured": result.structured_content, "text": text}
+
+
+async def main(url, agent):
+    calls = json.load(sys.stdin)
+    http = create_mcp_http_client(headers={"x-agent-id": agent})
+    results = []
+    async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+        for item in calls:
+            if "parallel" in item:
+                results.append(list(await asyncio.gather(*(call(client, c) for c in item["parallel"]))))
+            else:
+                results.append(await call(client, item))
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
