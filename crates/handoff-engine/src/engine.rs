@@ -24,6 +24,8 @@ pub(crate) enum StopReason {
     Cancelled(String),
     /// The deadline passed.
     Timeout,
+    /// The server is shutting down.
+    Shutdown,
 }
 
 /// What the engine knows about a run in this process.
@@ -105,11 +107,45 @@ impl Engine {
         Ok(Self { inner })
     }
 
-    /// Stops taking new work. Runs in flight are left to the executors; a restart reconciles
-    /// them like after a crash.
-    pub fn shutdown(&self) {
+    /// Stops taking new work and stops the runs in flight (politely, then by force): they end
+    /// `failed` ("interrupted: server shut down"), or back in the queue if they opted in to
+    /// re-running. Returns once every run has settled or the grace period (plus slack) passed.
+    pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
+        let controls: Vec<_> = self
+            .inner
+            .live()
+            .values_mut()
+            .filter_map(|run| {
+                run.stop.get_or_insert(StopReason::Shutdown);
+                run.control.clone()
+            })
+            .collect();
+        let grace = self.inner.config.tasks.cancel_grace;
+        let stops = controls.into_iter().map(|control| async move {
+            if let Err(e) = control.cancel(grace).await {
+                tracing::warn!(error = %e, "stopping a run at shutdown failed");
+            }
+        });
+        futures::future::join_all(stops).await;
         self.inner.runs.close();
+        if tokio::time::timeout(grace + Duration::from_secs(5), self.inner.runs.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some runs did not settle before shutdown");
+        }
+    }
+
+    /// Purges finished tasks past retention now (the sweeper also runs hourly); returns how
+    /// many were purged.
+    pub async fn purge_expired(&self) -> Result<usize, EngineError> {
+        retention::sweep(&self.inner).await
+    }
+
+    /// Resolves once [`Engine::shutdown`] was called.
+    pub async fn stopped(&self) {
+        self.inner.shutdown.cancelled().await;
     }
 
     /// Executor names this engine offers.

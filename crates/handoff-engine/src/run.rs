@@ -16,6 +16,9 @@ use crate::{
     engine::{Inner, StopReason},
 };
 
+/// Why a run stopped by a server shutdown failed.
+const SHUT_DOWN: &str = "interrupted: server shut down";
+
 /// Events written to the store per batch at most.
 const BATCH: usize = 256;
 
@@ -25,6 +28,8 @@ struct Finish {
     reason: String,
     exit: Option<ExitInfo>,
     error: Option<String>,
+    /// Back to the queue instead (server shutdown of a task that opted in to re-running).
+    requeue: bool,
 }
 
 impl Finish {
@@ -35,6 +40,7 @@ impl Finish {
             reason: error.clone(),
             exit: None,
             error: Some(error),
+            requeue: false,
         }
     }
 }
@@ -235,6 +241,12 @@ async fn supervise(
             reason: format!("cancelled: {reason}"),
             exit,
             error: Some(format!("cancelled: {reason}")),
+            requeue: false,
+        },
+        (Some(StopReason::Shutdown), _) => Finish {
+            requeue: task.options.requeue_on_restart,
+            exit,
+            ..Finish::failed(SHUT_DOWN)
         },
         (Some(StopReason::Timeout), _) => {
             let error = format!("timed out after {}ms", task.options.timeout_ms);
@@ -243,6 +255,7 @@ async fn supervise(
                 reason: error.clone(),
                 exit,
                 error: Some(error),
+                requeue: false,
             }
         }
         (None, Some(outcome)) if outcome.success => Finish {
@@ -250,6 +263,7 @@ async fn supervise(
             reason: "completed".to_owned(),
             exit,
             error: None,
+            requeue: false,
         },
         (None, Some(outcome)) => {
             let error = outcome
@@ -260,6 +274,7 @@ async fn supervise(
                 reason: error.clone(),
                 exit,
                 error: Some(error),
+                requeue: false,
             }
         }
         (None, None) => Finish::failed("the executor stopped without reporting an outcome"),
@@ -269,6 +284,10 @@ async fn supervise(
 /// Writes the final state. A task that is paused or waiting for input when its run ends passes
 /// through `running` so the state machine stays the single authority.
 async fn settle(inner: &Arc<Inner>, task: &Task, finish: Finish) {
+    if finish.requeue && requeue(inner, task).await {
+        inner.live().remove(&task.id);
+        return;
+    }
     for _ in 0..5 {
         let current = match inner.store.get_task(&task.id).await {
             Ok(Some(current)) => current,
@@ -313,5 +332,32 @@ async fn settle(inner: &Arc<Inner>, task: &Task, finish: Finish) {
             .workdirs
             .remove(std::path::Path::new(&task.workdir))
             .await;
+    }
+}
+
+/// Puts a task stopped by shutdown back in the queue; false if it was no longer active.
+async fn requeue(inner: &Inner, task: &Task) -> bool {
+    let Ok(Some(current)) = inner.store.get_task(&task.id).await else {
+        return false;
+    };
+    if !current.status.is_active() {
+        return false;
+    }
+    match inner
+        .store
+        .requeue(
+            &task.id,
+            current.status,
+            unix_millis_now(),
+            "re-queued: server shut down",
+        )
+        .await
+    {
+        Ok(Some(_)) => true,
+        Ok(None) => false,
+        Err(e) => {
+            tracing::error!(task = %task.id, error = %e, "could not re-queue at shutdown");
+            false
+        }
     }
 }

@@ -102,14 +102,16 @@ impl App {
             config.features.async_execute,
         )?;
         let pipeline = Pipeline::builder(registry).build();
-        Ok(Self {
+        let app = Self {
             config,
             status,
             pipeline,
             engine,
             metrics: Arc::new(Mutex::new(metrics)),
             mcp_metrics,
-        })
+        };
+        tokio::spawn(refresh_counts(app.clone()));
+        Ok(app)
     }
 
     /// Refreshes the task counts shown by `health` and the metrics.
@@ -132,6 +134,20 @@ impl App {
         }
     }
 }
+
+/// Keeps the task counts in `health` current until the engine stops.
+async fn refresh_counts(app: App) {
+    loop {
+        app.refresh_task_counts().await;
+        tokio::select! {
+            () = tokio::time::sleep(COUNTS_EVERY) => {}
+            () = app.engine.stopped() => return,
+        }
+    }
+}
+
+/// How stale the task counts in `health` may be.
+const COUNTS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The executors this configuration offers.
 fn executors(config: &Config) -> Result<ExecutorRegistry, RunnerError> {

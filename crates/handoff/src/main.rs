@@ -74,6 +74,7 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         if args.stdio {
             tracing::info!("serving MCP over stdio");
             serve_stdio(&app, agent, shutdown).await?;
+            app.engine.shutdown().await;
             return Ok(());
         }
         let server = serve_http(&app, shutdown).await?;
@@ -83,6 +84,7 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             "handoff listening"
         );
         server.task.await.context("server task")??;
+        app.engine.shutdown().await;
         tracing::info!("handoff stopped");
         Ok(())
     })

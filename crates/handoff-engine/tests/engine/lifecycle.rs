@@ -200,3 +200,58 @@ async fn large_outputs_are_kept_whole_in_a_file() {
     assert!(!output.capped);
     assert_eq!(history.total_events, 20000 + 3 + 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_purges_finished_tasks_and_their_directories() {
+    let h = start(&[("HANDOFF_TASK_RETENTION_DAYS", "0")]).await;
+    let done = h.submit("a", "echo kept > file.txt").await.task;
+    assert_eq!(
+        h.wait_done("a", &done.id).await.status,
+        TaskStatus::Completed
+    );
+    let running = h.submit("a", "sleep 30").await.task;
+    h.wait_status("a", &running.id, TaskStatus::Running).await;
+    assert!(
+        std::path::Path::new(&done.workdir)
+            .join("file.txt")
+            .exists()
+    );
+
+    assert_eq!(h.engine.purge_expired().await.unwrap(), 1);
+    assert!(matches!(
+        h.engine.status(&agent("a"), &done.id).await,
+        Err(EngineError::NotFound(_))
+    ));
+    assert!(!std::path::Path::new(&done.workdir).exists());
+    assert_eq!(
+        h.engine
+            .status(&agent("a"), &running.id)
+            .await
+            .unwrap()
+            .task
+            .status,
+        TaskStatus::Running,
+        "unfinished tasks are never purged"
+    );
+    h.engine
+        .control(&agent("a"), &running.id, Control::Cancel, None)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_completion_cleanup_removes_the_directory_when_the_task_ends() {
+    let h = start(&[("HANDOFF_WORKDIR_CLEANUP", "on_completion")]).await;
+    let task = h.submit("a", "echo x > file.txt").await.task;
+    assert_eq!(
+        h.wait_done("a", &task.id).await.status,
+        TaskStatus::Completed
+    );
+    for _ in 0..100 {
+        if !std::path::Path::new(&task.workdir).exists() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{} was not removed", task.workdir);
+}

@@ -109,3 +109,40 @@ async fn a_restart_accounts_for_every_task_and_kills_leftovers() {
     let queued = h.wait_done("a", &ids[2]).await;
     assert_eq!(queued.status, TaskStatus::Completed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_runs_and_says_so() {
+    let h = super::common::start(&[]).await;
+    let stopped = h
+        .submit("a", "sleep 300 & echo child:$!; sleep 300")
+        .await
+        .task
+        .id;
+    let again = h
+        .engine
+        .submit(
+            &agent("a"),
+            handoff_engine::SubmitRequest {
+                requeue_on_restart: true,
+                ..super::common::script("sleep 300")
+            },
+        )
+        .await
+        .unwrap()
+        .task
+        .id;
+    let line = h
+        .wait_output("a", &stopped, |l| l.starts_with("child:"))
+        .await;
+    let child: i32 = line["child:".len()..].parse().unwrap();
+    let leader = h.pid("a", &stopped).await;
+    h.wait_status("a", &again, TaskStatus::Running).await;
+
+    h.engine.shutdown().await;
+    let task = h.engine.owned(&agent("a"), &stopped).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(task.error.as_deref(), Some("interrupted: server shut down"));
+    assert!(!alive(leader) && !alive(child));
+    let task = h.engine.owned(&agent("a"), &again).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Queued, "opted in to re-running");
+}

@@ -939,3 +939,50 @@ async fn read_pool_refuses_writes() {
     let result = sqlx::query("DELETE FROM tasks").execute(&store.read).await;
     assert!(result.is_err());
 }
+
+#[tokio::test]
+async fn requeue_returns_active_tasks_to_the_queue_only() {
+    let (_dir, store) = open().await;
+    let task = insert(&store, &new_task("a", 0)).await;
+    assert!(
+        store
+            .requeue(&task.id, TaskStatus::Queued, 2_000, "no")
+            .await
+            .unwrap()
+            .is_none(),
+        "a queued task is not re-queued"
+    );
+    let claimed = store.claim_next(WIDE, 1_500).await.unwrap().unwrap();
+    store
+        .set_runner_state(&claimed.id, Some(&json!({"pgid": 1})))
+        .await
+        .unwrap();
+    let back = store
+        .requeue(
+            &claimed.id,
+            TaskStatus::Running,
+            2_000,
+            "re-queued: server restarted",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.status, TaskStatus::Queued);
+    assert_eq!((back.started_at, back.runner_state), (None, None));
+    let (events, _) = store.events(&claimed.id, 0, 10).await.unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last.message, "re-queued: server restarted");
+    assert_eq!(last.data, json!({"from": "running", "to": "queued"}));
+    // Wrong `from`: nothing changes.
+    assert!(
+        store
+            .requeue(&claimed.id, TaskStatus::Paused, 3_000, "no")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        store.claim_next(WIDE, 4_000).await.unwrap().unwrap().id,
+        claimed.id
+    );
+}
