@@ -1,5 +1,6 @@
 mod common;
 mod edge;
+mod metrics;
 mod sessions;
 mod stateless;
 mod tools;

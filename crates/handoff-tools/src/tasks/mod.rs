@@ -58,3 +58,53 @@ fn caller(tool: &str, agent: Option<AgentId>) -> Result<AgentId, ToolError> {
         message: "required: pass agent_id or send the x-agent-id header".to_owned(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::schema::object_schema_for;
+
+    fn schemas<A: JsonSchema, O: JsonSchema>() -> Value {
+        json!({
+            "input": object_schema_for::<A>().unwrap(),
+            "output": object_schema_for::<O>().unwrap(),
+        })
+    }
+
+    /// Golden schemas: a change to a task tool's wire contract shows up in review.
+    #[test]
+    fn task_tool_schemas_are_stable() {
+        for (name, value) in [
+            ("execute_task", schemas::<execute::ExecuteTaskArgs, execute::ExecuteTaskOutput>()),
+            ("get_task_status", schemas::<status::GetTaskStatusArgs, status::GetTaskStatusOutput>()),
+            (
+                "get_task_history",
+                schemas::<history::GetTaskHistoryArgs, history::GetTaskHistoryOutput>(),
+            ),
+            ("list_tasks", schemas::<list::ListTasksArgs, list::ListTasksOutput>()),
+            (
+                "send_task_message",
+                schemas::<message::SendTaskMessageArgs, message::SendTaskMessageOutput>(),
+            ),
+            (
+                "send_task_control",
+                schemas::<control::SendTaskControlArgs, control::SendTaskControlOutput>(),
+            ),
+            ("get_task_files", schemas::<files::GetTaskFilesArgs, files::GetTaskFilesOutput>()),
+            ("read_task_file", schemas::<files::ReadTaskFileArgs, files::ReadTaskFileOutput>()),
+        ] {
+            insta::assert_json_snapshot!(format!("{name}_schema"), value);
+        }
+    }
+
+    #[test]
+    fn inputs_are_closed_and_outputs_are_objects() {
+        let value = schemas::<execute::ExecuteTaskArgs, execute::ExecuteTaskOutput>();
+        assert_eq!(value["input"]["additionalProperties"], false);
+        assert_eq!(value["input"]["required"], json!(["task_description"]));
+        assert_eq!(value["output"]["type"], "object");
+    }
+}
