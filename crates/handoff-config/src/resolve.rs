@@ -308,7 +308,7 @@ impl Config {
         };
         let command_argv = r.optional::<Argv>("executors.command.argv")?;
         let prompt_via = r.get("executors.command.prompt_via", PromptVia::Stdin)?;
-        let messages_via_stdin = r.get("executors.command.messages_via_stdin", true)?;
+        let messages_via_stdin = r.get("executors.command.messages_via_stdin", false)?;
         let executors = ExecutorsConfig {
             command: command_argv.map(|argv| CommandExecutorConfig {
                 argv: argv.0,

@@ -273,3 +273,40 @@ fn non_loopback_bind_name_is_an_allowed_host() {
             .contains(&"handoff.internal".to_owned())
     );
 }
+
+#[test]
+fn command_executor_argv_from_json_words_or_toml() {
+    let load = |pairs: &[(&str, &str)]| {
+        Config::load(LoadOptions {
+            env: env(pairs),
+            ..LoadOptions::default()
+        })
+    };
+    let json = load(&[("HANDOFF_COMMAND_ARGV", r#"["my agent", "-p", "{prompt}"]"#)]).unwrap();
+    let command = json.executors.command.unwrap();
+    assert_eq!(command.argv, ["my agent", "-p", "{prompt}"]);
+    assert_eq!(command.prompt_via, crate::PromptVia::Stdin);
+    assert!(!command.messages_via_stdin);
+    let words = load(&[("HANDOFF_COMMAND_ARGV", "cat -")]).unwrap();
+    assert_eq!(words.executors.command.unwrap().argv, ["cat", "-"]);
+    assert!(load(&[]).unwrap().executors.command.is_none());
+    for bad in ["[]", "[1, 2]", "   ", "[\"unterminated"] {
+        let err = load(&[("HANDOFF_COMMAND_ARGV", bad)]).unwrap_err().to_string();
+        assert!(err.contains("HANDOFF_COMMAND_ARGV"), "{bad}: {err}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        &dir,
+        "handoff.toml",
+        "[executors.command]\nargv = [\"bash\", \"-c\", \"{prompt}\"]\nprompt_via = \"argument\"\n",
+    );
+    let from_file = Config::load(LoadOptions {
+        config_file: Some(file),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    let command = from_file.executors.command.unwrap();
+    assert_eq!(command.argv, ["bash", "-c", "{prompt}"]);
+    assert_eq!(command.prompt_via, crate::PromptVia::Argument);
+}

@@ -99,7 +99,7 @@ settings! {
     "tasks.workdir_cleanup" [env("HANDOFF_WORKDIR_CLEANUP")]: "retain (remove with the task at retention) or on_completion";
     "executors.command.argv" [env("HANDOFF_COMMAND_ARGV")]: "argv of the `command` executor: a JSON array, or words split on spaces; {prompt}, {task_id}, {workdir} are substituted";
     "executors.command.prompt_via" [env("HANDOFF_COMMAND_PROMPT_VIA")]: "stdin or argument (the {prompt} placeholder)";
-    "executors.command.messages_via_stdin" [env("HANDOFF_COMMAND_MESSAGES_VIA_STDIN")]: "keep stdin open and deliver send_task_message as JSON lines";
+    "executors.command.messages_via_stdin" [env("HANDOFF_COMMAND_MESSAGES_VIA_STDIN")]: "keep stdin open after the prompt and deliver send_task_message as JSON lines (off: stdin closes after the prompt, so programs reading it to the end can start)";
     "runner.cpu_limit" [env("HANDOFF_RUNNER_CPU_LIMIT"), env("RUNNER_CPU_LIMIT")]: "CPUs per task (e.g. 2.0)";
     "runner.memory_limit" [env("HANDOFF_RUNNER_MEMORY_LIMIT"), env("RUNNER_MEMORY_LIMIT")]: "memory per task (e.g. 2g)";
     "runner.image" [env("HANDOFF_RUNNER_IMAGE"), env("RUNNER_IMAGE")]: "container image for the container isolation level";

@@ -202,7 +202,7 @@ pub(crate) async fn read(
         size,
         offset,
         bytes_read: kept,
-        has_more: offset + kept < size,
+        has_more: offset.saturating_add(kept) < size,
         content,
         binary,
     })

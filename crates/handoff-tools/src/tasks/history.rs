@@ -125,7 +125,7 @@ impl Tool for GetTaskHistoryTool {
         };
         Ok(GetTaskHistoryOutput {
             task: TaskView::from(&history.task),
-            has_more: offset + (history.events.len() as u64) < history.total_events,
+            has_more: offset.saturating_add(history.events.len() as u64) < history.total_events,
             events: history.events.iter().map(EventView::from).collect(),
             total_events: history.total_events,
             events_offset: offset,

@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 use super::harness::{Server, require, run_client, start, start_in};
 
 /// Tasks are bash scripts: the description is the script.
-const SCRIPT_EXECUTOR: [(&str, &str); 2] = [
+const SCRIPT_EXECUTOR: [(&str, &str); 3] = [
     ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
     ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
+    ("HANDOFF_COMMAND_MESSAGES_VIA_STDIN", "true"),
 ];
 
 fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
