@@ -146,6 +146,8 @@ pub struct TaskConfig {
     pub workdir_roots: Vec<PathBuf>,
     /// When Handoff-created working directories are removed.
     pub workdir_cleanup: WorkdirCleanup,
+    /// Each new task directory is a worktree of this repository.
+    pub git_repository: Option<PathBuf>,
 }
 
 /// When Handoff removes the working directories it created.

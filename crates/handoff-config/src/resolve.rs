@@ -305,6 +305,7 @@ impl Config {
                 .map(PathBuf::from)
                 .collect(),
             workdir_cleanup: r.get("tasks.workdir_cleanup", WorkdirCleanup::Retain)?,
+            git_repository: r.optional("tasks.git_repository")?,
         };
         let command_argv = r.optional::<Argv>("executors.command.argv")?;
         let prompt_via = r.get("executors.command.prompt_via", PromptVia::Stdin)?;

@@ -291,7 +291,9 @@ fn command_executor_argv_from_json_words_or_toml() {
     assert_eq!(words.executors.command.unwrap().argv, ["cat", "-"]);
     assert!(load(&[]).unwrap().executors.command.is_none());
     for bad in ["[]", "[1, 2]", "   ", "[\"unterminated"] {
-        let err = load(&[("HANDOFF_COMMAND_ARGV", bad)]).unwrap_err().to_string();
+        let err = load(&[("HANDOFF_COMMAND_ARGV", bad)])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("HANDOFF_COMMAND_ARGV"), "{bad}: {err}");
     }
 

@@ -96,6 +96,7 @@ settings! {
     "tasks.artifact_max_bytes" [env("HANDOFF_ARTIFACT_MAX_BYTES")]: "largest output/log kept per task (beyond it the artifact is marked capped)";
     "tasks.artifact_inline_bytes" [env("HANDOFF_ARTIFACT_INLINE_BYTES")]: "artifacts larger than this are spilled to files under the data dir";
     "tasks.workdir_roots" [env("HANDOFF_WORKDIR_ROOTS")]: "directories inside which execute_task may name its own workdir";
+    "tasks.git_repository" [env("HANDOFF_GIT_REPOSITORY")]: "a git repository whose worktree (detached at HEAD) becomes each new task directory";
     "tasks.workdir_cleanup" [env("HANDOFF_WORKDIR_CLEANUP")]: "retain (remove with the task at retention) or on_completion";
     "executors.command.argv" [env("HANDOFF_COMMAND_ARGV")]: "argv of the `command` executor: a JSON array, or words split on spaces; {prompt}, {task_id}, {workdir} are substituted";
     "executors.command.prompt_via" [env("HANDOFF_COMMAND_PROMPT_VIA")]: "stdin or argument (the {prompt} placeholder)";

@@ -79,7 +79,11 @@ impl Engine {
         executors: ExecutorRegistry,
         metrics: EngineMetrics,
     ) -> Result<Self, EngineError> {
-        let workdirs = Workdirs::new(&config.workspace_dir, &config.tasks.workdir_roots)?;
+        let workdirs = Workdirs::new(
+            &config.workspace_dir,
+            &config.tasks.workdir_roots,
+            config.tasks.git_repository.as_deref(),
+        )?;
         let artifacts_dir = std::path::absolute(config.data_dir.join("artifacts"))
             .map_err(|e| EngineError::io("data dir", e))?;
         let rate = SubmissionRate::new(

@@ -17,6 +17,7 @@ mod run;
 mod scheduler;
 mod submit;
 mod workdir;
+mod worktree;
 
 pub use control::{Control, ControlReceipt, MessageReceipt};
 pub use engine::Engine;

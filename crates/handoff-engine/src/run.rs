@@ -69,11 +69,12 @@ async fn execute(
         Some(run) => run,
         None => {
             let workdir = PathBuf::from(&task.workdir);
-            if let Err(e) = tokio::fs::create_dir_all(&workdir).await {
-                return Ok(Finish::failed(format!(
-                    "could not create the working directory {}: {e}",
-                    workdir.display()
-                )));
+            if let Err(e) = inner
+                .workdirs
+                .prepare(&workdir, task.options.caller_workdir)
+                .await
+            {
+                return Ok(Finish::failed(e));
             }
             let prompt = compose_prompt(inner, task).await?;
             let spec = RunSpec {

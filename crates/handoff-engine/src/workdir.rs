@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use handoff_task::TaskId;
 
-use crate::EngineError;
+use crate::{EngineError, worktree};
 
 /// Where task directories may live.
 #[derive(Debug, Clone)]
@@ -11,11 +11,17 @@ pub(crate) struct Workdirs {
     root: PathBuf,
     /// Canonical roots a caller may choose a directory inside.
     allowed: Vec<PathBuf>,
+    /// New task directories are worktrees of this repository.
+    repository: Option<PathBuf>,
 }
 
 impl Workdirs {
     /// `root` is made absolute; unreadable allowed roots are dropped with a warning.
-    pub(crate) fn new(root: &Path, allowed: &[PathBuf]) -> Result<Self, EngineError> {
+    pub(crate) fn new(
+        root: &Path,
+        allowed: &[PathBuf],
+        repository: Option<&Path>,
+    ) -> Result<Self, EngineError> {
         let root = std::path::absolute(root)
             .map_err(|e| EngineError::io(format!("workspace dir {}", root.display()), e))?;
         let allowed = allowed
@@ -28,7 +34,40 @@ impl Workdirs {
                 }
             })
             .collect();
-        Ok(Self { root, allowed })
+        Ok(Self {
+            root,
+            allowed,
+            repository: repository.map(Path::to_owned),
+        })
+    }
+
+    /// Makes sure a task's directory exists before its run: a caller's directory must still be
+    /// there; Handoff's own is created (as a worktree when a repository is configured) or, after
+    /// a re-queue, reused as it was left.
+    pub(crate) async fn prepare(&self, dir: &Path, caller_chosen: bool) -> Result<(), String> {
+        if tokio::fs::metadata(dir).await.is_ok_and(|m| m.is_dir()) {
+            return Ok(());
+        }
+        if caller_chosen {
+            return Err(format!(
+                "the working directory {} no longer exists",
+                dir.display()
+            ));
+        }
+        if let Some(parent) = dir.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
+        }
+        match &self.repository {
+            Some(repo) => worktree::add(repo, dir).await,
+            None => tokio::fs::create_dir_all(dir).await.map_err(|e| {
+                format!(
+                    "could not create the working directory {}: {e}",
+                    dir.display()
+                )
+            }),
+        }
     }
 
     /// The directory Handoff creates for a task.
@@ -80,6 +119,9 @@ impl Workdirs {
         if !dir.starts_with(&self.root) || dir == self.root {
             return;
         }
+        if let Some(repo) = &self.repository {
+            worktree::remove(repo, dir).await;
+        }
         match tokio::fs::remove_dir_all(dir).await {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -98,7 +140,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let inside = allowed.path().join("repo");
         std::fs::create_dir(&inside).unwrap();
-        let dirs = Workdirs::new(Path::new("ws"), &[allowed.path().to_owned()]).unwrap();
+        let dirs = Workdirs::new(Path::new("ws"), &[allowed.path().to_owned()], None).unwrap();
         assert!(dirs.caller_chosen(inside.to_str().unwrap()).is_ok());
         assert!(
             dirs.caller_chosen(outside.path().to_str().unwrap())
@@ -112,7 +154,7 @@ mod tests {
 
     #[test]
     fn disabled_without_roots() {
-        let dirs = Workdirs::new(Path::new("ws"), &[]).unwrap();
+        let dirs = Workdirs::new(Path::new("ws"), &[], None).unwrap();
         let err = dirs.caller_chosen("/tmp").unwrap_err().to_string();
         assert!(err.contains("disabled"), "{err}");
     }

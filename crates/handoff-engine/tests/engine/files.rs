@@ -104,3 +104,52 @@ async fn caller_workdirs_must_be_inside_allowed_roots() {
         })
     ));
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_directories_can_be_worktrees_of_a_repository() {
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q"]);
+    std::fs::write(repo.path().join("README"), "hello\n").unwrap();
+    git(repo.path(), &["add", "README"]);
+    git(repo.path(), &["commit", "-q", "-m", "first"]);
+    let repo_path = repo.path().display().to_string();
+    let h = start(&[
+        ("HANDOFF_GIT_REPOSITORY", &repo_path),
+        ("HANDOFF_TASK_RETENTION_DAYS", "0"),
+    ])
+    .await;
+    let task = h
+        .submit(
+            "a",
+            "cat README && echo change >> README && git status --porcelain",
+        )
+        .await
+        .task;
+    assert_eq!(
+        h.wait_done("a", &task.id).await.status,
+        TaskStatus::Completed
+    );
+    assert_eq!(h.outputs("a", &task.id).await, ["hello", " M README"]);
+    assert!(git(repo.path(), &["worktree", "list"]).contains(task.id.as_str()));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("README")).unwrap(),
+        "hello\n",
+        "the repository's own checkout is untouched"
+    );
+
+    assert_eq!(h.engine.purge_expired().await.unwrap(), 1);
+    assert!(!git(repo.path(), &["worktree", "list"]).contains(task.id.as_str()));
+    assert!(!std::path::Path::new(&task.workdir).exists());
+}

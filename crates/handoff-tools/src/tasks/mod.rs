@@ -78,13 +78,22 @@ mod tests {
     #[test]
     fn task_tool_schemas_are_stable() {
         for (name, value) in [
-            ("execute_task", schemas::<execute::ExecuteTaskArgs, execute::ExecuteTaskOutput>()),
-            ("get_task_status", schemas::<status::GetTaskStatusArgs, status::GetTaskStatusOutput>()),
+            (
+                "execute_task",
+                schemas::<execute::ExecuteTaskArgs, execute::ExecuteTaskOutput>(),
+            ),
+            (
+                "get_task_status",
+                schemas::<status::GetTaskStatusArgs, status::GetTaskStatusOutput>(),
+            ),
             (
                 "get_task_history",
                 schemas::<history::GetTaskHistoryArgs, history::GetTaskHistoryOutput>(),
             ),
-            ("list_tasks", schemas::<list::ListTasksArgs, list::ListTasksOutput>()),
+            (
+                "list_tasks",
+                schemas::<list::ListTasksArgs, list::ListTasksOutput>(),
+            ),
             (
                 "send_task_message",
                 schemas::<message::SendTaskMessageArgs, message::SendTaskMessageOutput>(),
@@ -93,8 +102,14 @@ mod tests {
                 "send_task_control",
                 schemas::<control::SendTaskControlArgs, control::SendTaskControlOutput>(),
             ),
-            ("get_task_files", schemas::<files::GetTaskFilesArgs, files::GetTaskFilesOutput>()),
-            ("read_task_file", schemas::<files::ReadTaskFileArgs, files::ReadTaskFileOutput>()),
+            (
+                "get_task_files",
+                schemas::<files::GetTaskFilesArgs, files::GetTaskFilesOutput>(),
+            ),
+            (
+                "read_task_file",
+                schemas::<files::ReadTaskFileArgs, files::ReadTaskFileOutput>(),
+            ),
         ] {
             insta::assert_json_snapshot!(format!("{name}_schema"), value);
         }
