@@ -54,9 +54,12 @@ fn typescript_sdk_over_http() {
 #[test]
 fn typescript_sdk_over_stdio() {
     require("node_modules/@modelcontextprotocol/sdk");
+    // The spawned server keeps its task store in its working directory: a fresh one.
+    let cwd = tempfile::tempdir().unwrap();
     let mut cmd = node();
-    cmd.current_dir(interop_dir())
-        .args(["ts_client.mjs", "stdio", BIN]);
+    cmd.current_dir(cwd.path())
+        .arg(interop_dir().join("ts_client.mjs"))
+        .args(["stdio", BIN]);
     let report = json_line(&run_client(cmd, "TypeScript SDK stdio client"));
     assert_common(&report, &json!({"message": "from-ts"}), "agent-ts-stdio");
     assert_eq!(report["server"]["name"], "handoff");
@@ -81,9 +84,11 @@ fn python_sdk_over_http_both_eras() {
 
 #[test]
 fn python_sdk_over_stdio() {
+    let cwd = tempfile::tempdir().unwrap();
     let mut cmd = python();
-    cmd.current_dir(interop_dir())
-        .args(["py_client.py", "stdio", BIN]);
+    cmd.current_dir(cwd.path())
+        .arg(interop_dir().join("py_client.py"))
+        .args(["stdio", BIN]);
     let report = json_line(&run_client(cmd, "Python SDK stdio client"));
     assert_common(
         &report,
