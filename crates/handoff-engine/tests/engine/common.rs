@@ -99,18 +99,7 @@ impl Harness {
     /// Polls until an output line satisfying `pred` was recorded; returns that line.
     pub async fn wait_output(&self, who: &str, id: &TaskId, pred: impl Fn(&str) -> bool) -> String {
         for _ in 0..400 {
-            let history = self
-                .engine
-                .history(&agent(who), id, 0, 1000, false)
-                .await
-                .unwrap();
-            if let Some(line) = history
-                .events
-                .iter()
-                .filter(|e| e.kind == EventKind::Output)
-                .map(|e| e.message.clone())
-                .find(|m| pred(m))
-            {
+            if let Some(line) = self.outputs(who, id).await.into_iter().find(|m| pred(m)) {
                 return line;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
@@ -118,6 +107,7 @@ impl Harness {
         panic!("no matching output from {id}");
     }
 
+    /// Every output line recorded so far, in order.
     pub async fn outputs(&self, who: &str, id: &TaskId) -> Vec<String> {
         let history = self
             .engine

@@ -6,14 +6,6 @@ use serde::{Deserialize, Serialize};
 use super::{caller, failure::tool_error};
 use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
 
-fn read_only() -> ToolAnnotations {
-    ToolAnnotations {
-        read_only: true,
-        idempotent: true,
-        ..ToolAnnotations::default()
-    }
-}
-
 /// Arguments of `get_task_files`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -91,7 +83,7 @@ impl Tool for GetTaskFilesTool {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        read_only()
+        super::read_only()
     }
 
     async fn call(
@@ -193,7 +185,7 @@ impl Tool for ReadTaskFileTool {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        read_only()
+        super::read_only()
     }
 
     async fn call(

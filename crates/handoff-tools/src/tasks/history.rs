@@ -86,11 +86,7 @@ impl Tool for GetTaskHistoryTool {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            idempotent: true,
-            ..ToolAnnotations::default()
-        }
+        super::read_only()
     }
 
     async fn call(

@@ -57,11 +57,7 @@ impl Tool for ListTasksTool {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            idempotent: true,
-            ..ToolAnnotations::default()
-        }
+        super::read_only()
     }
 
     async fn call(

@@ -50,6 +50,15 @@ pub fn register(
     Ok(())
 }
 
+/// Hints of the tools that only read.
+fn read_only() -> crate::ToolAnnotations {
+    crate::ToolAnnotations {
+        read_only: true,
+        idempotent: true,
+        ..crate::ToolAnnotations::default()
+    }
+}
+
 /// The calling agent: the `agent_id` argument (the pipeline fills it from `x-agent-id`).
 fn caller(tool: &str, agent: Option<AgentId>) -> Result<AgentId, ToolError> {
     agent.ok_or_else(|| ToolError::InvalidArguments {

@@ -55,11 +55,7 @@ impl Tool for GetTaskStatusTool {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            idempotent: true,
-            ..ToolAnnotations::default()
-        }
+        super::read_only()
     }
 
     async fn call(
