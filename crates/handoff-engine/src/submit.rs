@@ -118,13 +118,6 @@ impl Engine {
             Some(requested) => (inner.workdirs.caller_chosen(requested)?, true),
             None => (inner.workdirs.for_task(&id), false),
         };
-        if let Err(wait) = inner.rate.check(agent) {
-            inner.metrics.refused("rate_limited");
-            return Err(EngineError::RateLimited {
-                agent: agent.to_string(),
-                retry_after: wait,
-            });
-        }
         let now = unix_millis_now();
         let window = i64::try_from(limits.idempotency_window.as_millis()).unwrap_or(i64::MAX);
         let claim = req
@@ -135,6 +128,25 @@ impl Engine {
                 key,
                 not_before: now.saturating_sub(window),
             });
+        // A replay of an earlier submission is an answer, not a new submission: it costs no
+        // rate-limit token (the insert below repeats the check race-free).
+        if let Some(claim) = &claim
+            && let Some(task) = inner.store.find_idempotent(agent, claim).await?
+        {
+            let queue_position = inner.store.queue_position(&task.id).await?;
+            return Ok(Submitted {
+                task,
+                created: false,
+                queue_position,
+            });
+        }
+        if let Err(wait) = inner.rate.check(agent) {
+            inner.metrics.refused("rate_limited");
+            return Err(EngineError::RateLimited {
+                agent: agent.to_string(),
+                retry_after: wait,
+            });
+        }
         let task = NewTask {
             id,
             agent_id: agent.clone(),

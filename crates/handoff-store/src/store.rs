@@ -105,6 +105,14 @@ pub trait Store: Send + Sync + 'static {
         max_queued: u32,
     ) -> Result<InsertOutcome, StoreError>;
 
+    /// The task an unexpired idempotency key of `agent` names, if any (a read; `insert_task`
+    /// repeats the check race-free).
+    async fn find_idempotent(
+        &self,
+        agent: &AgentId,
+        claim: &IdempotencyClaim,
+    ) -> Result<Option<Task>, StoreError>;
+
     /// One task.
     async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError>;
 

@@ -181,6 +181,31 @@ async fn submissions_are_rate_limited_per_agent() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replaying_an_idempotency_key_costs_no_rate_token() {
+    let h = start(&[
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "1"),
+        ("HANDOFF_SUBMISSION_BURST", "1"),
+    ])
+    .await;
+    let keyed = handoff_engine::SubmitRequest {
+        idempotency_key: Some("once".into()),
+        ..script("true")
+    };
+    let first = h.engine.submit(&agent("a"), keyed.clone()).await.unwrap();
+    for _ in 0..3 {
+        let again = h.engine.submit(&agent("a"), keyed.clone()).await.unwrap();
+        assert_eq!(
+            (again.task.id.clone(), again.created),
+            (first.task.id.clone(), false)
+        );
+    }
+    assert!(matches!(
+        h.engine.submit(&agent("a"), script("true")).await,
+        Err(EngineError::RateLimited { .. })
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_outputs_are_kept_whole_in_a_file() {
     let h = start(&[("HANDOFF_ARTIFACT_INLINE_BYTES", "1k")]).await;
     let id = h.submit("a", "seq 1 20000").await.task.id;

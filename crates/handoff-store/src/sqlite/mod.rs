@@ -17,7 +17,7 @@ mod tasks;
 use std::{path::Path, time::Duration};
 
 use async_trait::async_trait;
-use handoff_task::{Artifact, NewEvent, NewTask, Task, TaskEvent, TaskId, TaskStatus};
+use handoff_task::{AgentId, Artifact, NewEvent, NewTask, Task, TaskEvent, TaskId, TaskStatus};
 use serde_json::Value;
 use sqlx::{
     Sqlite, SqlitePool, Transaction,
@@ -135,6 +135,15 @@ impl Store for SqliteStore {
         let updated = tasks::set_status(&mut tx, id, change).await?;
         tx.commit().await?;
         Ok(updated)
+    }
+
+    async fn find_idempotent(
+        &self,
+        agent: &AgentId,
+        claim: &IdempotencyClaim,
+    ) -> Result<Option<Task>, StoreError> {
+        let mut conn = self.read.acquire().await?;
+        tasks::find_idempotent(&mut conn, agent, claim).await
     }
 
     async fn requeue(

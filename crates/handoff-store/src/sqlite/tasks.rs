@@ -1,7 +1,7 @@
 //! Task rows: submission, claiming, state changes, listing and purging. Functions taking a
 //! `SqliteConnection` run inside the caller's write transaction; those taking a pool only read.
 
-use handoff_task::{NewTask, Task, TaskId, TaskStatus};
+use handoff_task::{AgentId, NewTask, Task, TaskId, TaskStatus};
 use serde_json::json;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 
@@ -39,6 +39,27 @@ async fn count_in(conn: &mut SqliteConnection, statuses: &[TaskStatus]) -> Resul
     Ok(qb.build_query_scalar().fetch_one(&mut *conn).await?)
 }
 
+/// See [`crate::Store::find_idempotent`].
+pub(super) async fn find_idempotent(
+    conn: &mut SqliteConnection,
+    agent: &AgentId,
+    claim: &IdempotencyClaim,
+) -> Result<Option<Task>, StoreError> {
+    let existing: Option<String> = sqlx::query_scalar(
+        "SELECT task_id FROM idempotency_keys \
+         WHERE agent_id = ? AND key = ? AND created_at >= ?",
+    )
+    .bind(agent.as_str())
+    .bind(claim.key.as_str())
+    .bind(claim.not_before)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match existing {
+        Some(id) => fetch_task(conn, &id).await,
+        None => Ok(None),
+    }
+}
+
 /// See [`crate::Store::insert_task`]. Check order matters: a duplicate submission is answered
 /// even when the queue is full, and a refused one writes nothing (no key captured).
 pub(super) async fn insert(
@@ -47,21 +68,10 @@ pub(super) async fn insert(
     idempotency: Option<&IdempotencyClaim>,
     max_queued: u32,
 ) -> Result<InsertOutcome, StoreError> {
-    if let Some(claim) = idempotency {
-        let existing: Option<String> = sqlx::query_scalar(
-            "SELECT task_id FROM idempotency_keys \
-             WHERE agent_id = ? AND key = ? AND created_at >= ?",
-        )
-        .bind(task.agent_id.as_str())
-        .bind(claim.key.as_str())
-        .bind(claim.not_before)
-        .fetch_optional(&mut *conn)
-        .await?;
-        if let Some(existing) = existing
-            && let Some(found) = fetch_task(conn, &existing).await?
-        {
-            return Ok(InsertOutcome::Existing(found));
-        }
+    if let Some(claim) = idempotency
+        && let Some(found) = find_idempotent(conn, &task.agent_id, claim).await?
+    {
+        return Ok(InsertOutcome::Existing(found));
     }
 
     let queued = to_u64(count_in(conn, &[TaskStatus::Queued]).await?);

@@ -457,3 +457,29 @@ fn kill_dash_nine_then_restart_accounts_for_every_task() {
         .collect();
     assert_eq!(statuses, ["completed", "completed", "failed"]);
 }
+
+#[test]
+fn the_per_agent_limit_leaves_room_for_other_agents() {
+    let server = start(&env(&[
+        ("HANDOFF_MAX_CONCURRENT_TASKS", "10"),
+        ("HANDOFF_MAX_CONCURRENT_PER_AGENT", "1"),
+    ]));
+    let submit = json!({"name": "execute_task", "arguments": {"task_description": "sleep 30"}});
+    let mine = calls(&server, "agent-x", json!([submit, submit]));
+    let theirs = calls(&server, "agent-y", json!([submit]));
+    let (x1, x2, y1) = (task_id(&mine[0]), task_id(&mine[1]), task_id(&theirs[0]));
+    wait_status(&server, "agent-x", &x1, &["running"]);
+    wait_status(&server, "agent-y", &y1, &["running"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let waiting = wait_status(&server, "agent-x", &x2, &["queued"]);
+    assert_eq!(waiting["queue_position"], 1);
+    for (agent, id) in [("agent-x", &x2), ("agent-x", &x1), ("agent-y", &y1)] {
+        let stop = call(
+            &server,
+            agent,
+            "send_task_control",
+            json!({"task_id": id, "control": "cancel"}),
+        );
+        assert_eq!(ok(&stop)["status"], "cancelled");
+    }
+}
