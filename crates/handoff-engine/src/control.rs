@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use handoff_runner::{RunControl, RunnerError};
+use handoff_runner::{Capabilities, RunControl, RunnerError};
 use handoff_task::{
     AgentId, EventKind, MessageType, NewEvent, Task, TaskId, TaskStatus, unix_millis_now,
 };
@@ -33,6 +33,31 @@ impl Control {
             Control::Cancel => "cancel",
             Control::Pause => "pause",
             Control::Resume => "resume",
+        }
+    }
+}
+
+/// What a steering request needs from the executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Steer {
+    Pause,
+    Resume,
+    Message,
+}
+
+impl Steer {
+    fn name(self) -> &'static str {
+        match self {
+            Steer::Pause => "pause",
+            Steer::Resume => "resume",
+            Steer::Message => "messages",
+        }
+    }
+
+    fn supported_by(self, caps: Capabilities) -> bool {
+        match self {
+            Steer::Pause | Steer::Resume => caps.pause,
+            Steer::Message => caps.messages,
         }
     }
 }
@@ -176,7 +201,7 @@ impl Engine {
                 changed: false,
             }),
             TaskStatus::Running => {
-                let control = self.steering(&task, "pause").await?;
+                let control = self.steering(&task, Steer::Pause).await?;
                 let paused = control.pause().await;
                 self.inner
                     .metrics
@@ -203,7 +228,7 @@ impl Engine {
                 changed: false,
             }),
             TaskStatus::Paused => {
-                let control = self.steering(&task, "resume").await?;
+                let control = self.steering(&task, Steer::Resume).await?;
                 let resumed = control.resume().await;
                 self.inner
                     .metrics
@@ -240,7 +265,7 @@ impl Engine {
             )));
         }
         let (delivered, note) = if task.status.is_active() {
-            match self.steering(&task, "messages").await {
+            match self.steering(&task, Steer::Message).await {
                 Ok(control) => {
                     let sent = control
                         .send_message(&format!("[{message_type}] {message}"))
@@ -281,11 +306,11 @@ impl Engine {
         })
     }
 
-    /// The running executor's steering handle, once it has started, if it supports `action`.
+    /// The running executor's steering handle, once it has started, if it supports `steer`.
     async fn steering(
         &self,
         task: &Task,
-        action: &'static str,
+        steer: Steer,
     ) -> Result<Arc<dyn RunControl>, EngineError> {
         let deadline = tokio::time::Instant::now() + START_WAIT;
         loop {
@@ -296,15 +321,10 @@ impl Engine {
                 .map(|run| (run.control.clone(), run.capabilities));
             match state {
                 Some((Some(control), caps)) => {
-                    let supported = match action {
-                        "pause" | "resume" => caps.pause,
-                        "messages" => caps.messages,
-                        _ => true,
-                    };
-                    if !supported {
+                    if !steer.supported_by(caps) {
                         return Err(RunnerError::Unsupported {
                             executor: task.executor.clone(),
-                            action,
+                            action: steer.name(),
                         }
                         .into());
                     }
@@ -315,8 +335,9 @@ impl Engine {
                 }
                 _ => {
                     return Err(EngineError::Conflict(format!(
-                        "task {} has no run in this server to {action}",
-                        task.id
+                        "task {} has no run in this server to {}",
+                        task.id,
+                        steer.name()
                     )));
                 }
             }
