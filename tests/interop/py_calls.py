@@ -3,7 +3,8 @@
 usage: py_calls.py URL AGENT_ID < calls.json
 calls.json is a JSON array; each item is {"name": ..., "arguments": {...}} or
 {"parallel": [call, ...]} (sent concurrently). Prints a JSON array with one result per call:
-{"is_error": bool, "structured": {...} | null, "text": "..."} (a list for parallel items).
+{"is_error": bool, "structured": {...} | null, "text": "...", "progress": [messages]} (a list for
+parallel items).
 Exits non-zero on any protocol failure.
 """
 
@@ -17,9 +18,19 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 async def call(client, item):
-    result = await client.call_tool(item["name"], item.get("arguments", {}))
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append(message)
+
+    result = await client.call_tool(item["name"], item.get("arguments", {}), progress_callback=on_progress)
     text = result.content[0].text if result.content else ""
-    return {"is_error": bool(result.is_error), "structured": result.structured_content, "text": text}
+    return {
+        "is_error": bool(result.is_error),
+        "structured": result.structured_content,
+        "text": text,
+        "progress": progress,
+    }
 
 
 async def main(url, agent):

@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 use super::{caller, failure::tool_error};
 use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
 
+/// How often a `sync` call reports progress while it waits.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
 /// Output lines a finished `sync` call returns.
 const OUTPUT_TAIL_LINES: u32 = 20;
 
@@ -160,11 +163,21 @@ impl Tool for ExecuteTaskTool {
                 ),
                 None => self.sync_wait,
             };
-            let waited = tokio::select! {
-                waited = self.engine.wait(&agent, &task.id, limit) => waited,
-                () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled { tool: name.to_owned() }),
-            };
-            task = waited.map_err(|e| tool_error(name, e))?;
+            let until = Instant::now() + limit;
+            loop {
+                let step = PROGRESS_EVERY.min(until.saturating_duration_since(Instant::now()));
+                let waited = tokio::select! {
+                    waited = self.engine.wait(&agent, &task.id, step) => waited,
+                    () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled { tool: name.to_owned() }),
+                };
+                task = waited.map_err(|e| tool_error(name, e))?;
+                if task.status.is_terminal() || Instant::now() >= until {
+                    break;
+                }
+                // A heartbeat the client can show, and a sign of life on long waits.
+                ctx.progress(format!("task {} is {}", task.id, task.status))
+                    .await;
+            }
             if task.status != TaskStatus::Queued {
                 queue_position = None;
             }

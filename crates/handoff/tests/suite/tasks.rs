@@ -483,3 +483,39 @@ fn the_per_agent_limit_leaves_room_for_other_agents() {
         assert_eq!(ok(&stop)["status"], "cancelled");
     }
 }
+
+#[test]
+fn a_sync_call_reports_progress_while_it_waits() {
+    let server = start(&env(&[("HANDOFF_SYNC_WAIT_MS", "20000")]));
+    let result = call(
+        &server,
+        "agent-a",
+        "execute_task",
+        json!({"task_description": "sleep 4.5; echo finally", "sync": true}),
+    );
+    assert_eq!(ok(&result)["status"], "completed");
+    assert_eq!(ok(&result)["output_tail"], json!(["finally"]));
+    let progress = result["progress"].as_array().unwrap();
+    assert!(!progress.is_empty(), "no progress notifications: {result}");
+    assert!(
+        progress[0].as_str().unwrap().ends_with("is running"),
+        "{progress:?}"
+    );
+
+    // A sync call that outlasts the limit answers `running` with a hint.
+    let short = start(&env(&[("HANDOFF_SYNC_WAIT_MS", "300")]));
+    let result = call(
+        &short,
+        "agent-a",
+        "execute_task",
+        json!({"task_description": "sleep 30", "sync": true}),
+    );
+    let status = ok(&result)["status"].as_str().unwrap();
+    assert!(["running", "queued"].contains(&status), "{result}");
+    assert!(
+        ok(&result)["message"]
+            .as_str()
+            .unwrap()
+            .contains("poll get_task_status")
+    );
+}
