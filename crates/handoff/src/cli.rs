@@ -37,6 +37,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Measure Handoff against a no-MCP floor server in one run (prints a table).
+    Bench(BenchArgs),
+    /// The floor server `handoff bench` measures against (started by it).
+    #[command(hide = true)]
+    BenchFloor,
+}
+
+/// Options of `handoff bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A few seconds, only to prove the benchmark works.
+    #[arg(long)]
+    pub smoke: bool,
+    /// Concurrency levels, comma-separated (default 1,16,64,256,1000).
+    #[arg(long, value_delimiter = ',')]
+    pub clients: Option<Vec<usize>>,
+    /// Seconds per load step (default 3).
+    #[arg(long)]
+    pub step_secs: Option<f64>,
+    /// Seconds of soak (default 300).
+    #[arg(long)]
+    pub soak_secs: Option<u64>,
 }
 
 /// Options of `handoff serve`.

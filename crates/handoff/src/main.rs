@@ -12,7 +12,7 @@ use handoff_server::{App, serve_http, serve_stdio};
 use handoff_tools::AgentId;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Cli, Command, ServeArgs};
+use crate::cli::{BenchArgs, Cli, Command, ServeArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -27,6 +27,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Config { json } => print_config(&config, json),
         Command::Serve(args) => serve(config, args),
+        Command::Bench(args) => bench(args),
+        Command::BenchFloor => bench_floor(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -88,6 +90,33 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("handoff stopped");
         Ok(())
     })
+}
+
+fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    let mut options = if args.smoke {
+        handoff_bench::BenchOptions::smoke()
+    } else {
+        handoff_bench::BenchOptions::full()
+    };
+    if let Some(clients) = args.clients {
+        options.clients = clients;
+    }
+    if let Some(secs) = args.step_secs {
+        options.step = std::time::Duration::from_secs_f64(secs);
+    }
+    if let Some(secs) = args.soak_secs {
+        options.soak = std::time::Duration::from_secs(secs);
+    }
+    let exe = std::env::current_exe().context("finding the handoff binary")?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(handoff_bench::run(&exe, &options))?;
+    Ok(())
+}
+
+fn bench_floor() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(handoff_bench::serve_floor(0))?;
+    Ok(())
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.

@@ -1,0 +1,151 @@
+//! A minimal MCP client over Streamable HTTP, both eras, for load generation.
+
+use reqwest::{Client, header::HeaderMap};
+use serde_json::{Value, json};
+
+use crate::ops::Op;
+
+/// Which protocol era a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// `initialize` + `Mcp-Session-Id` (2025-06-18).
+    Session,
+    /// 2026-07-28 stateless requests (`_meta` + `Mcp-Method` headers).
+    Stateless,
+    /// The floor: the bare JSON-RPC body, no MCP headers.
+    Floor,
+}
+
+impl Era {
+    /// The era's name in reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Era::Session => "session",
+            Era::Stateless => "stateless",
+            Era::Floor => "floor",
+        }
+    }
+}
+
+/// One simulated MCP client.
+pub(crate) struct McpClient {
+    http: Client,
+    url: String,
+    era: Era,
+    agent: String,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl McpClient {
+    /// Connects: a session-era client initializes first.
+    pub(crate) async fn connect(
+        http: Client,
+        url: &str,
+        era: Era,
+        agent: &str,
+    ) -> Result<Self, String> {
+        let mut client = Self {
+            http,
+            url: url.to_owned(),
+            era,
+            agent: agent.to_owned(),
+            session: None,
+            next_id: 1,
+        };
+        if era == Era::Session {
+            let init = json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "handoff-bench", "version": "1"}
+                }
+            });
+            let (headers, _) = client.post(&init, &[]).await?;
+            let session = headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .ok_or("initialize returned no session id")?
+                .to_owned();
+            client.session = Some(session);
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            client.post(&note, &[]).await?;
+        }
+        Ok(client)
+    }
+
+    /// Sends one op; `Err` on transport errors, JSON-RPC errors and `isError` results.
+    pub(crate) async fn call(&mut self, op: Op, task_id: &str) -> Result<Value, String> {
+        let (method, name) = op.method();
+        let mut params = op.params(task_id);
+        let mut extra = Vec::new();
+        if self.era == Era::Stateless {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "handoff-bench", "version": "1"}
+            });
+            extra.push(("mcp-method", method));
+            if let Some(name) = name {
+                extra.push(("mcp-name", name));
+            }
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let (_, reply) = self.post(&body, &extra).await?;
+        if let Some(error) = reply.get("error") {
+            return Err(format!("JSON-RPC error: {error}"));
+        }
+        let result = reply.get("result").cloned().unwrap_or(Value::Null);
+        if result.get("isError") == Some(&Value::Bool(true)) {
+            return Err(format!("tool error: {result}"));
+        }
+        Ok(result)
+    }
+
+    async fn post(
+        &self,
+        body: &Value,
+        extra: &[(&str, &str)],
+    ) -> Result<(HeaderMap, Value), String> {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("x-agent-id", &self.agent)
+            .json(body);
+        match (self.era, &self.session) {
+            (Era::Session, Some(session)) => {
+                request = request
+                    .header("mcp-session-id", session)
+                    .header("mcp-protocol-version", "2025-06-18");
+            }
+            (Era::Stateless, _) => request = request.header("mcp-protocol-version", "2026-07-28"),
+            _ => {}
+        }
+        for (name, value) in extra {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        if !status.is_success() {
+            return Err(format!("HTTP {status}: {text}"));
+        }
+        if text.is_empty() {
+            return Ok((headers, Value::Null));
+        }
+        // JSON responses are configured; an SSE body carries the message in its data line.
+        let json_text = text
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("data:"))
+            .map_or(text.as_str(), str::trim);
+        let value =
+            serde_json::from_str(json_text).map_err(|e| format!("bad body ({e}): {text}"))?;
+        Ok((headers, value))
+    }
+}

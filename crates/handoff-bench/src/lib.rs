@@ -1,0 +1,20 @@
+//! `handoff bench`: a load generator that speaks MCP Streamable HTTP (legacy sessions and
+//! 2026-07-28 stateless requests) against a real `handoff serve` process, and the same load
+//! against a floor server with no MCP machinery, so every figure comes with its ratio to the
+//! floor measured in the same run. Also: cold start, a soak at a fixed rate, and memory after
+//! abandoned sessions.
+
+mod client;
+mod error;
+mod floor;
+mod load;
+mod ops;
+mod proc;
+mod report;
+mod run;
+mod soak;
+mod target;
+
+pub use error::BenchError;
+pub use floor::serve_floor;
+pub use run::{BenchOptions, run};

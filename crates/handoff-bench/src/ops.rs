@@ -1,0 +1,57 @@
+//! The operations the generator sends, as JSON-RPC bodies.
+
+use serde_json::{Value, json};
+
+/// One kind of request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// `tools/call ping`.
+    Ping,
+    /// `tools/list`.
+    ToolsList,
+    /// `tools/call get_task_status` of an existing task.
+    GetTaskStatus,
+    /// `tools/call list_tasks`.
+    ListTasks,
+    /// `tools/call execute_task` (the `command` executor runs `true`).
+    ExecuteTask,
+}
+
+impl Op {
+    /// The op's name in reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Op::Ping => "ping",
+            Op::ToolsList => "tools/list",
+            Op::GetTaskStatus => "get_task_status",
+            Op::ListTasks => "list_tasks",
+            Op::ExecuteTask => "execute_task",
+        }
+    }
+
+    /// JSON-RPC method and, for tool calls, the tool name (the 2026-07-28 headers need both).
+    pub(crate) fn method(self) -> (&'static str, Option<&'static str>) {
+        match self {
+            Op::ToolsList => ("tools/list", None),
+            Op::Ping => ("tools/call", Some("ping")),
+            Op::GetTaskStatus => ("tools/call", Some("get_task_status")),
+            Op::ListTasks => ("tools/call", Some("list_tasks")),
+            Op::ExecuteTask => ("tools/call", Some("execute_task")),
+        }
+    }
+
+    /// The request's params.
+    pub(crate) fn params(self, task_id: &str) -> Value {
+        match self {
+            Op::ToolsList => json!({}),
+            Op::Ping => json!({"name": "ping", "arguments": {"message": "bench"}}),
+            Op::GetTaskStatus => {
+                json!({"name": "get_task_status", "arguments": {"task_id": task_id}})
+            }
+            Op::ListTasks => json!({"name": "list_tasks", "arguments": {"limit": 20}}),
+            Op::ExecuteTask => {
+                json!({"name": "execute_task", "arguments": {"task_description": "bench"}})
+            }
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! The benchmark plan and its order.
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use reqwest::Client;
+
+use crate::{
+    BenchError,
+    client::{Era, McpClient},
+    load::{LoadResult, Step, step},
+    ops::Op,
+    proc::ProcSample,
+    report,
+    soak::{abandon_sessions, soak},
+    target::Target,
+};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Concurrency levels.
+    pub clients: Vec<usize>,
+    /// Length of each load step.
+    pub step: Duration,
+    /// Length of the soak.
+    pub soak: Duration,
+    /// Soak windows (p99 per window).
+    pub soak_windows: u32,
+    /// Soak request rate per second.
+    pub soak_rate: u32,
+    /// Sessions opened and abandoned for the memory check.
+    pub abandoned: usize,
+    /// Server idle timeout for legacy sessions during the run.
+    pub idle_timeout: Duration,
+    /// Cold starts measured.
+    pub cold_starts: usize,
+}
+
+impl BenchOptions {
+    /// The full run the issue describes (several minutes on 2 cores).
+    pub fn full() -> Self {
+        Self {
+            clients: vec![1, 16, 64, 256, 1000],
+            step: Duration::from_secs(3),
+            soak: Duration::from_secs(300),
+            soak_windows: 5,
+            soak_rate: 200,
+            abandoned: 1000,
+            idle_timeout: Duration::from_secs(10),
+            cold_starts: 5,
+        }
+    }
+
+    /// A few seconds, to prove the benchmark still works (CI); figures mean little.
+    pub fn smoke() -> Self {
+        Self {
+            clients: vec![1, 4],
+            step: Duration::from_millis(300),
+            soak: Duration::from_secs(2),
+            soak_windows: 2,
+            soak_rate: 50,
+            abandoned: 20,
+            idle_timeout: Duration::from_secs(1),
+            cold_starts: 1,
+        }
+    }
+}
+
+fn http() -> Result<Client, BenchError> {
+    // reqwest is built with rustls on ring only; the provider must be installed once.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Client::builder()
+        .pool_max_idle_per_host(usize::MAX)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .map_err(|e| BenchError::Setup(format!("HTTP client: {e}")))
+}
+
+fn server_env(options: &BenchOptions) -> Vec<(&'static str, String)> {
+    vec![
+        ("HANDOFF_COMMAND_ARGV", r#"["true"]"#.to_owned()),
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0".to_owned()),
+        ("HANDOFF_MAX_QUEUED_TASKS", "1000000".to_owned()),
+        ("HANDOFF_MAX_CONCURRENT_TASKS", "4".to_owned()),
+        (
+            "HANDOFF_SESSION_IDLE_TIMEOUT_SECS",
+            options.idle_timeout.as_secs().max(1).to_string(),
+        ),
+    ]
+}
+
+/// Spawn → first answered `initialize`, `count` times; the median in milliseconds.
+async fn cold_start(exe: &Path, http: &Client, options: &BenchOptions) -> Result<f64, BenchError> {
+    let mut samples = Vec::new();
+    for _ in 0..options.cold_starts.max(1) {
+        let at = Instant::now();
+        let target = Target::handoff(exe, &server_env(options)).await?;
+        McpClient::connect(http.clone(), &target.url, Era::Session, "bench-cold")
+            .await
+            .map_err(BenchError::Setup)?;
+        samples.push(at.elapsed().as_secs_f64() * 1e3);
+        target.stop().await;
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
+
+/// Runs everything and prints the report on stdout.
+pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
+    let http = http()?;
+    println!(
+        "# handoff bench — {} CPUs",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let cold_ms = cold_start(exe, &http, options).await?;
+
+    let handoff = Target::handoff(exe, &server_env(options)).await?;
+    let floor = Target::floor(exe).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle_rss = ProcSample::of(handoff.pid).rss_bytes;
+    let mut setup =
+        McpClient::connect(http.clone(), &handoff.url, Era::Session, crate::load::AGENT)
+            .await
+            .map_err(BenchError::Setup)?;
+    let submitted = setup
+        .call(Op::ExecuteTask, "")
+        .await
+        .map_err(BenchError::Setup)?;
+    let task_id = submitted["structuredContent"]["task_id"]
+        .as_str()
+        .ok_or_else(|| BenchError::Setup(format!("execute_task answered {submitted}")))?
+        .to_owned();
+
+    println!();
+    report::header();
+    let mut results: Vec<LoadResult> = Vec::new();
+    for &clients in &options.clients {
+        let plan = |era, op| Step {
+            era,
+            op,
+            clients,
+            duration: options.step,
+        };
+        let base = step(&http, &floor.url, floor.pid, plan(Era::Floor, Op::Ping), "").await;
+        report::row(&base, None);
+        for (era, op) in [
+            (Era::Session, Op::Ping),
+            (Era::Stateless, Op::Ping),
+            (Era::Session, Op::ToolsList),
+            (Era::Session, Op::GetTaskStatus),
+            (Era::Stateless, Op::GetTaskStatus),
+            (Era::Session, Op::ListTasks),
+            (Era::Session, Op::ExecuteTask),
+        ] {
+            let result = step(&http, &handoff.url, handoff.pid, plan(era, op), &task_id).await;
+            report::row(&result, Some(&base));
+            results.push(result);
+        }
+        results.push(base);
+    }
+
+    println!();
+    let soaked = soak(
+        &http,
+        &handoff.url,
+        handoff.pid,
+        &task_id,
+        options.soak_rate,
+        options.soak,
+        options.soak_windows,
+    )
+    .await
+    .map_err(BenchError::Setup)?;
+    let windows: Vec<String> = soaked
+        .window_p99
+        .iter()
+        .map(|p| format!("{:.3}", p / 1e3))
+        .collect();
+    println!(
+        "soak: {} get_task_status at {}/s in one session, {} errors; p99 per {:.0} s window (ms): {}; RSS {} -> {}",
+        soaked.requests,
+        options.soak_rate,
+        soaked.errors,
+        soaked.window.as_secs_f64(),
+        windows.join(", "),
+        report::megabytes(soaked.rss_start),
+        report::megabytes(soaked.rss_end)
+    );
+    let (before, opened, after) = abandon_sessions(
+        &http,
+        &handoff.url,
+        handoff.pid,
+        options.abandoned,
+        options.idle_timeout + Duration::from_secs(3),
+    )
+    .await;
+    println!(
+        "abandoned sessions: {} opened; RSS {} before, {} with them open, {} after the idle timeout",
+        options.abandoned,
+        report::megabytes(before),
+        report::megabytes(opened),
+        report::megabytes(after)
+    );
+
+    println!();
+    summary(&results, &soaked.window_p99, cold_ms, idle_rss);
+    handoff.stop().await;
+    floor.stop().await;
+    Ok(())
+}
+
+fn summary(results: &[LoadResult], soak_p99: &[f64], cold_ms: f64, idle_rss: u64) {
+    let worst_cpu = |op: Op| {
+        results
+            .iter()
+            .filter(|r| r.op == op && r.era != Era::Floor)
+            .map(|r| r.cpu_us)
+            .fold(0.0, f64::max)
+    };
+    for op in [Op::Ping, Op::GetTaskStatus] {
+        let cpu = worst_cpu(op);
+        report::target(
+            &format!("server CPU per {} (worst N)", op.name()),
+            format!("{cpu:.1} µs"),
+            "<= 30 µs",
+            cpu <= 30.0,
+        );
+    }
+    report::target(
+        "cold start to a served request (median)",
+        format!("{cold_ms:.1} ms"),
+        "<= 50 ms",
+        cold_ms <= 50.0,
+    );
+    let most = results.iter().map(|r| r.clients).max().unwrap_or(0);
+    let errors: u64 = results
+        .iter()
+        .filter(|r| r.clients == most)
+        .map(|r| r.errors)
+        .sum();
+    report::target(
+        &format!("errors with {most} concurrent sessions"),
+        errors.to_string(),
+        "0",
+        errors == 0,
+    );
+    report::target(
+        "idle RSS",
+        report::megabytes(idle_rss),
+        "<= 20 MB",
+        idle_rss <= 20 << 20,
+    );
+    let (lo, hi) = soak_p99
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
+    let spread = if lo > 0.0 {
+        (hi - lo) / lo * 100.0
+    } else {
+        0.0
+    };
+    report::target(
+        "soak p99 spread across windows",
+        format!("{spread:.0} %"),
+        "<= 20 %",
+        spread <= 20.0,
+    );
+}

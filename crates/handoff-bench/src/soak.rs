@@ -1,0 +1,92 @@
+//! One session at a fixed rate for a long time: does p99 stay flat, does memory stay put?
+
+use std::time::{Duration, Instant};
+
+use reqwest::Client;
+
+use crate::{
+    client::{Era, McpClient},
+    load::Latency,
+    ops::Op,
+    proc::ProcSample,
+};
+
+/// What the soak measured.
+#[derive(Debug, Clone)]
+pub(crate) struct SoakResult {
+    /// p99 (µs) of each window, in order.
+    pub window_p99: Vec<f64>,
+    pub window: Duration,
+    pub requests: u64,
+    pub errors: u64,
+    pub rss_start: u64,
+    pub rss_end: u64,
+}
+
+/// Sends `get_task_status` at `rate` per second in one session for `duration`, split into
+/// `windows` equal windows.
+pub(crate) async fn soak(
+    http: &Client,
+    url: &str,
+    pid: u32,
+    task_id: &str,
+    rate: u32,
+    duration: Duration,
+    windows: u32,
+) -> Result<SoakResult, String> {
+    let mut client =
+        McpClient::connect(http.clone(), url, Era::Session, crate::load::AGENT).await?;
+    let window = duration / windows.max(1);
+    let rss_start = ProcSample::of(pid).rss_bytes;
+    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate.max(1))));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut window_p99 = Vec::new();
+    let (mut requests, mut errors) = (0, 0);
+    for _ in 0..windows.max(1) {
+        let until = Instant::now() + window;
+        let mut samples = Vec::new();
+        while Instant::now() < until {
+            ticker.tick().await;
+            let at = Instant::now();
+            match client.call(Op::GetTaskStatus, task_id).await {
+                Ok(_) => samples.push(at.elapsed().as_secs_f64() * 1e6),
+                Err(_) => errors += 1,
+            }
+            requests += 1;
+        }
+        window_p99.push(Latency::of(samples).p99);
+    }
+    Ok(SoakResult {
+        window_p99,
+        window,
+        requests,
+        errors,
+        rss_start,
+        rss_end: ProcSample::of(pid).rss_bytes,
+    })
+}
+
+/// Opens `count` sessions and walks away from them; returns RSS (bytes) right after opening and
+/// after `idle` (the server's idle timeout plus slack) has passed.
+pub(crate) async fn abandon_sessions(
+    http: &Client,
+    url: &str,
+    pid: u32,
+    count: usize,
+    idle: Duration,
+) -> (u64, u64, u64) {
+    let before = ProcSample::of(pid).rss_bytes;
+    let mut joins = Vec::with_capacity(count);
+    for n in 0..count {
+        let (http, url) = (http.clone(), url.to_owned());
+        joins.push(tokio::spawn(async move {
+            McpClient::connect(http, &url, Era::Session, &format!("abandoned-{}", n % 64)).await
+        }));
+    }
+    for join in joins {
+        let _ = join.await;
+    }
+    let opened = ProcSample::of(pid).rss_bytes;
+    tokio::time::sleep(idle).await;
+    (before, opened, ProcSample::of(pid).rss_bytes)
+}
