@@ -15,6 +15,8 @@ pub(crate) enum Op {
     ListTasks,
     /// `tools/call execute_task` (the `command` executor runs `true`).
     ExecuteTask,
+    /// `tools/call health` (used between steps, not measured).
+    Health,
 }
 
 impl Op {
@@ -26,6 +28,7 @@ impl Op {
             Op::GetTaskStatus => "get_task_status",
             Op::ListTasks => "list_tasks",
             Op::ExecuteTask => "execute_task",
+            Op::Health => "health",
         }
     }
 
@@ -37,6 +40,7 @@ impl Op {
             Op::GetTaskStatus => ("tools/call", Some("get_task_status")),
             Op::ListTasks => ("tools/call", Some("list_tasks")),
             Op::ExecuteTask => ("tools/call", Some("execute_task")),
+            Op::Health => ("tools/call", Some("health")),
         }
     }
 
@@ -52,6 +56,7 @@ impl Op {
             Op::ExecuteTask => {
                 json!({"name": "execute_task", "arguments": {"task_description": "bench"}})
             }
+            Op::Health => json!({"name": "health", "arguments": {}}),
         }
     }
 }

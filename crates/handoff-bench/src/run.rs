@@ -108,6 +108,28 @@ async fn cold_start(exe: &Path, http: &Client, options: &BenchOptions) -> Result
     Ok(samples[samples.len() / 2])
 }
 
+/// Waits until no task is queued or running (`health` counts, refreshed every 2 s).
+async fn drain(client: &mut McpClient) -> Result<(), BenchError> {
+    let until = Instant::now() + Duration::from_secs(300);
+    // Let the counts catch up with the last submissions first.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    while Instant::now() < until {
+        let health = client
+            .call(Op::Health, "")
+            .await
+            .map_err(BenchError::Setup)?;
+        let tasks = &health["structuredContent"]["tasks"];
+        let busy = tasks["active"].as_u64().unwrap_or(0) + tasks["queued"].as_u64().unwrap_or(0);
+        if busy == 0 {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(BenchError::Setup(
+        "submitted tasks did not finish within 300 s".to_owned(),
+    ))
+}
+
 /// Runs everything and prints the report on stdout.
 pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
     let http = http()?;
@@ -121,10 +143,15 @@ pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
     let floor = Target::floor(exe).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle_rss = ProcSample::of(handoff.pid).rss_bytes;
-    let mut setup =
-        McpClient::connect(http.clone(), &handoff.url, Era::Session, crate::load::AGENT)
-            .await
-            .map_err(BenchError::Setup)?;
+    // Stateless: no session to expire between the steps it is used in.
+    let mut setup = McpClient::connect(
+        http.clone(),
+        &handoff.url,
+        Era::Stateless,
+        crate::load::AGENT,
+    )
+    .await
+    .map_err(BenchError::Setup)?;
     let submitted = setup
         .call(Op::ExecuteTask, "")
         .await
@@ -158,6 +185,10 @@ pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
             let result = step(&http, &handoff.url, handoff.pid, plan(era, op), &task_id).await;
             report::row(&result, Some(&base));
             results.push(result);
+            if op == Op::ExecuteTask {
+                // The submitted tasks still run; the next step must not pay for them.
+                drain(&mut setup).await?;
+            }
         }
         results.push(base);
     }

@@ -232,6 +232,30 @@ async fn status_latency(
     (summarize(engine_ms), summarize(store_ms))
 }
 
+/// `list_tasks` first pages (50 rows) with 10,000 tasks stored, vs. a bare store page.
+async fn list_latency(engine: &Engine, store: &SqliteStore) -> (Summary, Summary) {
+    let agent = AgentId::parse("bench").unwrap();
+    let mut engine_ms = Vec::with_capacity(200);
+    let mut store_ms = Vec::with_capacity(200);
+    for _ in 0..200 {
+        let at = Instant::now();
+        store
+            .list_tasks(&handoff_store::TaskFilter {
+                agent_id: Some(agent.clone()),
+                statuses: vec![],
+                limit: 50,
+                before_seq: None,
+            })
+            .await
+            .unwrap();
+        store_ms.push(at.elapsed().as_secs_f64() * 1e3);
+        let at = Instant::now();
+        engine.list(&agent, vec![], 50, None).await.unwrap();
+        engine_ms.push(at.elapsed().as_secs_f64() * 1e3);
+    }
+    (summarize(engine_ms), summarize(store_ms))
+}
+
 /// Submissions per second from 16 concurrent callers, vs. bare inserts into a separate store
 /// file (so the engine's scheduler does not pick the baseline's rows up).
 async fn throughput(engine: &Engine) -> (f64, f64) {
@@ -317,6 +341,17 @@ fn main() {
             "ms",
         );
         println!("{:<44} (baseline: one bare store read of the task row)", "");
+        let (list, page) = list_latency(&engine, &store).await;
+        row(
+            &format!("list_tasks page of 50, {STORED_TASKS} tasks"),
+            &list,
+            &page,
+            "ms",
+        );
+        println!(
+            "{:<44} (baseline: the same page read from the store directly)",
+            ""
+        );
         let (rate, raw) = throughput(&engine).await;
         println!(
             "{:<44} {rate:>9.0} /s   baseline {raw:>9.0} /s (bare store inserts)   ratio {:>5.2}x",
