@@ -1,4 +1,3 @@
-mod bench;
 mod cli;
 mod harness;
 mod interop;
