@@ -9,6 +9,7 @@ Exits non-zero on any protocol failure.
 """
 
 import asyncio
+import faulthandler
 import json
 import sys
 
@@ -23,7 +24,9 @@ async def call(client, item):
     async def on_progress(value, total, message):
         progress.append(message)
 
-    result = await client.call_tool(item["name"], item.get("arguments", {}), progress_callback=on_progress)
+    result = await client.call_tool(
+        item["name"], item.get("arguments", {}), read_timeout_seconds=30, progress_callback=on_progress
+    )
     text = result.content[0].text if result.content else ""
     return {
         "is_error": bool(result.is_error),
@@ -47,4 +50,6 @@ async def main(url, agent):
 
 
 if __name__ == "__main__":
+    # If this client ever hangs, its stack shows where (the test harness prints stderr).
+    faulthandler.dump_traceback_later(45, exit=True)
     asyncio.run(main(sys.argv[1], sys.argv[2]))

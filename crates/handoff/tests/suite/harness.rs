@@ -2,6 +2,7 @@
 
 use std::{
     io::{BufRead, BufReader},
+    os::unix::process::ExitStatusExt,
     path::PathBuf,
     process::{Child, Command, Output, Stdio},
     sync::mpsc,
@@ -117,6 +118,15 @@ pub fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Server {
     panic!("handoff did not report its address within 20 s");
 }
 
+/// Reads a pipe to its end on a thread, so a chatty child never blocks on a full pipe.
+fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
 /// Runs a client command with a timeout; panics with its output unless it succeeds.
 pub fn run_client(mut command: Command, what: &str) -> Output {
     let mut child = command
@@ -124,19 +134,33 @@ pub fn run_client(mut command: Command, what: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Both pipes are drained while the child runs: waiting for its exit first deadlocks as
+    // soon as it writes more than a pipe holds (64 KiB).
+    let stdout = drain(child.stdout.take().unwrap());
+    let stderr = drain(child.stderr.take().unwrap());
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what} did not finish within 60 s");
+            break None;
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
+    };
+    let output = Output {
+        status: status.unwrap_or_else(|| std::process::ExitStatus::from_raw(9)),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    };
+    assert!(
+        status.is_some(),
+        "{what} did not finish within 60 s\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(
         output.status.success(),
         "{what} failed ({}):\nstdout: {}\nstderr: {}",
