@@ -104,15 +104,13 @@ pub(crate) fn confine(root: &Path, relative: &str) -> Result<PathBuf, EngineErro
 
 /// Lists `dir` (inside `root`) recursively without following symlinks.
 pub(crate) async fn list(root: &Path, relative: Option<&str>) -> Result<FileListing, EngineError> {
-    let start = match relative {
-        Some(rel) if !rel.is_empty() && rel != "." => confine(root, rel)?,
-        _ => root.canonicalize().map_err(|e| {
-            EngineError::Conflict(format!("the task's working directory is gone: {e}"))
-        })?,
-    };
     let base = root
         .canonicalize()
-        .map_err(|e| EngineError::io("task directory", e))?;
+        .map_err(|e| EngineError::Conflict(format!("the task's working directory is gone: {e}")))?;
+    let start = match relative {
+        Some(rel) if !rel.is_empty() && rel != "." => confine(&base, rel)?,
+        _ => base.clone(),
+    };
     let mut entries = Vec::new();
     let mut truncated = false;
     let mut pending = vec![start];

@@ -55,6 +55,17 @@ impl Engine {
         })
     }
 
+    /// The task's last `n` events, oldest first.
+    pub async fn recent_events(
+        &self,
+        agent: &AgentId,
+        id: &TaskId,
+        n: u32,
+    ) -> Result<Vec<TaskEvent>, EngineError> {
+        self.owned(agent, id).await?;
+        Ok(self.inner.store.recent_events(id, n).await?)
+    }
+
     /// A page of events (and optionally the artifacts).
     pub async fn history(
         &self,

@@ -222,31 +222,17 @@ impl ExecuteTaskTool {
         agent: &AgentId,
         id: &handoff_task::TaskId,
     ) -> Result<Vec<String>, ToolError> {
-        let total = self
-            .engine
-            .history(agent, id, 0, 1, false)
-            .await
-            .map_err(|e| tool_error(self.name(), e))?
-            .total_events;
         // Output lines sit just before the final status event; a window a bit larger than the
         // tail covers the few lifecycle events after them.
-        let window = u64::from(OUTPUT_TAIL_LINES) + 10;
-        let history = self
+        let events = self
             .engine
-            .history(
-                agent,
-                id,
-                total.saturating_sub(window),
-                OUTPUT_TAIL_LINES + 10,
-                false,
-            )
+            .recent_events(agent, id, OUTPUT_TAIL_LINES + 10)
             .await
             .map_err(|e| tool_error(self.name(), e))?;
-        let mut lines: Vec<String> = history
-            .events
+        let mut lines: Vec<String> = events
             .iter()
             .filter(|e| e.kind == EventKind::Output)
-            .map(|e| super::views::clip(&e.message, 2000))
+            .map(|e| super::views::clip(&e.message, super::views::EVENT_MESSAGE_CHARS))
             .collect();
         let skip = lines.len().saturating_sub(OUTPUT_TAIL_LINES as usize);
         lines.drain(..skip);

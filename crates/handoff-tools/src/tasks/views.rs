@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// Characters of an event message shown in views (the full text stays in the store).
-const EVENT_MESSAGE_CHARS: usize = 2000;
+pub(super) const EVENT_MESSAGE_CHARS: usize = 2000;
 /// Characters of the task description shown in views.
 const DESCRIPTION_CHARS: usize = 500;
 
