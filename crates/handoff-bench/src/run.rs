@@ -82,6 +82,7 @@ fn http() -> Result<Client, BenchError> {
 fn server_env(options: &BenchOptions) -> Vec<(&'static str, String)> {
     vec![
         ("HANDOFF_COMMAND_ARGV", r#"["true"]"#.to_owned()),
+        ("HANDOFF_DEFAULT_EXECUTOR", "command".to_owned()),
         ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0".to_owned()),
         ("HANDOFF_MAX_QUEUED_TASKS", "1000000".to_owned()),
         ("HANDOFF_MAX_CONCURRENT_TASKS", "4".to_owned()),

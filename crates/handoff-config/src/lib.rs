@@ -10,6 +10,7 @@ mod error;
 mod layers;
 mod model;
 mod parse;
+mod permissions;
 mod resolve;
 mod secret;
 mod spec;
@@ -18,9 +19,11 @@ pub use error::ConfigError;
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use model::{
     CommandExecutorConfig, Config, ExecutorsConfig, FeatureConfig, LettaConfig, LogConfig,
-    LogFormat, LogLevel, PromptVia, RunnerConfig, ServerConfig, TaskConfig, WorkdirCleanup,
+    LogFormat, LogLevel, OpenCodeExecutorConfig, PromptVia, RunnerConfig, ServerConfig,
+    TaskConfig, WorkdirCleanup,
 };
 pub use parse::{Argv, ByteSize};
+pub use permissions::{PermissionAction, PermissionPolicy, PermissionRule};
 pub use resolve::EffectiveSetting;
 pub use secret::Secret;
 pub use spec::{SETTINGS, SettingSpec};

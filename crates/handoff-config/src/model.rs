@@ -2,7 +2,7 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use crate::{ByteSize, EffectiveSetting, Secret};
+use crate::{ByteSize, EffectiveSetting, PermissionPolicy, Secret};
 
 /// Handoff's whole configuration, resolved from every layer.
 #[derive(Debug, Clone)]
@@ -193,6 +193,33 @@ impl PromptVia {
 pub struct ExecutorsConfig {
     /// The `command` executor; offered only when its argv is configured.
     pub command: Option<CommandExecutorConfig>,
+    /// The `opencode` executor (an OpenCode server Handoff starts, or one it attaches to).
+    pub opencode: OpenCodeExecutorConfig,
+    /// What executors may do without asking.
+    pub permissions: PermissionPolicy,
+    /// An unanswered permission or question request is denied after this.
+    pub ask_timeout: Duration,
+}
+
+/// The `opencode` executor.
+#[derive(Debug, Clone)]
+pub struct OpenCodeExecutorConfig {
+    /// The `opencode` program Handoff starts `opencode serve` with.
+    pub binary: String,
+    /// Attach to this running server instead of starting one.
+    pub url: Option<String>,
+    /// Password of the attached server (HTTP Basic, user `opencode`).
+    pub password: Option<Secret>,
+    /// `provider/model` for every prompt; the server's own default when unset.
+    pub model: Option<String>,
+    /// Inline OpenCode config (JSON) for the server Handoff starts.
+    pub config_json: Option<String>,
+    /// Provider retries tolerated before the task fails.
+    pub retry_max_attempts: u32,
+    /// Time spent retrying the provider before the task fails.
+    pub retry_max: Duration,
+    /// Delete the OpenCode session when its task ends.
+    pub delete_sessions: bool,
 }
 
 /// The `command` executor: runs a configured program per task.

@@ -4,7 +4,8 @@ use std::{path::PathBuf, time::Duration};
 
 use crate::{
     Argv, ByteSize, CommandExecutorConfig, Config, ConfigError, ExecutorsConfig, FeatureConfig,
-    LettaConfig, LoadOptions, LogConfig, LogFormat, LogLevel, PromptVia, RunnerConfig, Secret,
+    LettaConfig, LoadOptions, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig,
+    PermissionPolicy, PromptVia, RunnerConfig, Secret,
     ServerConfig, Source, TaskConfig, WorkdirCleanup,
     layers::Layers,
     parse::FromRaw,
@@ -65,6 +66,11 @@ impl Render for PromptVia {
 impl Render for WorkdirCleanup {
     fn render(&self) -> String {
         self.as_str().to_owned()
+    }
+}
+impl Render for PermissionPolicy {
+    fn render(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
     }
 }
 impl Render for LogFormat {
@@ -209,6 +215,14 @@ fn http_url(url: &Option<String>) -> Result<(), String> {
     }
 }
 
+fn json_object(json: &Option<String>) -> Result<(), String> {
+    match json.as_deref().map(serde_json::from_str::<serde_json::Value>) {
+        Some(Ok(serde_json::Value::Object(_))) | None => Ok(()),
+        Some(Ok(_)) => Err("expected a JSON object".to_owned()),
+        Some(Err(e)) => Err(format!("expected a JSON object: {e}")),
+    }
+}
+
 fn loopback_hosts() -> Vec<String> {
     ["localhost", "127.0.0.1", "::1"]
         .map(str::to_owned)
@@ -285,7 +299,7 @@ impl Config {
             default_timeout: Duration::from_millis(timeout_ms),
             sync_wait: Duration::from_millis(sync_wait_ms),
             max_description_bytes,
-            default_executor: r.get("tasks.default_executor", "command".to_owned())?,
+            default_executor: r.get("tasks.default_executor", "opencode".to_owned())?,
             idempotency_window: Duration::from_secs(
                 r.get("tasks.idempotency_window_secs", 86_400u64)?,
             ),
@@ -316,6 +330,26 @@ impl Config {
                 prompt_via,
                 messages_via_stdin,
             }),
+            opencode: OpenCodeExecutorConfig {
+                binary: r.get("executors.opencode.binary", "opencode".to_owned())?,
+                url: {
+                    let url = r.optional::<String>("executors.opencode.url")?;
+                    r.check("executors.opencode.url", url, http_url)?
+                },
+                password: r.optional("executors.opencode.password")?,
+                model: r.optional("executors.opencode.model")?,
+                config_json: {
+                    let json = r.optional::<String>("executors.opencode.config")?;
+                    r.check("executors.opencode.config", json, json_object)?
+                },
+                retry_max_attempts: r.get("executors.opencode.retry_max_attempts", 5u32)?,
+                retry_max: Duration::from_secs(
+                    r.get("executors.opencode.retry_max_secs", 120u64)?,
+                ),
+                delete_sessions: r.get("executors.opencode.delete_sessions", true)?,
+            },
+            permissions: r.get("executors.permissions", PermissionPolicy::default())?,
+            ask_timeout: Duration::from_secs(r.get("executors.ask_timeout_secs", 600u64)?),
         };
 
         let runner = RunnerConfig {

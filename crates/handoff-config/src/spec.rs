@@ -101,6 +101,16 @@ settings! {
     "executors.command.argv" [env("HANDOFF_COMMAND_ARGV")]: "argv of the `command` executor: a JSON array, or words split on spaces; {prompt}, {task_id}, {workdir} are substituted";
     "executors.command.prompt_via" [env("HANDOFF_COMMAND_PROMPT_VIA")]: "stdin or argument (the {prompt} placeholder)";
     "executors.command.messages_via_stdin" [env("HANDOFF_COMMAND_MESSAGES_VIA_STDIN")]: "keep stdin open after the prompt and deliver send_task_message as JSON lines (off: stdin closes after the prompt, so programs reading it to the end can start)";
+    "executors.opencode.binary" [env("HANDOFF_OPENCODE_BINARY")]: "the `opencode` program Handoff runs `opencode serve` with";
+    "executors.opencode.url" [env("HANDOFF_OPENCODE_URL")]: "attach to this running OpenCode server instead of starting one";
+    "executors.opencode.password" [env("HANDOFF_OPENCODE_PASSWORD")] secret=true: "password of the attached OpenCode server (HTTP Basic, user opencode)";
+    "executors.opencode.model" [env("HANDOFF_OPENCODE_MODEL")]: "provider/model for every prompt (the server's default when unset)";
+    "executors.opencode.config" [env("HANDOFF_OPENCODE_CONFIG")]: "inline OpenCode config JSON for the server Handoff starts (OPENCODE_CONFIG_CONTENT)";
+    "executors.opencode.retry_max_attempts" [env("HANDOFF_OPENCODE_RETRY_MAX_ATTEMPTS")]: "provider retries tolerated before the task fails (OpenCode itself retries forever)";
+    "executors.opencode.retry_max_secs" [env("HANDOFF_OPENCODE_RETRY_MAX_SECS")]: "seconds spent retrying the provider before the task fails";
+    "executors.opencode.delete_sessions" [env("HANDOFF_OPENCODE_DELETE_SESSIONS")]: "delete each task's OpenCode session when the task ends";
+    "executors.permissions" [env("HANDOFF_PERMISSION_RULES")]: "JSON array of {permission, pattern, action: allow|deny|ask}; last match wins; `ask` puts the task in input_required";
+    "executors.ask_timeout_secs" [env("HANDOFF_ASK_TIMEOUT_SECS")]: "an unanswered permission or question request is denied after this many seconds";
     "runner.cpu_limit" [env("HANDOFF_RUNNER_CPU_LIMIT"), env("RUNNER_CPU_LIMIT")]: "CPUs per task (e.g. 2.0)";
     "runner.memory_limit" [env("HANDOFF_RUNNER_MEMORY_LIMIT"), env("RUNNER_MEMORY_LIMIT")]: "memory per task (e.g. 2g)";
     "runner.image" [env("HANDOFF_RUNNER_IMAGE"), env("RUNNER_IMAGE")]: "container image for the container isolation level";

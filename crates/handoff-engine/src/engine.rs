@@ -36,6 +36,8 @@ pub(crate) struct LiveRun {
     pub capabilities: Capabilities,
     /// Set when Handoff decided to stop the run.
     pub stop: Option<StopReason>,
+    /// Requests waiting for the owner's answer, oldest first.
+    pub pending: Vec<handoff_runner::InputRequest>,
 }
 
 /// Shared engine state.

@@ -8,6 +8,7 @@ mod control;
 mod engine;
 mod error;
 mod files;
+mod input;
 mod metrics;
 mod query;
 mod rate;

@@ -35,6 +35,7 @@ pub(crate) async fn reconcile(inner: &Arc<Inner>) -> Result<(), EngineError> {
                                 control: None,
                                 capabilities: executor.capabilities(),
                                 stop: None,
+                                pending: Vec::new(),
                             },
                         );
                         inner.runs.spawn(run::drive(inner.clone(), task, Some(run)));

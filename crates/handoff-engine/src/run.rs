@@ -14,6 +14,7 @@ use crate::{
     EngineError,
     artifacts::ArtifactSink,
     engine::{Inner, StopReason},
+    input,
 };
 
 /// Why a run stopped by a server shutdown failed.
@@ -105,6 +106,7 @@ async fn execute(
                 control: None,
                 capabilities: executor.capabilities(),
                 stop: None,
+                pending: Vec::new(),
             });
         entry.control = Some(control.clone());
         entry.capabilities = executor.capabilities();
@@ -205,12 +207,18 @@ async fn supervise(
                             );
                         }
                         RunEvent::Event(event) => batch.push(event),
+                        RunEvent::InputRequested(request) => {
+                            flush(inner, task, &mut batch).await?;
+                            input::requested(inner, task, &control, request).await?;
+                        }
+                        RunEvent::InputSettled { id } => {
+                            flush(inner, task, &mut batch).await?;
+                            input::settled(inner, &task.id, &id).await?;
+                        }
                         RunEvent::Finished(outcome) => finished = Some(outcome),
                     }
                 }
-                if !batch.is_empty() {
-                    inner.store.append_events(&task.id, unix_millis_now(), &batch).await?;
-                }
+                flush(inner, task, &mut batch).await?;
                 if let Some(outcome) = finished {
                     break Some(outcome);
                 }
@@ -225,7 +233,17 @@ async fn supervise(
         }
     };
 
-    for sink in [stdout, stderr] {
+    if let Some(text) = outcome.as_ref().and_then(|o| o.output.as_deref()) {
+        // Executors without a stdout stream report their final answer instead.
+        stdout.push_line(text).await?;
+    }
+    let mut sinks = vec![stdout, stderr];
+    if let Some(diff) = outcome.as_ref().and_then(|o| o.diff.as_deref()) {
+        let mut sink = ArtifactSink::new(ArtifactKind::Diff, spill.join("changes.diff"), inline, max);
+        sink.push_line(diff).await?;
+        sinks.push(sink);
+    }
+    for sink in sinks {
         if let Some(artifact) = sink.finish().await? {
             inner
                 .store
@@ -280,6 +298,18 @@ async fn supervise(
         }
         (None, None) => Finish::failed("the executor stopped without reporting an outcome"),
     })
+}
+
+/// Writes the events gathered so far, keeping their order with the status changes that follow.
+async fn flush(inner: &Inner, task: &Task, batch: &mut Vec<NewEvent>) -> Result<(), EngineError> {
+    if !batch.is_empty() {
+        inner
+            .store
+            .append_events(&task.id, unix_millis_now(), batch)
+            .await?;
+        batch.clear();
+    }
+    Ok(())
 }
 
 /// Writes the final state. A task that is paused or waiting for input when its run ends passes

@@ -29,6 +29,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                             control: None,
                             capabilities: Capabilities::default(),
                             stop: None,
+                            pending: Vec::new(),
                         },
                     );
                     inner.runs.spawn(run::drive(inner.clone(), task, None));

@@ -5,7 +5,7 @@ use handoff_task::{ExitInfo, NewEvent, TaskId};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::RunnerError;
+use crate::{InputAnswer, InputRequest, RunnerError};
 
 /// What an executor can do beyond start and cancel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,7 +49,7 @@ impl OutputStream {
 }
 
 /// How a run ended, as the executor saw it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunOutcome {
     /// The work succeeded.
     pub success: bool,
@@ -57,6 +57,10 @@ pub struct RunOutcome {
     pub exit: Option<ExitInfo>,
     /// Why it failed.
     pub error: Option<String>,
+    /// The agent's final answer, for executors whose output is not a stdout stream.
+    pub output: Option<String>,
+    /// The changes the run made, as a unified diff.
+    pub diff: Option<String>,
 }
 
 /// Something a run reports while it works.
@@ -71,6 +75,13 @@ pub enum RunEvent {
     },
     /// Structured progress (tool use, text, diffs, errors).
     Event(NewEvent),
+    /// The executor waits for an answer (see [`RunControl::answer`]).
+    InputRequested(InputRequest),
+    /// A request was answered or withdrawn (by the executor itself, or after an answer).
+    InputSettled {
+        /// The request's id.
+        id: String,
+    },
     /// The run ended; nothing follows.
     Finished(RunOutcome),
 }
@@ -87,6 +98,13 @@ pub trait RunControl: Send + Sync {
     /// Stops the run: politely, then after `grace` by force. Returns once nothing of it is left
     /// running; the run's event stream then ends with [`RunEvent::Finished`].
     async fn cancel(&self, grace: Duration) -> Result<(), RunnerError>;
+    /// Answers a pending [`InputRequest`].
+    async fn answer(&self, _request: &InputRequest, _answer: &InputAnswer) -> Result<(), RunnerError> {
+        Err(RunnerError::Unsupported {
+            executor: "this".to_owned(),
+            action: "answering requests",
+        })
+    }
 }
 
 /// A started run.

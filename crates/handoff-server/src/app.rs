@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use handoff_config::{CommandExecutorConfig, Config};
+use handoff_config::Config;
 use handoff_engine::{Engine, EngineError, EngineMetrics};
-use handoff_runner::{CommandConfig, CommandExecutor, ExecutorRegistry, PromptVia, RunnerError};
+use handoff_runner::{OpenCodeExecutor, RunnerError};
 use handoff_store::{SqliteStore, StoreError};
 use handoff_tools::{
     Pipeline, RegistryError, ToolRegistry,
@@ -53,6 +53,8 @@ pub struct App {
     pub metrics: Arc<Mutex<Registry>>,
     /// MCP request counters.
     pub(crate) mcp_metrics: McpMetrics,
+    /// The OpenCode executor, whose managed server is stopped with the instance.
+    opencode: Option<Arc<OpenCodeExecutor>>,
 }
 
 impl App {
@@ -74,20 +76,37 @@ impl App {
             })?;
         status.set_component("store", true, format!("SQLite at {}", path.display()));
 
-        let executors = executors(&config)?;
+        let crate::executors::Executors {
+            registry: executors,
+            opencode,
+            notes,
+        } = crate::executors::build(&config)?;
         let names = executors.names();
         // No executor is a configuration to report, not a reason to refuse traffic: every other
         // tool still works and execute_task says what to set.
-        status.set_component(
-            "executors",
-            true,
-            if names.is_empty() {
-                "no executor configured (set executors.command.argv / HANDOFF_COMMAND_ARGV)"
-                    .to_owned()
-            } else {
-                format!("available: {}", names.join(", "))
-            },
-        );
+        let mut summary = if names.is_empty() {
+            "no executor available (install opencode, or set executors.command.argv / HANDOFF_COMMAND_ARGV)".to_owned()
+        } else {
+            format!("available: {}", names.join(", "))
+        };
+        for note in &notes {
+            summary.push_str("; ");
+            summary.push_str(note);
+        }
+        status.set_component("executors", true, summary);
+        if let Some(opencode) = &opencode
+            && config.tasks.default_executor == handoff_runner::OPENCODE
+        {
+            // Start the server now so the first task does not wait for it.
+            let opencode = opencode.clone();
+            let status = status.clone();
+            tokio::spawn(async move {
+                match opencode.warm_up().await {
+                    Ok(url) => status.set_component("opencode", true, format!("server at {url}")),
+                    Err(e) => status.set_component("opencode", false, e.to_string()),
+                }
+            });
+        }
         let engine =
             Engine::start(config.clone(), Arc::new(store), executors, engine_metrics).await?;
 
@@ -109,9 +128,18 @@ impl App {
             engine,
             metrics: Arc::new(Mutex::new(metrics)),
             mcp_metrics,
+            opencode,
         };
         tokio::spawn(refresh_counts(app.clone()));
         Ok(app)
+    }
+
+    /// Stops the engine (runs end or re-queue) and then the executors' own servers.
+    pub async fn shutdown(&self) {
+        self.engine.shutdown().await;
+        if let Some(opencode) = &self.opencode {
+            opencode.shutdown().await;
+        }
     }
 
     /// Refreshes the task counts shown by `health` and the metrics.
@@ -148,24 +176,3 @@ async fn refresh_counts(app: App) {
 
 /// How stale the task counts in `health` may be.
 const COUNTS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The executors this configuration offers.
-fn executors(config: &Config) -> Result<ExecutorRegistry, RunnerError> {
-    let mut registry = ExecutorRegistry::new();
-    if let Some(command) = &config.executors.command {
-        registry.register(Arc::new(CommandExecutor::new(command_config(command))?));
-    }
-    Ok(registry)
-}
-
-fn command_config(config: &CommandExecutorConfig) -> CommandConfig {
-    CommandConfig {
-        argv: config.argv.clone(),
-        prompt_via: match config.prompt_via {
-            handoff_config::PromptVia::Stdin => PromptVia::Stdin,
-            handoff_config::PromptVia::Argument => PromptVia::Argument,
-        },
-        messages_via_stdin: config.messages_via_stdin,
-        env: Vec::new(),
-    }
-}

@@ -29,11 +29,14 @@ pub enum EventKind {
     Verdict,
     /// Handoff's own notes about the run (workdir prepared, process started, pid).
     Log,
+    /// The executor asked for permission or an answer, or such a request was settled
+    /// (`data.request`, `data.decision`).
+    Input,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 10] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::Status,
         EventKind::Output,
         EventKind::Tool,
@@ -44,6 +47,7 @@ impl EventKind {
         EventKind::Control,
         EventKind::Verdict,
         EventKind::Log,
+        EventKind::Input,
     ];
 
     /// The kind's stored name.
@@ -59,6 +63,7 @@ impl EventKind {
             EventKind::Control => "control",
             EventKind::Verdict => "verdict",
             EventKind::Log => "log",
+            EventKind::Input => "input",
         }
     }
 }

@@ -76,7 +76,7 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         if args.stdio {
             tracing::info!("serving MCP over stdio");
             serve_stdio(&app, agent, shutdown).await?;
-            app.engine.shutdown().await;
+            app.shutdown().await;
             return Ok(());
         }
         let server = serve_http(&app, shutdown).await?;
@@ -86,7 +86,7 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             "handoff listening"
         );
         server.task.await.context("server task")??;
-        app.engine.shutdown().await;
+        app.shutdown().await;
         tracing::info!("handoff stopped");
         Ok(())
     })

@@ -27,6 +27,8 @@ pub fn config(dir: &TempDir, env: &[(&str, &str)]) -> Config {
         .or_insert_with(|| "500".into());
     vars.entry("HANDOFF_SUBMISSIONS_PER_MINUTE".into())
         .or_insert_with(|| "0".into());
+    vars.entry("HANDOFF_DEFAULT_EXECUTOR".into())
+        .or_insert_with(|| "command".into());
     Config::load(LoadOptions {
         env: vars,
         ..LoadOptions::default()

@@ -20,7 +20,8 @@ use tokio::{
     time::timeout,
 };
 
-use super::{NAME, process::GONE_TIMEOUT};
+use super::NAME;
+use crate::process::GONE_TIMEOUT;
 use crate::{RunControl, RunnerError};
 
 /// A stdin write that takes longer means the process stopped reading and the pipe is full.

@@ -3,7 +3,7 @@
 
 mod control;
 mod io;
-mod process;
+
 mod supervise;
 #[cfg(test)]
 mod tests;
@@ -17,7 +17,7 @@ use tokio::{process::Command, sync::mpsc};
 
 use crate::{Capabilities, Executor, OutputStream, Run, RunEvent, RunSpec, RunnerError};
 use control::{CommandControl, Shared};
-pub use process::process_group_alive;
+use crate::process;
 
 const NAME: &str = "command";
 

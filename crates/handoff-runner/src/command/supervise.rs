@@ -55,6 +55,7 @@ pub(super) async fn supervise(
             success: false,
             exit: None,
             error: Some(format!("could not wait for the process: {e}")),
+            ..RunOutcome::default()
         },
     };
     let _ = tx.send(RunEvent::Finished(outcome)).await;
@@ -79,5 +80,6 @@ fn outcome(status: ExitStatus, cancelled: bool) -> RunOutcome {
         success: error.is_none(),
         exit: Some(exit),
         error,
+        ..RunOutcome::default()
     }
 }

@@ -6,7 +6,7 @@ use tempfile::TempDir;
 use tokio::time::timeout;
 
 use super::*;
-use crate::RunOutcome;
+use crate::{RunOutcome, process_group_alive};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -57,6 +57,9 @@ async fn finish(run: &mut Run) -> Report {
                 OutputStream::Stderr => report.stderr.push(line),
             },
             RunEvent::Event(event) => report.events.push(event),
+            RunEvent::InputRequested(_) | RunEvent::InputSettled { .. } => {
+                panic!("the command executor never asks for input")
+            }
             RunEvent::Finished(outcome) => {
                 report.outcome = Some(outcome);
                 break;
@@ -124,6 +127,7 @@ fn failure(code: Option<i32>, signal: Option<i32>, error: &str) -> RunOutcome {
         success: false,
         exit: Some(ExitInfo { code, signal }),
         error: Some(error.to_owned()),
+        ..RunOutcome::default()
     }
 }
 
@@ -200,6 +204,7 @@ async fn output_arrives_per_stream_in_order_then_success() {
                 signal: None
             }),
             error: None,
+            ..RunOutcome::default()
         }
     );
     // Everything is safe to call once the run is over.

@@ -9,6 +9,7 @@ async fn metrics_count_requests_and_tasks_without_task_ids() {
     let server = start(&[
         ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
         ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
+        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
     ])
     .await;
     let session = server.initialize(&[("x-agent-id", "agent-m")]).await;

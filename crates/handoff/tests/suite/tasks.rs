@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use super::harness::{Server, require, run_client, start, start_in};
 
 /// Tasks are bash scripts: the description is the script.
-const SCRIPT_EXECUTOR: [(&str, &str); 3] = [
+const SCRIPT_EXECUTOR: [(&str, &str); 4] = [
     ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
+    ("HANDOFF_DEFAULT_EXECUTOR", "command"),
     ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
     ("HANDOFF_COMMAND_MESSAGES_VIA_STDIN", "true"),
 ];

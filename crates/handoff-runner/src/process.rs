@@ -10,7 +10,7 @@ use crate::RunnerError;
 
 /// How long to wait for a SIGKILLed group to disappear; only a process stuck in the kernel
 /// (uninterruptible I/O) takes longer.
-pub(super) const GONE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const GONE_TIMEOUT: Duration = Duration::from_secs(5);
 
 const POLL: Duration = Duration::from_millis(20);
 
@@ -29,7 +29,7 @@ pub fn process_group_alive(pgid: i32) -> bool {
 }
 
 /// Polls until group `pgid` is gone; `false` if it outlived `limit`.
-pub(super) async fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
+pub(crate) async fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     loop {
         if !process_group_alive(pgid) {
@@ -43,7 +43,7 @@ pub(super) async fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
 }
 
 /// Kills group `pgid` if its leader is still the process recorded with `start_time`.
-pub(super) async fn abandon_group(pgid: i32, start_time: u64) -> Result<(), RunnerError> {
+pub(crate) async fn abandon_group(pgid: i32, start_time: u64) -> Result<(), RunnerError> {
     let leader = if pgid > 1 { read_stat(pgid) } else { None };
     match leader {
         Some(stat) if stat.start_time == start_time => {}
@@ -84,7 +84,7 @@ pub(super) async fn abandon_group(pgid: i32, start_time: u64) -> Result<(), Runn
 }
 
 /// Clock ticks since boot when `pid` started (field 22 of `/proc/<pid>/stat`).
-pub(super) fn start_time(pid: i32) -> Option<u64> {
+pub(crate) fn start_time(pid: i32) -> Option<u64> {
     read_stat(pid).map(|stat| stat.start_time)
 }
 
@@ -92,7 +92,7 @@ pub(super) fn start_time(pid: i32) -> Option<u64> {
 /// reused, so the group can still be killed by id. `false` when that could not be done (the
 /// caller then reaps first).
 #[cfg(target_os = "linux")]
-pub(super) async fn leader_exit_unreaped(pid: i32) -> bool {
+pub(crate) async fn leader_exit_unreaped(pid: i32) -> bool {
     use nix::sys::wait::{Id, WaitPidFlag, waitid};
 
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -122,7 +122,7 @@ pub(super) async fn leader_exit_unreaped(pid: i32) -> bool {
 
 /// Without `waitid` the caller reaps first.
 #[cfg(not(target_os = "linux"))]
-pub(super) async fn leader_exit_unreaped(_pid: i32) -> bool {
+pub(crate) async fn leader_exit_unreaped(_pid: i32) -> bool {
     false
 }
 

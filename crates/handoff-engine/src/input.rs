@@ -1,0 +1,271 @@
+//! The permission relay: an executor's request is decided by policy when the policy allows or
+//! denies it, and otherwise puts the task in `input_required` until its owner answers (a
+//! `send_task_message` of type `approval`) or the ask timeout denies it — never left hanging.
+
+use std::sync::Arc;
+
+use handoff_config::PermissionAction;
+use handoff_runner::{Decision, InputAnswer, InputKind, InputRequest, RunControl};
+use handoff_task::{AgentId, EventKind, NewEvent, Task, TaskId, TaskStatus, unix_millis_now};
+use serde_json::json;
+
+use crate::{Engine, EngineError, engine::Inner};
+
+/// Who settled a request.
+#[derive(Debug, Clone)]
+pub(crate) enum Answerer {
+    /// The configured permission rules.
+    Policy,
+    /// The task's owner.
+    Agent(AgentId),
+    /// Nobody answered in time.
+    Timeout,
+}
+
+impl std::fmt::Display for Answerer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Answerer::Policy => f.write_str("policy"),
+            Answerer::Agent(agent) => write!(f, "{agent}"),
+            Answerer::Timeout => f.write_str("timeout"),
+        }
+    }
+}
+
+/// An executor asked; decide by policy or wait for the owner.
+pub(crate) async fn requested(
+    inner: &Arc<Inner>,
+    task: &Task,
+    control: &Arc<dyn RunControl>,
+    request: InputRequest,
+) -> Result<(), EngineError> {
+    let action = match request.kind {
+        InputKind::Permission => inner
+            .config
+            .executors
+            .permissions
+            .decide(&request.permission, &request.patterns),
+        // Questions need words only the owner has.
+        InputKind::Question => PermissionAction::Ask,
+    };
+    let answer = match action {
+        PermissionAction::Allow => InputAnswer::allow_once(),
+        PermissionAction::Deny => InputAnswer::deny("denied by Handoff's permission policy"),
+        PermissionAction::Ask => return wait_for_answer(inner, task, request).await,
+    };
+    deliver(inner, &task.id, control, &request, &answer, &Answerer::Policy).await
+}
+
+async fn wait_for_answer(
+    inner: &Arc<Inner>,
+    task: &Task,
+    request: InputRequest,
+) -> Result<(), EngineError> {
+    {
+        let mut live = inner.live();
+        let Some(run) = live.get_mut(&task.id) else {
+            return Ok(());
+        };
+        run.pending.push(request.clone());
+    }
+    let timeout = inner.config.executors.ask_timeout;
+    inner
+        .store
+        .append_events(
+            &task.id,
+            unix_millis_now(),
+            &[NewEvent::new(
+                EventKind::Input,
+                format!(
+                    "waiting for an answer: {} (answer with send_task_message type approval; denied after {}s)",
+                    request.title,
+                    timeout.as_secs()
+                ),
+            )
+            .with_data(json!({ "request": request, "state": "pending" }))],
+        )
+        .await?;
+    move_status(inner, &task.id, TaskStatus::InputRequired, &request.title).await?;
+    let inner = inner.clone();
+    let task_id = task.id.clone();
+    let request_id = request.id.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(timeout).await;
+        let answer = InputAnswer {
+            request_id: Some(request_id),
+            ..InputAnswer::deny(format!("no answer within {}s", timeout.as_secs()))
+        };
+        if let Err(e) = answer_pending(&inner, &task_id, answer, Answerer::Timeout).await {
+            tracing::debug!(task = %task_id, error = %e, "ask timeout found nothing to deny");
+        }
+    });
+    Ok(())
+}
+
+/// Answers a pending request of a live run (the one named, or the oldest); returns the request.
+pub(crate) async fn answer_pending(
+    inner: &Arc<Inner>,
+    task_id: &TaskId,
+    answer: InputAnswer,
+    by: Answerer,
+) -> Result<InputRequest, EngineError> {
+    let (request, control) = {
+        let mut live = inner.live();
+        let run = live.get_mut(task_id).ok_or_else(|| {
+            EngineError::Conflict("the task has no running executor to answer".to_owned())
+        })?;
+        let index = match &answer.request_id {
+            Some(id) => run.pending.iter().position(|r| &r.id == id),
+            None if run.pending.is_empty() => None,
+            None => Some(0),
+        };
+        let Some(index) = index else {
+            return Err(EngineError::Conflict(match &answer.request_id {
+                Some(id) => format!("no pending request {id}"),
+                None => "the task is not waiting for an answer".to_owned(),
+            }));
+        };
+        let control = run.control.clone().ok_or_else(|| {
+            EngineError::Conflict("the task's executor is still starting".to_owned())
+        })?;
+        (run.pending.remove(index), control)
+    };
+    deliver(inner, task_id, &control, &request, &answer, &by).await?;
+    let still_waiting = inner
+        .live()
+        .get(task_id)
+        .is_some_and(|run| !run.pending.is_empty());
+    if !still_waiting {
+        move_status(inner, task_id, TaskStatus::Running, "input answered").await?;
+    }
+    Ok(request)
+}
+
+/// The executor settled a request itself (answered elsewhere, or withdrawn).
+pub(crate) async fn settled(inner: &Arc<Inner>, task_id: &TaskId, id: &str) -> Result<(), EngineError> {
+    let empty = {
+        let mut live = inner.live();
+        let Some(run) = live.get_mut(task_id) else {
+            return Ok(());
+        };
+        let before = run.pending.len();
+        run.pending.retain(|r| r.id != id);
+        if run.pending.len() == before {
+            return Ok(());
+        }
+        run.pending.is_empty()
+    };
+    if empty {
+        move_status(inner, task_id, TaskStatus::Running, "request settled by the executor").await?;
+    }
+    Ok(())
+}
+
+async fn deliver(
+    inner: &Arc<Inner>,
+    task_id: &TaskId,
+    control: &Arc<dyn RunControl>,
+    request: &InputRequest,
+    answer: &InputAnswer,
+    by: &Answerer,
+) -> Result<(), EngineError> {
+    let sent = control.answer(request, answer).await;
+    let verb = match answer.decision {
+        Decision::Allow => "allowed",
+        Decision::Deny => "denied",
+    };
+    let mut message = format!("{verb} by {by}: {}", request.title);
+    if let Err(e) = &sent {
+        message.push_str(&format!(" (the executor did not take the answer: {e})"));
+    }
+    inner
+        .store
+        .append_events(
+            task_id,
+            unix_millis_now(),
+            &[NewEvent::new(EventKind::Input, message).with_data(json!({
+                "request": request,
+                "state": "answered",
+                "decision": answer.decision,
+                "scope": answer.scope,
+                "message": answer.message,
+                "by": by.to_string(),
+                "delivered": sent.is_ok(),
+            }))],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Moves between `running` and `input_required`; a task that moved on meanwhile (ended,
+/// cancelled) is left alone.
+async fn move_status(
+    inner: &Arc<Inner>,
+    task_id: &TaskId,
+    to: TaskStatus,
+    reason: &str,
+) -> Result<(), EngineError> {
+    let Some(current) = inner.store.get_task(task_id).await? else {
+        return Ok(());
+    };
+    if current.status == to || !current.status.can_become(to) {
+        return Ok(());
+    }
+    inner
+        .change_status(&current, to, reason.to_owned(), None, None)
+        .await?;
+    Ok(())
+}
+
+impl Engine {
+    /// Answers the task's pending request with an approval message.
+    pub(crate) async fn approve(
+        &self,
+        task: &Task,
+        agent: &AgentId,
+        message: &str,
+    ) -> Result<InputRequest, EngineError> {
+        let answer = parse_approval(message)?;
+        answer_pending(&self.inner, &task.id, answer, Answerer::Agent(agent.clone())).await
+    }
+}
+
+/// An approval message: the JSON answer, or a plain yes/no word.
+fn parse_approval(message: &str) -> Result<InputAnswer, EngineError> {
+    let trimmed = message.trim();
+    match trimmed.to_ascii_lowercase().as_str() {
+        "allow" | "yes" | "approve" | "approved" | "ok" => return Ok(InputAnswer::allow_once()),
+        "deny" | "no" | "reject" | "rejected" => {
+            return Ok(InputAnswer::deny("denied by the task's owner"));
+        }
+        _ => {}
+    }
+    serde_json::from_str(trimmed).map_err(|e| EngineError::Invalid {
+        field: "message",
+        message: format!(
+            "an approval answers the pending request: JSON {{\"decision\": \"allow\"|\"deny\", \"scope\"?: \"once\"|\"always\", \"message\"?: string, \"request_id\"?: string}} or the word allow/deny ({e})"
+        ),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use handoff_runner::Scope;
+
+    use super::*;
+
+    #[test]
+    fn approvals_parse_from_json_or_words() {
+        let a = parse_approval(r#"{"decision":"allow","scope":"always"}"#).unwrap();
+        assert_eq!((a.decision, a.scope), (Decision::Allow, Scope::Always));
+        let d = parse_approval(r#"{"decision":"deny","message":"not there"}"#).unwrap();
+        assert_eq!(d.decision, Decision::Deny);
+        assert_eq!(d.message.as_deref(), Some("not there"));
+        assert_eq!(parse_approval(" Yes ").unwrap().decision, Decision::Allow);
+        assert_eq!(parse_approval("no").unwrap().decision, Decision::Deny);
+        let err = parse_approval(r#"{"decision":"maybe"}"#).unwrap_err().to_string();
+        assert!(err.starts_with("message: an approval"), "{err}");
+        assert!(parse_approval(r#"{"decision":"allow","extra":1}"#).is_err());
+    }
+}

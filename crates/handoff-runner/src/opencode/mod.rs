@@ -1,0 +1,197 @@
+//! The `opencode` executor: each task is a session on an OpenCode server (one Handoff starts
+//! and supervises, or one it attaches to), working in the task's own directory.
+
+mod client;
+mod control;
+mod mapping;
+mod server;
+mod session;
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use self::{
+    client::{Endpoint, OpenCodeClient},
+    control::OpenCodeControl,
+    server::{Server, ServerMode},
+    session::SessionSettings,
+};
+
+use crate::{Capabilities, Executor, Run, RunSpec, RunnerError, process};
+
+/// The executor's name.
+pub const NAME: &str = "opencode";
+
+/// How the `opencode` executor reaches OpenCode and runs sessions.
+#[derive(Debug, Clone)]
+pub struct OpenCodeConfig {
+    /// Start `opencode serve` (the program) or attach to a URL.
+    pub server: OpenCodeServer,
+    /// `provider/model` for every prompt.
+    pub model: Option<String>,
+    /// Provider retries tolerated before the task fails.
+    pub retry_max_attempts: u32,
+    /// Time spent retrying before the task fails.
+    pub retry_max: Duration,
+    /// Delete each session when its task ends.
+    pub delete_sessions: bool,
+    /// Permission rules in OpenCode's format (`[{permission, pattern, action}]`).
+    pub ruleset: Value,
+}
+
+/// Which OpenCode server to use.
+#[derive(Debug, Clone)]
+pub enum OpenCodeServer {
+    /// Start and supervise `opencode serve`.
+    Managed {
+        /// The `opencode` program.
+        binary: String,
+        /// Extra environment for it.
+        env: Vec<(String, String)>,
+        /// Its working directory.
+        cwd: PathBuf,
+    },
+    /// Attach to a running server.
+    Attached {
+        /// Its base URL.
+        url: String,
+        /// HTTP Basic password (user `opencode`).
+        password: Option<String>,
+    },
+}
+
+/// Runs tasks as OpenCode sessions.
+pub struct OpenCodeExecutor {
+    server: Arc<Server>,
+    http: reqwest::Client,
+    settings: Arc<SessionSettings>,
+}
+
+impl std::fmt::Debug for OpenCodeExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenCodeExecutor").finish_non_exhaustive()
+    }
+}
+
+impl OpenCodeExecutor {
+    /// An executor; a managed server starts on first use (or [`OpenCodeExecutor::warm_up`]).
+    pub fn new(config: OpenCodeConfig) -> Result<Self, RunnerError> {
+        // reqwest is built with rustls on ring only; installing the provider twice is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| RunnerError::NotConfigured {
+                executor: NAME.to_owned(),
+                message: format!("could not build an HTTP client: {e}"),
+            })?;
+        let mode = match config.server {
+            OpenCodeServer::Managed { binary, env, cwd } => ServerMode::Managed { binary, env, cwd },
+            OpenCodeServer::Attached { url, password } => ServerMode::Attached(Endpoint {
+                url: url.trim_end_matches('/').to_owned(),
+                password,
+            }),
+        };
+        let model = match config.model.as_deref().map(|m| m.split_once('/')) {
+            None => None,
+            Some(Some((provider, model))) if !provider.is_empty() && !model.is_empty() => {
+                Some((provider.to_owned(), model.to_owned()))
+            }
+            Some(_) => {
+                return Err(RunnerError::NotConfigured {
+                    executor: NAME.to_owned(),
+                    message: "the model must be written provider/model".to_owned(),
+                });
+            }
+        };
+        Ok(Self {
+            server: Arc::new(Server::new(mode, http.clone())),
+            http,
+            settings: Arc::new(SessionSettings {
+                model,
+                retry_max_attempts: config.retry_max_attempts,
+                retry_max: config.retry_max,
+                delete_sessions: config.delete_sessions,
+                ruleset: config.ruleset,
+            }),
+        })
+    }
+
+    /// Starts the managed server now, so the first task does not wait for it; returns the
+    /// server's URL.
+    pub async fn warm_up(&self) -> Result<String, RunnerError> {
+        self.server.endpoint().await.map(|(endpoint, _)| endpoint.url)
+    }
+
+    /// Stops the managed server (no-op when attached).
+    pub async fn shutdown(&self) {
+        self.server.stop().await;
+    }
+}
+
+#[async_trait]
+impl Executor for OpenCodeExecutor {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            messages: true,
+            pause: false,
+            reattach: false,
+        }
+    }
+
+    async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
+        let (endpoint, process) = self.server.endpoint().await?;
+        let client = OpenCodeClient::new(self.http.clone(), endpoint.clone(), &spec.workdir);
+        let (shared, events) = session::begin(
+            self.server.clone(),
+            client,
+            process,
+            self.settings.clone(),
+            spec.task_id.as_str(),
+            &spec.prompt,
+        )
+        .await?;
+        let state = json!({
+            "session_id": shared.session,
+            "url": endpoint.url,
+            "directory": spec.workdir,
+            "server_pgid": process.map(|p| p.pgid),
+            "server_start_time": process.and_then(|p| p.start_time),
+        });
+        Ok(Run {
+            events,
+            control: Box::new(OpenCodeControl::new(shared)),
+            state: Some(state),
+        })
+    }
+
+    async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
+        let pgid = state
+            .get("server_pgid")
+            .and_then(Value::as_i64)
+            .and_then(|p| i32::try_from(p).ok());
+        let start_time = state.get("server_start_time").and_then(Value::as_u64);
+        if let (Some(pgid), Some(start_time)) = (pgid, start_time) {
+            // The server this run used belonged to a Handoff that died; nothing else uses it.
+            return process::abandon_group(pgid, start_time).await;
+        }
+        // An attached server outlives us: stop just this run's session there.
+        let (Some(session), Some(directory)) = (
+            state.get("session_id").and_then(Value::as_str),
+            state.get("directory").and_then(Value::as_str),
+        ) else {
+            return Ok(());
+        };
+        let (endpoint, _) = self.server.endpoint().await?;
+        if state.get("url").and_then(Value::as_str) != Some(endpoint.url.as_str()) {
+            return Ok(());
+        }
+        let client = OpenCodeClient::new(self.http.clone(), endpoint, std::path::Path::new(directory));
+        client.abort(session).await
+    }
+}

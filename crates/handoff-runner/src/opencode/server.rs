@@ -1,0 +1,250 @@
+//! The OpenCode server Handoff talks to: one it starts and supervises (`opencode serve` on a
+//! random loopback port behind a fresh password, restarted after a crash), or one it attaches
+//! to by URL.
+
+use std::{path::PathBuf, process::Stdio, time::Duration};
+
+use reqwest::Client;
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+    sync::{Mutex, watch},
+};
+
+use super::client::{Endpoint, OpenCodeClient};
+use crate::{RunnerError, process};
+
+/// How long a fresh server may take to answer its health check (3–4 s measured on 2 cores).
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// The line `opencode serve` prints once it listens.
+const LISTENING: &str = "opencode server listening on ";
+
+/// How Handoff reaches OpenCode.
+#[derive(Debug, Clone)]
+pub(crate) enum ServerMode {
+    /// Start `opencode serve` with this program, environment and working directory.
+    Managed {
+        /// The `opencode` program.
+        binary: String,
+        /// Extra environment (config, isolation of its state).
+        env: Vec<(String, String)>,
+        /// Where the server process starts.
+        cwd: PathBuf,
+    },
+    /// Use a server someone else runs.
+    Attached(Endpoint),
+}
+
+/// A running managed server.
+struct Running {
+    endpoint: Endpoint,
+    pgid: i32,
+    start_time: Option<u64>,
+    /// Turns false when the process exits.
+    alive: watch::Receiver<bool>,
+}
+
+/// Hands out a healthy endpoint, starting or restarting the managed server as needed.
+pub(crate) struct Server {
+    mode: ServerMode,
+    http: Client,
+    running: Mutex<Option<Running>>,
+}
+
+/// Facts about the managed server a restarted Handoff needs to clean it up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ServerProcess {
+    pub pgid: i32,
+    pub start_time: Option<u64>,
+}
+
+impl Server {
+    pub fn new(mode: ServerMode, http: Client) -> Self {
+        Self {
+            mode,
+            http,
+            running: Mutex::new(None),
+        }
+    }
+
+    /// A healthy endpoint, and the managed process behind it (none when attached).
+    pub async fn endpoint(&self) -> Result<(Endpoint, Option<ServerProcess>), RunnerError> {
+        let (binary, env, cwd) = match &self.mode {
+            ServerMode::Attached(endpoint) => return Ok((endpoint.clone(), None)),
+            ServerMode::Managed { binary, env, cwd } => (binary, env, cwd),
+        };
+        let mut running = self.running.lock().await;
+        if let Some(current) = running.as_ref() {
+            if *current.alive.borrow() {
+                let process = ServerProcess {
+                    pgid: current.pgid,
+                    start_time: current.start_time,
+                };
+                return Ok((current.endpoint.clone(), Some(process)));
+            }
+            tracing::warn!("the OpenCode server exited; starting a new one");
+        }
+        let started = start(binary, env, cwd, &self.http).await?;
+        let answer = (
+            started.endpoint.clone(),
+            Some(ServerProcess {
+                pgid: started.pgid,
+                start_time: started.start_time,
+            }),
+        );
+        *running = Some(started);
+        Ok(answer)
+    }
+
+    /// Whether the managed server `process` has exited.
+    pub async fn exited(&self, process: ServerProcess) -> bool {
+        let running = self.running.lock().await;
+        match running.as_ref() {
+            Some(current) if current.pgid == process.pgid => !*current.alive.borrow(),
+            _ => true,
+        }
+    }
+
+    /// Waits until the managed server `process` exits; returns at once if it already has.
+    pub async fn wait_exit(&self, process: ServerProcess) {
+        let mut alive = {
+            let running = self.running.lock().await;
+            match running.as_ref() {
+                Some(current) if current.pgid == process.pgid => current.alive.clone(),
+                _ => return,
+            }
+        };
+        // An error means the watcher is gone, i.e. the process was reaped.
+        let _ = alive.wait_for(|alive| !alive).await;
+    }
+
+    /// Stops the managed server (SIGTERM, then SIGKILL) and waits until it is gone.
+    pub async fn stop(&self) {
+        let Some(current) = self.running.lock().await.take() else {
+            return;
+        };
+        if let Some(start_time) = current.start_time {
+            if let Err(e) = process::abandon_group(current.pgid, start_time).await {
+                tracing::warn!(error = %e, "stopping the OpenCode server failed");
+            }
+        }
+    }
+}
+
+async fn start(
+    binary: &str,
+    env: &[(String, String)],
+    cwd: &PathBuf,
+    http: &Client,
+) -> Result<Running, RunnerError> {
+    let password = uuid::Uuid::new_v4().simple().to_string();
+    let mut command = Command::new(binary);
+    command
+        .args(["serve", "--port", "0", "--hostname", "127.0.0.1"])
+        .current_dir(cwd)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("OPENCODE_SERVER_PASSWORD", &password)
+        .env_remove("OPENCODE_SERVER_USERNAME")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|source| RunnerError::Spawn {
+        program: binary.to_owned(),
+        source,
+    })?;
+    let pid = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .ok_or_else(|| RunnerError::Io {
+            context: "starting the OpenCode server",
+            message: "the process has no usable pid".to_owned(),
+        })?;
+    let start_time = process::start_time(pid);
+    let url = match tokio::time::timeout(READY_TIMEOUT, listening_url(&mut child)).await {
+        Ok(Ok(url)) => url,
+        Ok(Err(message)) => {
+            return Err(RunnerError::Io {
+                context: "starting the OpenCode server",
+                message,
+            });
+        }
+        Err(_) => {
+            return Err(RunnerError::Io {
+                context: "starting the OpenCode server",
+                message: format!("no `{LISTENING}` line within {READY_TIMEOUT:?}"),
+            });
+        }
+    };
+    let endpoint = Endpoint {
+        url,
+        password: Some(password),
+    };
+    let probe = OpenCodeClient::new(http.clone(), endpoint.clone(), cwd);
+    let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+    while !probe.healthy().await {
+        if tokio::time::Instant::now() > deadline {
+            return Err(RunnerError::Io {
+                context: "starting the OpenCode server",
+                message: "it never answered /global/health".to_owned(),
+            });
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(RunnerError::Io {
+                context: "starting the OpenCode server",
+                message: format!("it exited before becoming healthy ({status})"),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tracing::info!(url = %endpoint.url, pid, "OpenCode server ready");
+    let (alive_tx, alive) = watch::channel(true);
+    tokio::spawn(supervise(child, alive_tx));
+    Ok(Running {
+        endpoint,
+        pgid: pid,
+        start_time,
+        alive,
+    })
+}
+
+/// Reads stdout until the server says where it listens; stderr goes to the log.
+async fn listening_url(child: &mut Child) -> Result<String, String> {
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(target: "opencode", "{line}");
+            }
+        });
+    }
+    let Some(stdout) = child.stdout.take() else {
+        return Err("no stdout to read the address from".to_owned());
+    };
+    let mut lines = BufReader::new(stdout).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => {
+                if let Some(rest) = line.trim().strip_prefix(LISTENING) {
+                    let url = rest.trim().trim_end_matches('/').to_owned();
+                    tokio::spawn(async move {
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            tracing::debug!(target: "opencode", "{line}");
+                        }
+                    });
+                    return Ok(url);
+                }
+                tracing::debug!(target: "opencode", "{line}");
+            }
+            Ok(None) => return Err("it exited before listening".to_owned()),
+            Err(e) => return Err(format!("reading its output failed: {e}")),
+        }
+    }
+}
+
+async fn supervise(mut child: Child, alive: watch::Sender<bool>) {
+    let status = child.wait().await;
+    alive.send_replace(false);
+    tracing::warn!(?status, "the OpenCode server exited");
+}

@@ -1,0 +1,109 @@
+//! Which executors this configuration offers, built from the typed config.
+
+use std::{path::PathBuf, sync::Arc};
+
+use handoff_config::{CommandExecutorConfig, Config, OpenCodeExecutorConfig};
+use handoff_runner::{
+    CommandConfig, CommandExecutor, ExecutorRegistry, OpenCodeConfig, OpenCodeExecutor,
+    OpenCodeServer, PromptVia, RunnerError,
+};
+
+/// The executors, plus the OpenCode one by itself (its managed server needs starting and
+/// stopping) and a line per executor for `health`.
+pub(crate) struct Executors {
+    pub registry: ExecutorRegistry,
+    pub opencode: Option<Arc<OpenCodeExecutor>>,
+    pub notes: Vec<String>,
+}
+
+/// Builds every executor the configuration makes available.
+pub(crate) fn build(config: &Config) -> Result<Executors, RunnerError> {
+    let mut registry = ExecutorRegistry::new();
+    let mut notes = Vec::new();
+    if let Some(command) = &config.executors.command {
+        registry.register(Arc::new(CommandExecutor::new(command_config(command))?));
+    }
+    let opencode = match opencode_server(config) {
+        Some(server) => {
+            let executor = Arc::new(OpenCodeExecutor::new(opencode_config(config, server))?);
+            registry.register(executor.clone());
+            Some(executor)
+        }
+        None => {
+            notes.push(format!(
+                "opencode: `{}` not found on PATH (npm install -g opencode-ai, or set HANDOFF_OPENCODE_BINARY / HANDOFF_OPENCODE_URL)",
+                config.executors.opencode.binary
+            ));
+            None
+        }
+    };
+    Ok(Executors {
+        registry,
+        opencode,
+        notes,
+    })
+}
+
+fn command_config(config: &CommandExecutorConfig) -> CommandConfig {
+    CommandConfig {
+        argv: config.argv.clone(),
+        prompt_via: match config.prompt_via {
+            handoff_config::PromptVia::Stdin => PromptVia::Stdin,
+            handoff_config::PromptVia::Argument => PromptVia::Argument,
+        },
+        messages_via_stdin: config.messages_via_stdin,
+        env: Vec::new(),
+    }
+}
+
+/// The server to use: the configured URL, else a managed one when the program exists.
+fn opencode_server(config: &Config) -> Option<OpenCodeServer> {
+    let settings: &OpenCodeExecutorConfig = &config.executors.opencode;
+    if let Some(url) = &settings.url {
+        return Some(OpenCodeServer::Attached {
+            url: url.clone(),
+            password: settings.password.as_ref().map(|p| p.expose().to_owned()),
+        });
+    }
+    let binary = find_program(&settings.binary)?;
+    let mut env = vec![
+        ("OPENCODE_DISABLE_AUTOUPDATE".to_owned(), "1".to_owned()),
+        // A task's repository is untrusted: its own opencode.json must not widen permissions.
+        ("OPENCODE_DISABLE_PROJECT_CONFIG".to_owned(), "1".to_owned()),
+    ];
+    if let Some(json) = &settings.config_json {
+        env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), json.clone()));
+    }
+    Some(OpenCodeServer::Managed {
+        binary: binary.to_string_lossy().into_owned(),
+        env,
+        cwd: config.workspace_dir.clone(),
+    })
+}
+
+fn opencode_config(config: &Config, server: OpenCodeServer) -> OpenCodeConfig {
+    let settings = &config.executors.opencode;
+    OpenCodeConfig {
+        server,
+        model: settings.model.clone(),
+        retry_max_attempts: settings.retry_max_attempts,
+        retry_max: settings.retry_max,
+        delete_sessions: settings.delete_sessions,
+        // Handoff's rules have OpenCode's shape and semantics (last match wins).
+        ruleset: serde_json::to_value(&config.executors.permissions.rules)
+            .unwrap_or(serde_json::Value::Array(Vec::new())),
+    }
+}
+
+/// `program` itself when it names a path, else its first match on `PATH`.
+pub(crate) fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return path.is_file().then_some(path);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+    })
+}
