@@ -4,6 +4,7 @@
 #![deny(clippy::print_stdout)]
 
 mod app;
+pub mod doctor;
 mod executors;
 pub mod edge;
 mod http;

@@ -37,6 +37,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check what this configuration needs on this machine and say how to fix what is missing.
+    Doctor {
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure Handoff against a no-MCP floor server in one run (prints a table).
     Bench(BenchArgs),
     /// The floor server `handoff bench` measures against (started by it).

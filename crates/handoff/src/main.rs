@@ -27,6 +27,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Config { json } => print_config(&config, json),
         Command::Serve(args) => serve(config, args),
+        Command::Doctor { json } => doctor(&config, json),
         Command::Bench(args) => bench(args),
         Command::BenchFloor => bench_floor(),
     };
@@ -36,6 +37,40 @@ fn main() -> ExitCode {
             eprintln!("handoff: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Prints every check; fails when a required one does.
+#[allow(clippy::print_stdout)]
+fn doctor(config: &Config, json: bool) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let checks = runtime.block_on(handoff_server::doctor::diagnose(config));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        for check in &checks {
+            let mark = match (check.ok, check.required) {
+                (true, _) => "ok     ",
+                (false, true) => "MISSING",
+                (false, false) => "absent ",
+            };
+            println!("{mark} {:18} {}", check.name, check.detail);
+            if let Some(fix) = &check.fix {
+                println!("        {:18} fix: {fix}", "");
+            }
+        }
+    }
+    let missing: Vec<&str> = checks
+        .iter()
+        .filter(|c| c.required && !c.ok)
+        .map(|c| c.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("required for this configuration: {}", missing.join(", "))
     }
 }
 

@@ -317,3 +317,7 @@ fn clip_json(value: &Value) -> Value {
         json!(clip(&text, TEXT_MAX))
     }
 }
+
+#[cfg(test)]
+#[path = "mapping_tests.rs"]
+mod tests;

@@ -105,3 +105,45 @@ fn sigterm_shuts_down_gracefully() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn doctor_reports_what_is_missing_and_how_to_fix_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let doctor = |env: &[(&str, &str)]| {
+        Command::new(BIN)
+            .args(["doctor", "--json"])
+            .current_dir(dir.path())
+            .env("HANDOFF_DATA_DIR", dir.path().join("data"))
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let missing = doctor(&[("HANDOFF_OPENCODE_BINARY", "/nonexistent/opencode")]);
+    assert!(!missing.status.success(), "the default executor is missing");
+    let checks: serde_json::Value = serde_json::from_slice(&missing.stdout).unwrap();
+    let check = |checks: &serde_json::Value, name: &str| {
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} check in {checks}"))
+            .clone()
+    };
+    let opencode = check(&checks, "opencode");
+    assert_eq!(opencode["ok"], false, "{opencode}");
+    assert_eq!(opencode["required"], true, "{opencode}");
+    assert!(opencode["fix"].as_str().unwrap().contains("opencode-ai"), "{opencode}");
+    assert_eq!(check(&checks, "data dir")["ok"], true);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("opencode"));
+
+    let fine = doctor(&[
+        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
+        ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
+        ("HANDOFF_OPENCODE_BINARY", "/nonexistent/opencode"),
+    ]);
+    assert!(fine.status.success(), "{}", String::from_utf8_lossy(&fine.stderr));
+    let checks: serde_json::Value = serde_json::from_slice(&fine.stdout).unwrap();
+    assert_eq!(check(&checks, "command executor")["ok"], true);
+    assert_eq!(check(&checks, "opencode")["required"], false);
+}

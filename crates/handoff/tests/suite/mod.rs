@@ -1,4 +1,6 @@
 mod cli;
 mod harness;
 mod interop;
+mod mcp;
+mod opencode;
 mod tasks;

@@ -8,7 +8,10 @@ use std::{
 
 use serde_json::{Value, json};
 
-use super::harness::{Server, require, run_client, start, start_in};
+use super::{
+    harness::{Server, start, start_in},
+    mcp::{call, calls, err, history, ok, task_id, wait_status},
+};
 
 /// Tasks are bash scripts: the description is the script.
 const SCRIPT_EXECUTOR: [(&str, &str); 4] = [
@@ -23,71 +26,6 @@ fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static st
     all.push(("HANDOFF_CANCEL_GRACE_MS", "500"));
     all.extend_from_slice(extra);
     all
-}
-
-/// Runs `calls` in one Python SDK session as `agent`; one result per call.
-fn calls(server: &Server, agent: &str, calls: Value) -> Vec<Value> {
-    let input = server
-        .dir()
-        .join(format!("calls-{}.json", std::process::id()));
-    std::fs::write(&input, calls.to_string()).unwrap();
-    let mut command = Command::new(require(".venv/bin/python"));
-    command
-        .arg(require("py_calls.py"))
-        .args([&server.url, agent])
-        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
-    let output = run_client(command, "Python SDK tool calls");
-    let text = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str::<Vec<Value>>(text.trim())
-        .unwrap_or_else(|e| panic!("bad client output ({e}): {text}"))
-}
-
-fn call(server: &Server, agent: &str, name: &str, arguments: Value) -> Value {
-    calls(
-        server,
-        agent,
-        json!([{"name": name, "arguments": arguments}]),
-    )
-    .remove(0)
-}
-
-/// The structured result of a successful call.
-fn ok(result: &Value) -> &Value {
-    assert_eq!(result["is_error"], false, "{result}");
-    &result["structured"]
-}
-
-/// The error body of a failed call.
-fn err(result: &Value) -> Value {
-    assert_eq!(result["is_error"], true, "{result}");
-    serde_json::from_str::<Value>(result["text"].as_str().unwrap()).unwrap()["error"].clone()
-}
-
-fn task_id(result: &Value) -> String {
-    ok(result)["task_id"].as_str().unwrap().to_owned()
-}
-
-fn wait_status(server: &Server, agent: &str, id: &str, want: &[&str]) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let status = call(server, agent, "get_task_status", json!({"task_id": id}));
-        let current = ok(&status)["status"].as_str().unwrap().to_owned();
-        if want.contains(&current.as_str()) {
-            return ok(&status).clone();
-        }
-        assert!(Instant::now() < deadline, "{id} stuck in {current}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn history(server: &Server, agent: &str, id: &str) -> Value {
-    let result = call(
-        server,
-        agent,
-        "get_task_history",
-        json!({"task_id": id, "events_limit": 1000}),
-    );
-    ok(&result).clone()
 }
 
 /// The pid the executor recorded for the task's process group.

@@ -1,0 +1,255 @@
+//! `handoff doctor`: checks what this configuration needs on this machine — executor programs
+//! and versions, `rg`, the model endpoint OpenCode is pointed at, the sandbox layer, the data
+//! directory, Letta — and says how to fix what is missing.
+
+use std::{path::Path, process::Stdio, time::Duration};
+
+use handoff_config::Config;
+use serde_json::Value;
+use tokio::process::Command;
+
+use crate::executors::find_program;
+
+/// How long one probe may take.
+const PROBE: Duration = Duration::from_secs(15);
+
+/// The result of one check.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: String,
+    /// It is fine.
+    pub ok: bool,
+    /// Handoff's main job needs it (a failed required check makes `doctor` exit non-zero).
+    pub required: bool,
+    /// What was found.
+    pub detail: String,
+    /// How to fix it, when not ok.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn pass(name: &str, detail: impl Into<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            ok: true,
+            required: false,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn fail(name: &str, required: bool, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            ok: false,
+            required,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// Runs every check for `config`.
+pub async fn diagnose(config: &Config) -> Vec<Check> {
+    let default = config.tasks.default_executor.as_str();
+    let mut checks = vec![data_dir(&config.data_dir).await];
+    checks.push(opencode(config, default == "opencode").await);
+    checks.push(program("rg", &["--version"], default == "opencode", "apt-get install ripgrep (OpenCode's grep/glob tools need it; without it OpenCode tries to download one)").await);
+    if let Some(check) = opencode_model(config).await {
+        checks.push(check);
+    }
+    checks.push(command_executor(config, default == "command"));
+    checks.push(program("claude", &["--version"], false, "npm install -g @anthropic-ai/claude-code").await);
+    checks.push(program("codex", &["--version"], false, "npm install -g @openai/codex").await);
+    checks.push(program("git", &["--version"], config.tasks.git_repository.is_some(), "apt-get install git (task worktrees and diffs use it)").await);
+    checks.push(sandbox().await);
+    checks.push(letta(config).await);
+    checks
+}
+
+async fn data_dir(dir: &Path) -> Check {
+    let probe = dir.join(".doctor-probe");
+    let written = async {
+        tokio::fs::create_dir_all(dir).await?;
+        tokio::fs::write(&probe, b"ok").await?;
+        tokio::fs::remove_file(&probe).await
+    }
+    .await;
+    match written {
+        Ok(()) => Check::pass("data dir", format!("{} is writable", dir.display())),
+        Err(e) => Check::fail(
+            "data dir",
+            true,
+            format!("{}: {e}", dir.display()),
+            "set HANDOFF_DATA_DIR to a writable directory",
+        ),
+    }
+}
+
+/// First line a program prints for `args`, or why it could not run.
+async fn version(program: &str, args: &[&str]) -> Result<String, String> {
+    let Some(path) = find_program(program) else {
+        return Err(format!("`{program}` not found on PATH"));
+    };
+    let output = Command::new(&path)
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(PROBE, output).await {
+        Ok(Ok(out)) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            Ok(format!(
+                "{} ({})",
+                text.lines().next().unwrap_or("").trim(),
+                path.display()
+            ))
+        }
+        Ok(Ok(out)) => Err(format!("{} exited with {}", path.display(), out.status)),
+        Ok(Err(e)) => Err(format!("{}: {e}", path.display())),
+        Err(_) => Err(format!("{} did not answer within {PROBE:?}", path.display())),
+    }
+}
+
+async fn program(name: &str, args: &[&str], required: bool, fix: &str) -> Check {
+    match version(name, args).await {
+        Ok(found) => Check::pass(name, found),
+        Err(why) => Check::fail(name, required, why, fix),
+    }
+}
+
+async fn opencode(config: &Config, required: bool) -> Check {
+    let settings = &config.executors.opencode;
+    if let Some(url) = &settings.url {
+        return match reachable(&format!("{}/global/health", url.trim_end_matches('/'))).await {
+            Ok(()) => Check::pass("opencode", format!("attached server at {url} answers")),
+            Err(why) => Check::fail(
+                "opencode",
+                required,
+                format!("attached server at {url}: {why}"),
+                "start `opencode serve` there, or unset HANDOFF_OPENCODE_URL so Handoff starts its own",
+            ),
+        };
+    }
+    match version(&settings.binary, &["--version"]).await {
+        Ok(found) => Check::pass("opencode", found),
+        Err(why) => Check::fail(
+            "opencode",
+            required,
+            why,
+            "npm install -g opencode-ai (or set HANDOFF_OPENCODE_BINARY / HANDOFF_OPENCODE_URL)",
+        ),
+    }
+}
+
+/// Every provider `baseURL` in the inline OpenCode config answers (the scripted model server
+/// in tests, a local model server in production).
+async fn opencode_model(config: &Config) -> Option<Check> {
+    let json = config.executors.opencode.config_json.as_deref()?;
+    let parsed: Value = serde_json::from_str(json).ok()?;
+    let providers = parsed.get("provider")?.as_object()?;
+    let mut found = Vec::new();
+    for (name, provider) in providers {
+        let Some(base) = provider.pointer("/options/baseURL").and_then(Value::as_str) else {
+            continue;
+        };
+        let url = format!("{}/models", base.trim_end_matches('/'));
+        if let Err(why) = reachable(&url).await {
+            return Some(Check::fail(
+                "model endpoint",
+                true,
+                format!("provider `{name}` at {base}: {why}"),
+                "start the model server the OpenCode config points at (tests: the scripted model server)",
+            ));
+        }
+        found.push(format!("{name} at {base}"));
+    }
+    (!found.is_empty()).then(|| Check::pass("model endpoint", found.join(", ")))
+}
+
+fn command_executor(config: &Config, required: bool) -> Check {
+    let Some(command) = &config.executors.command else {
+        return Check::fail(
+            "command executor",
+            required,
+            "not configured",
+            "set HANDOFF_COMMAND_ARGV (a JSON array) to offer the `command` executor",
+        );
+    };
+    let program = command.argv.first().map_or("", String::as_str);
+    match find_program(program) {
+        Some(path) => Check::pass("command executor", format!("runs {}", path.display())),
+        None => Check::fail(
+            "command executor",
+            required,
+            format!("`{program}` not found"),
+            "fix HANDOFF_COMMAND_ARGV",
+        ),
+    }
+}
+
+/// Bubblewrap can build a sandbox here (the isolation layer's foundation).
+async fn sandbox() -> Check {
+    let Some(bwrap) = find_program("bwrap") else {
+        return Check::fail(
+            "sandbox",
+            false,
+            "`bwrap` not found",
+            "apt-get install bubblewrap",
+        );
+    };
+    let run = Command::new(&bwrap)
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "true"])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(PROBE, run).await {
+        Ok(Ok(out)) if out.status.success() => {
+            Check::pass("sandbox", format!("bubblewrap works ({})", bwrap.display()))
+        }
+        Ok(Ok(out)) => Check::fail(
+            "sandbox",
+            false,
+            format!(
+                "bubblewrap failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)",
+        ),
+        Ok(Err(e)) => Check::fail("sandbox", false, e.to_string(), "reinstall bubblewrap"),
+        Err(_) => Check::fail("sandbox", false, "bubblewrap hung", "check the kernel's namespace support"),
+    }
+}
+
+async fn letta(config: &Config) -> Check {
+    let Some(url) = &config.letta.api_url else {
+        return Check::pass("letta", "not configured (optional; set LETTA_API_URL to use it)");
+    };
+    match reachable(&format!("{}/v1/health/", url.trim_end_matches('/'))).await {
+        Ok(()) => Check::pass("letta", format!("{url} answers")),
+        Err(why) => Check::fail(
+            "letta",
+            false,
+            format!("{url}: {why}"),
+            "start the Letta server or fix LETTA_API_URL",
+        ),
+    }
+}
+
+/// The URL answers at all (any HTTP status below 500 counts: auth may be needed).
+async fn reachable(url: &str) -> Result<(), String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| e.to_string())?;
+    match client.get(url).send().await {
+        Ok(response) if response.status().is_server_error() => {
+            Err(format!("answered {}", response.status()))
+        }
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}

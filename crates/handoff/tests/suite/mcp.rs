@@ -1,0 +1,90 @@
+//! Talking to a running Handoff through the official Python MCP SDK, as tests need it.
+
+use std::{
+    process::{Command, Stdio},
+    sync::atomic::{AtomicUsize, Ordering},
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+use super::harness::{Server, require, run_client};
+
+/// Runs `calls` in one Python SDK session as `agent`; one result per call.
+pub fn calls(server: &Server, agent: &str, calls: Value) -> Vec<Value> {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::SeqCst);
+    let input = server
+        .dir()
+        .join(format!("calls-{}-{n}.json", std::process::id()));
+    std::fs::write(&input, calls.to_string()).unwrap();
+    let mut command = Command::new(require(".venv/bin/python"));
+    command
+        .arg(require("py_calls.py"))
+        .args([&server.url, agent])
+        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
+    let output = run_client(command, "Python SDK tool calls");
+    let text = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str::<Vec<Value>>(text.trim())
+        .unwrap_or_else(|e| panic!("bad client output ({e}): {text}"))
+}
+
+pub fn call(server: &Server, agent: &str, name: &str, arguments: Value) -> Value {
+    calls(
+        server,
+        agent,
+        json!([{"name": name, "arguments": arguments}]),
+    )
+    .remove(0)
+}
+
+/// The structured result of a successful call.
+pub fn ok(result: &Value) -> &Value {
+    assert_eq!(result["is_error"], false, "{result}");
+    &result["structured"]
+}
+
+/// The error body of a failed call.
+pub fn err(result: &Value) -> Value {
+    assert_eq!(result["is_error"], true, "{result}");
+    serde_json::from_str::<Value>(result["text"].as_str().unwrap()).unwrap()["error"].clone()
+}
+
+pub fn task_id(result: &Value) -> String {
+    ok(result)["task_id"].as_str().unwrap().to_owned()
+}
+
+pub fn wait_status(server: &Server, agent: &str, id: &str, want: &[&str]) -> Value {
+    wait_status_for(server, agent, id, want, Duration::from_secs(30))
+}
+
+/// Polls `get_task_status` until the task is in one of `want`, for at most `limit`.
+pub fn wait_status_for(
+    server: &Server,
+    agent: &str,
+    id: &str,
+    want: &[&str],
+    limit: Duration,
+) -> Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        let status = call(server, agent, "get_task_status", json!({"task_id": id}));
+        let current = ok(&status)["status"].as_str().unwrap().to_owned();
+        if want.contains(&current.as_str()) {
+            return ok(&status).clone();
+        }
+        assert!(Instant::now() < deadline, "{id} stuck in {current}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+pub fn history(server: &Server, agent: &str, id: &str) -> Value {
+    let result = call(
+        server,
+        agent,
+        "get_task_history",
+        json!({"task_id": id, "events_limit": 1000}),
+    );
+    ok(&result).clone()
+}
+

@@ -1,0 +1,295 @@
+//! The `opencode` executor end to end: the real Handoff binary starts the real `opencode serve`,
+//! whose model is the scripted model server on loopback; the official Python MCP SDK drives
+//! Handoff. One Handoff (and so one OpenCode server) serves every scenario, as in production.
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use handoff_scripted_model::{Script, ScriptedModel};
+use serde_json::{Value, json};
+
+use super::{
+    harness::{Server, start},
+    mcp::{call, calls, history, ok, task_id, wait_status_for},
+};
+
+const AGENT: &str = "agent-oc";
+
+/// Scenario texts the scripted model answers; each task's prompt names one.
+fn script() -> Script {
+    let bash = |command: &str| {
+        json!({"tool_calls": [{"name": "bash", "arguments": {
+            "command": command, "description": "scripted step"
+        }}]})
+    };
+    let write = |file: &str, content: &str| {
+        json!({"tool_calls": [{"name": "write", "arguments": {
+            "filePath": format!("{{{{cwd}}}}/{file}"), "content": content
+        }}]})
+    };
+    let script = json!({
+        "scenarios": [
+            {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from opencode\n"), {"text": "Created hello.txt."}]},
+            {"match": "WAIT-FOR-NAME", "turns": [bash("sleep 6"), {"text": "nobody told me a name"}]},
+            {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
+            {"match": "HANG", "turns": [{"hang": true}]},
+            {"match": "BAD-REQUEST", "turns": [{"error": {"status": 400, "type": "invalid_request_error", "message": "mock-model rejects this request"}}]},
+            {"match": "SERVER-ERROR", "turns": [{"error": {"status": 500, "type": "server_error", "message": "upstream exploded"}}]},
+            {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer"}]},
+            {"match": "ISOLATE-A", "turns": [write("only-a.txt", "a\n"), {"text": "a done"}]},
+            {"match": "ISOLATE-B", "turns": [write("only-b.txt", "b\n"), {"text": "b done"}]}
+        ],
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    Script::from_json(&script.to_string()).unwrap()
+}
+
+/// OpenCode pointed at the scripted model, with its state kept inside `home`.
+fn handoff_env(model_url: &str, home: &Path) -> Vec<(String, String)> {
+    let config = json!({
+        "provider": {"mock": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Mock",
+            "options": {"baseURL": format!("{model_url}/v1"), "apiKey": "sk-mock"},
+            "models": {"mock-model": {"name": "Mock", "tool_call": true, "limit": {"context": 128000, "output": 8192}}}
+        }},
+        "model": "mock/mock-model",
+        "small_model": "mock/mock-model",
+        "autoupdate": false,
+        "share": "disabled"
+    });
+    let rules = json!([
+        {"permission": "*", "pattern": "*", "action": "allow"},
+        {"permission": "bash", "pattern": "touch *", "action": "ask"}
+    ]);
+    let dir = |name: &str| home.join(name).display().to_string();
+    vec![
+        ("HOME".into(), dir("home")),
+        ("XDG_CONFIG_HOME".into(), dir("config")),
+        ("XDG_DATA_HOME".into(), dir("data")),
+        ("XDG_CACHE_HOME".into(), dir("cache")),
+        ("XDG_STATE_HOME".into(), dir("state")),
+        ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+        ("HANDOFF_DEFAULT_EXECUTOR".into(), "opencode".into()),
+        ("HANDOFF_OPENCODE_CONFIG".into(), config.to_string()),
+        ("HANDOFF_OPENCODE_MODEL".into(), "mock/mock-model".into()),
+        ("HANDOFF_OPENCODE_RETRY_MAX_ATTEMPTS".into(), "2".into()),
+        ("HANDOFF_OPENCODE_RETRY_MAX_SECS".into(), "60".into()),
+        ("HANDOFF_PERMISSION_RULES".into(), rules.to_string()),
+        ("HANDOFF_ASK_TIMEOUT_SECS".into(), "8".into()),
+        ("HANDOFF_TASK_TIMEOUT_MS".into(), "180000".into()),
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE".into(), "0".into()),
+    ]
+}
+
+fn submit(server: &Server, description: &str) -> String {
+    task_id(&call(
+        server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": description}),
+    ))
+}
+
+fn wait_end(server: &Server, id: &str) -> Value {
+    wait_status_for(
+        server,
+        AGENT,
+        id,
+        &["completed", "failed", "cancelled", "timeout"],
+        Duration::from_secs(120),
+    )
+}
+
+fn workdir(server: &Server, id: &str) -> PathBuf {
+    let status = ok(&call(server, AGENT, "get_task_status", json!({"task_id": id}))).clone();
+    PathBuf::from(status["workdir"].as_str().unwrap())
+}
+
+fn events(server: &Server, id: &str) -> Vec<Value> {
+    history(server, AGENT, id)["events"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn artifacts(server: &Server, id: &str) -> Vec<Value> {
+    let result = call(
+        server,
+        AGENT,
+        "get_task_history",
+        json!({"task_id": id, "include_artifacts": true}),
+    );
+    ok(&result)["artifacts"].as_array().unwrap().clone()
+}
+
+/// Waits until the task waits for an answer and returns the pending request's event.
+fn wait_ask(server: &Server, id: &str) -> Value {
+    wait_status_for(server, AGENT, id, &["input_required"], Duration::from_secs(60));
+    events(server, id)
+        .into_iter()
+        .find(|e| e["kind"] == "input" && e["data"]["state"] == "pending")
+        .unwrap_or_else(|| panic!("{id} is input_required without a pending request event"))
+}
+
+fn answer(server: &Server, id: &str, decision: &str) -> Value {
+    let answer = json!({"decision": decision, "message": format!("{decision} from the test")});
+    let result = call(
+        server,
+        AGENT,
+        "send_task_message",
+        json!({"task_id": id, "message": answer.to_string(), "message_type": "approval"}),
+    );
+    ok(&result).clone()
+}
+
+#[test]
+fn opencode_tasks_end_to_end() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let model = runtime
+        .block_on(ScriptedModel::start(script(), Some(state.path().join("model.jsonl"))))
+        .unwrap();
+    let env = handoff_env(&model.base_url(), state.path());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+
+    // Everything at once: one OpenCode server serves every task directory.
+    let create = submit(&server, "CREATE-FILE please");
+    let multi = submit(&server, "WAIT-FOR-NAME then write the file");
+    let hang = submit(&server, "HANG forever");
+    let bad = submit(&server, "BAD-REQUEST now");
+    let flaky = submit(&server, "SERVER-ERROR always");
+    let allow = submit(&server, "ASK-TOUCH allow");
+    let deny = submit(&server, "ASK-TOUCH deny");
+    let unanswered = submit(&server, "ASK-TOUCH unanswered");
+    let iso_a = submit(&server, "ISOLATE-A");
+    let iso_b = submit(&server, "ISOLATE-B");
+
+    // A message changes what the working agent does next.
+    wait_status_for(&server, AGENT, &multi, &["running"], Duration::from_secs(60));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !events(&server, &multi)
+        .iter()
+        .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "bash")
+    {
+        assert!(Instant::now() < deadline, "the agent never started its bash step");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let sent = call(
+        &server,
+        AGENT,
+        "send_task_message",
+        json!({"task_id": multi, "message": "NAME-IS-NOTES", "message_type": "requirement_change"}),
+    );
+    assert_eq!(ok(&sent)["delivered"], true, "{sent}");
+
+    // Permission asks: allow, deny, and one left to time out.
+    let asked = wait_ask(&server, &allow);
+    assert_eq!(asked["data"]["request"]["permission"], "bash", "{asked}");
+    let answered = answer(&server, &allow, "allow");
+    assert_eq!(answered["delivered"], true, "{answered}");
+    wait_ask(&server, &deny);
+    answer(&server, &deny, "deny");
+    wait_ask(&server, &unanswered);
+
+    // Cancel during a hanging model stream.
+    wait_status_for(&server, AGENT, &hang, &["running"], Duration::from_secs(60));
+    let hang_started = Instant::now();
+    while model.requests().iter().all(|r| r.scenario.as_deref() != Some("HANG")) {
+        assert!(hang_started.elapsed() < Duration::from_secs(60), "HANG never reached the model");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let cancel_at = Instant::now();
+    let cancelled = call(
+        &server,
+        AGENT,
+        "send_task_control",
+        json!({"task_id": hang, "control": "cancel"}),
+    );
+    assert_eq!(ok(&cancelled)["status"], "cancelled", "{cancelled}");
+    assert!(cancel_at.elapsed() < Duration::from_secs(5), "cancel took {:?}", cancel_at.elapsed());
+
+    // The file-creating task: completed, file readable, diff and answer kept.
+    let done = wait_end(&server, &create);
+    assert_eq!(done["status"], "completed", "{done}");
+    let file = call(
+        &server,
+        AGENT,
+        "read_task_file",
+        json!({"task_id": create, "file_path": "hello.txt"}),
+    );
+    assert_eq!(ok(&file)["content"], "hello from opencode\n");
+    let kept = artifacts(&server, &create);
+    let diff = kept.iter().find(|a| a["kind"] == "diff").expect("diff artifact");
+    assert!(diff["content"].as_str().unwrap().contains("hello from opencode"), "{diff}");
+    let output = kept.iter().find(|a| a["kind"] == "output").expect("answer artifact");
+    assert!(output["content"].as_str().unwrap().contains("Created hello.txt."), "{output}");
+    assert!(
+        events(&server, &create)
+            .iter()
+            .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "write" && e["data"]["status"] == "completed"),
+        "no completed write tool event"
+    );
+
+    let done = wait_end(&server, &multi);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(workdir(&server, &multi).join("notes.txt").exists(), "the message did not redirect the agent");
+
+    let failed = wait_end(&server, &bad);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"].as_str().unwrap().contains("mock-model rejects this request"),
+        "{failed}"
+    );
+
+    let flaked = wait_end(&server, &flaky);
+    assert_eq!(flaked["status"], "failed", "{flaked}");
+    let error = flaked["error"].as_str().unwrap();
+    assert!(error.contains("kept failing") && error.contains("upstream exploded"), "{error}");
+
+    let allowed = wait_end(&server, &allow);
+    assert_eq!(allowed["status"], "completed", "{allowed}");
+    assert!(workdir(&server, &allow).join("approved.txt").exists());
+    let denied = wait_end(&server, &deny);
+    assert_eq!(denied["status"], "completed", "{denied}");
+    assert!(!workdir(&server, &deny).join("approved.txt").exists());
+    let timed_out = wait_end(&server, &unanswered);
+    assert_eq!(timed_out["status"], "completed", "{timed_out}");
+    assert!(!workdir(&server, &unanswered).join("approved.txt").exists());
+    assert!(
+        events(&server, &unanswered)
+            .iter()
+            .any(|e| e["kind"] == "input" && e["data"]["by"] == "timeout"),
+        "the unanswered ask was not denied by the timeout"
+    );
+
+    // Two directories on one server never see each other's files.
+    for (id, own, other) in [(&iso_a, "only-a.txt", "only-b.txt"), (&iso_b, "only-b.txt", "only-a.txt")] {
+        let done = wait_end(&server, id);
+        assert_eq!(done["status"], "completed", "{done}");
+        let listed = ok(&call(&server, AGENT, "get_task_files", json!({"task_id": id}))).clone();
+        let names = listed.to_string();
+        assert!(names.contains(own) && !names.contains(other), "{names}");
+    }
+    let cwds: Vec<String> = model
+        .requests()
+        .iter()
+        .filter(|r| r.scenario.as_deref().is_some_and(|s| s.starts_with("ISOLATE")))
+        .filter_map(|r| r.cwd.clone())
+        .collect();
+    assert!(cwds.iter().any(|c| c.as_str() == workdir(&server, &iso_a).to_str().unwrap()));
+    assert!(cwds.iter().any(|c| c.as_str() == workdir(&server, &iso_b).to_str().unwrap()));
+
+    let listed = calls(
+        &server,
+        AGENT,
+        json!([{"name": "list_tasks", "arguments": {"limit": 50}}]),
+    );
+    assert_eq!(ok(&listed[0])["tasks"].as_array().unwrap().len(), 10);
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
