@@ -137,6 +137,12 @@ async fn start(
     cwd: &PathBuf,
     http: &Client,
 ) -> Result<Running, RunnerError> {
+    tokio::fs::create_dir_all(cwd)
+        .await
+        .map_err(|e| RunnerError::Io {
+            context: "preparing the OpenCode server's directory",
+            message: format!("{}: {e}", cwd.display()),
+        })?;
     let password = uuid::Uuid::new_v4().simple().to_string();
     let mut command = Command::new(binary);
     command

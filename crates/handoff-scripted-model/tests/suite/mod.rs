@@ -1,0 +1,9 @@
+//! Test modules, one per API plus shared behaviour and the binary.
+
+mod anthropic;
+mod behaviour;
+mod binary;
+mod chat;
+mod common;
+mod gemini;
+mod responses;
