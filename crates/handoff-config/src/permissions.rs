@@ -189,8 +189,8 @@ mod tests {
 
     #[test]
     fn bad_rules_are_refused_with_the_reason() {
-        let err = PermissionPolicy::from_text(r#"[{"permission":"bash","action":"maybe"}]"#)
-            .unwrap_err();
+        let err =
+            PermissionPolicy::from_text(r#"[{"permission":"bash","action":"maybe"}]"#).unwrap_err();
         assert!(err.contains("allow|deny|ask"), "{err}");
         assert!(PermissionPolicy::from_text(r#"[{"permision":"x","action":"allow"}]"#).is_err());
     }

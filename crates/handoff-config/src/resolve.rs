@@ -5,8 +5,8 @@ use std::{path::PathBuf, time::Duration};
 use crate::{
     Argv, ByteSize, CommandExecutorConfig, Config, ConfigError, ExecutorsConfig, FeatureConfig,
     LettaConfig, LoadOptions, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig,
-    PermissionPolicy, PromptVia, RunnerConfig, Secret,
-    ServerConfig, Source, TaskConfig, WorkdirCleanup,
+    PermissionPolicy, PromptVia, RunnerConfig, Secret, ServerConfig, Source, TaskConfig,
+    WorkdirCleanup,
     layers::Layers,
     parse::FromRaw,
     spec::{SETTINGS, SettingSpec},
@@ -216,7 +216,10 @@ fn http_url(url: &Option<String>) -> Result<(), String> {
 }
 
 fn json_object(json: &Option<String>) -> Result<(), String> {
-    match json.as_deref().map(serde_json::from_str::<serde_json::Value>) {
+    match json
+        .as_deref()
+        .map(serde_json::from_str::<serde_json::Value>)
+    {
         Some(Ok(serde_json::Value::Object(_))) | None => Ok(()),
         Some(Ok(_)) => Err("expected a JSON object".to_owned()),
         Some(Err(e)) => Err(format!("expected a JSON object: {e}")),
@@ -343,9 +346,7 @@ impl Config {
                     r.check("executors.opencode.config", json, json_object)?
                 },
                 retry_max_attempts: r.get("executors.opencode.retry_max_attempts", 5u32)?,
-                retry_max: Duration::from_secs(
-                    r.get("executors.opencode.retry_max_secs", 120u64)?,
-                ),
+                retry_max: Duration::from_secs(r.get("executors.opencode.retry_max_secs", 120u64)?),
                 delete_sessions: r.get("executors.opencode.delete_sessions", true)?,
             },
             permissions: r.get("executors.permissions", PermissionPolicy::default())?,

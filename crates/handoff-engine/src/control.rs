@@ -271,7 +271,10 @@ impl Engine {
             .is_some_and(|run| !run.pending.is_empty());
         let (delivered, note) = if message_type == MessageType::Approval && waiting {
             let request = self.approve(&task, agent, &message).await?;
-            (true, format!("answered the executor's request: {}", request.title))
+            (
+                true,
+                format!("answered the executor's request: {}", request.title),
+            )
         } else if task.status.is_active() {
             match self.steering(&task, Steer::Message).await {
                 Ok(control) => {

@@ -14,7 +14,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     EngineError, EngineMetrics, metrics::OutcomeLabels, rate::SubmissionRate, recovery, retention,
-    scheduler, workdir::Workdirs,
+    scheduler, snapshot::Snapshots, workdir::Workdirs,
 };
 
 /// Why a run is being stopped by Handoff rather than ending on its own.
@@ -49,6 +49,8 @@ pub(crate) struct Inner {
     pub workdirs: Workdirs,
     pub rate: SubmissionRate,
     pub artifacts_dir: PathBuf,
+    /// Baselines the task diffs are computed against.
+    pub snapshots: Snapshots,
     live: Mutex<HashMap<TaskId, LiveRun>>,
     /// Wakes the scheduler: a task was queued or a slot freed.
     pub wake: Notify,
@@ -100,6 +102,7 @@ impl Engine {
             metrics,
             workdirs,
             rate,
+            snapshots: Snapshots::new(artifacts_dir.with_file_name("snapshots")),
             artifacts_dir,
             live: Mutex::new(HashMap::new()),
             wake: Notify::new(),

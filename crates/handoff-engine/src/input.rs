@@ -53,7 +53,15 @@ pub(crate) async fn requested(
         PermissionAction::Deny => InputAnswer::deny("denied by Handoff's permission policy"),
         PermissionAction::Ask => return wait_for_answer(inner, task, request).await,
     };
-    deliver(inner, &task.id, control, &request, &answer, &Answerer::Policy).await
+    deliver(
+        inner,
+        &task.id,
+        control,
+        &request,
+        &answer,
+        &Answerer::Policy,
+    )
+    .await
 }
 
 async fn wait_for_answer(
@@ -142,7 +150,11 @@ pub(crate) async fn answer_pending(
 }
 
 /// The executor settled a request itself (answered elsewhere, or withdrawn).
-pub(crate) async fn settled(inner: &Arc<Inner>, task_id: &TaskId, id: &str) -> Result<(), EngineError> {
+pub(crate) async fn settled(
+    inner: &Arc<Inner>,
+    task_id: &TaskId,
+    id: &str,
+) -> Result<(), EngineError> {
     let empty = {
         let mut live = inner.live();
         let Some(run) = live.get_mut(task_id) else {
@@ -156,7 +168,13 @@ pub(crate) async fn settled(inner: &Arc<Inner>, task_id: &TaskId, id: &str) -> R
         run.pending.is_empty()
     };
     if empty {
-        move_status(inner, task_id, TaskStatus::Running, "request settled by the executor").await?;
+        move_status(
+            inner,
+            task_id,
+            TaskStatus::Running,
+            "request settled by the executor",
+        )
+        .await?;
     }
     Ok(())
 }
@@ -226,7 +244,13 @@ impl Engine {
         message: &str,
     ) -> Result<InputRequest, EngineError> {
         let answer = parse_approval(message)?;
-        answer_pending(&self.inner, &task.id, answer, Answerer::Agent(agent.clone())).await
+        answer_pending(
+            &self.inner,
+            &task.id,
+            answer,
+            Answerer::Agent(agent.clone()),
+        )
+        .await
     }
 }
 
@@ -264,7 +288,9 @@ mod tests {
         assert_eq!(d.message.as_deref(), Some("not there"));
         assert_eq!(parse_approval(" Yes ").unwrap().decision, Decision::Allow);
         assert_eq!(parse_approval("no").unwrap().decision, Decision::Deny);
-        let err = parse_approval(r#"{"decision":"maybe"}"#).unwrap_err().to_string();
+        let err = parse_approval(r#"{"decision":"maybe"}"#)
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("message: an approval"), "{err}");
         assert!(parse_approval(r#"{"decision":"allow","extra":1}"#).is_err());
     }

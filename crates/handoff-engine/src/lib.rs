@@ -16,6 +16,7 @@ mod recovery;
 mod retention;
 mod run;
 mod scheduler;
+mod snapshot;
 mod submit;
 mod workdir;
 mod worktree;

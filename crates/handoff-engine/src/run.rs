@@ -77,6 +77,9 @@ async fn execute(
             {
                 return Ok(Finish::failed(e));
             }
+            if let Err(e) = inner.snapshots.baseline(&task.id, &workdir).await {
+                record_note(inner, task, format!("no diff will be kept: {e}")).await?;
+            }
             let prompt = compose_prompt(inner, task).await?;
             let spec = RunSpec {
                 task_id: task.id.clone(),
@@ -89,7 +92,10 @@ async fn execute(
                 .executor_call(executor.name(), "start", started.is_ok());
             match started {
                 Ok(run) => run,
-                Err(e) => return Ok(Finish::failed(format!("could not start the executor: {e}"))),
+                Err(e) => {
+                    inner.snapshots.discard(&task.id).await;
+                    return Ok(Finish::failed(format!("could not start the executor: {e}")));
+                }
             }
         }
     };
@@ -238,8 +244,25 @@ async fn supervise(
         stdout.push_line(text).await?;
     }
     let mut sinks = vec![stdout, stderr];
-    if let Some(diff) = outcome.as_ref().and_then(|o| o.diff.as_deref()) {
-        let mut sink = ArtifactSink::new(ArtifactKind::Diff, spill.join("changes.diff"), inline, max);
+    // Handoff's own baseline diff covers every change, whoever made it; the executor's view is
+    // the fallback.
+    let own = match inner
+        .snapshots
+        .diff(&task.id, std::path::Path::new(&task.workdir))
+        .await
+    {
+        Ok(diff) => diff,
+        Err(e) => {
+            record_note(inner, task, format!("could not compute the diff: {e}")).await?;
+            None
+        }
+    };
+    if let Some(diff) = own
+        .as_deref()
+        .or_else(|| outcome.as_ref().and_then(|o| o.diff.as_deref()))
+    {
+        let mut sink =
+            ArtifactSink::new(ArtifactKind::Diff, spill.join("changes.diff"), inline, max);
         sink.push_line(diff).await?;
         sinks.push(sink);
     }
@@ -298,6 +321,19 @@ async fn supervise(
         }
         (None, None) => Finish::failed("the executor stopped without reporting an outcome"),
     })
+}
+
+/// Records one of Handoff's own notes on the task.
+async fn record_note(inner: &Inner, task: &Task, note: String) -> Result<(), EngineError> {
+    inner
+        .store
+        .append_events(
+            &task.id,
+            unix_millis_now(),
+            &[NewEvent::new(EventKind::Log, note)],
+        )
+        .await?;
+    Ok(())
 }
 
 /// Writes the events gathered so far, keeping their order with the status changes that follow.

@@ -99,7 +99,11 @@ pub trait RunControl: Send + Sync {
     /// running; the run's event stream then ends with [`RunEvent::Finished`].
     async fn cancel(&self, grace: Duration) -> Result<(), RunnerError>;
     /// Answers a pending [`InputRequest`].
-    async fn answer(&self, _request: &InputRequest, _answer: &InputAnswer) -> Result<(), RunnerError> {
+    async fn answer(
+        &self,
+        _request: &InputRequest,
+        _answer: &InputAnswer,
+    ) -> Result<(), RunnerError> {
         Err(RunnerError::Unsupported {
             executor: "this".to_owned(),
             action: "answering requests",

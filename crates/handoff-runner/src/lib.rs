@@ -6,17 +6,17 @@
 mod command;
 mod error;
 mod executor;
-mod process;
 mod input;
 mod opencode;
+mod process;
 mod registry;
 
 pub use command::{CommandConfig, CommandExecutor, PromptVia};
-pub use process::process_group_alive;
 pub use error::RunnerError;
 pub use executor::{
     Capabilities, Executor, OutputStream, Run, RunControl, RunEvent, RunOutcome, RunSpec,
 };
 pub use input::{Decision, InputAnswer, InputKind, InputRequest, Scope};
 pub use opencode::{NAME as OPENCODE, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer};
+pub use process::process_group_alive;
 pub use registry::ExecutorRegistry;

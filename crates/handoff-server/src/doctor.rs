@@ -61,9 +61,33 @@ pub async fn diagnose(config: &Config) -> Vec<Check> {
         checks.push(check);
     }
     checks.push(command_executor(config, default == "command"));
-    checks.push(program("claude", &["--version"], false, "npm install -g @anthropic-ai/claude-code").await);
-    checks.push(program("codex", &["--version"], false, "npm install -g @openai/codex").await);
-    checks.push(program("git", &["--version"], config.tasks.git_repository.is_some(), "apt-get install git (task worktrees and diffs use it)").await);
+    checks.push(
+        program(
+            "claude",
+            &["--version"],
+            false,
+            "npm install -g @anthropic-ai/claude-code",
+        )
+        .await,
+    );
+    checks.push(
+        program(
+            "codex",
+            &["--version"],
+            false,
+            "npm install -g @openai/codex",
+        )
+        .await,
+    );
+    checks.push(
+        program(
+            "git",
+            &["--version"],
+            config.tasks.git_repository.is_some(),
+            "apt-get install git (task worktrees and diffs use it)",
+        )
+        .await,
+    );
     checks.push(sandbox().await);
     checks.push(letta(config).await);
     checks
@@ -109,7 +133,10 @@ async fn version(program: &str, args: &[&str]) -> Result<String, String> {
         }
         Ok(Ok(out)) => Err(format!("{} exited with {}", path.display(), out.status)),
         Ok(Err(e)) => Err(format!("{}: {e}", path.display())),
-        Err(_) => Err(format!("{} did not answer within {PROBE:?}", path.display())),
+        Err(_) => Err(format!(
+            "{} did not answer within {PROBE:?}",
+            path.display()
+        )),
     }
 }
 
@@ -201,7 +228,15 @@ async fn sandbox() -> Check {
         );
     };
     let run = Command::new(&bwrap)
-        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "true"])
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--unshare-pid",
+            "true",
+        ])
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
@@ -219,13 +254,21 @@ async fn sandbox() -> Check {
             "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)",
         ),
         Ok(Err(e)) => Check::fail("sandbox", false, e.to_string(), "reinstall bubblewrap"),
-        Err(_) => Check::fail("sandbox", false, "bubblewrap hung", "check the kernel's namespace support"),
+        Err(_) => Check::fail(
+            "sandbox",
+            false,
+            "bubblewrap hung",
+            "check the kernel's namespace support",
+        ),
     }
 }
 
 async fn letta(config: &Config) -> Check {
     let Some(url) = &config.letta.api_url else {
-        return Check::pass("letta", "not configured (optional; set LETTA_API_URL to use it)");
+        return Check::pass(
+            "letta",
+            "not configured (optional; set LETTA_API_URL to use it)",
+        );
     };
     match reachable(&format!("{}/v1/health/", url.trim_end_matches('/'))).await {
         Ok(()) => Check::pass("letta", format!("{url} answers")),

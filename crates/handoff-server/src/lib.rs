@@ -5,8 +5,8 @@
 
 mod app;
 pub mod doctor;
-mod executors;
 pub mod edge;
+mod executors;
 mod http;
 mod mcp;
 mod serve;

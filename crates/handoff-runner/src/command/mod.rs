@@ -15,9 +15,9 @@ use handoff_task::{EventKind, NewEvent};
 use serde_json::{Value, json};
 use tokio::{process::Command, sync::mpsc};
 
+use crate::process;
 use crate::{Capabilities, Executor, OutputStream, Run, RunEvent, RunSpec, RunnerError};
 use control::{CommandControl, Shared};
-use crate::process;
 
 const NAME: &str = "command";
 

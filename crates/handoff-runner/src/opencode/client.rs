@@ -70,7 +70,11 @@ impl OpenCodeClient {
         })
     }
 
-    async fn json(&self, context: &'static str, builder: RequestBuilder) -> Result<Value, RunnerError> {
+    async fn json(
+        &self,
+        context: &'static str,
+        builder: RequestBuilder,
+    ) -> Result<Value, RunnerError> {
         self.send(context, builder)
             .await?
             .json()
@@ -79,10 +83,17 @@ impl OpenCodeClient {
     }
 
     /// Creates a session with a permission ruleset; returns its id.
-    pub async fn create_session(&self, title: &str, permission: Value) -> Result<String, RunnerError> {
+    pub async fn create_session(
+        &self,
+        title: &str,
+        permission: Value,
+    ) -> Result<String, RunnerError> {
         let body = json!({ "title": title, "permission": permission });
         let session = self
-            .json("creating the OpenCode session", self.request(Method::POST, "/session").json(&body))
+            .json(
+                "creating the OpenCode session",
+                self.request(Method::POST, "/session").json(&body),
+            )
             .await?;
         session
             .get("id")
@@ -96,101 +107,152 @@ impl OpenCodeClient {
 
     /// Sends a prompt without waiting for the turn; a busy session queues it into the next model
     /// call, which is how a follow-up message reaches a working agent.
-    pub async fn prompt(&self, session: &str, text: &str, model: Option<&(String, String)>) -> Result<(), RunnerError> {
+    pub async fn prompt(
+        &self,
+        session: &str,
+        text: &str,
+        model: Option<&(String, String)>,
+    ) -> Result<(), RunnerError> {
         let mut body = json!({ "parts": [{ "type": "text", "text": text }] });
         if let Some((provider, model)) = model {
             body["model"] = json!({ "providerID": provider, "modelID": model });
         }
         let path = format!("/session/{session}/prompt_async");
-        self.send("prompting OpenCode", self.request(Method::POST, &path).json(&body))
-            .await
-            .map(drop)
+        self.send(
+            "prompting OpenCode",
+            self.request(Method::POST, &path).json(&body),
+        )
+        .await
+        .map(drop)
     }
 
     /// Stops the session's current turn (and drops queued prompts).
     pub async fn abort(&self, session: &str) -> Result<(), RunnerError> {
         let path = format!("/session/{session}/abort");
-        self.send("aborting the OpenCode session", self.request(Method::POST, &path))
-            .await
-            .map(drop)
+        self.send(
+            "aborting the OpenCode session",
+            self.request(Method::POST, &path),
+        )
+        .await
+        .map(drop)
     }
 
     /// Deletes the session.
     pub async fn delete_session(&self, session: &str) -> Result<(), RunnerError> {
         let path = format!("/session/{session}");
-        self.send("deleting the OpenCode session", self.request(Method::DELETE, &path))
-            .await
-            .map(drop)
+        self.send(
+            "deleting the OpenCode session",
+            self.request(Method::DELETE, &path),
+        )
+        .await
+        .map(drop)
     }
 
     /// The status of busy sessions (idle ones are absent).
     pub async fn session_status(&self) -> Result<Value, RunnerError> {
-        self.json("reading OpenCode session status", self.request(Method::GET, "/session/status"))
-            .await
+        self.json(
+            "reading OpenCode session status",
+            self.request(Method::GET, "/session/status"),
+        )
+        .await
     }
 
     /// The session's messages, for the final answer and for re-syncing after a lost stream.
     pub async fn messages(&self, session: &str) -> Result<Value, RunnerError> {
         let path = format!("/session/{session}/message");
-        self.json("reading OpenCode messages", self.request(Method::GET, &path))
-            .await
+        self.json(
+            "reading OpenCode messages",
+            self.request(Method::GET, &path),
+        )
+        .await
     }
 
     /// Pending permission requests of this directory.
     pub async fn permissions(&self) -> Result<Value, RunnerError> {
-        self.json("listing OpenCode permission requests", self.request(Method::GET, "/permission"))
-            .await
+        self.json(
+            "listing OpenCode permission requests",
+            self.request(Method::GET, "/permission"),
+        )
+        .await
     }
 
     /// Pending questions of this directory.
     pub async fn questions(&self) -> Result<Value, RunnerError> {
-        self.json("listing OpenCode questions", self.request(Method::GET, "/question"))
-            .await
+        self.json(
+            "listing OpenCode questions",
+            self.request(Method::GET, "/question"),
+        )
+        .await
     }
 
     /// Answers a permission request: `once`, `always` or `reject`.
-    pub async fn reply_permission(&self, id: &str, reply: &str, message: Option<&str>) -> Result<(), RunnerError> {
+    pub async fn reply_permission(
+        &self,
+        id: &str,
+        reply: &str,
+        message: Option<&str>,
+    ) -> Result<(), RunnerError> {
         let mut body = json!({ "reply": reply });
         if let Some(message) = message {
             body["message"] = json!(message);
         }
         let path = format!("/permission/{id}/reply");
-        self.send("answering an OpenCode permission request", self.request(Method::POST, &path).json(&body))
-            .await
-            .map(drop)
+        self.send(
+            "answering an OpenCode permission request",
+            self.request(Method::POST, &path).json(&body),
+        )
+        .await
+        .map(drop)
     }
 
     /// Answers a question: one list of chosen labels (or free text) per question.
-    pub async fn reply_question(&self, id: &str, answers: Vec<Vec<String>>) -> Result<(), RunnerError> {
+    pub async fn reply_question(
+        &self,
+        id: &str,
+        answers: Vec<Vec<String>>,
+    ) -> Result<(), RunnerError> {
         let path = format!("/question/{id}/reply");
-        self.send("answering an OpenCode question", self.request(Method::POST, &path).json(&json!({ "answers": answers })))
-            .await
-            .map(drop)
+        self.send(
+            "answering an OpenCode question",
+            self.request(Method::POST, &path)
+                .json(&json!({ "answers": answers })),
+        )
+        .await
+        .map(drop)
     }
 
     /// Declines a question.
     pub async fn reject_question(&self, id: &str) -> Result<(), RunnerError> {
         let path = format!("/question/{id}/reject");
-        self.send("declining an OpenCode question", self.request(Method::POST, &path))
-            .await
-            .map(drop)
+        self.send(
+            "declining an OpenCode question",
+            self.request(Method::POST, &path),
+        )
+        .await
+        .map(drop)
     }
 
     /// The files the session changed, each with its patch (works without git: OpenCode keeps
     /// its own snapshots).
     pub async fn session_diff(&self, session: &str) -> Result<Value, RunnerError> {
         let path = format!("/session/{session}/diff");
-        self.json("reading the OpenCode session diff", self.request(Method::GET, &path))
-            .await
+        self.json(
+            "reading the OpenCode session diff",
+            self.request(Method::GET, &path),
+        )
+        .await
     }
 
     /// The working tree's diff as git prints it.
     pub async fn vcs_diff(&self) -> Result<String, RunnerError> {
-        self.send("reading the OpenCode diff", self.request(Method::GET, "/vcs/diff/raw"))
-            .await?
-            .text()
-            .await
-            .map_err(|e| io("reading the OpenCode diff", e))
+        self.send(
+            "reading the OpenCode diff",
+            self.request(Method::GET, "/vcs/diff/raw"),
+        )
+        .await?
+        .text()
+        .await
+        .map_err(|e| io("reading the OpenCode diff", e))
     }
 
     /// Opens the directory's event stream.

@@ -67,7 +67,11 @@ impl RunControl for OpenCodeControl {
         Ok(())
     }
 
-    async fn answer(&self, request: &InputRequest, answer: &InputAnswer) -> Result<(), RunnerError> {
+    async fn answer(
+        &self,
+        request: &InputRequest,
+        answer: &InputAnswer,
+    ) -> Result<(), RunnerError> {
         if self.finished() {
             return Err(RunnerError::Finished);
         }
@@ -86,7 +90,10 @@ impl RunControl for OpenCodeControl {
             (InputKind::Question, Decision::Deny) => client.reject_question(&request.id).await,
             (InputKind::Question, Decision::Allow) => {
                 client
-                    .reply_question(&request.id, question_answers(request, answer.message.as_deref()))
+                    .reply_question(
+                        &request.id,
+                        question_answers(request, answer.message.as_deref()),
+                    )
                     .await
             }
         }

@@ -120,7 +120,12 @@ impl SessionEvents {
                 {
                     return Vec::new();
                 }
-                vec![Signal::Event(tool_event(text("tool"), text("callID"), status, state))]
+                vec![Signal::Event(tool_event(
+                    text("tool"),
+                    text("callID"),
+                    status,
+                    state,
+                ))]
             }
             "text" => {
                 let finished = part.pointer("/time/end").is_some_and(|t| !t.is_null());
@@ -167,7 +172,10 @@ fn tool_event(tool: &str, call: &str, status: &str, state: &Value) -> NewEvent {
         ("error", _) => format!(
             "{tool} failed: {}",
             clip(
-                state.get("error").and_then(Value::as_str).unwrap_or("unknown error"),
+                state
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error"),
                 500
             )
         ),
@@ -178,7 +186,10 @@ fn tool_event(tool: &str, call: &str, status: &str, state: &Value) -> NewEvent {
     if let Some(title) = title {
         data["title"] = json!(title);
     }
-    if let Some(input) = state.get("input").filter(|i| i.as_object().is_some_and(|o| !o.is_empty())) {
+    if let Some(input) = state
+        .get("input")
+        .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+    {
         data["input"] = clip_json(input);
     }
     if let Some(output) = state.get("output").and_then(Value::as_str) {
@@ -225,10 +236,19 @@ fn permission(props: &Value) -> InputRequest {
     let patterns: Vec<String> = props
         .get("patterns")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     InputRequest {
-        id: props.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+        id: props
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
         kind: InputKind::Permission,
         title: format!("allow {permission} on {}?", patterns.join(", ")),
         permission,
@@ -253,7 +273,11 @@ fn question(props: &Value) -> InputRequest {
         })
         .unwrap_or_default();
     InputRequest {
-        id: props.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+        id: props
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
         kind: InputKind::Question,
         permission: "question".to_owned(),
         patterns: Vec::new(),
@@ -278,8 +302,11 @@ fn diff(diff: &Value) -> Vec<Signal> {
         })
         .collect();
     vec![Signal::Event(
-        NewEvent::new(EventKind::Diff, format!("{} file(s) differ from the start", files.len()))
-            .with_data(json!({ "files": summary })),
+        NewEvent::new(
+            EventKind::Diff,
+            format!("{} file(s) differ from the start", files.len()),
+        )
+        .with_data(json!({ "files": summary })),
     )]
 }
 
@@ -292,8 +319,11 @@ fn todos(todos: &Value) -> Vec<Signal> {
         .filter(|t| t.get("status").and_then(Value::as_str) == Some("completed"))
         .count();
     vec![Signal::Event(
-        NewEvent::new(EventKind::Log, format!("todo list: {done}/{} done", list.len()))
-            .with_data(json!({ "todos": todos })),
+        NewEvent::new(
+            EventKind::Log,
+            format!("todo list: {done}/{} done", list.len()),
+        )
+        .with_data(json!({ "todos": todos })),
     )]
 }
 

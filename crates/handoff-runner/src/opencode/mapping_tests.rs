@@ -29,8 +29,16 @@ fn tool_states_are_recorded_once_each() {
     let mut reader = SessionEvents::new(MAIN);
     let running = tool(MAIN, "prt_1", "running", json!({}));
     assert_eq!(reader.read(&running).len(), 1);
-    assert!(reader.read(&running).is_empty(), "a repeated state is not recorded twice");
-    let done = reader.read(&tool(MAIN, "prt_1", "completed", json!({ "title": "a.txt", "output": "ok" })));
+    assert!(
+        reader.read(&running).is_empty(),
+        "a repeated state is not recorded twice"
+    );
+    let done = reader.read(&tool(
+        MAIN,
+        "prt_1",
+        "completed",
+        json!({ "title": "a.txt", "output": "ok" }),
+    ));
     let [Signal::Event(e)] = done.as_slice() else {
         panic!("{done:?}")
     };
@@ -38,7 +46,12 @@ fn tool_states_are_recorded_once_each() {
     assert_eq!(e.message, "write completed: a.txt");
     assert_eq!(e.data["status"], "completed");
     assert_eq!(e.data["input"]["filePath"], "/w/a.txt");
-    let failed = reader.read(&tool(MAIN, "prt_2", "error", json!({ "error": "disk full" })));
+    let failed = reader.read(&tool(
+        MAIN,
+        "prt_2",
+        "error",
+        json!({ "error": "disk full" }),
+    ));
     let [Signal::Event(e)] = failed.as_slice() else {
         panic!("{failed:?}")
     };
@@ -48,15 +61,32 @@ fn tool_states_are_recorded_once_each() {
 #[test]
 fn other_sessions_are_ignored_but_sub_agents_are_followed() {
     let mut reader = SessionEvents::new(MAIN);
-    assert!(reader.read(&tool("ses_other", "p", "running", json!({}))).is_empty());
-    assert!(reader.read(&event("session.idle", json!({ "sessionID": "ses_other" }))).is_empty());
+    assert!(
+        reader
+            .read(&tool("ses_other", "p", "running", json!({})))
+            .is_empty()
+    );
+    assert!(
+        reader
+            .read(&event("session.idle", json!({ "sessionID": "ses_other" })))
+            .is_empty()
+    );
     reader.read(&event(
         "session.created",
         json!({ "sessionID": "ses_child", "info": { "id": "ses_child", "parentID": MAIN } }),
     ));
-    assert_eq!(reader.read(&tool("ses_child", "p", "running", json!({}))).len(), 1);
+    assert_eq!(
+        reader
+            .read(&tool("ses_child", "p", "running", json!({})))
+            .len(),
+        1
+    );
     // A sub-agent going idle does not end the task.
-    assert!(reader.read(&event("session.idle", json!({ "sessionID": "ses_child" }))).is_empty());
+    assert!(
+        reader
+            .read(&event("session.idle", json!({ "sessionID": "ses_child" })))
+            .is_empty()
+    );
     assert_eq!(
         reader.read(&event("session.idle", json!({ "sessionID": MAIN }))),
         vec![Signal::Idle]
@@ -76,7 +106,10 @@ fn final_text_becomes_the_answer_only_when_finished() {
     };
     assert!(reader.read(&text(Value::Null)).is_empty());
     let signals = reader.read(&text(json!(2)));
-    assert!(signals.contains(&Signal::Answer("All done.".to_owned())), "{signals:?}");
+    assert!(
+        signals.contains(&Signal::Answer("All done.".to_owned())),
+        "{signals:?}"
+    );
 }
 
 #[test]
@@ -128,7 +161,10 @@ fn permission_and_question_requests_are_relayed() {
     let [Signal::Input(request)] = question.as_slice() else {
         panic!("{question:?}")
     };
-    assert_eq!((request.kind, request.title.as_str()), (InputKind::Question, "Proceed?"));
+    assert_eq!(
+        (request.kind, request.title.as_str()),
+        (InputKind::Question, "Proceed?")
+    );
     assert_eq!(
         reader.read(&event(
             "permission.replied",
@@ -142,5 +178,8 @@ fn permission_and_question_requests_are_relayed() {
 fn clip_keeps_char_boundaries_and_says_what_was_cut() {
     assert_eq!(clip("short", 10), "short");
     let clipped = clip("ééééé", 3);
-    assert!(clipped.starts_with('é') && clipped.ends_with("[8 more bytes]"), "{clipped}");
+    assert!(
+        clipped.starts_with('é') && clipped.ends_with("[8 more bytes]"),
+        "{clipped}"
+    );
 }

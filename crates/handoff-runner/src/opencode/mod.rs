@@ -87,7 +87,9 @@ impl OpenCodeExecutor {
                 message: format!("could not build an HTTP client: {e}"),
             })?;
         let mode = match config.server {
-            OpenCodeServer::Managed { binary, env, cwd } => ServerMode::Managed { binary, env, cwd },
+            OpenCodeServer::Managed { binary, env, cwd } => {
+                ServerMode::Managed { binary, env, cwd }
+            }
             OpenCodeServer::Attached { url, password } => ServerMode::Attached(Endpoint {
                 url: url.trim_end_matches('/').to_owned(),
                 password,
@@ -121,7 +123,10 @@ impl OpenCodeExecutor {
     /// Starts the managed server now, so the first task does not wait for it; returns the
     /// server's URL.
     pub async fn warm_up(&self) -> Result<String, RunnerError> {
-        self.server.endpoint().await.map(|(endpoint, _)| endpoint.url)
+        self.server
+            .endpoint()
+            .await
+            .map(|(endpoint, _)| endpoint.url)
     }
 
     /// Stops the managed server (no-op when attached).
@@ -191,7 +196,8 @@ impl Executor for OpenCodeExecutor {
         if state.get("url").and_then(Value::as_str) != Some(endpoint.url.as_str()) {
             return Ok(());
         }
-        let client = OpenCodeClient::new(self.http.clone(), endpoint, std::path::Path::new(directory));
+        let client =
+            OpenCodeClient::new(self.http.clone(), endpoint, std::path::Path::new(directory));
         client.abort(session).await
     }
 }

@@ -84,7 +84,10 @@ pub(crate) async fn begin(
     let session = client
         .create_session(title, settings.ruleset.clone())
         .await?;
-    if let Err(e) = client.prompt(&session, prompt, settings.model.as_ref()).await {
+    if let Err(e) = client
+        .prompt(&session, prompt, settings.model.as_ref())
+        .await
+    {
         let _ = client.delete_session(&session).await;
         return Err(e);
     }
@@ -233,8 +236,11 @@ impl Driver {
                     }
                 }
                 Signal::Error(message) => {
-                    self.emit(RunEvent::Event(NewEvent::new(EventKind::Error, message.clone())))
-                        .await;
+                    self.emit(RunEvent::Event(NewEvent::new(
+                        EventKind::Error,
+                        message.clone(),
+                    )))
+                    .await;
                     self.error = Some(message);
                 }
                 Signal::Aborted => {
@@ -256,9 +262,9 @@ impl Driver {
     /// A follow-up prompt sent just as a turn ended starts the next one at once.
     async fn busy_again(&self) -> bool {
         match self.shared.client.session_status().await {
-            Ok(status) => status.get(&self.shared.session).is_some_and(|s| {
-                s.get("type").and_then(Value::as_str) != Some("idle")
-            }),
+            Ok(status) => status
+                .get(&self.shared.session)
+                .is_some_and(|s| s.get("type").and_then(Value::as_str) != Some("idle")),
             Err(_) => false,
         }
     }
@@ -271,7 +277,10 @@ impl Driver {
             self.emit(RunEvent::Event(
                 NewEvent::new(
                     EventKind::Error,
-                    format!("model provider failed, OpenCode retries (attempt {attempt}): {}", clip(&message, 500)),
+                    format!(
+                        "model provider failed, OpenCode retries (attempt {attempt}): {}",
+                        clip(&message, 500)
+                    ),
                 )
                 .with_data(json!({ "attempt": attempt, "retry": true })),
             ))
@@ -310,16 +319,27 @@ impl Driver {
             .await;
             return Ok((stream, self.resync().await));
         }
-        Err(End::Failed("lost the OpenCode event stream and could not reconnect".to_owned()))
+        Err(End::Failed(
+            "lost the OpenCode event stream and could not reconnect".to_owned(),
+        ))
     }
 
     /// Reads current state instead of the events missed: pending requests, and whether the
     /// turn ended meanwhile.
     async fn resync(&mut self) -> Option<End> {
-        for list in [self.shared.client.permissions().await, self.shared.client.questions().await] {
-            let Ok(Value::Array(items)) = list else { continue };
+        for list in [
+            self.shared.client.permissions().await,
+            self.shared.client.questions().await,
+        ] {
+            let Ok(Value::Array(items)) = list else {
+                continue;
+            };
             for item in items {
-                let kind = if item.get("questions").is_some() { "question.asked" } else { "permission.asked" };
+                let kind = if item.get("questions").is_some() {
+                    "question.asked"
+                } else {
+                    "permission.asked"
+                };
                 let event = json!({ "type": kind, "properties": item });
                 if let Some(end) = self.handle(&event).await {
                     return Some(end);
@@ -338,15 +358,19 @@ impl Driver {
 
     /// The final answer and error of a turn whose events were missed.
     fn catch_up(&mut self, messages: &Value) {
-        let Some(last) = messages
-            .as_array()
-            .and_then(|m| m.iter().rev().find(|m| m.pointer("/info/role").and_then(Value::as_str) == Some("assistant")))
-        else {
+        let Some(last) = messages.as_array().and_then(|m| {
+            m.iter()
+                .rev()
+                .find(|m| m.pointer("/info/role").and_then(Value::as_str) == Some("assistant"))
+        }) else {
             return;
         };
         if let Some(error) = last.pointer("/info/error") {
             let name = error.get("name").and_then(Value::as_str).unwrap_or("Error");
-            let message = error.pointer("/data/message").and_then(Value::as_str).unwrap_or("unknown error");
+            let message = error
+                .pointer("/data/message")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown error");
             if name != "MessageAbortedError" {
                 self.error = Some(format!("{name}: {message}"));
             }
@@ -421,5 +445,9 @@ async fn collect_diff(client: &OpenCodeClient, session: &str) -> Option<String> 
             return Some(patches.join("\n"));
         }
     }
-    client.vcs_diff().await.ok().filter(|d| !d.trim().is_empty())
+    client
+        .vcs_diff()
+        .await
+        .ok()
+        .filter(|d| !d.trim().is_empty())
 }

@@ -133,7 +133,10 @@ fn doctor_reports_what_is_missing_and_how_to_fix_it() {
     let opencode = check(&checks, "opencode");
     assert_eq!(opencode["ok"], false, "{opencode}");
     assert_eq!(opencode["required"], true, "{opencode}");
-    assert!(opencode["fix"].as_str().unwrap().contains("opencode-ai"), "{opencode}");
+    assert!(
+        opencode["fix"].as_str().unwrap().contains("opencode-ai"),
+        "{opencode}"
+    );
     assert_eq!(check(&checks, "data dir")["ok"], true);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("opencode"));
 
@@ -142,7 +145,11 @@ fn doctor_reports_what_is_missing_and_how_to_fix_it() {
         ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
         ("HANDOFF_OPENCODE_BINARY", "/nonexistent/opencode"),
     ]);
-    assert!(fine.status.success(), "{}", String::from_utf8_lossy(&fine.stderr));
+    assert!(
+        fine.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fine.stderr)
+    );
     let checks: serde_json::Value = serde_json::from_slice(&fine.stdout).unwrap();
     assert_eq!(check(&checks, "command executor")["ok"], true);
     assert_eq!(check(&checks, "opencode")["required"], false);

@@ -87,4 +87,3 @@ pub fn history(server: &Server, agent: &str, id: &str) -> Value {
     );
     ok(&result).clone()
 }
-

@@ -32,7 +32,7 @@ fn script() -> Script {
     let script = json!({
         "scenarios": [
             {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from opencode\n"), {"text": "Created hello.txt."}]},
-            {"match": "WAIT-FOR-NAME", "turns": [bash("sleep 6"), {"text": "nobody told me a name"}]},
+            {"match": "WAIT-FOR-NAME", "turns": [bash("sleep 25"), {"text": "nobody told me a name"}]},
             {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
             {"match": "HANG", "turns": [{"hang": true}]},
             {"match": "BAD-REQUEST", "turns": [{"error": {"status": 400, "type": "invalid_request_error", "message": "mock-model rejects this request"}}]},
@@ -79,19 +79,10 @@ fn handoff_env(model_url: &str, home: &Path) -> Vec<(String, String)> {
         ("HANDOFF_OPENCODE_RETRY_MAX_ATTEMPTS".into(), "2".into()),
         ("HANDOFF_OPENCODE_RETRY_MAX_SECS".into(), "60".into()),
         ("HANDOFF_PERMISSION_RULES".into(), rules.to_string()),
-        ("HANDOFF_ASK_TIMEOUT_SECS".into(), "8".into()),
+        ("HANDOFF_ASK_TIMEOUT_SECS".into(), "30".into()),
         ("HANDOFF_TASK_TIMEOUT_MS".into(), "180000".into()),
         ("HANDOFF_SUBMISSIONS_PER_MINUTE".into(), "0".into()),
     ]
-}
-
-fn submit(server: &Server, description: &str) -> String {
-    task_id(&call(
-        server,
-        AGENT,
-        "execute_task",
-        json!({"task_description": description}),
-    ))
 }
 
 fn wait_end(server: &Server, id: &str) -> Value {
@@ -105,7 +96,13 @@ fn wait_end(server: &Server, id: &str) -> Value {
 }
 
 fn workdir(server: &Server, id: &str) -> PathBuf {
-    let status = ok(&call(server, AGENT, "get_task_status", json!({"task_id": id}))).clone();
+    let status = ok(&call(
+        server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": id}),
+    ))
+    .clone();
     PathBuf::from(status["workdir"].as_str().unwrap())
 }
 
@@ -128,7 +125,19 @@ fn artifacts(server: &Server, id: &str) -> Vec<Value> {
 
 /// Waits until the task waits for an answer and returns the pending request's event.
 fn wait_ask(server: &Server, id: &str) -> Value {
-    wait_status_for(server, AGENT, id, &["input_required"], Duration::from_secs(60));
+    let status = wait_status_for(
+        server,
+        AGENT,
+        id,
+        &["input_required", "completed", "failed"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        status["status"],
+        "input_required",
+        "{status}\n{:#?}",
+        events(server, id)
+    );
     events(server, id)
         .into_iter()
         .find(|e| e["kind"] == "input" && e["data"]["state"] == "pending")
@@ -143,6 +152,12 @@ fn answer(server: &Server, id: &str, decision: &str) -> Value {
         "send_task_message",
         json!({"task_id": id, "message": answer.to_string(), "message_type": "approval"}),
     );
+    assert_eq!(
+        result["is_error"],
+        false,
+        "{result}\n{:#?}",
+        events(server, id)
+    );
     ok(&result).clone()
 }
 
@@ -151,41 +166,51 @@ fn opencode_tasks_end_to_end() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
     let model = runtime
-        .block_on(ScriptedModel::start(script(), Some(state.path().join("model.jsonl"))))
+        .block_on(ScriptedModel::start(
+            script(),
+            Some(state.path().join("model.jsonl")),
+        ))
         .unwrap();
     let env = handoff_env(&model.base_url(), state.path());
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
 
     // Everything at once: one OpenCode server serves every task directory.
-    let create = submit(&server, "CREATE-FILE please");
-    let multi = submit(&server, "WAIT-FOR-NAME then write the file");
-    let hang = submit(&server, "HANG forever");
-    let bad = submit(&server, "BAD-REQUEST now");
-    let flaky = submit(&server, "SERVER-ERROR always");
-    let allow = submit(&server, "ASK-TOUCH allow");
-    let deny = submit(&server, "ASK-TOUCH deny");
-    let unanswered = submit(&server, "ASK-TOUCH unanswered");
-    let iso_a = submit(&server, "ISOLATE-A");
-    let iso_b = submit(&server, "ISOLATE-B");
-
-    // A message changes what the working agent does next.
-    wait_status_for(&server, AGENT, &multi, &["running"], Duration::from_secs(60));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !events(&server, &multi)
-        .iter()
-        .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "bash")
-    {
-        assert!(Instant::now() < deadline, "the agent never started its bash step");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let sent = call(
+    let prompts = [
+        "CREATE-FILE please",
+        "WAIT-FOR-NAME then write the file",
+        "HANG forever",
+        "BAD-REQUEST now",
+        "SERVER-ERROR always",
+        "ASK-TOUCH allow",
+        "ASK-TOUCH deny",
+        "ASK-TOUCH unanswered",
+        "ISOLATE-A",
+        "ISOLATE-B",
+    ];
+    let submitted = calls(
         &server,
         AGENT,
-        "send_task_message",
-        json!({"task_id": multi, "message": "NAME-IS-NOTES", "message_type": "requirement_change"}),
+        Value::Array(
+            prompts
+                .iter()
+                .map(|p| json!({"name": "execute_task", "arguments": {"task_description": p}}))
+                .collect(),
+        ),
     );
-    assert_eq!(ok(&sent)["delivered"], true, "{sent}");
+    let ids: Vec<String> = submitted.iter().map(task_id).collect();
+    let [
+        create,
+        multi,
+        hang,
+        bad,
+        flaky,
+        allow,
+        deny,
+        unanswered,
+        iso_a,
+        iso_b,
+    ] = <[String; 10]>::try_from(ids).unwrap();
 
     // Permission asks: allow, deny, and one left to time out.
     let asked = wait_ask(&server, &allow);
@@ -196,11 +221,51 @@ fn opencode_tasks_end_to_end() {
     answer(&server, &deny, "deny");
     wait_ask(&server, &unanswered);
 
+    // A message changes what the working agent does next.
+    wait_status_for(
+        &server,
+        AGENT,
+        &multi,
+        &["running"],
+        Duration::from_secs(60),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !events(&server, &multi)
+        .iter()
+        .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "bash")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the agent never started its bash step"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let sent = call(
+        &server,
+        AGENT,
+        "send_task_message",
+        json!({"task_id": multi, "message": "NAME-IS-NOTES", "message_type": "requirement_change"}),
+    );
+    assert_eq!(
+        sent["is_error"],
+        false,
+        "{sent}\n{:#?}",
+        events(&server, &multi)
+    );
+    assert_eq!(ok(&sent)["delivered"], true, "{sent}");
+
     // Cancel during a hanging model stream.
     wait_status_for(&server, AGENT, &hang, &["running"], Duration::from_secs(60));
     let hang_started = Instant::now();
-    while model.requests().iter().all(|r| r.scenario.as_deref() != Some("HANG")) {
-        assert!(hang_started.elapsed() < Duration::from_secs(60), "HANG never reached the model");
+    while model
+        .requests()
+        .iter()
+        .all(|r| r.scenario.as_deref() != Some("HANG"))
+    {
+        assert!(
+            hang_started.elapsed() < Duration::from_secs(60),
+            "HANG never reached the model"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let cancel_at = Instant::now();
@@ -211,7 +276,11 @@ fn opencode_tasks_end_to_end() {
         json!({"task_id": hang, "control": "cancel"}),
     );
     assert_eq!(ok(&cancelled)["status"], "cancelled", "{cancelled}");
-    assert!(cancel_at.elapsed() < Duration::from_secs(5), "cancel took {:?}", cancel_at.elapsed());
+    assert!(
+        cancel_at.elapsed() < Duration::from_secs(5),
+        "cancel took {:?}",
+        cancel_at.elapsed()
+    );
 
     // The file-creating task: completed, file readable, diff and answer kept.
     let done = wait_end(&server, &create);
@@ -224,32 +293,59 @@ fn opencode_tasks_end_to_end() {
     );
     assert_eq!(ok(&file)["content"], "hello from opencode\n");
     let kept = artifacts(&server, &create);
-    let diff = kept.iter().find(|a| a["kind"] == "diff").expect("diff artifact");
-    assert!(diff["content"].as_str().unwrap().contains("hello from opencode"), "{diff}");
-    let output = kept.iter().find(|a| a["kind"] == "output").expect("answer artifact");
-    assert!(output["content"].as_str().unwrap().contains("Created hello.txt."), "{output}");
+    let diff = kept
+        .iter()
+        .find(|a| a["kind"] == "diff")
+        .expect("diff artifact");
     assert!(
-        events(&server, &create)
-            .iter()
-            .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "write" && e["data"]["status"] == "completed"),
+        diff["content"]
+            .as_str()
+            .unwrap()
+            .contains("hello from opencode"),
+        "{diff}"
+    );
+    let output = kept
+        .iter()
+        .find(|a| a["kind"] == "output")
+        .expect("answer artifact");
+    assert!(
+        output["content"]
+            .as_str()
+            .unwrap()
+            .contains("Created hello.txt."),
+        "{output}"
+    );
+    assert!(
+        events(&server, &create).iter().any(|e| e["kind"] == "tool"
+            && e["data"]["tool"] == "write"
+            && e["data"]["status"] == "completed"),
         "no completed write tool event"
     );
 
     let done = wait_end(&server, &multi);
     assert_eq!(done["status"], "completed", "{done}");
-    assert!(workdir(&server, &multi).join("notes.txt").exists(), "the message did not redirect the agent");
+    assert!(
+        workdir(&server, &multi).join("notes.txt").exists(),
+        "the message did not redirect the agent"
+    );
 
     let failed = wait_end(&server, &bad);
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(
-        failed["error"].as_str().unwrap().contains("mock-model rejects this request"),
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("mock-model rejects this request"),
         "{failed}"
     );
 
     let flaked = wait_end(&server, &flaky);
     assert_eq!(flaked["status"], "failed", "{flaked}");
     let error = flaked["error"].as_str().unwrap();
-    assert!(error.contains("kept failing") && error.contains("upstream exploded"), "{error}");
+    assert!(
+        error.contains("kept failing") && error.contains("upstream exploded"),
+        "{error}"
+    );
 
     let allowed = wait_end(&server, &allow);
     assert_eq!(allowed["status"], "completed", "{allowed}");
@@ -268,21 +364,40 @@ fn opencode_tasks_end_to_end() {
     );
 
     // Two directories on one server never see each other's files.
-    for (id, own, other) in [(&iso_a, "only-a.txt", "only-b.txt"), (&iso_b, "only-b.txt", "only-a.txt")] {
+    for (id, own, other) in [
+        (&iso_a, "only-a.txt", "only-b.txt"),
+        (&iso_b, "only-b.txt", "only-a.txt"),
+    ] {
         let done = wait_end(&server, id);
         assert_eq!(done["status"], "completed", "{done}");
-        let listed = ok(&call(&server, AGENT, "get_task_files", json!({"task_id": id}))).clone();
+        let listed = ok(&call(
+            &server,
+            AGENT,
+            "get_task_files",
+            json!({"task_id": id}),
+        ))
+        .clone();
         let names = listed.to_string();
         assert!(names.contains(own) && !names.contains(other), "{names}");
     }
     let cwds: Vec<String> = model
         .requests()
         .iter()
-        .filter(|r| r.scenario.as_deref().is_some_and(|s| s.starts_with("ISOLATE")))
+        .filter(|r| {
+            r.scenario
+                .as_deref()
+                .is_some_and(|s| s.starts_with("ISOLATE"))
+        })
         .filter_map(|r| r.cwd.clone())
         .collect();
-    assert!(cwds.iter().any(|c| c.as_str() == workdir(&server, &iso_a).to_str().unwrap()));
-    assert!(cwds.iter().any(|c| c.as_str() == workdir(&server, &iso_b).to_str().unwrap()));
+    assert!(
+        cwds.iter()
+            .any(|c| c.as_str() == workdir(&server, &iso_a).to_str().unwrap())
+    );
+    assert!(
+        cwds.iter()
+            .any(|c| c.as_str() == workdir(&server, &iso_b).to_str().unwrap())
+    );
 
     let listed = calls(
         &server,
