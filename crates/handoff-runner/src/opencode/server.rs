@@ -123,10 +123,10 @@ impl Server {
         let Some(current) = self.running.lock().await.take() else {
             return;
         };
-        if let Some(start_time) = current.start_time {
-            if let Err(e) = process::abandon_group(current.pgid, start_time).await {
-                tracing::warn!(error = %e, "stopping the OpenCode server failed");
-            }
+        if let Some(start_time) = current.start_time
+            && let Err(e) = process::abandon_group(current.pgid, start_time).await
+        {
+            tracing::warn!(error = %e, "stopping the OpenCode server failed");
         }
     }
 }

@@ -408,10 +408,10 @@ impl Driver {
             // A request left open would keep OpenCode waiting on a session nobody follows.
             let _ = client.abort(session).await;
         }
-        if settings.delete_sessions {
-            if let Err(e) = client.delete_session(session).await {
-                tracing::debug!(error = %e, "could not delete the OpenCode session");
-            }
+        if settings.delete_sessions
+            && let Err(e) = client.delete_session(session).await
+        {
+            tracing::debug!(error = %e, "could not delete the OpenCode session");
         }
         let (success, error) = match (cancelled, end, error) {
             (true, _, _) => (false, Some("cancelled".to_owned())),

@@ -1,10 +1,7 @@
 //! The task tools end to end: the real binary, the real `command` executor, the official
 //! Python MCP SDK as the client.
 
-use std::{
-    process::{Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
