@@ -11,7 +11,7 @@ use handoff_scripted_model::{Script, ScriptedModel};
 use serde_json::{Value, json};
 
 use super::{
-    harness::{Server, start},
+    harness::{Server, require, start},
     mcp::{call, calls, history, ok, task_id, wait_status_for},
 };
 
@@ -66,7 +66,9 @@ fn handoff_env(model_url: &str, home: &Path) -> Vec<(String, String)> {
         {"permission": "bash", "pattern": "touch *", "action": "ask"}
     ]);
     let dir = |name: &str| home.join(name).display().to_string();
+    let binary = require("node_modules/.bin/opencode").display().to_string();
     vec![
+        ("HANDOFF_OPENCODE_BINARY".into(), binary),
         ("HOME".into(), dir("home")),
         ("XDG_CONFIG_HOME".into(), dir("config")),
         ("XDG_DATA_HOME".into(), dir("data")),
@@ -161,8 +163,16 @@ fn answer(server: &Server, id: &str, decision: &str) -> Value {
     ok(&result).clone()
 }
 
+/// OpenCode's grep and glob tools need ripgrep; without it they try to download one.
+fn require_ripgrep() {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("rg").is_file()));
+    assert!(found, "`rg` is missing: apt-get install ripgrep (.ci/run does)");
+}
+
 #[test]
 fn opencode_tasks_end_to_end() {
+    require_ripgrep();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
     let model = runtime
