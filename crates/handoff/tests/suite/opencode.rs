@@ -167,7 +167,10 @@ fn answer(server: &Server, id: &str, decision: &str) -> Value {
 fn require_ripgrep() {
     let found = std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("rg").is_file()));
-    assert!(found, "`rg` is missing: apt-get install ripgrep (.ci/run does)");
+    assert!(
+        found,
+        "`rg` is missing: apt-get install ripgrep (.ci/run does)"
+    );
 }
 
 #[test]
