@@ -195,10 +195,23 @@ pub struct ExecutorsConfig {
     pub command: Option<CommandExecutorConfig>,
     /// The `opencode` executor (an OpenCode server Handoff starts, or one it attaches to).
     pub opencode: OpenCodeExecutorConfig,
+    /// The `claude` executor (Claude Code, one process per task).
+    pub claude: ClaudeExecutorConfig,
     /// What executors may do without asking.
     pub permissions: PermissionPolicy,
     /// An unanswered permission or question request is denied after this.
     pub ask_timeout: Duration,
+}
+
+/// The `claude` executor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaudeExecutorConfig {
+    /// The `claude` program.
+    pub binary: String,
+    /// `--model`; Claude Code's default when unset.
+    pub model: Option<String>,
+    /// Provider retries before Claude Code gives up (`CLAUDE_CODE_MAX_RETRIES`).
+    pub max_retries: u32,
 }
 
 /// The `opencode` executor.

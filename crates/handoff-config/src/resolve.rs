@@ -3,10 +3,10 @@
 use std::{path::PathBuf, time::Duration};
 
 use crate::{
-    Argv, ByteSize, CommandExecutorConfig, Config, ConfigError, ExecutorsConfig, FeatureConfig,
-    LettaConfig, LoadOptions, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig,
-    PermissionPolicy, PromptVia, RunnerConfig, Secret, ServerConfig, Source, TaskConfig,
-    WorkdirCleanup,
+    Argv, ByteSize, ClaudeExecutorConfig, CommandExecutorConfig, Config, ConfigError,
+    ExecutorsConfig, FeatureConfig, LettaConfig, LoadOptions, LogConfig, LogFormat, LogLevel,
+    OpenCodeExecutorConfig, PermissionPolicy, PromptVia, RunnerConfig, Secret, ServerConfig,
+    Source, TaskConfig, WorkdirCleanup,
     layers::Layers,
     parse::FromRaw,
     spec::{SETTINGS, SettingSpec},
@@ -348,6 +348,11 @@ impl Config {
                 retry_max_attempts: r.get("executors.opencode.retry_max_attempts", 5u32)?,
                 retry_max: Duration::from_secs(r.get("executors.opencode.retry_max_secs", 120u64)?),
                 delete_sessions: r.get("executors.opencode.delete_sessions", true)?,
+            },
+            claude: ClaudeExecutorConfig {
+                binary: r.get("executors.claude.binary", "claude".to_owned())?,
+                model: r.optional("executors.claude.model")?,
+                max_retries: r.get("executors.claude.max_retries", 3u32)?,
             },
             permissions: r.get("executors.permissions", PermissionPolicy::default())?,
             ask_timeout: Duration::from_secs(r.get("executors.ask_timeout_secs", 600u64)?),

@@ -109,6 +109,9 @@ settings! {
     "executors.opencode.retry_max_attempts" [env("HANDOFF_OPENCODE_RETRY_MAX_ATTEMPTS")]: "provider retries tolerated before the task fails (OpenCode itself retries forever)";
     "executors.opencode.retry_max_secs" [env("HANDOFF_OPENCODE_RETRY_MAX_SECS")]: "seconds spent retrying the provider before the task fails";
     "executors.opencode.delete_sessions" [env("HANDOFF_OPENCODE_DELETE_SESSIONS")]: "delete each task's OpenCode session when the task ends";
+    "executors.claude.binary" [env("HANDOFF_CLAUDE_BINARY")]: "the `claude` program (Claude Code) the `claude` executor runs";
+    "executors.claude.model" [env("HANDOFF_CLAUDE_MODEL")]: "model passed to Claude Code (--model)";
+    "executors.claude.max_retries" [env("HANDOFF_CLAUDE_MAX_RETRIES")]: "provider retries before Claude Code gives up (CLAUDE_CODE_MAX_RETRIES)";
     "executors.permissions" [env("HANDOFF_PERMISSION_RULES")]: "JSON array of {permission, pattern, action: allow|deny|ask}; last match wins; `ask` puts the task in input_required";
     "executors.ask_timeout_secs" [env("HANDOFF_ASK_TIMEOUT_SECS")]: "an unanswered permission or question request is denied after this many seconds";
     "runner.cpu_limit" [env("HANDOFF_RUNNER_CPU_LIMIT"), env("RUNNER_CPU_LIMIT")]: "CPUs per task (e.g. 2.0)";

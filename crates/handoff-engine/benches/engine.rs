@@ -54,6 +54,7 @@ async fn engine(config: &Arc<Config>, store: Arc<dyn Store>) -> Engine {
             prompt_via: PromptVia::Argument,
             messages_via_stdin: false,
             env: Vec::new(),
+            message_format: Default::default(),
         })
         .unwrap(),
     ));

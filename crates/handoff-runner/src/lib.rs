@@ -3,6 +3,7 @@
 //! (messages, pause/resume, cancel). [`CommandExecutor`] runs a configured argv in its own
 //! process group.
 
+mod claude;
 mod command;
 mod error;
 mod executor;
@@ -10,8 +11,10 @@ mod input;
 mod opencode;
 mod process;
 mod registry;
+mod text;
 
-pub use command::{CommandConfig, CommandExecutor, PromptVia};
+pub use claude::{ClaudeConfig, ClaudeExecutor, NAME as CLAUDE};
+pub use command::{CommandConfig, CommandExecutor, MessageFormat, PromptVia};
 pub use error::RunnerError;
 pub use executor::{
     Capabilities, Executor, OutputStream, Run, RunControl, RunEvent, RunOutcome, RunSpec,

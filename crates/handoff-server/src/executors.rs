@@ -4,8 +4,8 @@ use std::{path::PathBuf, sync::Arc};
 
 use handoff_config::{CommandExecutorConfig, Config, OpenCodeExecutorConfig};
 use handoff_runner::{
-    CommandConfig, CommandExecutor, ExecutorRegistry, OpenCodeConfig, OpenCodeExecutor,
-    OpenCodeServer, PromptVia, RunnerError,
+    ClaudeConfig, ClaudeExecutor, CommandConfig, CommandExecutor, ExecutorRegistry, OpenCodeConfig,
+    OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
 };
 
 /// The executors, plus the OpenCode one by itself (its managed server needs starting and
@@ -22,6 +22,21 @@ pub(crate) fn build(config: &Config) -> Result<Executors, RunnerError> {
     let mut notes = Vec::new();
     if let Some(command) = &config.executors.command {
         registry.register(Arc::new(CommandExecutor::new(command_config(command))?));
+    }
+    let claude = &config.executors.claude;
+    match find_program(&claude.binary) {
+        Some(binary) => {
+            registry.register(Arc::new(ClaudeExecutor::new(ClaudeConfig {
+                binary: binary.to_string_lossy().into_owned(),
+                model: claude.model.clone(),
+                max_retries: claude.max_retries,
+                env: Vec::new(),
+            })?));
+        }
+        None => notes.push(format!(
+            "claude: `{}` not found on PATH (npm install -g @anthropic-ai/claude-code, or set HANDOFF_CLAUDE_BINARY)",
+            claude.binary
+        )),
     }
     let opencode = match opencode_server(config) {
         Some(server) => {
@@ -53,6 +68,7 @@ fn command_config(config: &CommandExecutorConfig) -> CommandConfig {
         },
         messages_via_stdin: config.messages_via_stdin,
         env: Vec::new(),
+        message_format: Default::default(),
     }
 }
 

@@ -46,6 +46,7 @@ pub async fn start_in(dir: TempDir, env: &[(&str, &str)]) -> Harness {
             prompt_via: PromptVia::Argument,
             messages_via_stdin: true,
             env: Vec::new(),
+            message_format: Default::default(),
         })
         .unwrap(),
     ));

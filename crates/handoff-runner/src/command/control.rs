@@ -20,7 +20,7 @@ use tokio::{
     time::timeout,
 };
 
-use super::NAME;
+use super::{MessageFormat, NAME};
 use crate::process::GONE_TIMEOUT;
 use crate::{RunControl, RunnerError};
 
@@ -48,16 +48,23 @@ pub(super) struct Shared {
     cancelled: AtomicBool,
     stdin: Arc<Mutex<Option<ChildStdin>>>,
     messages: bool,
+    format: MessageFormat,
 }
 
 impl Shared {
-    pub(super) fn new(pgid: i32, stdin: Option<ChildStdin>, messages: bool) -> Self {
+    pub(super) fn new(
+        pgid: i32,
+        stdin: Option<ChildStdin>,
+        messages: bool,
+        format: MessageFormat,
+    ) -> Self {
         Self {
             pgid: Pid::from_raw(pgid),
             phase: watch::Sender::new(Phase::Running),
             cancelled: AtomicBool::new(false),
             stdin: Arc::new(Mutex::new(stdin)),
             messages,
+            format,
         }
     }
 
@@ -138,13 +145,23 @@ struct MessageLine<'a> {
 }
 
 /// [`RunControl`] for one `command` run.
-pub(super) struct CommandControl {
+pub(crate) struct CommandControl {
     shared: Arc<Shared>,
 }
 
 impl CommandControl {
     pub(super) fn new(shared: Arc<Shared>) -> Self {
         Self { shared }
+    }
+
+    /// Writes one line of the program's own protocol to its stdin.
+    pub(crate) async fn write_line(&self, line: &str) -> Result<(), RunnerError> {
+        self.send_message(line).await
+    }
+
+    /// Closes the process's stdin (it reads EOF), e.g. once its last turn is done.
+    pub(crate) async fn close_input(&self) {
+        *self.shared.stdin.lock().await = None;
     }
 }
 
@@ -161,14 +178,17 @@ impl RunControl for CommandControl {
         if !shared.running() {
             return Err(RunnerError::Finished);
         }
-        let mut line = serde_json::to_string(&MessageLine {
-            r#type: "message",
-            message,
-        })
-        .map_err(|e| RunnerError::Io {
-            context: "encoding the message",
-            message: e.to_string(),
-        })?;
+        let mut line = match shared.format {
+            MessageFormat::JsonLine => serde_json::to_string(&MessageLine {
+                r#type: "message",
+                message,
+            })
+            .map_err(|e| RunnerError::Io {
+                context: "encoding the message",
+                message: e.to_string(),
+            })?,
+            MessageFormat::Raw => message.to_owned(),
+        };
         line.push('\n');
 
         let stuck = || RunnerError::Io {

@@ -17,7 +17,8 @@ use tokio::{process::Command, sync::mpsc};
 
 use crate::process;
 use crate::{Capabilities, Executor, OutputStream, Run, RunEvent, RunSpec, RunnerError};
-use control::{CommandControl, Shared};
+pub(crate) use control::CommandControl;
+use control::Shared;
 
 const NAME: &str = "command";
 
@@ -45,6 +46,26 @@ pub struct CommandConfig {
     pub messages_via_stdin: bool,
     /// Variables added to the inherited environment.
     pub env: Vec<(String, String)>,
+    /// How a message is written to stdin.
+    pub message_format: MessageFormat,
+}
+
+/// How messages are written to the process's stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MessageFormat {
+    /// `{"type":"message","message":…}`, one line each.
+    #[default]
+    JsonLine,
+    /// The message as given (already one line of the program's own protocol).
+    Raw,
+}
+
+/// A started process, with its concrete control handle (executors built on this one need more
+/// than [`RunControl`] offers, such as closing stdin).
+pub(crate) struct Spawned {
+    pub events: mpsc::Receiver<RunEvent>,
+    pub control: CommandControl,
+    pub state: serde_json::Value,
 }
 
 /// Runs [`CommandConfig::argv`] for each task.
@@ -97,7 +118,23 @@ impl Executor for CommandExecutor {
     }
 
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
-        let argv = self.argv_for(&spec);
+        let spawned = self.spawn(&spec).await?;
+        Ok(Run {
+            events: spawned.events,
+            control: Box::new(spawned.control),
+            state: Some(spawned.state),
+        })
+    }
+
+    async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
+        abandon_state(state).await
+    }
+}
+
+impl CommandExecutor {
+    /// Starts the process for `spec`.
+    pub(crate) async fn spawn(&self, spec: &RunSpec) -> Result<Spawned, RunnerError> {
+        let argv = self.argv_for(spec);
         let Some((program, args)) = argv.split_first() else {
             return Err(RunnerError::NotConfigured {
                 executor: NAME.to_owned(),
@@ -147,9 +184,14 @@ impl Executor for CommandExecutor {
         // The channel is fresh and the receiver is still here, so this cannot block or fail.
         let _ = tx.send(RunEvent::Event(started)).await;
 
-        let shared = Arc::new(Shared::new(pid, child.stdin.take(), keep_stdin));
+        let shared = Arc::new(Shared::new(
+            pid,
+            child.stdin.take(),
+            keep_stdin,
+            self.config.message_format,
+        ));
         if prompt_on_stdin {
-            shared.write_prompt(spec.prompt, keep_stdin);
+            shared.write_prompt(spec.prompt.clone(), keep_stdin);
         }
         let mut readers = Vec::with_capacity(2);
         if let Some(out) = child.stdout.take() {
@@ -173,25 +215,26 @@ impl Executor for CommandExecutor {
             tx,
         ));
 
-        Ok(Run {
+        Ok(Spawned {
             events: rx,
-            control: Box::new(CommandControl::new(shared)),
-            state: Some(json!({ "pgid": pid, "start_time": start_time })),
+            control: CommandControl::new(shared),
+            state: json!({ "pgid": pid, "start_time": start_time }),
         })
     }
+}
 
-    async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        let pgid = state
-            .get("pgid")
-            .and_then(Value::as_i64)
-            .and_then(|p| i32::try_from(p).ok());
-        let start_time = state.get("start_time").and_then(Value::as_u64);
-        let (Some(pgid), Some(start_time)) = (pgid, start_time) else {
-            tracing::warn!(%state, "not abandoning a run whose state lacks pgid or start_time");
-            return Ok(());
-        };
-        process::abandon_group(pgid, start_time).await
-    }
+/// Kills what is left of a process group recorded as `{pgid, start_time}`.
+pub(crate) async fn abandon_state(state: &Value) -> Result<(), RunnerError> {
+    let pgid = state
+        .get("pgid")
+        .and_then(Value::as_i64)
+        .and_then(|p| i32::try_from(p).ok());
+    let start_time = state.get("start_time").and_then(Value::as_u64);
+    let (Some(pgid), Some(start_time)) = (pgid, start_time) else {
+        tracing::warn!(%state, "not abandoning a run whose state lacks pgid or start_time");
+        return Ok(());
+    };
+    process::abandon_group(pgid, start_time).await
 }
 
 /// Replaces placeholders in one pass, so a value that itself contains `{workdir}` (a prompt,

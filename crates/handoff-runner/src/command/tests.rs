@@ -16,6 +16,7 @@ fn config(argv: &[&str]) -> CommandConfig {
         prompt_via: PromptVia::Stdin,
         messages_via_stdin: false,
         env: Vec::new(),
+        message_format: Default::default(),
     }
 }
 

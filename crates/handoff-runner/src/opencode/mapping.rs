@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use handoff_task::{EventKind, NewEvent};
 use serde_json::{Value, json};
 
-use crate::{InputKind, InputRequest};
+use crate::{InputKind, InputRequest, text::clip};
 
 /// Longest text kept in one event; whole answers go to the output artifact.
 const TEXT_MAX: usize = 4000;
@@ -325,18 +325,6 @@ fn todos(todos: &Value) -> Vec<Signal> {
         )
         .with_data(json!({ "todos": todos })),
     )]
-}
-
-/// Cuts `text` to at most `max` bytes on a character boundary.
-pub(crate) fn clip(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… [{} more bytes]", &text[..end], text.len() - end)
 }
 
 fn clip_json(value: &Value) -> Value {

@@ -173,13 +173,3 @@ fn permission_and_question_requests_are_relayed() {
         vec![Signal::InputSettled("per_1".to_owned())]
     );
 }
-
-#[test]
-fn clip_keeps_char_boundaries_and_says_what_was_cut() {
-    assert_eq!(clip("short", 10), "short");
-    let clipped = clip("ééééé", 3);
-    assert!(
-        clipped.starts_with('é') && clipped.ends_with("[8 more bytes]"),
-        "{clipped}"
-    );
-}

@@ -16,10 +16,10 @@ use tokio::{sync::mpsc, sync::watch, time::Instant};
 
 use super::{
     client::OpenCodeClient,
-    mapping::{SessionEvents, Signal, clip},
+    mapping::{SessionEvents, Signal},
     server::{Server, ServerProcess},
 };
-use crate::{InputRequest, RunEvent, RunOutcome, RunnerError};
+use crate::{InputRequest, RunEvent, RunOutcome, RunnerError, text::clip};
 
 /// OpenCode sends a heartbeat every 10 s; this long without any frame means the stream is dead.
 const SILENCE: Duration = Duration::from_secs(35);

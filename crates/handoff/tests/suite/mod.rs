@@ -1,6 +1,6 @@
 mod cli;
+mod executors;
 mod harness;
 mod interop;
 mod mcp;
-mod opencode;
 mod tasks;

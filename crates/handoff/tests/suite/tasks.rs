@@ -120,8 +120,23 @@ fn a_task_from_submission_to_its_files() {
     assert_eq!(status["recent_events"].as_array().unwrap().len(), 5);
     let history = ok(&results[1]);
     assert_eq!(history["has_more"], false);
-    assert_eq!(history["artifacts"][0]["kind"], "output");
-    assert_eq!(history["artifacts"][0]["content"], "done\n");
+    let artifact = |kind: &str| {
+        history["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} artifact in {history}"))
+            .clone()
+    };
+    assert_eq!(artifact("output")["content"], "done\n");
+    // Every task's changes are kept as a diff against the directory it started from.
+    let diff = artifact("diff");
+    let diff = diff["content"].as_str().unwrap();
+    assert!(
+        diff.contains("new file mode") && diff.contains("+fn main() {}"),
+        "{diff}"
+    );
     let kinds: Vec<_> = history["events"]
         .as_array()
         .unwrap()

@@ -1,6 +1,7 @@
-//! The `opencode` executor end to end: the real Handoff binary starts the real `opencode serve`,
-//! whose model is the scripted model server on loopback; the official Python MCP SDK drives
-//! Handoff. One Handoff (and so one OpenCode server) serves every scenario, as in production.
+//! The real executors end to end: the real Handoff binary runs the real coding agent (OpenCode
+//! through the `opencode serve` it manages, Claude Code as a stream-json process), whose model
+//! is the scripted model server on loopback; the official Python MCP SDK drives Handoff. One
+//! Handoff serves every scenario at once, as in production.
 
 use std::{
     path::{Path, PathBuf},
@@ -15,18 +16,47 @@ use super::{
     mcp::{call, calls, history, ok, task_id, wait_status_for},
 };
 
-const AGENT: &str = "agent-oc";
+const AGENT: &str = "agent-e2e";
+
+/// What differs between the coding agents.
+struct Agent {
+    /// Handoff's executor name.
+    executor: &'static str,
+    /// The agent's shell tool.
+    bash_tool: &'static str,
+    /// Its file-writing tool and that tool's path argument.
+    write_tool: (&'static str, &'static str),
+    /// Words the error of a task whose provider keeps answering 500 must contain.
+    retry_error: &'static [&'static str],
+}
+
+const OPENCODE: Agent = Agent {
+    executor: "opencode",
+    bash_tool: "bash",
+    write_tool: ("write", "filePath"),
+    // OpenCode retries forever; Handoff's bound ends it.
+    retry_error: &["kept failing", "upstream exploded"],
+};
+
+const CLAUDE: Agent = Agent {
+    executor: "claude",
+    bash_tool: "Bash",
+    write_tool: ("Write", "file_path"),
+    // Claude Code gives up by itself after CLAUDE_CODE_MAX_RETRIES.
+    retry_error: &["Claude Code failed"],
+};
 
 /// Scenario texts the scripted model answers; each task's prompt names one.
-fn script() -> Script {
+fn script(agent: &Agent) -> Script {
     let bash = |command: &str| {
-        json!({"tool_calls": [{"name": "bash", "arguments": {
+        json!({"tool_calls": [{"name": agent.bash_tool, "arguments": {
             "command": command, "description": "scripted step"
         }}]})
     };
     let write = |file: &str, content: &str| {
-        json!({"tool_calls": [{"name": "write", "arguments": {
-            "filePath": format!("{{{{cwd}}}}/{file}"), "content": content
+        let (tool, path) = agent.write_tool;
+        json!({"tool_calls": [{"name": tool, "arguments": {
+            path: format!("{{{{cwd}}}}/{file}"), "content": content
         }}]})
     };
     let script = json!({
@@ -47,8 +77,8 @@ fn script() -> Script {
     Script::from_json(&script.to_string()).unwrap()
 }
 
-/// OpenCode pointed at the scripted model, with its state kept inside `home`.
-fn handoff_env(model_url: &str, home: &Path) -> Vec<(String, String)> {
+/// Handoff with `agent` pointed at the scripted model, the agent's state kept inside `home`.
+fn handoff_env(agent: &Agent, model_url: &str, home: &Path) -> Vec<(String, String)> {
     let config = json!({
         "provider": {"mock": {
             "npm": "@ai-sdk/openai-compatible",
@@ -66,16 +96,24 @@ fn handoff_env(model_url: &str, home: &Path) -> Vec<(String, String)> {
         {"permission": "bash", "pattern": "touch *", "action": "ask"}
     ]);
     let dir = |name: &str| home.join(name).display().to_string();
-    let binary = require("node_modules/.bin/opencode").display().to_string();
+    let bin = |name: &str| {
+        require(&format!("node_modules/.bin/{name}"))
+            .display()
+            .to_string()
+    };
     vec![
-        ("HANDOFF_OPENCODE_BINARY".into(), binary),
+        ("HANDOFF_OPENCODE_BINARY".into(), bin("opencode")),
+        ("HANDOFF_CLAUDE_BINARY".into(), bin("claude")),
+        ("HANDOFF_CLAUDE_MAX_RETRIES".into(), "1".into()),
+        ("ANTHROPIC_BASE_URL".into(), model_url.to_owned()),
+        ("ANTHROPIC_API_KEY".into(), "sk-ant-mock".into()),
         ("HOME".into(), dir("home")),
         ("XDG_CONFIG_HOME".into(), dir("config")),
         ("XDG_DATA_HOME".into(), dir("data")),
         ("XDG_CACHE_HOME".into(), dir("cache")),
         ("XDG_STATE_HOME".into(), dir("state")),
         ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
-        ("HANDOFF_DEFAULT_EXECUTOR".into(), "opencode".into()),
+        ("HANDOFF_DEFAULT_EXECUTOR".into(), agent.executor.into()),
         ("HANDOFF_OPENCODE_CONFIG".into(), config.to_string()),
         ("HANDOFF_OPENCODE_MODEL".into(), "mock/mock-model".into()),
         ("HANDOFF_OPENCODE_RETRY_MAX_ATTEMPTS".into(), "2".into()),
@@ -176,19 +214,29 @@ fn require_ripgrep() {
 #[test]
 fn opencode_tasks_end_to_end() {
     require_ripgrep();
+    end_to_end(&OPENCODE);
+}
+
+#[test]
+fn claude_code_tasks_end_to_end() {
+    end_to_end(&CLAUDE);
+}
+
+/// Every scenario the executors issue asks for, against one running Handoff.
+fn end_to_end(agent: &Agent) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
     let model = runtime
         .block_on(ScriptedModel::start(
-            script(),
+            script(agent),
             Some(state.path().join("model.jsonl")),
         ))
         .unwrap();
-    let env = handoff_env(&model.base_url(), state.path());
+    let env = handoff_env(agent, &model.base_url(), state.path());
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
 
-    // Everything at once: one OpenCode server serves every task directory.
+    // Everything at once (for OpenCode: one server serves every task directory).
     let prompts = [
         "CREATE-FILE please",
         "WAIT-FOR-NAME then write the file",
@@ -228,6 +276,11 @@ fn opencode_tasks_end_to_end() {
     // Permission asks: allow, deny, and one left to time out.
     let asked = wait_ask(&server, &allow);
     assert_eq!(asked["data"]["request"]["permission"], "bash", "{asked}");
+    assert_eq!(
+        asked["data"]["request"]["patterns"][0],
+        format!("touch {}/approved.txt", workdir(&server, &allow).display()),
+        "{asked}"
+    );
     let answered = answer(&server, &allow, "allow");
     assert_eq!(answered["delivered"], true, "{answered}");
     wait_ask(&server, &deny);
@@ -245,7 +298,7 @@ fn opencode_tasks_end_to_end() {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !events(&server, &multi)
         .iter()
-        .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "bash")
+        .any(|e| e["kind"] == "tool" && e["data"]["tool"] == agent.bash_tool)
     {
         assert!(
             Instant::now() < deadline,
@@ -330,7 +383,7 @@ fn opencode_tasks_end_to_end() {
     );
     assert!(
         events(&server, &create).iter().any(|e| e["kind"] == "tool"
-            && e["data"]["tool"] == "write"
+            && e["data"]["tool"] == agent.write_tool.0
             && e["data"]["status"] == "completed"),
         "no completed write tool event"
     );
@@ -356,7 +409,7 @@ fn opencode_tasks_end_to_end() {
     assert_eq!(flaked["status"], "failed", "{flaked}");
     let error = flaked["error"].as_str().unwrap();
     assert!(
-        error.contains("kept failing") && error.contains("upstream exploded"),
+        agent.retry_error.iter().all(|w| error.contains(w)),
         "{error}"
     );
 
