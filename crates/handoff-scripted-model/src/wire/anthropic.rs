@@ -128,9 +128,14 @@ impl Wire for Anthropic {
     }
 }
 
+/// How Claude Code surfaces a message the user sent while it was working: a `system` message
+/// inside `messages` that starts with this.
+const MID_TURN_USER_MESSAGE: &str = "The user sent a new message while you were working";
+
 /// A user message is real user input unless it carries tool results: Claude Code appends
 /// `<system-reminder>` text blocks next to `tool_result` blocks, and those must not reset
-/// the turn count.
+/// the turn count. A user message Claude Code relays mid-turn (as a `system` message) is real
+/// user input too.
 fn classify(message: &Value) -> Entry {
     match message.get("role").and_then(Value::as_str) {
         Some("user") => {
@@ -147,6 +152,12 @@ fn classify(message: &Value) -> Entry {
             }
         }
         Some("assistant") => Entry::Model,
+        Some("system")
+            if text_of(message.get("content").unwrap_or(&Value::Null), &["text"])
+                .is_some_and(|t| t.trim_start().starts_with(MID_TURN_USER_MESSAGE)) =>
+        {
+            Entry::User
+        }
         _ => Entry::Neutral,
     }
 }
@@ -232,6 +243,29 @@ mod tests {
                 custom_tools: vec![],
             }
         );
+    }
+
+    #[test]
+    fn a_message_relayed_mid_turn_is_the_last_user_message() {
+        let body = json!({
+            "tools": [{"name": "Bash"}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "WAIT please"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+                {"role": "system", "content": [{"type": "text", "text":
+                    "The user sent a new message while you were working:\nNAME-IS-NOTES\n\nThis is how…"}]}
+            ]
+        });
+        let conversation = Anthropic::inspect(&body);
+        assert!(
+            conversation
+                .user_message
+                .as_deref()
+                .is_some_and(|m| m.contains("NAME-IS-NOTES")),
+            "{conversation:?}"
+        );
+        assert_eq!(conversation.turn, 0);
     }
 
     #[test]

@@ -62,7 +62,7 @@ fn script(agent: &Agent) -> Script {
     let script = json!({
         "scenarios": [
             {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from opencode\n"), {"text": "Created hello.txt."}]},
-            {"match": "WAIT-FOR-NAME", "turns": [bash("sleep 25"), {"text": "nobody told me a name"}]},
+            {"match": "WAIT-FOR-NAME", "turns": [bash("python3 -c 'import time; time.sleep(25)'"), {"text": "nobody told me a name"}]},
             {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
             {"match": "HANG", "turns": [{"hang": true}]},
             {"match": "BAD-REQUEST", "turns": [{"error": {"status": 400, "type": "invalid_request_error", "message": "mock-model rejects this request"}}]},
@@ -392,7 +392,14 @@ fn end_to_end(agent: &Agent) {
     assert_eq!(done["status"], "completed", "{done}");
     assert!(
         workdir(&server, &multi).join("notes.txt").exists(),
-        "the message did not redirect the agent"
+        "the message did not redirect the agent: {:#?}\n{:#?}",
+        events(&server, &multi),
+        model
+            .requests()
+            .iter()
+            .filter(|r| r.cwd.as_deref() == workdir(&server, &multi).to_str())
+            .map(|r| r.body.to_string())
+            .collect::<Vec<_>>()
     );
 
     let failed = wait_end(&server, &bad);

@@ -73,7 +73,11 @@ pub fn wait_status_for(
         if want.contains(&current.as_str()) {
             return ok(&status).clone();
         }
-        assert!(Instant::now() < deadline, "{id} stuck in {current}");
+        assert!(
+            Instant::now() < deadline,
+            "{id} stuck in {current} (waiting for {want:?}): {:#}",
+            history(server, agent, id)["events"]
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
