@@ -78,7 +78,22 @@ impl McpClient {
     /// Sends one op; `Err` on transport errors, JSON-RPC errors and `isError` results.
     pub(crate) async fn call(&mut self, op: Op, task_id: &str) -> Result<Value, String> {
         let (method, name) = op.method();
-        let mut params = op.params(task_id);
+        self.request(method, name, op.params(task_id)).await
+    }
+
+    /// Calls one tool with `arguments`; its structured result.
+    pub(crate) async fn tool(&mut self, name: &str, arguments: Value) -> Result<Value, String> {
+        let params = json!({"name": name, "arguments": arguments});
+        let result = self.request("tools/call", Some(name), params).await?;
+        Ok(result.get("structuredContent").cloned().unwrap_or(result))
+    }
+
+    async fn request(
+        &mut self,
+        method: &str,
+        name: Option<&str>,
+        mut params: Value,
+    ) -> Result<Value, String> {
         let mut extra = Vec::new();
         if self.era == Era::Stateless {
             params["_meta"] = json!({

@@ -2,10 +2,11 @@
 //! 2026-07-28 stateless requests) against a real `handoff serve` process, and the same load
 //! against a floor server with no MCP machinery, so every figure comes with its ratio to the
 //! floor measured in the same run. Also: cold start, a soak at a fixed rate, and memory after
-//! abandoned sessions.
+//! abandoned sessions. With `--executors`: the time Handoff adds to real coding agents.
 
 mod client;
 mod error;
+mod executors;
 mod floor;
 mod load;
 mod ops;
@@ -16,5 +17,6 @@ mod soak;
 mod target;
 
 pub use error::BenchError;
+pub use executors::{ExecutorBenchOptions, run_executors};
 pub use floor::serve_floor;
 pub use run::{BenchOptions, run};

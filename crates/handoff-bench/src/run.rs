@@ -69,7 +69,7 @@ impl BenchOptions {
     }
 }
 
-fn http() -> Result<Client, BenchError> {
+pub(crate) fn http() -> Result<Client, BenchError> {
     // reqwest is built with rustls on ring only; the provider must be installed once.
     let _ = rustls::crypto::ring::default_provider().install_default();
     Client::builder()

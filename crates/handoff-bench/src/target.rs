@@ -109,6 +109,16 @@ impl Target {
 
     /// Stops the server.
     pub(crate) async fn stop(mut self) {
-        let _ = self.child.kill().await;
+        // SIGTERM first: Handoff then stops what it started itself (a managed OpenCode server).
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status()
+            .await;
+        if tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
     }
 }

@@ -94,6 +94,7 @@ fn opencode_server(config: &Config) -> Option<OpenCodeServer> {
         binary: binary.to_string_lossy().into_owned(),
         env,
         cwd: config.workspace_dir.clone(),
+        state_file: config.data_dir.join("opencode-server.json"),
     })
 }
 

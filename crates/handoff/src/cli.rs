@@ -65,6 +65,13 @@ pub struct BenchArgs {
     /// Seconds of soak (default 300).
     #[arg(long)]
     pub soak_secs: Option<u64>,
+    /// Instead of the load benchmark: the overhead Handoff adds to these coding agents
+    /// (comma-separated: opencode, claude), against their own CLI in the same run.
+    #[arg(long, value_delimiter = ',')]
+    pub executors: Option<Vec<String>>,
+    /// Tasks per executor for `--executors` (default 20).
+    #[arg(long)]
+    pub tasks: Option<usize>,
 }
 
 /// Options of `handoff serve`.

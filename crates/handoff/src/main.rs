@@ -128,6 +128,16 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(executors) = args.executors {
+        let options = handoff_bench::ExecutorBenchOptions {
+            executors,
+            tasks: args.tasks.unwrap_or(20),
+        };
+        let exe = std::env::current_exe().context("finding the handoff binary")?;
+        let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+        runtime.block_on(handoff_bench::run_executors(&exe, &options))?;
+        return Ok(());
+    }
     let mut options = if args.smoke {
         handoff_bench::BenchOptions::smoke()
     } else {

@@ -148,6 +148,8 @@ impl CommandExecutor {
         command
             .args(args)
             .current_dir(&spec.workdir)
+            // Node-based agents take their directory from PWD when it is set; ours is not theirs.
+            .env("PWD", &spec.workdir)
             .envs(self.config.env.iter().map(|(k, v)| (k, v)))
             .stdin(if prompt_on_stdin || keep_stdin {
                 Stdio::piped()

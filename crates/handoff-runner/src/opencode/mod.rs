@@ -52,6 +52,8 @@ pub enum OpenCodeServer {
         env: Vec<(String, String)>,
         /// Its working directory.
         cwd: PathBuf,
+        /// File recording its pid (under Handoff's data dir).
+        state_file: PathBuf,
     },
     /// Attach to a running server.
     Attached {
@@ -87,9 +89,17 @@ impl OpenCodeExecutor {
                 message: format!("could not build an HTTP client: {e}"),
             })?;
         let mode = match config.server {
-            OpenCodeServer::Managed { binary, env, cwd } => {
-                ServerMode::Managed { binary, env, cwd }
-            }
+            OpenCodeServer::Managed {
+                binary,
+                env,
+                cwd,
+                state_file,
+            } => ServerMode::Managed {
+                binary,
+                env,
+                cwd,
+                state_file,
+            },
             OpenCodeServer::Attached { url, password } => ServerMode::Attached(Endpoint {
                 url: url.trim_end_matches('/').to_owned(),
                 password,

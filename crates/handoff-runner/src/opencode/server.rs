@@ -30,6 +30,9 @@ pub(crate) enum ServerMode {
         env: Vec<(String, String)>,
         /// Where the server process starts.
         cwd: PathBuf,
+        /// Where its pid is kept, so a Handoff that was killed outright can stop the server it
+        /// left behind when it starts again.
+        state_file: PathBuf,
     },
     /// Use a server someone else runs.
     Attached(Endpoint),
@@ -69,9 +72,14 @@ impl Server {
 
     /// A healthy endpoint, and the managed process behind it (none when attached).
     pub async fn endpoint(&self) -> Result<(Endpoint, Option<ServerProcess>), RunnerError> {
-        let (binary, env, cwd) = match &self.mode {
+        let (binary, env, cwd, state_file) = match &self.mode {
             ServerMode::Attached(endpoint) => return Ok((endpoint.clone(), None)),
-            ServerMode::Managed { binary, env, cwd } => (binary, env, cwd),
+            ServerMode::Managed {
+                binary,
+                env,
+                cwd,
+                state_file,
+            } => (binary, env, cwd, state_file),
         };
         let mut running = self.running.lock().await;
         if let Some(current) = running.as_ref() {
@@ -84,7 +92,12 @@ impl Server {
             }
             tracing::warn!("the OpenCode server exited; starting a new one");
         }
+        stop_leftover(state_file).await;
         let started = start(binary, env, cwd, &self.http).await?;
+        let record = serde_json::json!({ "pgid": started.pgid, "start_time": started.start_time });
+        if let Err(e) = tokio::fs::write(state_file, record.to_string()).await {
+            tracing::warn!(error = %e, file = %state_file.display(), "could not record the OpenCode server's pid");
+        }
         let answer = (
             started.endpoint.clone(),
             Some(ServerProcess {
@@ -123,12 +136,38 @@ impl Server {
         let Some(current) = self.running.lock().await.take() else {
             return;
         };
+        if let ServerMode::Managed { state_file, .. } = &self.mode {
+            let _ = tokio::fs::remove_file(state_file).await;
+        }
         if let Some(start_time) = current.start_time
             && let Err(e) = process::abandon_group(current.pgid, start_time).await
         {
             tracing::warn!(error = %e, "stopping the OpenCode server failed");
         }
     }
+}
+
+/// Stops a server recorded by an earlier Handoff that did not get to stop it.
+async fn stop_leftover(state_file: &std::path::Path) {
+    let Ok(text) = tokio::fs::read_to_string(state_file).await else {
+        return;
+    };
+    let record: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let pgid = record
+        .get("pgid")
+        .and_then(serde_json::Value::as_i64)
+        .and_then(|p| i32::try_from(p).ok());
+    let start_time = record.get("start_time").and_then(serde_json::Value::as_u64);
+    if let (Some(pgid), Some(start_time)) = (pgid, start_time) {
+        tracing::info!(
+            pgid,
+            "stopping the OpenCode server a previous Handoff left running"
+        );
+        if let Err(e) = process::abandon_group(pgid, start_time).await {
+            tracing::warn!(error = %e, "could not stop the leftover OpenCode server");
+        }
+    }
+    let _ = tokio::fs::remove_file(state_file).await;
 }
 
 async fn start(
@@ -148,6 +187,7 @@ async fn start(
     command
         .args(["serve", "--port", "0", "--hostname", "127.0.0.1"])
         .current_dir(cwd)
+        .env("PWD", cwd)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env("OPENCODE_SERVER_PASSWORD", &password)
         .env_remove("OPENCODE_SERVER_USERNAME")

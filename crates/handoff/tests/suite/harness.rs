@@ -65,7 +65,23 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// SIGTERM first, so Handoff stops what it started (the OpenCode server it manages); SIGKILL
+    /// only if it does not exit in time.
     fn drop(&mut self) {
+        // Already reaped (kill9): its pid may belong to someone else by now.
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
