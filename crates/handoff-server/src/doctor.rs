@@ -61,15 +61,16 @@ pub async fn diagnose(config: &Config) -> Vec<Check> {
         checks.push(check);
     }
     checks.push(command_executor(config, default == "command"));
-    checks.push(
+    checks.push(named(
+        "claude",
         program(
-            "claude",
+            &config.executors.claude.binary,
             &["--version"],
-            false,
-            "npm install -g @anthropic-ai/claude-code",
+            default == "claude",
+            "npm install -g @anthropic-ai/claude-code (or set HANDOFF_CLAUDE_BINARY)",
         )
         .await,
-    );
+    ));
     checks.push(
         program(
             "codex",
@@ -91,6 +92,14 @@ pub async fn diagnose(config: &Config) -> Vec<Check> {
     checks.push(sandbox().await);
     checks.push(letta(config).await);
     checks
+}
+
+/// A check named for the executor rather than the program path it ran.
+fn named(name: &str, check: Check) -> Check {
+    Check {
+        name: name.to_owned(),
+        ..check
+    }
 }
 
 async fn data_dir(dir: &Path) -> Check {
