@@ -6,7 +6,7 @@ use std::{path::Path, time::Duration};
 use reqwest::{Client, Method, RequestBuilder, Response};
 use serde_json::{Value, json};
 
-use crate::RunnerError;
+use crate::{RunnerError, text::clip};
 
 /// Per-call limit; the event stream has none.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -66,7 +66,7 @@ impl OpenCodeClient {
         let body = response.text().await.unwrap_or_default();
         Err(RunnerError::Io {
             context,
-            message: format!("OpenCode answered {status}: {}", clip(&body)),
+            message: format!("OpenCode answered {status}: {}", clip(&body, 500)),
         })
     }
 
@@ -101,7 +101,7 @@ impl OpenCodeClient {
             .map(str::to_owned)
             .ok_or_else(|| RunnerError::Io {
                 context: "creating the OpenCode session",
-                message: format!("no session id in {}", clip(&session.to_string())),
+                message: format!("no session id in {}", clip(&session.to_string(), 500)),
             })
     }
 
@@ -296,17 +296,4 @@ fn io(context: &'static str, error: reqwest::Error) -> RunnerError {
         context,
         message: error.to_string(),
     }
-}
-
-/// Error bodies can be whole HTML pages; keep the start.
-fn clip(text: &str) -> String {
-    const MAX: usize = 500;
-    if text.len() <= MAX {
-        return text.to_owned();
-    }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }

@@ -15,7 +15,9 @@ pub struct SendTaskMessageArgs {
     pub agent_id: Option<AgentId>,
     /// The task.
     pub task_id: TaskId,
-    /// What to tell the working agent.
+    /// What to tell the working agent; for message_type approval, the answer to its pending
+    /// request: {"decision":"allow"|"deny","scope"?:"once"|"always","message"?:"…","request_id"?:"…"}
+    /// or the word allow / deny.
     #[schemars(length(min = 1, max = 65536))]
     pub message: String,
     /// What kind of message it is (default update).
@@ -62,7 +64,10 @@ impl Tool for SendTaskMessageTool {
     fn description(&self) -> &'static str {
         "Send a message (feedback, a correction, new requirements, an answer…) to one of your \
          tasks. A running executor receives it at once; a queued task gets it with its prompt. \
-         Every message is recorded in the task history."
+         When the task is input_required (its executor asks for permission or an answer; see \
+         the pending request in get_task_status/get_task_history), answer with message_type \
+         approval and message {\"decision\":\"allow\"|\"deny\",\"scope\":\"once\"|\"always\",\
+         \"message\":\"…\"} (or just allow / deny). Every message is recorded in the task history."
     }
 
     fn annotations(&self) -> ToolAnnotations {
