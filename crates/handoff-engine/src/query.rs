@@ -15,6 +15,8 @@ pub struct StatusView {
     pub recent_events: Vec<TaskEvent>,
     /// Position in the queue, while queued.
     pub queue_position: Option<u64>,
+    /// Requests of the executor waiting for the owner's answer, oldest first.
+    pub pending_input: Vec<handoff_runner::InputRequest>,
 }
 
 /// A page of a task's history.
@@ -48,7 +50,14 @@ impl Engine {
         } else {
             None
         };
+        let pending_input = self
+            .inner
+            .live()
+            .get(id)
+            .map(|run| run.pending.clone())
+            .unwrap_or_default();
         Ok(StatusView {
+            pending_input,
             task,
             recent_events,
             queue_position,

@@ -27,6 +27,26 @@ pub struct GetTaskStatusOutput {
     pub queue_position: Option<u64>,
     /// The last five events, oldest first.
     pub recent_events: Vec<EventView>,
+    /// While input_required: what the executor asks, oldest first. Answer with
+    /// send_task_message, message_type approval.
+    pub pending_input: Vec<PendingInputView>,
+}
+
+/// A request of the executor waiting for an answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PendingInputView {
+    /// The request's id (`request_id` in an approval picks it; the oldest is answered otherwise).
+    pub request_id: String,
+    /// `permission` or `question`.
+    pub kind: String,
+    /// The permission asked for (bash, edit, external_directory …); `question` for questions.
+    pub permission: String,
+    /// What it applies to (commands, paths).
+    pub patterns: Vec<String>,
+    /// One line for people.
+    pub title: String,
+    /// The executor's details (tool input, question options).
+    pub detail: serde_json::Value,
 }
 
 /// `get_task_status`: where a task stands.
@@ -51,7 +71,8 @@ impl Tool for GetTaskStatusTool {
 
     fn description(&self) -> &'static str {
         "Current state of one of your tasks: status, timestamps, duration, exit info or error, \
-         queue position while queued, and the last five events."
+         queue position while queued, the last five events, and while input_required the \
+         executor's pending requests."
     }
 
     fn annotations(&self) -> ToolAnnotations {
@@ -73,6 +94,22 @@ impl Tool for GetTaskStatusTool {
             task: TaskView::from(&view.task),
             queue_position: view.queue_position,
             recent_events: view.recent_events.iter().map(EventView::from).collect(),
+            pending_input: view
+                .pending_input
+                .into_iter()
+                .map(|r| PendingInputView {
+                    request_id: r.id,
+                    kind: match r.kind {
+                        handoff_runner::InputKind::Permission => "permission",
+                        handoff_runner::InputKind::Question => "question",
+                    }
+                    .to_owned(),
+                    permission: r.permission,
+                    patterns: r.patterns,
+                    title: r.title,
+                    detail: r.detail,
+                })
+                .collect(),
         })
     }
 }
