@@ -232,29 +232,6 @@ impl OpenCodeClient {
         .map(drop)
     }
 
-    /// The files the session changed, each with its patch (works without git: OpenCode keeps
-    /// its own snapshots).
-    pub async fn session_diff(&self, session: &str) -> Result<Value, RunnerError> {
-        let path = format!("/session/{session}/diff");
-        self.json(
-            "reading the OpenCode session diff",
-            self.request(Method::GET, &path),
-        )
-        .await
-    }
-
-    /// The working tree's diff as git prints it.
-    pub async fn vcs_diff(&self) -> Result<String, RunnerError> {
-        self.send(
-            "reading the OpenCode diff",
-            self.request(Method::GET, "/vcs/diff/raw"),
-        )
-        .await?
-        .text()
-        .await
-        .map_err(|e| io("reading the OpenCode diff", e))
-    }
-
     /// Opens the directory's event stream.
     pub async fn events(&self) -> Result<Response, RunnerError> {
         self.request(Method::GET, "/event")

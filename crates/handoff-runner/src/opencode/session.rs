@@ -403,7 +403,6 @@ impl Driver {
         let cancelled = *shared.cancelled.borrow();
         let client = &shared.client;
         let session = &shared.session;
-        let diff = collect_diff(client, session).await;
         if !shared.pending().is_empty() {
             // A request left open would keep OpenCode waiting on a session nobody follows.
             let _ = client.abort(session).await;
@@ -425,29 +424,10 @@ impl Driver {
                 exit: None,
                 error,
                 output: answer,
-                diff,
+                // Handoff's own baseline snapshot gives every executor's diff.
+                diff: None,
             }))
             .await;
         shared.done.send_replace(true);
     }
-}
-
-/// Every changed file's patch, from OpenCode's own snapshots (works without git), falling back
-/// to git's view of the directory.
-async fn collect_diff(client: &OpenCodeClient, session: &str) -> Option<String> {
-    if let Ok(Value::Array(files)) = client.session_diff(session).await {
-        let patches: Vec<&str> = files
-            .iter()
-            .filter_map(|f| f.get("patch").and_then(Value::as_str))
-            .filter(|p| !p.is_empty())
-            .collect();
-        if !patches.is_empty() {
-            return Some(patches.join("\n"));
-        }
-    }
-    client
-        .vcs_diff()
-        .await
-        .ok()
-        .filter(|d| !d.trim().is_empty())
 }
