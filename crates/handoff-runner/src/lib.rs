@@ -1,7 +1,9 @@
 //! Executors: what actually does a task's work. The engine drives every executor through one
 //! trait ([`Executor`]): start a run, read its [`RunEvent`]s, and steer it with [`RunControl`]
-//! (messages, pause/resume, cancel). [`CommandExecutor`] runs a configured argv in its own
-//! process group.
+//! (messages, pause/resume, cancel, answers to the executor's requests). [`CommandExecutor`]
+//! runs a configured argv in its own process group; [`OpenCodeExecutor`] runs tasks as sessions
+//! of an OpenCode server, [`OpenCodeCliExecutor`] as `opencode run` processes, and
+//! [`ClaudeExecutor`] as Claude Code stream-json processes.
 
 mod claude;
 mod command;
@@ -20,6 +22,9 @@ pub use executor::{
     Capabilities, Executor, OutputStream, Run, RunControl, RunEvent, RunOutcome, RunSpec,
 };
 pub use input::{Decision, InputAnswer, InputKind, InputRequest, Scope};
-pub use opencode::{NAME as OPENCODE, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer};
+pub use opencode::{
+    CLI_NAME as OPENCODE_CLI, NAME as OPENCODE, OpenCodeCliConfig, OpenCodeCliExecutor,
+    OpenCodeConfig, OpenCodeExecutor, OpenCodeServer,
+};
 pub use process::process_group_alive;
 pub use registry::ExecutorRegistry;

@@ -4,8 +4,9 @@ use std::{path::PathBuf, sync::Arc};
 
 use handoff_config::{CommandExecutorConfig, Config, OpenCodeExecutorConfig};
 use handoff_runner::{
-    ClaudeConfig, ClaudeExecutor, CommandConfig, CommandExecutor, ExecutorRegistry, OpenCodeConfig,
-    OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
+    ClaudeConfig, ClaudeExecutor, CommandConfig, CommandExecutor, ExecutorRegistry,
+    OpenCodeCliConfig, OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer,
+    PromptVia, RunnerError,
 };
 
 /// The executors, plus the OpenCode one by itself (its managed server needs starting and
@@ -40,6 +41,15 @@ pub(crate) fn build(config: &Config) -> Result<Executors, RunnerError> {
     }
     let opencode = match opencode_server(config) {
         Some(server) => {
+            if let OpenCodeServer::Managed { binary, env, .. } = &server {
+                // The same program and settings, one `opencode run` per task.
+                registry.register(Arc::new(OpenCodeCliExecutor::new(OpenCodeCliConfig {
+                    binary: binary.clone(),
+                    model: config.executors.opencode.model.clone(),
+                    attach: None,
+                    env: env.clone(),
+                })?));
+            }
             let executor = Arc::new(OpenCodeExecutor::new(opencode_config(config, server))?);
             registry.register(executor.clone());
             Some(executor)

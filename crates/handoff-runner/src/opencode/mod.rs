@@ -1,6 +1,7 @@
 //! The `opencode` executor: each task is a session on an OpenCode server (one Handoff starts
 //! and supervises, or one it attaches to), working in the task's own directory.
 
+mod cli;
 mod client;
 mod control;
 mod mapping;
@@ -12,6 +13,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+pub use self::cli::{CLI_NAME, OpenCodeCliConfig, OpenCodeCliExecutor};
 use self::{
     client::{Endpoint, OpenCodeClient},
     control::OpenCodeControl,
