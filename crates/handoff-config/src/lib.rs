@@ -18,9 +18,9 @@ mod spec;
 pub use error::ConfigError;
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use model::{
-    ClaudeExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig, FeatureConfig,
-    LettaConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig, PromptVia, RunnerConfig,
-    ServerConfig, TaskConfig, WorkdirCleanup,
+    ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,
+    FeatureConfig, LettaConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig, PromptVia,
+    RunnerConfig, ServerConfig, TaskConfig, WorkdirCleanup,
 };
 pub use parse::{Argv, ByteSize};
 pub use permissions::{PermissionAction, PermissionPolicy, PermissionRule};

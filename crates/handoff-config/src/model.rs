@@ -197,6 +197,8 @@ pub struct ExecutorsConfig {
     pub opencode: OpenCodeExecutorConfig,
     /// The `claude` executor (Claude Code, one process per task).
     pub claude: ClaudeExecutorConfig,
+    /// The `codex` executor (Codex CLI's app server, one process per task).
+    pub codex: CodexExecutorConfig,
     /// What executors may do without asking.
     pub permissions: PermissionPolicy,
     /// An unanswered permission or question request is denied after this.
@@ -211,6 +213,20 @@ pub struct ClaudeExecutorConfig {
     /// `--model`; Claude Code's default when unset.
     pub model: Option<String>,
     /// Provider retries before Claude Code gives up (`CLAUDE_CODE_MAX_RETRIES`).
+    pub max_retries: u32,
+}
+
+/// The `codex` executor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodexExecutorConfig {
+    /// The `codex` program.
+    pub binary: String,
+    /// Model for every thread; Codex's configured model when unset.
+    pub model: Option<String>,
+    /// `CODEX_HOME` for the processes; inherited when unset.
+    pub home: Option<PathBuf>,
+    /// Provider retries before Codex gives up (a custom provider's `request_max_retries` and
+    /// `stream_max_retries`).
     pub max_retries: u32,
 }
 

@@ -3,10 +3,10 @@
 use std::{path::PathBuf, time::Duration};
 
 use crate::{
-    Argv, ByteSize, ClaudeExecutorConfig, CommandExecutorConfig, Config, ConfigError,
-    ExecutorsConfig, FeatureConfig, LettaConfig, LoadOptions, LogConfig, LogFormat, LogLevel,
-    OpenCodeExecutorConfig, PermissionPolicy, PromptVia, RunnerConfig, Secret, ServerConfig,
-    Source, TaskConfig, WorkdirCleanup,
+    Argv, ByteSize, ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config,
+    ConfigError, ExecutorsConfig, FeatureConfig, LettaConfig, LoadOptions, LogConfig, LogFormat,
+    LogLevel, OpenCodeExecutorConfig, PermissionPolicy, PromptVia, RunnerConfig, Secret,
+    ServerConfig, Source, TaskConfig, WorkdirCleanup,
     layers::Layers,
     parse::FromRaw,
     spec::{SETTINGS, SettingSpec},
@@ -353,6 +353,12 @@ impl Config {
                 binary: r.get("executors.claude.binary", "claude".to_owned())?,
                 model: r.optional("executors.claude.model")?,
                 max_retries: r.get("executors.claude.max_retries", 3u32)?,
+            },
+            codex: CodexExecutorConfig {
+                binary: r.get("executors.codex.binary", "codex".to_owned())?,
+                model: r.optional("executors.codex.model")?,
+                home: r.optional("executors.codex.home")?,
+                max_retries: r.get("executors.codex.max_retries", 2u32)?,
             },
             permissions: r.get("executors.permissions", PermissionPolicy::default())?,
             ask_timeout: Duration::from_secs(r.get("executors.ask_timeout_secs", 600u64)?),

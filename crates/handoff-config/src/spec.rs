@@ -112,6 +112,10 @@ settings! {
     "executors.claude.binary" [env("HANDOFF_CLAUDE_BINARY")]: "the `claude` program (Claude Code) the `claude` executor runs";
     "executors.claude.model" [env("HANDOFF_CLAUDE_MODEL")]: "model passed to Claude Code (--model)";
     "executors.claude.max_retries" [env("HANDOFF_CLAUDE_MAX_RETRIES")]: "provider retries before Claude Code gives up (CLAUDE_CODE_MAX_RETRIES)";
+    "executors.codex.binary" [env("HANDOFF_CODEX_BINARY")]: "the `codex` program (Codex CLI) the `codex` executor runs as `codex app-server`";
+    "executors.codex.model" [env("HANDOFF_CODEX_MODEL")]: "model for Codex's threads (Codex's configured model when unset)";
+    "executors.codex.home" [env("HANDOFF_CODEX_HOME")]: "CODEX_HOME for the Codex processes (its config.toml, sessions); inherited when unset";
+    "executors.codex.max_retries" [env("HANDOFF_CODEX_MAX_RETRIES")]: "provider retries before Codex gives up (request_max_retries and stream_max_retries of a custom provider)";
     "executors.permissions" [env("HANDOFF_PERMISSION_RULES")]: "JSON array of {permission, pattern, action: allow|deny|ask}; last match wins; `ask` puts the task in input_required";
     "executors.ask_timeout_secs" [env("HANDOFF_ASK_TIMEOUT_SECS")]: "an unanswered permission or question request is denied after this many seconds";
     "runner.cpu_limit" [env("HANDOFF_RUNNER_CPU_LIMIT"), env("RUNNER_CPU_LIMIT")]: "CPUs per task (e.g. 2.0)";

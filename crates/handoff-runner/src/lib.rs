@@ -2,10 +2,12 @@
 //! trait ([`Executor`]): start a run, read its [`RunEvent`]s, and steer it with [`RunControl`]
 //! (messages, pause/resume, cancel, answers to the executor's requests). [`CommandExecutor`]
 //! runs a configured argv in its own process group; [`OpenCodeExecutor`] runs tasks as sessions
-//! of an OpenCode server, [`OpenCodeCliExecutor`] as `opencode run` processes, and
-//! [`ClaudeExecutor`] as Claude Code stream-json processes.
+//! of an OpenCode server, [`OpenCodeCliExecutor`] as `opencode run` processes,
+//! [`ClaudeExecutor`] as Claude Code stream-json processes, and [`CodexExecutor`] as
+//! `codex app-server` JSON-RPC processes.
 
 mod claude;
+mod codex;
 mod command;
 mod error;
 mod executor;
@@ -16,6 +18,7 @@ mod registry;
 mod text;
 
 pub use claude::{ClaudeConfig, ClaudeExecutor, NAME as CLAUDE};
+pub use codex::{CodexConfig, CodexExecutor, NAME as CODEX};
 pub use command::{CommandConfig, CommandExecutor, MessageFormat, PromptVia};
 pub use error::RunnerError;
 pub use executor::{

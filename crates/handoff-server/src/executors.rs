@@ -4,9 +4,9 @@ use std::{path::PathBuf, sync::Arc};
 
 use handoff_config::{CommandExecutorConfig, Config, OpenCodeExecutorConfig};
 use handoff_runner::{
-    ClaudeConfig, ClaudeExecutor, CommandConfig, CommandExecutor, ExecutorRegistry,
-    OpenCodeCliConfig, OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer,
-    PromptVia, RunnerError,
+    ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor, CommandConfig, CommandExecutor,
+    ExecutorRegistry, OpenCodeCliConfig, OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor,
+    OpenCodeServer, PromptVia, RunnerError,
 };
 
 /// The executors, plus the OpenCode one by itself (its managed server needs starting and
@@ -37,6 +37,22 @@ pub(crate) fn build(config: &Config) -> Result<Executors, RunnerError> {
         None => notes.push(format!(
             "claude: `{}` not found on PATH (npm install -g @anthropic-ai/claude-code, or set HANDOFF_CLAUDE_BINARY)",
             claude.binary
+        )),
+    }
+    let codex = &config.executors.codex;
+    match find_program(&codex.binary) {
+        Some(binary) => {
+            registry.register(Arc::new(CodexExecutor::new(CodexConfig {
+                binary: binary.to_string_lossy().into_owned(),
+                model: codex.model.clone(),
+                home: codex.home.clone(),
+                max_retries: codex.max_retries,
+                env: Vec::new(),
+            })?));
+        }
+        None => notes.push(format!(
+            "codex: `{}` not found on PATH (npm install -g @openai/codex, or set HANDOFF_CODEX_BINARY)",
+            codex.binary
         )),
     }
     let opencode = match opencode_server(config) {

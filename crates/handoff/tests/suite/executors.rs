@@ -1,7 +1,8 @@
 //! The real executors end to end: the real Handoff binary runs the real coding agent (OpenCode
-//! through the `opencode serve` it manages, Claude Code as a stream-json process), whose model
-//! is the scripted model server on loopback; the official Python MCP SDK drives Handoff. One
-//! Handoff serves every scenario at once, as in production.
+//! through the `opencode serve` it manages, Claude Code as a stream-json process, Codex as a
+//! `codex app-server` JSON-RPC process), whose model is the scripted model server on loopback;
+//! the official Python MCP SDK drives Handoff. One Handoff serves every scenario at once, as in
+//! production.
 
 use std::{
     path::{Path, PathBuf},
@@ -22,43 +23,73 @@ const AGENT: &str = "agent-e2e";
 struct Agent {
     /// Handoff's executor name.
     executor: &'static str,
-    /// The agent's shell tool.
+    /// The tool a shell step shows up as in the task's tool events.
     bash_tool: &'static str,
-    /// Its file-writing tool and that tool's path argument.
-    write_tool: (&'static str, &'static str),
+    /// The tool a file write shows up as in the task's tool events.
+    write_tool: &'static str,
+    /// The scripted model's tool call running a shell command.
+    bash_call: fn(&str) -> Value,
+    /// The scripted model's tool call writing a file (named relative to the task directory).
+    write_call: fn(&str, &str) -> Value,
     /// Words the error of a task whose provider keeps answering 500 must contain.
     retry_error: &'static [&'static str],
+    /// Most model requests such a task may make, when the agent bounds its retries itself.
+    retry_requests: Option<usize>,
 }
 
 const OPENCODE: Agent = Agent {
     executor: "opencode",
     bash_tool: "bash",
-    write_tool: ("write", "filePath"),
+    write_tool: "write",
+    bash_call: |command| json!({"name": "bash", "arguments": {"command": command, "description": "scripted step"}}),
+    write_call: |file, content| json!({"name": "write", "arguments": {"filePath": format!("{{{{cwd}}}}/{file}"), "content": content}}),
     // OpenCode retries forever; Handoff's bound ends it.
     retry_error: &["kept failing", "upstream exploded"],
+    retry_requests: None,
 };
 
 const CLAUDE: Agent = Agent {
     executor: "claude",
     bash_tool: "Bash",
-    write_tool: ("Write", "file_path"),
+    write_tool: "Write",
+    bash_call: |command| json!({"name": "Bash", "arguments": {"command": command, "description": "scripted step"}}),
+    write_call: |file, content| json!({"name": "Write", "arguments": {"file_path": format!("{{{{cwd}}}}/{file}"), "content": content}}),
     // Claude Code gives up by itself after CLAUDE_CODE_MAX_RETRIES.
     retry_error: &["Claude Code failed"],
+    retry_requests: None,
+};
+
+/// Codex (0.169, fallback model metadata) offers no write tool: files are written with
+/// `apply_patch` through its `exec_command` tool, which Codex intercepts as a patch.
+const CODEX: Agent = Agent {
+    executor: "codex",
+    bash_tool: "shell",
+    write_tool: "apply_patch",
+    // Codex hands a command still running after `yield_time_ms` (10 s by default) back to the
+    // model; the slow step must block like the other agents' shell tools do.
+    bash_call: |command| {
+        json!({"name": "exec_command", "arguments": {
+            "cmd": command, "workdir": "{{cwd}}", "yield_time_ms": 30000
+        }})
+    },
+    write_call: |file, content| {
+        let added: String = content.lines().map(|line| format!("+{line}\n")).collect();
+        let patch = format!(
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {file}\n{added}*** End Patch\nEOF\n"
+        );
+        json!({"name": "exec_command", "arguments": {"cmd": patch, "workdir": "{{cwd}}"}})
+    },
+    // Codex replaces a 500's message with its own words; HANDOFF_CODEX_MAX_RETRIES=1 bounds
+    // its request and stream retries: 2 x 2 requests.
+    retry_error: &["Codex failed", "internalServerError"],
+    retry_requests: Some(4),
 };
 
 /// Scenario texts the scripted model answers; each task's prompt names one.
 fn script(agent: &Agent) -> Script {
-    let bash = |command: &str| {
-        json!({"tool_calls": [{"name": agent.bash_tool, "arguments": {
-            "command": command, "description": "scripted step"
-        }}]})
-    };
-    let write = |file: &str, content: &str| {
-        let (tool, path) = agent.write_tool;
-        json!({"tool_calls": [{"name": tool, "arguments": {
-            path: format!("{{{{cwd}}}}/{file}"), "content": content
-        }}]})
-    };
+    let bash = |command: &str| json!({"tool_calls": [(agent.bash_call)(command)]});
+    let write =
+        |file: &str, content: &str| json!({"tool_calls": [(agent.write_call)(file, content)]});
     let script = json!({
         "scenarios": [
             {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from opencode\n"), {"text": "Created hello.txt."}]},
@@ -101,7 +132,34 @@ fn handoff_env(agent: &Agent, model_url: &str, home: &Path) -> Vec<(String, Stri
             .display()
             .to_string()
     };
+    // Codex: its config (provider = the scripted model) in its own home; its temp dir must not
+    // contain that home, or it refuses to install its helpers (apply_patch, sandbox).
+    let codex_home = home.join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::create_dir_all(home.join("tmp")).unwrap();
+    let codex_config = format!(
+        r#"model = "mock-model"
+model_provider = "mock"
+check_for_update_on_startup = false
+
+[model_providers.mock]
+name = "Mock"
+base_url = "{model_url}/v1"
+env_key = "MOCK_API_KEY"
+wire_api = "responses"
+
+[analytics]
+enabled = false
+"#
+    );
+    std::fs::write(codex_home.join("config.toml"), codex_config).unwrap();
     vec![
+        ("HANDOFF_CODEX_BINARY".into(), bin("codex")),
+        ("HANDOFF_CODEX_HOME".into(), dir("codex-home")),
+        // Codex's own default would be 4 request and 5 stream retries (30 requests).
+        ("HANDOFF_CODEX_MAX_RETRIES".into(), "1".into()),
+        ("MOCK_API_KEY".into(), "sk-mock".into()),
+        ("TMPDIR".into(), dir("tmp")),
         ("HANDOFF_OPENCODE_BINARY".into(), bin("opencode")),
         ("HANDOFF_CLAUDE_BINARY".into(), bin("claude")),
         ("HANDOFF_CLAUDE_MAX_RETRIES".into(), "1".into()),
@@ -220,6 +278,11 @@ fn opencode_tasks_end_to_end() {
 #[test]
 fn claude_code_tasks_end_to_end() {
     end_to_end(&CLAUDE);
+}
+
+#[test]
+fn codex_tasks_end_to_end() {
+    end_to_end(&CODEX);
 }
 
 /// Every scenario the executors issue asks for, against one running Handoff.
@@ -383,7 +446,7 @@ fn end_to_end(agent: &Agent) {
     );
     assert!(
         events(&server, &create).iter().any(|e| e["kind"] == "tool"
-            && e["data"]["tool"] == agent.write_tool.0
+            && e["data"]["tool"] == agent.write_tool
             && e["data"]["status"] == "completed"),
         "no completed write tool event"
     );
@@ -419,6 +482,14 @@ fn end_to_end(agent: &Agent) {
         agent.retry_error.iter().all(|w| error.contains(w)),
         "{error}"
     );
+    if let Some(most) = agent.retry_requests {
+        let made = model
+            .requests()
+            .iter()
+            .filter(|r| r.scenario.as_deref() == Some("SERVER-ERROR"))
+            .count();
+        assert!(made <= most, "{made} requests for a provider answering 500");
+    }
 
     let allowed = wait_end(&server, &allow);
     assert_eq!(allowed["status"], "completed", "{allowed}");

@@ -1,0 +1,341 @@
+//! Follows one `codex app-server` process: walks it through the handshake to a running turn,
+//! turns its notifications into task events and its approval requests into input requests,
+//! lets it go once no turn runs and no message is pending, and reports how the run ended.
+
+use std::sync::{
+    Arc, Mutex, MutexGuard, PoisonError,
+    atomic::{AtomicBool, Ordering},
+};
+
+use handoff_task::{EventKind, NewEvent};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+use super::{
+    mapping::{Reader, Signal, TurnEnd},
+    protocol,
+    session::{PROMPT_ID, Session},
+};
+use crate::{OutputStream, RunEvent, RunOutcome, command::CommandControl};
+
+/// What the driver and the control handle share.
+pub(crate) struct Shared {
+    pub process: CommandControl,
+    session: Mutex<Session>,
+    cancelled: AtomicBool,
+    /// Counts ended turns, so a cancel can wait for its interrupt to land.
+    turns_ended: watch::Sender<u64>,
+}
+
+impl Shared {
+    pub fn new(process: CommandControl) -> Self {
+        Self {
+            process,
+            session: Mutex::new(Session::default()),
+            cancelled: AtomicBool::new(false),
+            turns_ended: watch::Sender::new(0),
+        }
+    }
+
+    /// The thread's state (never held across an await).
+    pub fn session(&self) -> MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks the run as being cancelled; no message is taken after this.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        self.session().close();
+    }
+
+    /// Watches the count of ended turns.
+    pub fn turn_ends(&self) -> watch::Receiver<u64> {
+        self.turns_ended.subscribe()
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    async fn write(&self, line: &str) {
+        if let Err(e) = self.process.write_line(line).await {
+            tracing::debug!(error = %e, "Codex did not take a line");
+        }
+    }
+}
+
+/// What the handshake needs besides the process.
+pub(crate) struct Settings {
+    /// The task's prompt, sent as the first turn.
+    pub prompt: String,
+    /// The task directory, as Codex's thread cwd.
+    pub cwd: String,
+    /// Model for the thread.
+    pub model: Option<String>,
+    /// Provider retries before Codex gives up.
+    pub max_retries: u32,
+}
+
+/// Starts translating the process's events.
+pub(crate) fn start(
+    shared: Arc<Shared>,
+    settings: Settings,
+    inner: mpsc::Receiver<RunEvent>,
+) -> mpsc::Receiver<RunEvent> {
+    let (tx, rx) = mpsc::channel(256);
+    tokio::spawn(
+        Driver {
+            shared,
+            settings,
+            tx,
+            reader: Reader::default(),
+            answer: None,
+            last_turn: None,
+            fatal: None,
+        }
+        .run(inner),
+    );
+    rx
+}
+
+struct Driver {
+    shared: Arc<Shared>,
+    settings: Settings,
+    tx: mpsc::Sender<RunEvent>,
+    reader: Reader,
+    answer: Option<String>,
+    last_turn: Option<TurnEnd>,
+    /// Why the run cannot go on (the handshake failed).
+    fatal: Option<String>,
+}
+
+impl Driver {
+    async fn run(mut self, mut inner: mpsc::Receiver<RunEvent>) {
+        loop {
+            match inner.recv().await {
+                Some(RunEvent::Output {
+                    stream: OutputStream::Stdout,
+                    line,
+                }) => match serde_json::from_str::<Value>(&line) {
+                    Ok(value) => self.message(&value).await,
+                    Err(_) => {
+                        self.emit(RunEvent::Output {
+                            stream: OutputStream::Stdout,
+                            line,
+                        })
+                        .await
+                    }
+                },
+                Some(RunEvent::Finished(outcome)) => return self.finish(outcome).await,
+                Some(other) => self.emit(other).await,
+                None => {
+                    return self
+                        .finish(RunOutcome {
+                            error: Some("Codex's process vanished".to_owned()),
+                            ..RunOutcome::default()
+                        })
+                        .await;
+                }
+            }
+        }
+    }
+
+    async fn emit(&self, event: RunEvent) {
+        let _ = self.tx.send(event).await;
+    }
+
+    async fn message(&mut self, value: &Value) {
+        for signal in self.reader.read(value) {
+            match signal {
+                Signal::Event(event) => self.emit(RunEvent::Event(event)).await,
+                Signal::Answer(text) => self.answer = Some(text),
+                Signal::Input(request) => self.emit(RunEvent::InputRequested(request)).await,
+                Signal::Settled(id) => self.emit(RunEvent::InputSettled { id }).await,
+                Signal::Unsupported(id) => self.shared.write(&protocol::unsupported(&id)).await,
+                Signal::Response(id, result) => self.response(&id, result).await,
+                Signal::TurnStarted(turn) => self.shared.session().turn_started(&turn),
+                Signal::UserMessage(Some(client_id)) => self.shared.session().confirmed(&client_id),
+                Signal::UserMessage(None) => {}
+                Signal::TurnEnd(end) => self.turn_end(end).await,
+            }
+        }
+    }
+
+    /// Answers to Handoff's own requests drive the handshake.
+    async fn response(&mut self, id: &str, result: Result<Value, String>) {
+        match (id, result) {
+            (protocol::INITIALIZE, Ok(_)) => {
+                self.shared.write(&protocol::initialized()).await;
+                self.shared
+                    .write(&protocol::config_read(&self.settings.cwd))
+                    .await;
+            }
+            (protocol::INITIALIZE, Err(e)) => self.fatal(format!("Codex did not start: {e}")).await,
+            (protocol::CONFIG, result) => {
+                let overrides = match &result {
+                    Ok(read) => protocol::retry_overrides(
+                        read.get("config").unwrap_or(&Value::Null),
+                        self.settings.max_retries,
+                    ),
+                    Err(_) => None,
+                };
+                let note = match (&overrides, &result) {
+                    (Some((provider, _)), _) => format!(
+                        "Codex's provider `{provider}` gives up after {} retries",
+                        self.settings.max_retries
+                    ),
+                    (None, Ok(_)) => {
+                        "Codex's provider is built in; Codex's own retry bound applies".to_owned()
+                    }
+                    (None, Err(e)) => format!(
+                        "could not read Codex's config ({e}); Codex's own retry bound applies"
+                    ),
+                };
+                self.emit(RunEvent::Event(NewEvent::new(EventKind::Log, note)))
+                    .await;
+                let line = protocol::thread_start(
+                    &self.settings.cwd,
+                    self.settings.model.as_deref(),
+                    overrides.map(|(_, config)| config),
+                );
+                self.shared.write(&line).await;
+            }
+            (protocol::THREAD, Ok(started)) => {
+                let Some(thread) = started.pointer("/thread/id").and_then(Value::as_str) else {
+                    return self
+                        .fatal("Codex started a thread without an id".to_owned())
+                        .await;
+                };
+                self.emit(RunEvent::Event(
+                    NewEvent::new(EventKind::Log, "Codex thread started").with_data(json!({
+                        "thread_id": thread,
+                        "model": started.get("model"),
+                        "model_provider": started.get("modelProvider"),
+                        "approval_policy": started.get("approvalPolicy"),
+                        "sandbox": started.get("sandbox"),
+                        "rollout": started.pointer("/thread/path"),
+                    })),
+                ))
+                .await;
+                let line = self
+                    .shared
+                    .session()
+                    .thread_started(thread, &self.settings.prompt);
+                self.shared.write(&line).await;
+            }
+            (protocol::THREAD, Err(e)) => {
+                self.fatal(format!("Codex could not start a thread: {e}"))
+                    .await
+            }
+            (id, result) => {
+                let Some(client_id) = id.strip_prefix(protocol::TURN_PREFIX) else {
+                    if let Err(e) = result {
+                        tracing::debug!(id, error = %e, "Codex refused a request");
+                    }
+                    return;
+                };
+                match result {
+                    Ok(turn) => {
+                        let turn = turn.pointer("/turn/id").and_then(Value::as_str);
+                        let again = self
+                            .shared
+                            .session()
+                            .accepted(client_id, turn.unwrap_or(""));
+                        if let Some(line) = again {
+                            self.shared.write(&line).await;
+                        }
+                    }
+                    Err(e) if client_id == PROMPT_ID => {
+                        self.fatal(format!("Codex refused the task: {e}")).await
+                    }
+                    Err(e) => {
+                        self.emit(RunEvent::Event(NewEvent::new(
+                            EventKind::Error,
+                            format!("Codex refused a message: {e}"),
+                        )))
+                        .await;
+                        self.shared.session().rejected(client_id);
+                        self.close_if_done().await;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn turn_end(&mut self, end: TurnEnd) {
+        let again = self.shared.session().turn_ended(&end.id);
+        self.last_turn = Some(end);
+        self.shared.turns_ended.send_modify(|n| *n += 1);
+        if self.shared.cancelled() {
+            self.shared.process.close_input().await;
+            return;
+        }
+        for line in again {
+            self.shared.write(&line).await;
+        }
+        self.close_if_done().await;
+    }
+
+    /// Once no turn runs and every message was seen, EOF lets Codex exit on its own.
+    async fn close_if_done(&self) {
+        let done = self.shared.session().try_close();
+        if done {
+            self.shared.process.close_input().await;
+        }
+    }
+
+    async fn fatal(&mut self, message: String) {
+        self.emit(RunEvent::Event(NewEvent::new(
+            EventKind::Error,
+            message.clone(),
+        )))
+        .await;
+        self.fatal = Some(message);
+        self.shared.session().close();
+        self.shared.process.close_input().await;
+    }
+
+    async fn finish(self, outcome: RunOutcome) {
+        let diff = (!self.reader.diffs.is_empty()).then(|| self.reader.diffs.join("\n"));
+        let failed = |error: String, output: Option<String>| RunOutcome {
+            success: false,
+            error: Some(error),
+            output,
+            diff: diff.clone(),
+            ..outcome.clone()
+        };
+        let result = if self.shared.cancelled() {
+            failed("cancelled".to_owned(), self.answer)
+        } else if let Some(fatal) = self.fatal {
+            failed(fatal, self.answer)
+        } else {
+            match self.last_turn {
+                Some(end) if end.status == "completed" => RunOutcome {
+                    success: true,
+                    error: None,
+                    output: self.answer,
+                    diff: diff.clone(),
+                    ..outcome.clone()
+                },
+                Some(end) if end.status == "interrupted" => {
+                    failed("Codex's turn was interrupted".to_owned(), self.answer)
+                }
+                Some(end) => failed(
+                    format!(
+                        "Codex failed: {}",
+                        end.error.as_deref().unwrap_or("the turn failed")
+                    ),
+                    self.answer,
+                ),
+                None => failed(
+                    format!(
+                        "Codex ended without finishing a turn ({})",
+                        outcome.error.as_deref().unwrap_or("no error reported")
+                    ),
+                    self.answer,
+                ),
+            }
+        };
+        let _ = self.tx.send(RunEvent::Finished(result)).await;
+    }
+}

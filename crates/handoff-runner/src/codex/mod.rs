@@ -1,0 +1,121 @@
+//! The `codex` executor: one long-lived `codex app-server` process per task, spoken to in
+//! JSON-RPC 2.0 over stdin/stdout — a thread in the task directory, the prompt as its first
+//! turn, follow-up messages folded into the running turn, command and patch approvals answered
+//! by Handoff's policy, an interrupt before the process is stopped. Process handling (group,
+//! signals, pause) is the `command` executor's.
+
+mod control;
+mod driver;
+mod mapping;
+mod protocol;
+mod session;
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::{
+    Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat, PromptVia, Run, RunSpec,
+    RunnerError, command::abandon_state,
+};
+
+/// The executor's name.
+pub const NAME: &str = "codex";
+
+/// How long after an interrupt Codex gets to end its turn before it is signalled.
+pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
+
+/// How the `codex` executor runs Codex.
+#[derive(Debug, Clone)]
+pub struct CodexConfig {
+    /// The `codex` program.
+    pub binary: String,
+    /// Model for every thread; Codex's configured model when unset.
+    pub model: Option<String>,
+    /// `CODEX_HOME` for the processes; inherited when unset.
+    pub home: Option<PathBuf>,
+    /// Provider retries before Codex gives up (applied to a provider defined in Codex's config;
+    /// built-in providers keep Codex's own bound).
+    pub max_retries: u32,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// Runs tasks with Codex.
+#[derive(Debug)]
+pub struct CodexExecutor {
+    process: CommandExecutor,
+    model: Option<String>,
+    max_retries: u32,
+}
+
+impl CodexExecutor {
+    /// An executor for `config`.
+    pub fn new(config: CodexConfig) -> Result<Self, RunnerError> {
+        // Codex's log lines on stderr become task output: plain text reads better there.
+        let mut env = vec![("NO_COLOR".to_owned(), "1".to_owned())];
+        if let Some(home) = &config.home {
+            // The process runs in the task directory, where a relative home would point elsewhere.
+            let home = std::path::absolute(home).map_err(|e| RunnerError::NotConfigured {
+                executor: NAME.to_owned(),
+                message: format!("CODEX_HOME {}: {e}", home.display()),
+            })?;
+            env.push(("CODEX_HOME".to_owned(), home.display().to_string()));
+        }
+        env.extend(config.env);
+        let process = CommandExecutor::new(CommandConfig {
+            argv: vec![config.binary, "app-server".to_owned()],
+            prompt_via: PromptVia::Stdin,
+            messages_via_stdin: true,
+            env,
+            message_format: MessageFormat::Raw,
+        })?;
+        Ok(Self {
+            process,
+            model: config.model,
+            max_retries: config.max_retries,
+        })
+    }
+}
+
+#[async_trait]
+impl Executor for CodexExecutor {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            messages: true,
+            pause: true,
+            reattach: false,
+        }
+    }
+
+    async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
+        let settings = driver::Settings {
+            prompt: spec.prompt.clone(),
+            cwd: spec.workdir.to_string_lossy().into_owned(),
+            model: self.model.clone(),
+            max_retries: self.max_retries,
+        };
+        // The first line on stdin is the handshake; the prompt follows once a thread exists.
+        let spec = RunSpec {
+            prompt: protocol::initialize(),
+            ..spec
+        };
+        let spawned = self.process.spawn(&spec).await?;
+        let shared = Arc::new(driver::Shared::new(spawned.control));
+        let events = driver::start(shared.clone(), settings, spawned.events);
+        Ok(Run {
+            events,
+            control: Box::new(control::CodexControl::new(shared)),
+            state: Some(spawned.state),
+        })
+    }
+
+    async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
+        abandon_state(state).await
+    }
+}
