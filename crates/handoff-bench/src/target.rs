@@ -110,10 +110,15 @@ impl Target {
     /// Stops the server.
     pub(crate) async fn stop(mut self) {
         // SIGTERM first: Handoff then stops what it started itself (a managed OpenCode server).
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.pid.to_string()])
-            .status()
-            .await;
+        // Pid 0 would signal our own process group.
+        if let Ok(pid) = i32::try_from(self.pid)
+            && pid > 0
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
         if tokio::time::timeout(Duration::from_secs(20), self.child.wait())
             .await
             .is_err()

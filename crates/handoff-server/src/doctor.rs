@@ -71,15 +71,19 @@ pub async fn diagnose(config: &Config) -> Vec<Check> {
         )
         .await,
     ));
-    checks.push(
+    checks.push(named(
+        "codex",
         program(
-            "codex",
+            &config.executors.codex.binary,
             &["--version"],
-            false,
-            "npm install -g @openai/codex",
+            default == "codex",
+            "npm install -g @openai/codex (or set HANDOFF_CODEX_BINARY)",
         )
         .await,
-    );
+    ));
+    if let Some(check) = codex_tmpdir(config, default == "codex") {
+        checks.push(check);
+    }
     checks.push(
         program(
             "git",
@@ -224,6 +228,33 @@ fn command_executor(config: &Config, required: bool) -> Check {
             "fix HANDOFF_COMMAND_ARGV",
         ),
     }
+}
+
+/// Codex's sandbox helper lives under `CODEX_HOME`; a `TMPDIR` that contains it breaks every
+/// command Codex runs.
+fn codex_tmpdir(config: &Config, required: bool) -> Option<Check> {
+    let home = config
+        .executors
+        .codex
+        .home
+        .clone()
+        .or_else(|| std::env::var_os("CODEX_HOME").map(std::path::PathBuf::from))?;
+    let tmp = std::env::temp_dir();
+    let home = std::path::absolute(&home).unwrap_or(home);
+    Some(if home.starts_with(&tmp) {
+        Check::fail(
+            "codex home",
+            required,
+            format!(
+                "CODEX_HOME {} is inside TMPDIR {}",
+                home.display(),
+                tmp.display()
+            ),
+            "move CODEX_HOME out of TMPDIR (or point TMPDIR elsewhere)",
+        )
+    } else {
+        Check::pass("codex home", format!("{} (outside TMPDIR)", home.display()))
+    })
 }
 
 /// Bubblewrap can build a sandbox here (the isolation layer's foundation).

@@ -89,9 +89,8 @@ fn dotenv_file_is_loaded_below_the_environment() {
 #[test]
 fn sigterm_shuts_down_gracefully() {
     let mut server = start(&[]);
-    let pid = server.child.id().to_string();
-    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(status.success());
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some(exit) = server.child.try_wait().unwrap() {

@@ -3,4 +3,5 @@ mod executors;
 mod harness;
 mod interop;
 mod mcp;
+mod opencode_recovery;
 mod tasks;
