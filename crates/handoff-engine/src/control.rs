@@ -3,9 +3,7 @@
 use std::{sync::Arc, time::Duration};
 
 use handoff_runner::{Capabilities, RunControl, RunnerError};
-use handoff_task::{
-    AgentId, EventKind, MessageType, NewEvent, Task, TaskId, TaskStatus, unix_millis_now,
-};
+use handoff_task::{AgentId, EventKind, MessageType, NewEvent, Task, TaskId, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::{Engine, EngineError, engine::StopReason};
@@ -373,14 +371,7 @@ impl Engine {
     }
 
     async fn record(&self, id: &TaskId, event: NewEvent) -> Result<i64, EngineError> {
-        let seqs = self
-            .inner
-            .store
-            .append_events(id, unix_millis_now(), &[event])
-            .await?;
-        seqs.first()
-            .copied()
-            .ok_or_else(|| EngineError::Internal("the store numbered no event".to_owned()))
+        self.inner.record(id, event).await
     }
 }
 

@@ -8,7 +8,7 @@ use std::{
 use handoff_config::Config;
 use handoff_runner::{Capabilities, ExecutorRegistry, RunControl};
 use handoff_store::{StatusChange, Store};
-use handoff_task::{ExitInfo, Task, TaskId, TaskStatus, unix_millis_now};
+use handoff_task::{ExitInfo, NewEvent, Task, TaskId, TaskStatus, unix_millis_now};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -194,6 +194,17 @@ impl Inner {
     /// itself is still consistent (every update is a single insert/remove/field write).
     pub(crate) fn live(&self) -> MutexGuard<'_, HashMap<TaskId, LiveRun>> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Appends one event to the task's history; its number.
+    pub(crate) async fn record(&self, id: &TaskId, event: NewEvent) -> Result<i64, EngineError> {
+        let seqs = self
+            .store
+            .append_events(id, unix_millis_now(), &[event])
+            .await?;
+        seqs.first()
+            .copied()
+            .ok_or_else(|| EngineError::Internal("the store numbered no event".to_owned()))
     }
 
     /// Moves `task` to `to` if the state machine allows it and nobody changed it meanwhile.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use handoff_config::PermissionAction;
 use handoff_runner::{Decision, InputAnswer, InputKind, InputRequest, RunControl};
-use handoff_task::{AgentId, EventKind, NewEvent, Task, TaskId, TaskStatus, unix_millis_now};
+use handoff_task::{AgentId, EventKind, NewEvent, Task, TaskId, TaskStatus};
 use serde_json::json;
 
 use crate::{Engine, EngineError, engine::Inner};
@@ -78,11 +78,9 @@ async fn wait_for_answer(
     }
     let timeout = inner.config.executors.ask_timeout;
     inner
-        .store
-        .append_events(
+        .record(
             &task.id,
-            unix_millis_now(),
-            &[NewEvent::new(
+            NewEvent::new(
                 EventKind::Input,
                 format!(
                     "waiting for an answer: {} (answer with send_task_message type approval; denied after {}s)",
@@ -90,7 +88,7 @@ async fn wait_for_answer(
                     timeout.as_secs()
                 ),
             )
-            .with_data(json!({ "request": request, "state": "pending" }))],
+            .with_data(json!({ "request": request, "state": "pending" })),
         )
         .await?;
     move_status(inner, &task.id, TaskStatus::InputRequired, &request.title).await?;
@@ -197,11 +195,9 @@ async fn deliver(
         message.push_str(&format!(" (the executor did not take the answer: {e})"));
     }
     inner
-        .store
-        .append_events(
+        .record(
             task_id,
-            unix_millis_now(),
-            &[NewEvent::new(EventKind::Input, message).with_data(json!({
+            NewEvent::new(EventKind::Input, message).with_data(json!({
                 "request": request,
                 "state": "answered",
                 "decision": answer.decision,
@@ -209,7 +205,7 @@ async fn deliver(
                 "message": answer.message,
                 "by": by.to_string(),
                 "delivered": sent.is_ok(),
-            }))],
+            })),
         )
         .await?;
     Ok(())

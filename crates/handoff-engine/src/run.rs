@@ -326,14 +326,9 @@ async fn supervise(
 /// Records one of Handoff's own notes on the task.
 async fn record_note(inner: &Inner, task: &Task, note: String) -> Result<(), EngineError> {
     inner
-        .store
-        .append_events(
-            &task.id,
-            unix_millis_now(),
-            &[NewEvent::new(EventKind::Log, note)],
-        )
-        .await?;
-    Ok(())
+        .record(&task.id, NewEvent::new(EventKind::Log, note))
+        .await
+        .map(drop)
 }
 
 /// Writes the events gathered so far, keeping their order with the status changes that follow.

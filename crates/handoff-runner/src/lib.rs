@@ -12,6 +12,7 @@ mod command;
 mod error;
 mod executor;
 mod input;
+mod json_lines;
 mod opencode;
 mod process;
 mod registry;

@@ -1,5 +1,8 @@
 //! Text helpers shared by the executors.
 
+/// Longest text kept in one event; whole answers go to the output artifact.
+pub(crate) const EVENT_TEXT_MAX: usize = 4000;
+
 /// Cuts `text` to at most `max` bytes on a character boundary.
 pub(crate) fn clip(text: &str, max: usize) -> String {
     if text.len() <= max {

@@ -13,7 +13,11 @@ use serde_json::{Value, json};
 use tokio::{sync::mpsc, time::Instant};
 
 use super::mapping::{Signal, StreamReader};
-use crate::{OutputStream, RunEvent, RunOutcome, command::CommandControl};
+use crate::{
+    RunEvent, RunOutcome,
+    command::CommandControl,
+    json_lines::{Said, sort},
+};
 
 /// After a turn ends with prompts still unanswered, how long Claude Code may stay silent before
 /// Handoff takes it that the follow-ups were folded into the finished turn.
@@ -95,30 +99,10 @@ impl Driver {
                     continue;
                 }
             };
-            match event {
-                Some(RunEvent::Output {
-                    stream: OutputStream::Stdout,
-                    line,
-                }) => match serde_json::from_str::<Value>(&line) {
-                    Ok(value) => self.line(&value).await,
-                    Err(_) => {
-                        self.emit(RunEvent::Output {
-                            stream: OutputStream::Stdout,
-                            line,
-                        })
-                        .await
-                    }
-                },
-                Some(RunEvent::Finished(outcome)) => return self.finish(outcome).await,
-                Some(other) => self.emit(other).await,
-                None => {
-                    return self
-                        .finish(RunOutcome {
-                            error: Some("Claude Code's process vanished".to_owned()),
-                            ..RunOutcome::default()
-                        })
-                        .await;
-                }
+            match sort(event, "Claude Code") {
+                Said::Json(value) => self.line(&value).await,
+                Said::Other(event) => self.emit(event).await,
+                Said::Ended(outcome) => return self.finish(outcome).await,
             }
         }
     }

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use handoff_task::{EventKind, NewEvent};
 use serde_json::{Value, json};
 
-use crate::{InputKind, InputRequest, text::clip};
-
-/// Longest text kept in one event; whole answers go to the output artifact.
-const TEXT_MAX: usize = 4000;
+use crate::{
+    InputKind, InputRequest,
+    text::{EVENT_TEXT_MAX, clip},
+};
 
 /// What one line of Claude Code's output means.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,7 +97,7 @@ impl StreamReader {
                     if !text.trim().is_empty() {
                         signals.push(Signal::Event(NewEvent::new(
                             EventKind::Text,
-                            clip(text, TEXT_MAX),
+                            clip(text, EVENT_TEXT_MAX),
                         )));
                         signals.push(Signal::Answer(text.to_owned()));
                     }
@@ -152,7 +152,7 @@ impl StreamReader {
                 ("completed", format!("{name} completed"))
             };
             signals.push(Signal::Event(NewEvent::new(EventKind::Tool, message).with_data(json!({
-                "tool": name, "call_id": id, "status": status, "output": clip(&output, TEXT_MAX),
+                "tool": name, "call_id": id, "status": status, "output": clip(&output, EVENT_TEXT_MAX),
             }))));
         }
         signals

@@ -16,7 +16,11 @@ use super::{
     protocol,
     session::{PROMPT_ID, Session},
 };
-use crate::{OutputStream, RunEvent, RunOutcome, command::CommandControl};
+use crate::{
+    RunEvent, RunOutcome,
+    command::CommandControl,
+    json_lines::{Said, sort},
+};
 
 /// What the driver and the control handle share.
 pub(crate) struct Shared {
@@ -112,30 +116,10 @@ struct Driver {
 impl Driver {
     async fn run(mut self, mut inner: mpsc::Receiver<RunEvent>) {
         loop {
-            match inner.recv().await {
-                Some(RunEvent::Output {
-                    stream: OutputStream::Stdout,
-                    line,
-                }) => match serde_json::from_str::<Value>(&line) {
-                    Ok(value) => self.message(&value).await,
-                    Err(_) => {
-                        self.emit(RunEvent::Output {
-                            stream: OutputStream::Stdout,
-                            line,
-                        })
-                        .await
-                    }
-                },
-                Some(RunEvent::Finished(outcome)) => return self.finish(outcome).await,
-                Some(other) => self.emit(other).await,
-                None => {
-                    return self
-                        .finish(RunOutcome {
-                            error: Some("Codex's process vanished".to_owned()),
-                            ..RunOutcome::default()
-                        })
-                        .await;
-                }
+            match sort(inner.recv().await, "Codex") {
+                Said::Json(value) => self.message(&value).await,
+                Said::Other(event) => self.emit(event).await,
+                Said::Ended(outcome) => return self.finish(outcome).await,
             }
         }
     }

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use handoff_task::{EventKind, NewEvent};
 use serde_json::{Value, json};
 
-use crate::{InputKind, InputRequest, text::clip};
-
-/// Longest text kept in one event; whole answers go to the output artifact.
-const TEXT_MAX: usize = 4000;
+use crate::{
+    InputKind, InputRequest,
+    text::{EVENT_TEXT_MAX, clip},
+};
 
 /// What one message from Codex means.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,7 +113,7 @@ impl Reader {
                     format!("Codex error: {message}")
                 };
                 vec![Signal::Event(
-                    NewEvent::new(EventKind::Error, clip(&summary, TEXT_MAX))
+                    NewEvent::new(EventKind::Error, clip(&summary, EVENT_TEXT_MAX))
                         .with_data(json!({ "retry": retry, "error": error })),
                 )]
             }
@@ -124,8 +124,11 @@ impl Reader {
                     .and_then(Value::as_str)
                     .unwrap_or(method);
                 vec![Signal::Event(
-                    NewEvent::new(EventKind::Log, format!("Codex: {}", clip(words, TEXT_MAX)))
-                        .with_data(json!({ "method": method, "params": params })),
+                    NewEvent::new(
+                        EventKind::Log,
+                        format!("Codex: {}", clip(words, EVENT_TEXT_MAX)),
+                    )
+                    .with_data(json!({ "method": method, "params": params })),
                 )]
             }
             "serverRequest/resolved" => params
@@ -156,7 +159,7 @@ impl Reader {
         if let Some(diff) = self.turn_diff.take().filter(|d| !d.trim().is_empty()) {
             signals.push(Signal::Event(
                 NewEvent::new(EventKind::Diff, "the turn changed files")
-                    .with_data(json!({ "turn_id": id, "diff": clip(&diff, TEXT_MAX) })),
+                    .with_data(json!({ "turn_id": id, "diff": clip(&diff, EVENT_TEXT_MAX) })),
             ));
             self.diffs.push(diff);
         }
@@ -228,7 +231,7 @@ impl Reader {
                     return Vec::new();
                 }
                 vec![
-                    Signal::Event(NewEvent::new(EventKind::Text, clip(words, TEXT_MAX))),
+                    Signal::Event(NewEvent::new(EventKind::Text, clip(words, EVENT_TEXT_MAX))),
                     Signal::Answer(words.to_owned()),
                 ]
             }
@@ -250,7 +253,7 @@ impl Reader {
                         "input": { "command": command_of(item), "cwd": item.get("cwd") },
                         "exit_code": exit,
                         "duration_ms": item.get("durationMs"),
-                        "output": clip(output, TEXT_MAX),
+                        "output": clip(output, EVENT_TEXT_MAX),
                     }),
                 )]
             }
@@ -403,7 +406,7 @@ fn diff_event(changes: &Value) -> Signal {
         .join("\n");
     Signal::Event(
         NewEvent::new(EventKind::Diff, format!("{} file(s) changed", list.len()))
-            .with_data(json!({ "files": summary(changes), "diff": clip(&diff, TEXT_MAX) })),
+            .with_data(json!({ "files": summary(changes), "diff": clip(&diff, EVENT_TEXT_MAX) })),
     )
 }
 

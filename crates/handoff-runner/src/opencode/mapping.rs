@@ -6,10 +6,10 @@ use std::collections::HashSet;
 use handoff_task::{EventKind, NewEvent};
 use serde_json::{Value, json};
 
-use crate::{InputKind, InputRequest, text::clip};
-
-/// Longest text kept in one event; whole answers go to the output artifact.
-const TEXT_MAX: usize = 4000;
+use crate::{
+    InputKind, InputRequest,
+    text::{EVENT_TEXT_MAX, clip},
+};
 
 /// What one OpenCode event means for the run.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,7 +135,7 @@ impl SessionEvents {
                 }
                 let mut signals = vec![Signal::Event(NewEvent::new(
                     EventKind::Text,
-                    clip(text("text"), TEXT_MAX),
+                    clip(text("text"), EVENT_TEXT_MAX),
                 ))];
                 if main {
                     signals.push(Signal::Answer(text("text").to_owned()));
@@ -193,7 +193,7 @@ fn tool_event(tool: &str, call: &str, status: &str, state: &Value) -> NewEvent {
         data["input"] = clip_json(input);
     }
     if let Some(output) = state.get("output").and_then(Value::as_str) {
-        data["output"] = json!(clip(output, TEXT_MAX));
+        data["output"] = json!(clip(output, EVENT_TEXT_MAX));
     }
     NewEvent::new(EventKind::Tool, message).with_data(data)
 }
@@ -329,10 +329,10 @@ fn todos(todos: &Value) -> Vec<Signal> {
 
 fn clip_json(value: &Value) -> Value {
     let text = value.to_string();
-    if text.len() <= TEXT_MAX {
+    if text.len() <= EVENT_TEXT_MAX {
         value.clone()
     } else {
-        json!(clip(&text, TEXT_MAX))
+        json!(clip(&text, EVENT_TEXT_MAX))
     }
 }
 

@@ -85,6 +85,10 @@ const CODEX: Agent = Agent {
     retry_requests: Some(4),
 };
 
+/// A slow step that ends when the test says so (at most 120 s): the file `release` appears.
+/// Not a bare `sleep` (Claude Code refuses those).
+const WAIT_FOR_RELEASE: &str = "python3 -c \"import os, time; [time.sleep(0.2) for _ in range(600) if not os.path.exists('{{cwd}}/release')]\"";
+
 /// Scenario texts the scripted model answers; each task's prompt names one.
 pub(super) fn script(agent: &Agent) -> Script {
     let bash = |command: &str| json!({"tool_calls": [(agent.bash_call)(command)]});
@@ -93,7 +97,7 @@ pub(super) fn script(agent: &Agent) -> Script {
     let script = json!({
         "scenarios": [
             {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from opencode\n"), {"text": "Created hello.txt."}]},
-            {"match": "WAIT-FOR-NAME", "turns": [bash("python3 -c 'import time; time.sleep(25)'"), {"text": "nobody told me a name"}]},
+            {"match": "WAIT-FOR-NAME", "turns": [bash(WAIT_FOR_RELEASE), {"text": "nobody told me a name"}]},
             {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
             {"match": "HANG", "turns": [{"hang": true}]},
             {"match": "BAD-REQUEST", "turns": [{"error": {"status": 400, "type": "invalid_request_error", "message": "mock-model rejects this request"}}]},
@@ -177,7 +181,7 @@ enabled = false
         ("HANDOFF_OPENCODE_RETRY_MAX_ATTEMPTS".into(), "2".into()),
         ("HANDOFF_OPENCODE_RETRY_MAX_SECS".into(), "60".into()),
         ("HANDOFF_PERMISSION_RULES".into(), rules.to_string()),
-        ("HANDOFF_ASK_TIMEOUT_SECS".into(), "30".into()),
+        ("HANDOFF_ASK_TIMEOUT_SECS".into(), "60".into()),
         ("HANDOFF_TASK_TIMEOUT_MS".into(), "180000".into()),
         ("HANDOFF_SUBMISSIONS_PER_MINUTE".into(), "0".into()),
     ]
@@ -336,33 +340,6 @@ fn end_to_end(agent: &Agent) {
         iso_b,
     ] = <[String; 10]>::try_from(ids).unwrap();
 
-    // Permission asks: allow, deny, and one left to time out.
-    let asked = wait_ask(&server, &allow);
-    assert_eq!(asked["data"]["request"]["permission"], "bash", "{asked}");
-    assert_eq!(
-        asked["data"]["request"]["patterns"][0],
-        format!("touch {}/approved.txt", workdir(&server, &allow).display()),
-        "{asked}"
-    );
-    // The pending request is part of the task's status too.
-    let status = ok(&call(
-        &server,
-        AGENT,
-        "get_task_status",
-        json!({"task_id": allow}),
-    ))
-    .clone();
-    assert_eq!(status["pending_input"][0]["permission"], "bash", "{status}");
-    assert_eq!(
-        status["pending_input"][0]["request_id"], asked["data"]["request"]["id"],
-        "{status}"
-    );
-    let answered = answer(&server, &allow, "allow");
-    assert_eq!(answered["delivered"], true, "{answered}");
-    wait_ask(&server, &deny);
-    answer(&server, &deny, "deny");
-    wait_ask(&server, &unanswered);
-
     // A message changes what the working agent does next.
     wait_status_for(
         &server,
@@ -395,6 +372,35 @@ fn end_to_end(agent: &Agent) {
         events(&server, &multi)
     );
     assert_eq!(ok(&sent)["delivered"], true, "{sent}");
+    // Only now may the slow step end, so the message always arrives while the agent works.
+    std::fs::write(workdir(&server, &multi).join("release"), "").unwrap();
+
+    // Permission asks: allow, deny, and one left to time out.
+    let asked = wait_ask(&server, &allow);
+    assert_eq!(asked["data"]["request"]["permission"], "bash", "{asked}");
+    assert_eq!(
+        asked["data"]["request"]["patterns"][0],
+        format!("touch {}/approved.txt", workdir(&server, &allow).display()),
+        "{asked}"
+    );
+    // The pending request is part of the task's status too.
+    let status = ok(&call(
+        &server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": allow}),
+    ))
+    .clone();
+    assert_eq!(status["pending_input"][0]["permission"], "bash", "{status}");
+    assert_eq!(
+        status["pending_input"][0]["request_id"], asked["data"]["request"]["id"],
+        "{status}"
+    );
+    let answered = answer(&server, &allow, "allow");
+    assert_eq!(answered["delivered"], true, "{answered}");
+    wait_ask(&server, &deny);
+    answer(&server, &deny, "deny");
+    wait_ask(&server, &unanswered);
 
     // Cancel during a hanging model stream.
     wait_status_for(&server, AGENT, &hang, &["running"], Duration::from_secs(60));
@@ -428,6 +434,15 @@ fn end_to_end(agent: &Agent) {
     };
     let took = at("status", "cancelled") - at("control", "cancel");
     assert!(took < 5000, "cancel took {took} ms");
+    // A per-task process (Claude Code, Codex) is gone with its whole group; OpenCode's tasks
+    // are sessions of the shared server, which the abort leaves running.
+    if let Some(pgid) = history.iter().find_map(|e| e["data"]["pid"].as_i64()) {
+        let pgid = nix::unistd::Pid::from_raw(i32::try_from(pgid).unwrap());
+        assert!(
+            nix::sys::signal::killpg(pgid, None).is_err(),
+            "the cancelled task's process group is still running"
+        );
+    }
 
     // The file-creating task: completed, file readable, diff and answer kept.
     let done = wait_end(&server, &create);
@@ -567,6 +582,41 @@ fn end_to_end(agent: &Agent) {
         json!([{"name": "list_tasks", "arguments": {"limit": 50}}]),
     );
     assert_eq!(ok(&listed[0])["tasks"].as_array().unwrap().len(), 10);
+
+    if agent.executor == "opencode" {
+        opencode_cli(&server);
+    }
     drop(server);
     runtime.block_on(model.shutdown());
+}
+
+/// The same OpenCode as `opencode run --format json`, one process per task.
+fn opencode_cli(server: &Server) {
+    let submitted = calls(
+        server,
+        AGENT,
+        json!([
+            {"name": "execute_task", "arguments": {"task_description": "CREATE-FILE via the CLI", "executor": "opencode-cli"}},
+            {"name": "execute_task", "arguments": {"task_description": "BAD-REQUEST via the CLI", "executor": "opencode-cli"}}
+        ]),
+    );
+    let (create, bad) = (task_id(&submitted[0]), task_id(&submitted[1]));
+    let done = wait_end(server, &create);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(workdir(server, &create).join("hello.txt").exists());
+    assert!(
+        events(server, &create)
+            .iter()
+            .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "write"),
+        "no write tool event from the CLI"
+    );
+    let failed = wait_end(server, &bad);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("mock-model rejects this request"),
+        "{failed}"
+    );
 }
