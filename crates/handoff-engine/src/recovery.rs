@@ -51,6 +51,8 @@ pub(crate) async fn reconcile(inner: &Arc<Inner>) -> Result<(), EngineError> {
                 tracing::warn!(task = %task.id, error = %e, "could not stop the old run");
             }
         }
+        // The interrupted run's baseline is of no use: a re-run takes a fresh one.
+        inner.snapshots.discard(&task.id).await;
         let now = unix_millis_now();
         match task.status.after_restart(task.options.requeue_on_restart) {
             TaskStatus::Queued => {

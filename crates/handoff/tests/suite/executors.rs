@@ -132,7 +132,7 @@ pub(super) fn handoff_env(agent: &Agent, model_url: &str, home: &Path) -> Vec<(S
     ]);
     let dir = |name: &str| home.join(name).display().to_string();
     let bin = |name: &str| {
-        require(&format!("node_modules/.bin/{name}"))
+        require(&format!("agents/node_modules/.bin/{name}"))
             .display()
             .to_string()
     };
