@@ -104,7 +104,15 @@ pub(super) fn script(agent: &Agent) -> Script {
             {"match": "SERVER-ERROR", "turns": [{"error": {"status": 500, "type": "server_error", "message": "upstream exploded"}}]},
             {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer"}]},
             {"match": "ISOLATE-A", "turns": [write("only-a.txt", "a\n"), {"text": "a done"}]},
-            {"match": "ISOLATE-B", "turns": [write("only-b.txt", "b\n"), {"text": "b done"}]}
+            {"match": "ISOLATE-B", "turns": [write("only-b.txt", "b\n"), {"text": "b done"}]},
+            // OpenCode's question tool.
+            {"match": "ASK-QUESTION", "turns": [
+                {"tool_calls": [{"name": "question", "arguments": {"questions": [{
+                    "question": "Which colour?", "header": "Colour",
+                    "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
+                }]}}]},
+                {"text": "going with the answer"}
+            ]}
         ],
         "default": {"text": "No scenario matched."},
         "untooled": {"text": "Scripted title"}
@@ -584,10 +592,47 @@ fn end_to_end(agent: &Agent) {
     assert_eq!(ok(&listed[0])["tasks"].as_array().unwrap().len(), 10);
 
     if agent.executor == "opencode" {
+        opencode_question(&server);
         opencode_cli(&server);
     }
     drop(server);
     runtime.block_on(model.shutdown());
+}
+
+/// A question from OpenCode's question tool waits for the owner, whose words are the answer.
+fn opencode_question(server: &Server) {
+    let id = task_id(&call(
+        server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": "ASK-QUESTION please"}),
+    ));
+    let asked = wait_ask(server, &id);
+    assert_eq!(asked["data"]["request"]["kind"], "question", "{asked}");
+    assert_eq!(
+        asked["data"]["request"]["title"], "Which colour?",
+        "{asked}"
+    );
+    let answer = json!({"decision": "allow", "message": "Blue"});
+    let result = call(
+        server,
+        AGENT,
+        "send_task_message",
+        json!({"task_id": id, "message": answer.to_string(), "message_type": "approval"}),
+    );
+    assert_eq!(ok(&result)["delivered"], true, "{result}");
+    let done = wait_end(server, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        events(server, &id).iter().any(|e| e["kind"] == "tool"
+            && e["data"]["tool"] == "question"
+            && e["data"]["status"] == "completed"
+            && e["data"]["output"]
+                .as_str()
+                .is_some_and(|o| o.contains("Blue"))),
+        "the question tool did not get the answer: {:#?}",
+        events(server, &id)
+    );
 }
 
 /// The same OpenCode as `opencode run --format json`, one process per task.
