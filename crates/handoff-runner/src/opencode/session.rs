@@ -253,6 +253,9 @@ impl Driver {
                         self.busy = false;
                         return Some(End::Idle);
                     }
+                    // A turn that goes on after a follow-up gets a fresh retry budget.
+                    self.retry_since = None;
+                    self.last_retry = 0;
                 }
             }
         }
