@@ -120,6 +120,19 @@ pub(super) fn script(agent: &Agent) -> Script {
     Script::from_json(&script.to_string()).unwrap()
 }
 
+/// Waits until the model has been asked for the HANG scenario (its stream then never ends).
+pub(super) fn wait_hang_reached_model(model: &ScriptedModel) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while model
+        .requests()
+        .iter()
+        .all(|r| r.scenario.as_deref() != Some("HANG"))
+    {
+        assert!(Instant::now() < deadline, "HANG never reached the model");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Handoff with `agent` pointed at the scripted model, the agent's state kept inside `home`.
 pub(super) fn handoff_env(agent: &Agent, model_url: &str, home: &Path) -> Vec<(String, String)> {
     let config = json!({
@@ -412,18 +425,7 @@ fn end_to_end(agent: &Agent) {
 
     // Cancel during a hanging model stream.
     wait_status_for(&server, AGENT, &hang, &["running"], Duration::from_secs(60));
-    let hang_started = Instant::now();
-    while model
-        .requests()
-        .iter()
-        .all(|r| r.scenario.as_deref() != Some("HANG"))
-    {
-        assert!(
-            hang_started.elapsed() < Duration::from_secs(60),
-            "HANG never reached the model"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_hang_reached_model(&model);
     let cancelled = call(
         &server,
         AGENT,

@@ -11,7 +11,7 @@ use nix::{
 use serde_json::{Value, json};
 
 use super::{
-    executors::{AGENT, OPENCODE, handoff_env, script, wait_end},
+    executors::{AGENT, OPENCODE, handoff_env, script, wait_end, wait_hang_reached_model},
     harness::{Server, start, start_in},
     mcp::{call, task_id, wait_status_for},
 };
@@ -39,18 +39,6 @@ fn server_pgid(server: &Server) -> i32 {
 /// Signals the group directly: `kill -SIG -PGID` of procps 4.0.2 signals every process.
 fn group_alive(pgid: i32) -> bool {
     killpg(Pid::from_raw(pgid), None).is_ok()
-}
-
-fn wait_hang_reached_model(model: &ScriptedModel) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while model
-        .requests()
-        .iter()
-        .all(|r| r.scenario.as_deref() != Some("HANG"))
-    {
-        assert!(Instant::now() < deadline, "HANG never reached the model");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 struct Setup {
