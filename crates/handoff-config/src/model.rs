@@ -124,6 +124,8 @@ pub struct TaskConfig {
     pub default_timeout: Duration,
     /// How long a `sync=true` call waits before answering `running`.
     pub sync_wait: Duration,
+    /// How often MCP Tasks clients are asked to poll a task handle.
+    pub poll_interval: Duration,
     /// Largest accepted task description.
     pub max_description_bytes: ByteSize,
     /// Executor used when a submission names none.

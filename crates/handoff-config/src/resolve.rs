@@ -294,6 +294,9 @@ impl Config {
         let timeout_ms = r.get("tasks.default_timeout_ms", 300_000u64)?;
         let timeout_ms = r.check("tasks.default_timeout_ms", timeout_ms, positive_millis)?;
         let sync_wait_ms = r.get("tasks.sync_wait_ms", 25_000u64)?;
+        let poll_interval_ms = r.get("tasks.poll_interval_ms", 1_000u64)?;
+        let poll_interval_ms =
+            r.check("tasks.poll_interval_ms", poll_interval_ms, positive_millis)?;
         let max_description_bytes = r.get("tasks.max_description_bytes", ByteSize(64 << 10))?;
         let tasks = TaskConfig {
             max_concurrent,
@@ -301,6 +304,7 @@ impl Config {
             max_queued,
             default_timeout: Duration::from_millis(timeout_ms),
             sync_wait: Duration::from_millis(sync_wait_ms),
+            poll_interval: Duration::from_millis(poll_interval_ms),
             max_description_bytes,
             default_executor: r.get("tasks.default_executor", "opencode".to_owned())?,
             idempotency_window: Duration::from_secs(

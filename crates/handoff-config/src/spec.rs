@@ -86,6 +86,7 @@ settings! {
     "tasks.max_queued" [env("HANDOFF_MAX_QUEUED_TASKS")]: "queued tasks before execute_task answers QUEUE_FULL";
     "tasks.default_timeout_ms" [env("HANDOFF_TASK_TIMEOUT_MS"), env("RUNNER_TIMEOUT_MS")]: "task deadline when execute_task gives none";
     "tasks.sync_wait_ms" [env("HANDOFF_SYNC_WAIT_MS")]: "how long sync=true waits before answering `running`";
+    "tasks.poll_interval_ms" [env("HANDOFF_TASK_POLL_INTERVAL_MS")]: "how often MCP Tasks clients are asked to poll `tasks/get`";
     "tasks.max_description_bytes" [env("HANDOFF_MAX_DESCRIPTION_BYTES")]: "largest accepted task_description";
     "tasks.default_executor" [env("HANDOFF_DEFAULT_EXECUTOR")]: "executor used when execute_task names none";
     "tasks.idempotency_window_secs" [env("HANDOFF_IDEMPOTENCY_WINDOW_SECS")]: "how long an idempotency key returns the same task";

@@ -116,6 +116,11 @@ impl Engine {
         Ok(Self { inner })
     }
 
+    /// Every task state change from now on, for followers (the MCP elicitation relay).
+    pub fn changes(&self) -> broadcast::Receiver<(TaskId, TaskStatus)> {
+        self.inner.changes.subscribe()
+    }
+
     /// Stops taking new work and stops the runs in flight (politely, then by force): they end
     /// `failed` ("interrupted: server shut down"), or back in the queue if they opted in to
     /// re-running. Returns once every run has settled or the grace period (plus slack) passed.

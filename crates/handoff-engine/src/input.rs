@@ -232,6 +232,18 @@ async fn move_status(
 }
 
 impl Engine {
+    /// Answers one of the task's pending requests (the oldest when the answer names none) —
+    /// for callers that already hold a typed answer, such as an MCP Tasks `tasks/update`.
+    pub async fn answer_input(
+        &self,
+        agent: &AgentId,
+        id: &TaskId,
+        answer: InputAnswer,
+    ) -> Result<InputRequest, EngineError> {
+        self.owned(agent, id).await?;
+        answer_pending(&self.inner, id, answer, Answerer::Agent(agent.clone())).await
+    }
+
     /// Answers the task's pending request with an approval message.
     pub(crate) async fn approve(
         &self,

@@ -32,3 +32,4 @@ pub use opencode::{
 };
 pub use process::process_group_alive;
 pub use registry::ExecutorRegistry;
+pub use text::clip;

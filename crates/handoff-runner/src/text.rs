@@ -4,7 +4,7 @@
 pub(crate) const EVENT_TEXT_MAX: usize = 4000;
 
 /// Cuts `text` to at most `max` bytes on a character boundary.
-pub(crate) fn clip(text: &str, max: usize) -> String {
+pub fn clip(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }

@@ -10,11 +10,15 @@ use handoff_store::{SqliteStore, StoreError};
 use handoff_tools::{
     Pipeline, RegistryError, ToolRegistry,
     builtin::{HealthTool, PingTool, ServiceStatus},
+    handles::TaskHandles,
     tasks,
 };
 use prometheus_client::registry::Registry;
 
-use crate::http::McpMetrics;
+use crate::{
+    http::McpMetrics,
+    mcp::{ElicitationRelay, HandoffMcp},
+};
 
 /// Why an instance could not be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +53,8 @@ pub struct App {
     pub pipeline: Pipeline,
     /// The task engine.
     pub engine: Engine,
+    /// Tasks as MCP Tasks handles.
+    pub handles: TaskHandles,
     /// Every Prometheus metric of this instance.
     pub metrics: Arc<Mutex<Registry>>,
     /// MCP request counters.
@@ -121,17 +127,43 @@ impl App {
             config.features.async_execute,
         )?;
         let pipeline = Pipeline::builder(registry).build();
+        let handles = TaskHandles::new(
+            engine.clone(),
+            config.tasks.poll_interval,
+            config.tasks.retention,
+        );
         let app = Self {
             config,
             status,
             pipeline,
             engine,
+            handles,
             metrics: Arc::new(Mutex::new(metrics)),
             mcp_metrics,
             opencode,
         };
         tokio::spawn(refresh_counts(app.clone()));
         Ok(app)
+    }
+
+    /// The MCP handler of one transport; `default_agent` is the identity where no header
+    /// names one (stdio).
+    pub(crate) fn mcp_handler(
+        &self,
+        default_agent: Option<handoff_tools::AgentId>,
+        shutdown: &tokio_util::sync::CancellationToken,
+    ) -> HandoffMcp {
+        let relay = ElicitationRelay::start(
+            self.handles.clone(),
+            self.config.executors.ask_timeout,
+            shutdown.child_token(),
+        );
+        HandoffMcp::new(
+            self.pipeline.clone(),
+            self.handles.clone(),
+            relay,
+            default_agent,
+        )
     }
 
     /// Stops the engine (runs end or re-queue) and then the executors' own servers.

@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    App, HandoffMcp,
+    App,
     edge::{self, BadOriginRule, EdgePolicy},
     http::{count_requests, health, metrics, ready},
 };
@@ -61,7 +61,7 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
         .with_max_request_body_bytes(policy.max_body_bytes())
         .with_json_response(true)
         .with_cancellation_token(shutdown.child_token());
-    let handler = HandoffMcp::new(app.pipeline.clone(), None);
+    let handler = app.mcp_handler(None, shutdown);
     let service =
         StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), mcp_config);
 
@@ -144,7 +144,7 @@ pub async fn serve_stdio(
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     app.status.set_component("stdio", true, "MCP over stdio");
-    let handler = HandoffMcp::new(app.pipeline.clone(), agent);
+    let handler = app.mcp_handler(agent, &shutdown);
     let running = handler
         .serve_with_ct(rmcp::transport::stdio(), shutdown)
         .await

@@ -47,6 +47,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// When the call must be finished by.
     pub deadline: Option<Instant>,
+    /// The caller takes a protocol task handle (MCP Tasks) and polls: nothing waits in the call.
+    pub task_handle: bool,
     progress: Arc<dyn ProgressReporter>,
     progress_step: Arc<AtomicU64>,
     permissions: Option<Arc<dyn crate::pipeline::PermissionPolicy>>,
@@ -62,6 +64,7 @@ impl ToolContext {
             session_id: None,
             cancel: CancellationToken::new(),
             deadline: None,
+            task_handle: false,
             progress: Arc::new(NoProgress),
             progress_step: Arc::new(AtomicU64::new(0)),
             permissions: None,
@@ -89,6 +92,12 @@ impl ToolContext {
     /// Sets the deadline.
     pub fn with_deadline(mut self, deadline: Option<Instant>) -> Self {
         self.deadline = deadline;
+        self
+    }
+
+    /// Marks a call whose caller takes a task handle instead of waiting.
+    pub fn with_task_handle(mut self, task_handle: bool) -> Self {
+        self.task_handle = task_handle;
         self
     }
 
@@ -137,6 +146,7 @@ impl std::fmt::Debug for ToolContext {
             .field("agent_id", &self.agent_id)
             .field("session_id", &self.session_id)
             .field("deadline", &self.deadline)
+            .field("task_handle", &self.task_handle)
             .finish_non_exhaustive()
     }
 }

@@ -10,6 +10,7 @@ pub mod builtin;
 mod context;
 mod declare;
 mod error;
+pub mod handles;
 pub mod pipeline;
 mod registry;
 mod schema;

@@ -14,6 +14,7 @@ const KNOWN: &[&str] = &[
     "tools/list",
     "tools/call",
     "tasks/get",
+    "tasks/update",
     "tasks/list",
     "tasks/result",
     "tasks/cancel",

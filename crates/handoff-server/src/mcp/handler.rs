@@ -1,37 +1,59 @@
 use std::sync::Arc;
 
-use handoff_tools::{AgentId, CallRequest, Pipeline, ToolContext, builtin::VERSION};
+use handoff_task::TaskId;
+use handoff_tools::{
+    AgentId, CallRequest, Pipeline, ToolContext, builtin::VERSION, handles::TaskHandles,
+};
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+        Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+        UpdateTaskParams,
     },
     service::RequestContext,
 };
+use serde_json::Value;
 
 use super::{
+    ElicitationRelay,
     convert::{outcome_to_wire, tool_to_wire},
     progress::PeerProgress,
+    tasks,
 };
 use crate::edge::CallerIdentity;
+
+/// The tool whose calls become protocol-level tasks for clients that declare the extension.
+const TASK_TOOL: &str = "execute_task";
 
 const INSTRUCTIONS: &str = "Handoff hands development tasks to a coding agent and follows each \
 task to a verified end. Call `health` to see what this instance can do.";
 
-/// Handoff's MCP server: every `tools/*` request goes through the tool pipeline.
+/// Handoff's MCP server: every `tools/*` request goes through the tool pipeline; `tasks/*`
+/// (the Tasks extension) read and steer Handoff's own durable tasks.
 #[derive(Clone)]
 pub struct HandoffMcp {
     pipeline: Pipeline,
+    handles: TaskHandles,
+    /// Asks session clients that can elicit for their tasks' answers.
+    relay: Arc<ElicitationRelay>,
     /// Identity for transports without headers (stdio).
     default_agent: Option<AgentId>,
 }
 
 impl HandoffMcp {
-    /// A handler over `pipeline`; `default_agent` applies where no `x-agent-id` header exists.
-    pub fn new(pipeline: Pipeline, default_agent: Option<AgentId>) -> Self {
+    /// A handler over `pipeline` and `handles`; `default_agent` applies where no `x-agent-id`
+    /// header exists.
+    pub(crate) fn new(
+        pipeline: Pipeline,
+        handles: TaskHandles,
+        relay: Arc<ElicitationRelay>,
+        default_agent: Option<AgentId>,
+    ) -> Self {
         Self {
             pipeline,
+            handles,
+            relay,
             default_agent,
         }
     }
@@ -54,9 +76,14 @@ fn session_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
 
 impl ServerHandler for HandoffMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("handoff", VERSION).with_title("Handoff"))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("handoff", VERSION).with_title("Handoff"))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -82,13 +109,24 @@ impl ServerHandler for HandoffMcp {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let agent = self.caller(&ctx);
+        // The server alone decides: only execute_task becomes a task, and only for a client
+        // that declared the extension on this request (or at initialize).
+        let as_task = self.pipeline.canonical_name(&request.name) == Some(TASK_TOOL)
+            && ctx
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
+        let elicits = self.pipeline.canonical_name(&request.name) == Some(TASK_TOOL)
+            && ctx.peer.peer_info().is_some()
+            && !ctx.peer.supported_elicitation_modes().is_empty();
         let mut tool_ctx = ToolContext::new(
             uuid::Uuid::new_v4().simple().to_string(),
             ctx.id.to_string(),
         )
-        .with_agent(self.caller(&ctx))
+        .with_agent(agent.clone())
         .with_session(session_id(&ctx))
-        .with_cancel(ctx.ct.clone());
+        .with_cancel(ctx.ct.clone())
+        .with_task_handle(as_task);
         if let Some(token) = ctx.meta.get_progress_token() {
             tool_ctx = tool_ctx.with_progress(Arc::new(PeerProgress {
                 peer: ctx.peer.clone(),
@@ -100,6 +138,68 @@ impl ServerHandler for HandoffMcp {
             arguments: request.arguments,
         };
         let outcome = self.pipeline.call(tool_ctx, call).await;
+        let created = outcome
+            .as_ref()
+            .ok()
+            .and_then(|value| value.get("task_id"))
+            .and_then(Value::as_str)
+            .and_then(|id| TaskId::parse(id).ok());
+        if let (Some(id), Some(agent)) = (&created, &agent) {
+            if elicits {
+                self.relay
+                    .follow(id.clone(), agent.clone(), ctx.peer.clone());
+            }
+            if as_task {
+                // Stored before submit returned, so the handle is durable; a task owned by
+                // someone else (agent_id argument) gets the plain result: this caller could
+                // not poll it.
+                match self.handles.get(agent, id.as_str()).await {
+                    Ok(handle) => return Ok(CallToolResponse::Task(tasks::created(&handle))),
+                    Err(error) => tracing::debug!(task = %id, %error, "no task handle"),
+                }
+            }
+        }
         outcome_to_wire(outcome).map(CallToolResponse::from)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let agent = tasks::require_agent(self.caller(&ctx), &request.task_id)?;
+        let handle = self
+            .handles
+            .get(&agent, &request.task_id)
+            .await
+            .map_err(tasks::to_mcp)?;
+        tasks::detailed(&handle)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let agent = tasks::require_agent(self.caller(&ctx), &request.task_id)?;
+        tasks::update(
+            &self.handles,
+            &agent,
+            &request.task_id,
+            request.input_responses,
+        )
+        .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let agent = tasks::require_agent(self.caller(&ctx), &request.task_id)?;
+        self.handles
+            .cancel(&agent, &request.task_id)
+            .await
+            .map_err(tasks::to_mcp)
     }
 }

@@ -21,6 +21,11 @@ impl Drop for TestServer {
 }
 
 pub async fn start(env: &[(&str, &str)]) -> TestServer {
+    start_with_data(env, tempfile::tempdir().unwrap().keep()).await
+}
+
+/// A server keeping its state in `data` (a restart passes the previous server's).
+pub async fn start_with_data(env: &[(&str, &str)], data: std::path::PathBuf) -> TestServer {
     // reqwest is built with rustls on the ring provider only; tests install it once.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut vars: BTreeMap<String, String> = env
@@ -28,7 +33,6 @@ pub async fn start(env: &[(&str, &str)]) -> TestServer {
         .map(|(k, v)| ((*k).into(), (*v).into()))
         .collect();
     vars.insert("HANDOFF_PORT".into(), "0".into());
-    let data = tempfile::tempdir().unwrap().keep();
     vars.insert("HANDOFF_DATA_DIR".into(), data.display().to_string());
     let config = Config::load(LoadOptions {
         env: vars,
@@ -138,11 +142,25 @@ impl TestServer {
         id: u64,
         method: &str,
         name: Option<&str>,
+        params: Value,
+    ) -> Reply {
+        self.stateless_with(id, method, name, params, &[], json!({}))
+            .await
+    }
+
+    /// A 2026-07-28 stateless request with extra headers and the client's declared capabilities.
+    pub async fn stateless_with(
+        &self,
+        id: u64,
+        method: &str,
+        name: Option<&str>,
         mut params: Value,
+        extra: &[(&str, &str)],
+        capabilities: Value,
     ) -> Reply {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
             "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"}
         });
         let mut headers = vec![
@@ -152,6 +170,7 @@ impl TestServer {
         if let Some(name) = name {
             headers.push(("mcp-name", name));
         }
+        headers.extend_from_slice(extra);
         self.post(
             &headers,
             &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),

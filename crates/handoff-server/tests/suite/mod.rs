@@ -3,4 +3,5 @@ mod edge;
 mod metrics;
 mod sessions;
 mod stateless;
+mod tasks_ext;
 mod tools;

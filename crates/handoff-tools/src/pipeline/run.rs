@@ -103,6 +103,14 @@ impl Pipeline {
             .collect()
     }
 
+    /// The tool's own name for `name` (aliases resolve to it), if such a tool exists.
+    pub fn canonical_name(&self, name: &str) -> Option<&'static str> {
+        self.inner
+            .registry
+            .resolve(name)
+            .map(|t| t.definition().name)
+    }
+
     /// Runs one call through every stage.
     pub async fn call(&self, ctx: ToolContext, request: CallRequest) -> CallOutcome {
         let started = Instant::now();

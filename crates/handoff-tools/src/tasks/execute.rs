@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
-use handoff_engine::{Engine, SubmitRequest};
-use handoff_task::{EventKind, ExitInfo, TaskStatus};
+use handoff_engine::{Engine, EngineError, SubmitRequest};
+use handoff_task::{EventKind, ExitInfo, Task, TaskStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -52,7 +52,7 @@ pub struct ExecuteTaskArgs {
 }
 
 /// Result of `execute_task`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ExecuteTaskOutput {
     /// The task's id; use it with the other task tools.
     pub task_id: String,
@@ -134,7 +134,8 @@ impl Tool for ExecuteTaskTool {
     ) -> Result<ExecuteTaskOutput, ToolError> {
         let name = self.name();
         let agent = caller(name, args.agent_id)?;
-        let sync = args.sync.unwrap_or(false) || !self.async_allowed;
+        // A task-handle caller polls by itself; waiting here would only hold its request open.
+        let sync = !ctx.task_handle && (args.sync.unwrap_or(false) || !self.async_allowed);
         let request = SubmitRequest {
             description: args.task_description,
             executor: args.executor,
@@ -183,12 +184,14 @@ impl Tool for ExecuteTaskTool {
             }
         }
         let output_tail = if sync && task.status.is_terminal() {
-            self.output_tail(&agent, &task.id).await?
+            output_tail(&self.engine, &agent, &task.id)
+                .await
+                .map_err(|e| tool_error(name, e))?
         } else {
             Vec::new()
         };
         let message = match (task.status, submitted.created) {
-            (s, _) if s.is_terminal() => format!("task {}: {s}", task.id),
+            (s, _) if s.is_terminal() => finished_message(&task),
             (_, false) => format!(
                 "an earlier submission with this idempotency key is task {}; poll get_task_status",
                 task.id
@@ -200,10 +203,29 @@ impl Tool for ExecuteTaskTool {
             ),
             _ => "accepted; poll get_task_status with this task_id".to_owned(),
         };
-        Ok(ExecuteTaskOutput {
+        Ok(ExecuteTaskOutput::of(
+            &task,
+            submitted.created,
+            queue_position,
+            message,
+            output_tail,
+        ))
+    }
+}
+
+impl ExecuteTaskOutput {
+    /// The output for `task` as it stands.
+    fn of(
+        task: &Task,
+        created: bool,
+        queue_position: Option<u64>,
+        message: String,
+        output_tail: Vec<String>,
+    ) -> Self {
+        Self {
             task_id: task.id.to_string(),
             status: task.status,
-            created: submitted.created,
+            created,
             executor: task.executor.clone(),
             workdir: task.workdir.clone(),
             queue_position,
@@ -212,30 +234,44 @@ impl Tool for ExecuteTaskTool {
             exit: task.exit,
             error: task.error.clone(),
             output_tail,
-        })
+        }
+    }
+
+    /// What a `sync` call that saw `task` finish returns — also the result of a finished MCP
+    /// Tasks handle, so both flows answer alike.
+    pub(crate) async fn finished(engine: &Engine, task: &Task) -> Result<Self, EngineError> {
+        let output_tail = output_tail(engine, &task.agent_id, &task.id).await?;
+        Ok(Self::of(
+            task,
+            true,
+            None,
+            finished_message(task),
+            output_tail,
+        ))
     }
 }
 
-impl ExecuteTaskTool {
-    async fn output_tail(
-        &self,
-        agent: &AgentId,
-        id: &handoff_task::TaskId,
-    ) -> Result<Vec<String>, ToolError> {
-        // Output lines sit just before the final status event; a window a bit larger than the
-        // tail covers the few lifecycle events after them.
-        let events = self
-            .engine
-            .recent_events(agent, id, OUTPUT_TAIL_LINES + 10)
-            .await
-            .map_err(|e| tool_error(self.name(), e))?;
-        let mut lines: Vec<String> = events
-            .iter()
-            .filter(|e| e.kind == EventKind::Output)
-            .map(|e| super::views::clip(&e.message, super::views::EVENT_MESSAGE_CHARS))
-            .collect();
-        let skip = lines.len().saturating_sub(OUTPUT_TAIL_LINES as usize);
-        lines.drain(..skip);
-        Ok(lines)
-    }
+fn finished_message(task: &Task) -> String {
+    format!("task {}: {}", task.id, task.status)
+}
+
+/// The last output lines of a task.
+async fn output_tail(
+    engine: &Engine,
+    agent: &AgentId,
+    id: &handoff_task::TaskId,
+) -> Result<Vec<String>, EngineError> {
+    // Output lines sit just before the final status event; a window a bit larger than the
+    // tail covers the few lifecycle events after them.
+    let events = engine
+        .recent_events(agent, id, OUTPUT_TAIL_LINES + 10)
+        .await?;
+    let mut lines: Vec<String> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Output)
+        .map(|e| super::views::clip(&e.message, super::views::EVENT_MESSAGE_CHARS))
+        .collect();
+    let skip = lines.len().saturating_sub(OUTPUT_TAIL_LINES as usize);
+    lines.drain(..skip);
+    Ok(lines)
 }

@@ -17,12 +17,13 @@ use std::time::Duration;
 use handoff_engine::Engine;
 
 pub use control::{ControlAction, SendTaskControlTool};
-pub use execute::ExecuteTaskTool;
+pub use execute::{ExecuteTaskOutput, ExecuteTaskTool};
 pub use files::{GetTaskFilesTool, ReadTaskFileTool};
 pub use history::GetTaskHistoryTool;
 pub use list::ListTasksTool;
 pub use message::SendTaskMessageTool;
 pub use status::GetTaskStatusTool;
+pub(crate) use views::clip;
 pub use views::{EventView, TaskView};
 
 use crate::{AgentId, RegistryError, ToolError, ToolRegistry};

@@ -96,7 +96,7 @@ impl From<&TaskEvent> for EventView {
 }
 
 /// Cuts `text` to `max` characters, saying how much was left out.
-pub(super) fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some((cut, _)) => format!("{}… [{} more bytes]", &text[..cut], text.len() - cut),

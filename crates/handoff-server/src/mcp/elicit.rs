@@ -1,0 +1,266 @@
+//! An executor's permission or question request as an MCP elicitation form, and the client's
+//! elicitation result as the answer the engine relays — one mapping for the Tasks extension's
+//! `inputRequests` and for legacy `elicitation/create` requests.
+
+use handoff_runner::{Decision, InputAnswer, InputKind, InputRequest, Scope};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use serde_json::{Value, json};
+
+/// Longest text shown in a form's message.
+const MESSAGE_CHARS: usize = 1_000;
+
+/// The form asking the task's owner about `request`.
+pub(crate) fn form(task_id: &str, request: &InputRequest) -> ElicitRequestParams {
+    let (message, schema) = match request.kind {
+        InputKind::Permission => (permission_message(task_id, request), permission_schema()),
+        InputKind::Question => question_form(task_id, request),
+    };
+    let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
+    // The schemas above are fixed shapes of primitive properties, which rmcp always accepts;
+    // the fallback only guards against a future rmcp tightening its parser.
+    serde_json::from_value(params).unwrap_or_else(|error| {
+        tracing::error!(%error, "elicitation form rejected by rmcp; sending a bare form");
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: clip(&request.title),
+            requested_schema: rmcp::model::ElicitationSchema::new(Default::default()),
+        }
+    })
+}
+
+fn permission_message(task_id: &str, request: &InputRequest) -> String {
+    let mut text = format!(
+        "Task {task_id}: the coding agent asks for permission `{}`",
+        request.permission
+    );
+    if !request.title.is_empty() {
+        text.push_str(&format!(": {}", request.title));
+    }
+    if !request.patterns.is_empty() {
+        text.push_str(&format!(" (on: {})", request.patterns.join(", ")));
+    }
+    clip(&text)
+}
+
+fn permission_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "description": "allow lets the coding agent go ahead; deny refuses",
+                "enum": ["allow", "deny"],
+                "default": "allow"
+            },
+            "scope": {
+                "type": "string",
+                "title": "For how long",
+                "description": "always also allows the same permission and patterns for the rest of this run",
+                "enum": ["once", "always"],
+                "default": "once"
+            },
+            "message": {
+                "type": "string",
+                "title": "Message",
+                "description": "Words for the coding agent (why it was refused, what to do instead)"
+            }
+        },
+        "required": ["decision"]
+    })
+}
+
+fn question_form(task_id: &str, request: &InputRequest) -> (String, Value) {
+    let questions = request
+        .detail
+        .get("questions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let options: Vec<String> = questions
+        .iter()
+        .flat_map(|q| {
+            q.get("options")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|o| {
+            let label = o.get("label").and_then(Value::as_str)?;
+            Some(match o.get("description").and_then(Value::as_str) {
+                Some(d) if !d.is_empty() => format!("{label} ({d})"),
+                _ => label.to_owned(),
+            })
+        })
+        .collect();
+    let mut message = format!("Task {task_id}: the coding agent asks: {}", request.title);
+    if !options.is_empty() {
+        message.push_str(&format!(" Options: {}.", options.join(", ")));
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "answer": {
+                "type": "string",
+                "title": "Answer",
+                "description": "Your answer, in words (an option's label, or anything else); leave it empty to take the first option"
+            }
+        }
+    });
+    (clip(&message), schema)
+}
+
+fn clip(text: &str) -> String {
+    handoff_runner::clip(text, MESSAGE_CHARS)
+}
+
+/// The answer a client's elicitation result gives to `kind` of request: accept → the form's
+/// values; decline or cancel → a refusal that says so.
+pub(crate) fn answer(kind: InputKind, result: &ElicitResult) -> InputAnswer {
+    let content = result.content.as_ref();
+    let text = |key: &str| {
+        content
+            .and_then(|c| c.get(key))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    match result.action {
+        ElicitationAction::Accept => match kind {
+            InputKind::Permission => InputAnswer {
+                decision: match text("decision").as_deref() {
+                    Some("deny") => Decision::Deny,
+                    _ => Decision::Allow,
+                },
+                scope: match text("scope").as_deref() {
+                    Some("always") => Scope::Always,
+                    _ => Scope::Once,
+                },
+                message: text("message"),
+                request_id: None,
+            },
+            InputKind::Question => InputAnswer {
+                decision: Decision::Allow,
+                scope: Scope::Once,
+                message: text("answer"),
+                request_id: None,
+            },
+        },
+        ElicitationAction::Decline => InputAnswer::deny("the task's owner declined"),
+        _ => InputAnswer::deny("the task's owner cancelled the request"),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn request(kind: InputKind) -> InputRequest {
+        InputRequest {
+            id: "per_1".into(),
+            kind,
+            permission: if kind == InputKind::Permission {
+                "bash".into()
+            } else {
+                "question".into()
+            },
+            patterns: vec!["touch approved.txt".into()],
+            title: if kind == InputKind::Permission {
+                "touch approved.txt".into()
+            } else {
+                "Which colour?".into()
+            },
+            detail: json!({"questions": [{"question": "Which colour?", "options": [
+                {"label": "Red", "description": "warm"}, {"label": "Blue"}
+            ]}]}),
+        }
+    }
+
+    #[test]
+    fn a_permission_becomes_a_form_with_a_decision() {
+        let wire = serde_json::to_value(form("t1", &request(InputKind::Permission))).unwrap();
+        assert_eq!(wire["mode"], "form");
+        let message = wire["message"].as_str().unwrap();
+        assert!(
+            message.contains("t1") && message.contains("`bash`"),
+            "{message}"
+        );
+        assert!(message.contains("touch approved.txt"), "{message}");
+        let schema = &wire["requestedSchema"];
+        assert_eq!(
+            schema["properties"]["decision"]["enum"],
+            json!(["allow", "deny"])
+        );
+        assert_eq!(
+            schema["properties"]["scope"]["enum"],
+            json!(["once", "always"])
+        );
+        assert_eq!(schema["properties"]["message"]["type"], "string");
+        assert_eq!(schema["required"], json!(["decision"]));
+    }
+
+    #[test]
+    fn a_question_lists_its_options() {
+        let wire = serde_json::to_value(form("t1", &request(InputKind::Question))).unwrap();
+        let message = wire["message"].as_str().unwrap();
+        assert!(message.contains("Which colour?"), "{message}");
+        assert!(message.contains("Red (warm), Blue"), "{message}");
+        assert_eq!(
+            wire["requestedSchema"]["properties"]["answer"]["type"],
+            "string"
+        );
+    }
+
+    fn result(action: ElicitationAction, content: Option<Value>) -> ElicitResult {
+        let mut r = ElicitResult::new(action);
+        r.content = content;
+        r
+    }
+
+    #[test]
+    fn results_become_answers() {
+        let allow = answer(
+            InputKind::Permission,
+            &result(
+                ElicitationAction::Accept,
+                Some(json!({"decision": "allow", "scope": "always"})),
+            ),
+        );
+        assert_eq!(
+            (allow.decision, allow.scope),
+            (Decision::Allow, Scope::Always)
+        );
+        let deny = answer(
+            InputKind::Permission,
+            &result(
+                ElicitationAction::Accept,
+                Some(json!({"decision": "deny", "message": "not that file"})),
+            ),
+        );
+        assert_eq!(deny.decision, Decision::Deny);
+        assert_eq!(deny.message.as_deref(), Some("not that file"));
+        let declined = answer(
+            InputKind::Permission,
+            &result(ElicitationAction::Decline, None),
+        );
+        assert_eq!(declined.decision, Decision::Deny);
+        let cancelled = answer(
+            InputKind::Question,
+            &result(ElicitationAction::Cancel, None),
+        );
+        assert_eq!(cancelled.decision, Decision::Deny);
+        let answered = answer(
+            InputKind::Question,
+            &result(ElicitationAction::Accept, Some(json!({"answer": " Blue "}))),
+        );
+        assert_eq!(answered.decision, Decision::Allow);
+        assert_eq!(answered.message.as_deref(), Some("Blue"));
+        let default = answer(
+            InputKind::Question,
+            &result(ElicitationAction::Accept, Some(json!({"answer": ""}))),
+        );
+        assert_eq!(default.message, None);
+    }
+}
