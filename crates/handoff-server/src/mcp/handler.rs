@@ -8,8 +8,8 @@ use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
-        Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-        UpdateTaskParams,
+        Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+        ServerCapabilities, ServerConfig, UpdateTaskParams,
     },
     service::RequestContext,
 };
@@ -110,9 +110,15 @@ impl ServerHandler for HandoffMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let agent = self.caller(&ctx);
-        // The server alone decides: only execute_task becomes a task, and only for a client
-        // that declared the extension on this request (or at initialize).
-        let as_task = self.pipeline.canonical_name(&request.name) == Some(TASK_TOOL)
+        // The server alone decides: only execute_task becomes a task, and only for a
+        // 2026-07-28 request that declares the extension. Legacy sessions keep the tool flow
+        // even when they listed the extension at initialize: clients such as the Inspector
+        // advertise it there but cannot read a task handle in that era.
+        let modern = ctx
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let as_task = modern
+            && self.pipeline.canonical_name(&request.name) == Some(TASK_TOOL)
             && ctx
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());

@@ -99,11 +99,16 @@ impl TestServer {
 
     /// Opens a legacy session (initialize + initialized); returns its id.
     pub async fn initialize(&self, extra: &[(&str, &str)]) -> String {
+        self.initialize_with(extra, json!({})).await
+    }
+
+    /// Opens a legacy session declaring `capabilities`; returns its id.
+    pub async fn initialize_with(&self, extra: &[(&str, &str)], capabilities: Value) -> String {
         let init = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {
                 "protocolVersion": "2025-06-18",
-                "capabilities": {},
+                "capabilities": capabilities,
                 "clientInfo": {"name": "handoff-tests", "version": "1"}
             }
         });

@@ -167,8 +167,11 @@ async fn clients_without_the_extension_get_plain_results_and_no_tasks_api() {
     let task_id = result["structuredContent"]["task_id"].as_str().unwrap();
     assert!(task_id.starts_with("task_"), "{result}");
     assert_eq!(error_code(&plain.get(task_id).await), -32021);
-    // A legacy session that did not declare it: the plain result too.
-    let session = server.initialize(&[("x-agent-id", "agent-a")]).await;
+    // A legacy session gets the plain result too, even when it lists the extension at
+    // initialize (the Inspector does, and cannot read a task handle in that era).
+    let session = server
+        .initialize_with(&[("x-agent-id", "agent-a")], declaring())
+        .await;
     let reply = server
         .session_call(
             &session,

@@ -3,5 +3,7 @@ mod executors;
 mod harness;
 mod interop;
 mod mcp;
+mod mcp_tasks;
 mod opencode_recovery;
+mod raw_mcp;
 mod tasks;
