@@ -9,6 +9,8 @@ use std::{
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use handoff_task::TaskId;
+
 use crate::{AgentId, ToolError, pipeline::PermissionRequest};
 
 /// Sends progress for one call back to its caller (MCP `notifications/progress`).
@@ -32,6 +34,13 @@ impl ProgressReporter for NoProgress {
     }
 }
 
+/// Told about each task a call creates, as soon as it is stored — before a `sync` call starts
+/// waiting (the transport's elicitation relay follows it from then on).
+pub trait TaskObserver: Send + Sync {
+    /// `task` of `agent` now exists.
+    fn created(&self, agent: &AgentId, task: &TaskId);
+}
+
 /// Everything a tool knows about the call it is serving.
 #[derive(Clone)]
 pub struct ToolContext {
@@ -51,6 +60,7 @@ pub struct ToolContext {
     pub task_handle: bool,
     progress: Arc<dyn ProgressReporter>,
     progress_step: Arc<AtomicU64>,
+    task_observer: Option<Arc<dyn TaskObserver>>,
     permissions: Option<Arc<dyn crate::pipeline::PermissionPolicy>>,
 }
 
@@ -67,6 +77,7 @@ impl ToolContext {
             task_handle: false,
             progress: Arc::new(NoProgress),
             progress_step: Arc::new(AtomicU64::new(0)),
+            task_observer: None,
             permissions: None,
         }
     }
@@ -99,6 +110,19 @@ impl ToolContext {
     pub fn with_task_handle(mut self, task_handle: bool) -> Self {
         self.task_handle = task_handle;
         self
+    }
+
+    /// Sets who hears about the tasks this call creates.
+    pub fn with_task_observer(mut self, observer: Arc<dyn TaskObserver>) -> Self {
+        self.task_observer = Some(observer);
+        self
+    }
+
+    /// Tells the observer (if any) that `task` of `agent` was stored.
+    pub fn task_created(&self, agent: &AgentId, task: &TaskId) {
+        if let Some(observer) = &self.task_observer {
+            observer.created(agent, task);
+        }
     }
 
     /// Sets where progress goes.

@@ -16,7 +16,7 @@ mod registry;
 mod schema;
 pub mod tasks;
 
-pub use context::{NoProgress, ProgressReporter, ToolContext};
+pub use context::{NoProgress, ProgressReporter, TaskObserver, ToolContext};
 pub use declare::{Tool, ToolAnnotations, ToolDefinition};
 pub use error::ToolError;
 pub use handoff_task::{AgentId, InvalidAgentId};

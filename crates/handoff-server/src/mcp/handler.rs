@@ -2,10 +2,11 @@ use std::sync::Arc;
 
 use handoff_task::TaskId;
 use handoff_tools::{
-    AgentId, CallRequest, Pipeline, ToolContext, builtin::VERSION, handles::TaskHandles,
+    AgentId, CallRequest, Pipeline, TaskObserver, ToolContext, builtin::VERSION,
+    handles::TaskHandles,
 };
 use rmcp::{
-    ErrorData as McpError, RoleServer, ServerHandler,
+    ErrorData as McpError, Peer, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
         Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
@@ -28,6 +29,19 @@ const TASK_TOOL: &str = "execute_task";
 
 const INSTRUCTIONS: &str = "Handoff hands development tasks to a coding agent and follows each \
 task to a verified end. Call `health` to see what this instance can do.";
+
+/// Hands each task an elicitation-capable session client creates to the relay.
+struct RelayObserver {
+    relay: Arc<ElicitationRelay>,
+    peer: Peer<RoleServer>,
+}
+
+impl TaskObserver for RelayObserver {
+    fn created(&self, agent: &AgentId, task: &TaskId) {
+        self.relay
+            .follow(task.clone(), agent.clone(), self.peer.clone());
+    }
+}
 
 /// Handoff's MCP server: every `tools/*` request goes through the tool pipeline; `tasks/*`
 /// (the Tasks extension) read and steer Handoff's own durable tasks.
@@ -133,6 +147,12 @@ impl ServerHandler for HandoffMcp {
         .with_session(session_id(&ctx))
         .with_cancel(ctx.ct.clone())
         .with_task_handle(as_task);
+        if elicits {
+            tool_ctx = tool_ctx.with_task_observer(Arc::new(RelayObserver {
+                relay: self.relay.clone(),
+                peer: ctx.peer.clone(),
+            }));
+        }
         if let Some(token) = ctx.meta.get_progress_token() {
             tool_ctx = tool_ctx.with_progress(Arc::new(PeerProgress {
                 peer: ctx.peer.clone(),
@@ -150,19 +170,12 @@ impl ServerHandler for HandoffMcp {
             .and_then(|value| value.get("task_id"))
             .and_then(Value::as_str)
             .and_then(|id| TaskId::parse(id).ok());
-        if let (Some(id), Some(agent)) = (&created, &agent) {
-            if elicits {
-                self.relay
-                    .follow(id.clone(), agent.clone(), ctx.peer.clone());
-            }
-            if as_task {
-                // Stored before submit returned, so the handle is durable; a task owned by
-                // someone else (agent_id argument) gets the plain result: this caller could
-                // not poll it.
-                match self.handles.get(agent, id.as_str()).await {
-                    Ok(handle) => return Ok(CallToolResponse::Task(tasks::created(&handle))),
-                    Err(error) => tracing::debug!(task = %id, %error, "no task handle"),
-                }
+        if let (Some(id), Some(agent), true) = (&created, &agent, as_task) {
+            // Stored before submit returned, so the handle is durable; a task owned by someone
+            // else (agent_id argument) gets the plain result: this caller could not poll it.
+            match self.handles.get(agent, id.as_str()).await {
+                Ok(handle) => return Ok(CallToolResponse::Task(tasks::created(&handle))),
+                Err(error) => tracing::debug!(task = %id, %error, "no task handle"),
             }
         }
         outcome_to_wire(outcome).map(CallToolResponse::from)

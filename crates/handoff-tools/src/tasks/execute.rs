@@ -152,6 +152,7 @@ impl Tool for ExecuteTaskTool {
             .submit(&agent, request)
             .await
             .map_err(|e| tool_error(name, e))?;
+        ctx.task_created(&agent, &submitted.task.id);
         let mut task = submitted.task;
         let mut queue_position = submitted.queue_position;
         if sync && !task.status.is_terminal() {

@@ -107,8 +107,13 @@ pub fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Server {
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        // Keep draining so the server never blocks on a full pipe.
+        // Keep draining so the server never blocks on a full pipe; HANDOFF_TEST_SERVER_LOG=1
+        // shows the server's log in the test output.
+        let show = std::env::var_os("HANDOFF_TEST_SERVER_LOG").is_some();
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if show {
+                eprintln!("[handoff] {line}");
+            }
             let _ = tx.send(line);
         }
     });
