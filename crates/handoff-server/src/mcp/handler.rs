@@ -131,12 +131,15 @@ impl ServerHandler for HandoffMcp {
         let modern = ctx
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let task_tool = self.pipeline.canonical_name(&request.name) == Some(TASK_TOOL);
         let as_task = modern
-            && self.pipeline.canonical_name(&request.name) == Some(TASK_TOOL)
+            && task_tool
             && ctx
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());
-        let elicits = self.pipeline.canonical_name(&request.name) == Some(TASK_TOOL)
+        // Server-to-client requests exist only in the session eras.
+        let elicits = task_tool
+            && !modern
             && ctx.peer.peer_info().is_some()
             && !ctx.peer.supported_elicitation_modes().is_empty();
         let mut tool_ctx = ToolContext::new(
