@@ -2,6 +2,8 @@
 
 use std::{path::PathBuf, time::Duration};
 
+use handoff_isolation::{IsolationLevel, NetworkMode};
+
 use crate::{ByteSize, EffectiveSetting, PermissionPolicy, Secret};
 
 /// Handoff's whole configuration, resolved from every layer.
@@ -216,6 +218,8 @@ pub struct ClaudeExecutorConfig {
     pub model: Option<String>,
     /// Provider retries before Claude Code gives up (`CLAUDE_CODE_MAX_RETRIES`).
     pub max_retries: u32,
+    /// Isolation level (`runner.isolation` when unset).
+    pub isolation: Option<IsolationLevel>,
 }
 
 /// The `codex` executor.
@@ -230,6 +234,8 @@ pub struct CodexExecutorConfig {
     /// Provider retries before Codex gives up (a custom provider's `request_max_retries` and
     /// `stream_max_retries`).
     pub max_retries: u32,
+    /// Isolation level (`runner.isolation` when unset).
+    pub isolation: Option<IsolationLevel>,
 }
 
 /// The `opencode` executor.
@@ -251,6 +257,8 @@ pub struct OpenCodeExecutorConfig {
     pub retry_max: Duration,
     /// Delete the OpenCode session when its task ends.
     pub delete_sessions: bool,
+    /// Isolation level (`runner.isolation` when unset).
+    pub isolation: Option<IsolationLevel>,
 }
 
 /// The `command` executor: runs a configured program per task.
@@ -262,6 +270,8 @@ pub struct CommandExecutorConfig {
     pub prompt_via: PromptVia,
     /// Keep stdin open and deliver messages as JSON lines.
     pub messages_via_stdin: bool,
+    /// Isolation level (`runner.isolation` when unset).
+    pub isolation: Option<IsolationLevel>,
 }
 
 /// Per-task resource limits.
@@ -273,6 +283,20 @@ pub struct RunnerConfig {
     pub memory_limit: Option<ByteSize>,
     /// Container image (container isolation only).
     pub image: Option<String>,
+    /// Isolation level of every executor without its own.
+    pub isolation: IsolationLevel,
+    /// Network inside sandbox and container.
+    pub network: NetworkMode,
+    /// Processes and threads per task.
+    pub pids_limit: Option<u64>,
+    /// Inherited variables kept besides the defaults.
+    pub env_allow: Vec<String>,
+    /// Writable inside the sandbox besides the task directory.
+    pub sandbox_writable: Vec<PathBuf>,
+    /// The bubblewrap program.
+    pub bwrap: PathBuf,
+    /// The docker client.
+    pub docker: PathBuf,
 }
 
 /// Letta integration settings.

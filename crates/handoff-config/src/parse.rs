@@ -290,3 +290,15 @@ impl FromRaw for WorkdirCleanup {
         }
     }
 }
+
+impl FromRaw for handoff_isolation::IsolationLevel {
+    fn from_text(text: &str) -> Result<Self, String> {
+        text.to_ascii_lowercase().parse()
+    }
+}
+
+impl FromRaw for handoff_isolation::NetworkMode {
+    fn from_text(text: &str) -> Result<Self, String> {
+        text.to_ascii_lowercase().parse()
+    }
+}

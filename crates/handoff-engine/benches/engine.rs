@@ -55,6 +55,7 @@ async fn engine(config: &Arc<Config>, store: Arc<dyn Store>) -> Engine {
             messages_via_stdin: false,
             env: Vec::new(),
             message_format: Default::default(),
+            isolation: None,
         })
         .unwrap(),
     ));

@@ -36,4 +36,7 @@ pub enum RunnerError {
         /// The cause.
         message: String,
     },
+    /// The run cannot be confined as configured (never run weaker instead).
+    #[error("{0}")]
+    Isolation(String),
 }

@@ -12,6 +12,7 @@ mod command;
 mod error;
 mod executor;
 mod input;
+mod isolation;
 mod json_lines;
 mod opencode;
 mod process;
@@ -26,6 +27,7 @@ pub use executor::{
     Capabilities, Executor, OutputStream, Run, RunControl, RunEvent, RunOutcome, RunSpec,
 };
 pub use input::{Decision, InputAnswer, InputKind, InputRequest, Scope};
+pub use isolation::Isolation;
 pub use opencode::{
     CLI_NAME as OPENCODE_CLI, NAME as OPENCODE, OpenCodeCliConfig, OpenCodeCliExecutor,
     OpenCodeConfig, OpenCodeExecutor, OpenCodeServer,

@@ -40,6 +40,9 @@ pub enum AppError {
     /// Two tools share a name.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The host's isolation could not be probed.
+    #[error("probing isolation: {0}")]
+    Isolation(String),
 }
 
 /// One Handoff instance's shared state, served over any transport.
@@ -82,11 +85,20 @@ impl App {
             })?;
         status.set_component("store", true, format!("SQLite at {}", path.display()));
 
+        let isolator = {
+            let config = config.clone();
+            // Probing runs bubblewrap and docker once each.
+            tokio::task::spawn_blocking(move || crate::isolation::isolator(&config))
+                .await
+                .map_err(|e| AppError::Isolation(e.to_string()))?
+        };
+        let (isolation_ok, isolation_summary) = crate::isolation::summary(&config, &isolator);
+        status.set_component("isolation", isolation_ok, isolation_summary);
         let crate::executors::Executors {
             registry: executors,
             opencode,
             notes,
-        } = crate::executors::build(&config)?;
+        } = crate::executors::build(&config, &isolator)?;
         let names = executors.names();
         // No executor is a configuration to report, not a reason to refuse traffic: every other
         // tool still works and execute_task says what to set.

@@ -5,6 +5,7 @@
 use std::{path::Path, process::Stdio, time::Duration};
 
 use handoff_config::Config;
+use handoff_isolation::IsolationLevel;
 use serde_json::Value;
 use tokio::process::Command;
 
@@ -93,7 +94,7 @@ pub async fn diagnose(config: &Config) -> Vec<Check> {
         )
         .await,
     );
-    checks.push(sandbox().await);
+    checks.extend(isolation(config).await);
     checks.push(letta(config).await);
     checks
 }
@@ -257,49 +258,51 @@ fn codex_tmpdir(config: &Config, required: bool) -> Option<Check> {
     })
 }
 
-/// Bubblewrap can build a sandbox here (the isolation layer's foundation).
-async fn sandbox() -> Check {
-    let Some(bwrap) = find_program("bwrap") else {
-        return Check::fail(
-            "sandbox",
-            false,
-            "`bwrap` not found",
-            "apt-get install bubblewrap",
-        );
+/// One check per isolation level: whether this host provides it (required when an executor
+/// is configured for it).
+async fn isolation(config: &Config) -> Vec<Check> {
+    let config = config.clone();
+    let probed = tokio::task::spawn_blocking(move || {
+        let isolator = crate::isolation::isolator(&config);
+        let used: Vec<IsolationLevel> = crate::isolation::levels(&config)
+            .into_iter()
+            .map(|(_, level)| level)
+            .collect();
+        IsolationLevel::ALL
+            .into_iter()
+            .map(|level| (level, used.contains(&level), isolator.level(level)))
+            .collect::<Vec<_>>()
+    })
+    .await;
+    let Ok(levels) = probed else {
+        return vec![Check::fail(
+            "isolation",
+            true,
+            "the probe crashed",
+            "see the log",
+        )];
     };
-    let run = Command::new(&bwrap)
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--unshare-pid",
-            "true",
-        ])
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(PROBE, run).await {
-        Ok(Ok(out)) if out.status.success() => {
-            Check::pass("sandbox", format!("bubblewrap works ({})", bwrap.display()))
+    levels
+        .into_iter()
+        .map(|(level, used, available)| {
+            let name = format!("isolation {level}");
+            match available {
+                Ok(how) => Check::pass(&name, how),
+                Err(why) => Check::fail(&name, used, why, fix(level)),
+            }
+        })
+        .collect()
+}
+
+fn fix(level: IsolationLevel) -> &'static str {
+    match level {
+        IsolationLevel::Sandbox => {
+            "apt-get install bubblewrap, and allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1); or choose runner.isolation = process"
         }
-        Ok(Ok(out)) => Check::fail(
-            "sandbox",
-            false,
-            format!(
-                "bubblewrap failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)",
-        ),
-        Ok(Err(e)) => Check::fail("sandbox", false, e.to_string(), "reinstall bubblewrap"),
-        Err(_) => Check::fail(
-            "sandbox",
-            false,
-            "bubblewrap hung",
-            "check the kernel's namespace support",
-        ),
+        IsolationLevel::Container => {
+            "start a Docker engine (the docker client alone is not enough); or choose another level"
+        }
+        _ => "run Handoff as the `handoff` program",
     }
 }
 

@@ -3,11 +3,14 @@
 use std::{path::PathBuf, sync::Arc};
 
 use handoff_config::{CommandExecutorConfig, Config, OpenCodeExecutorConfig};
+use handoff_isolation::Isolator;
 use handoff_runner::{
     ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor, CommandConfig, CommandExecutor,
-    ExecutorRegistry, OpenCodeCliConfig, OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor,
-    OpenCodeServer, PromptVia, RunnerError,
+    ExecutorRegistry, Isolation, OpenCodeCliConfig, OpenCodeCliExecutor, OpenCodeConfig,
+    OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
 };
+
+use crate::isolation::isolation;
 
 /// The executors, plus the OpenCode one by itself (its managed server needs starting and
 /// stopping) and a line per executor for `health`.
@@ -17,12 +20,17 @@ pub(crate) struct Executors {
     pub notes: Vec<String>,
 }
 
-/// Builds every executor the configuration makes available.
-pub(crate) fn build(config: &Config) -> Result<Executors, RunnerError> {
+/// Builds every executor the configuration makes available, each confined by `isolator` at
+/// its configured level.
+pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executors, RunnerError> {
     let mut registry = ExecutorRegistry::new();
     let mut notes = Vec::new();
+    let confine = |level| Some(isolation(config, isolator, level));
     if let Some(command) = &config.executors.command {
-        registry.register(Arc::new(CommandExecutor::new(command_config(command))?));
+        registry.register(Arc::new(CommandExecutor::new(command_config(
+            command,
+            confine(command.isolation),
+        ))?));
     }
     let claude = &config.executors.claude;
     match find_program(&claude.binary) {
@@ -32,6 +40,7 @@ pub(crate) fn build(config: &Config) -> Result<Executors, RunnerError> {
                 model: claude.model.clone(),
                 max_retries: claude.max_retries,
                 env: Vec::new(),
+                isolation: confine(claude.isolation),
             })?));
         }
         None => notes.push(format!(
@@ -48,6 +57,7 @@ pub(crate) fn build(config: &Config) -> Result<Executors, RunnerError> {
                 home: codex.home.clone(),
                 max_retries: codex.max_retries,
                 env: Vec::new(),
+                isolation: confine(codex.isolation),
             })?));
         }
         None => notes.push(format!(
@@ -64,6 +74,7 @@ pub(crate) fn build(config: &Config) -> Result<Executors, RunnerError> {
                     model: config.executors.opencode.model.clone(),
                     attach: None,
                     env: env.clone(),
+                    isolation: confine(config.executors.opencode.isolation),
                 })?));
             }
             let executor = Arc::new(OpenCodeExecutor::new(opencode_config(config, server))?);
@@ -85,7 +96,7 @@ pub(crate) fn build(config: &Config) -> Result<Executors, RunnerError> {
     })
 }
 
-fn command_config(config: &CommandExecutorConfig) -> CommandConfig {
+fn command_config(config: &CommandExecutorConfig, isolation: Option<Isolation>) -> CommandConfig {
     CommandConfig {
         argv: config.argv.clone(),
         prompt_via: match config.prompt_via {
@@ -95,6 +106,7 @@ fn command_config(config: &CommandExecutorConfig) -> CommandConfig {
         messages_via_stdin: config.messages_via_stdin,
         env: Vec::new(),
         message_format: Default::default(),
+        isolation,
     }
 }
 

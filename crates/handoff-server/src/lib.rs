@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod edge;
 mod executors;
 mod http;
+pub mod isolation;
 mod mcp;
 mod serve;
 

@@ -15,6 +15,11 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::{BenchArgs, Cli, Command, ServeArgs};
 
 fn main() -> ExitCode {
+    // The isolation launcher runs between fork and the agent: no config, no logging, no clap.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args.first().is_some_and(|a| a == "isolate") {
+        return isolate(&args[1..]);
+    }
     let cli = Cli::parse();
     let options = LoadOptions::from_process(cli.config.clone(), cli.overrides());
     let config = match Config::load(options) {
@@ -36,6 +41,18 @@ fn main() -> ExitCode {
         Err(error) => {
             eprintln!("handoff: {error:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `handoff isolate outer|inner <spec> -- <argv…>`: applies the confinement and becomes the
+/// agent; only returns (126) when that fails.
+fn isolate(args: &[std::ffi::OsString]) -> ExitCode {
+    match handoff_isolation::launch::run(args) {
+        Ok(never) => match never {},
+        Err(error) => {
+            eprintln!("handoff isolate: {error}");
+            ExitCode::from(126)
         }
     }
 }

@@ -47,6 +47,7 @@ pub async fn start_in(dir: TempDir, env: &[(&str, &str)]) -> Harness {
             messages_via_stdin: true,
             env: Vec::new(),
             message_format: Default::default(),
+            isolation: None,
         })
         .unwrap(),
     ));

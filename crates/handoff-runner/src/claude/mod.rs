@@ -31,6 +31,8 @@ pub struct ClaudeConfig {
     pub max_retries: u32,
     /// Extra environment.
     pub env: Vec<(String, String)>,
+    /// How its processes are confined.
+    pub isolation: Option<crate::Isolation>,
 }
 
 /// Runs tasks with Claude Code.
@@ -77,6 +79,7 @@ impl ClaudeExecutor {
             messages_via_stdin: true,
             env,
             message_format: MessageFormat::Raw,
+            isolation: config.isolation.clone(),
         })?;
         Ok(Self { process })
     }

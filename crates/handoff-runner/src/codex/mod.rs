@@ -40,6 +40,8 @@ pub struct CodexConfig {
     pub max_retries: u32,
     /// Extra environment.
     pub env: Vec<(String, String)>,
+    /// How its processes are confined.
+    pub isolation: Option<crate::Isolation>,
 }
 
 /// Runs tasks with Codex.
@@ -70,6 +72,7 @@ impl CodexExecutor {
             messages_via_stdin: true,
             env,
             message_format: MessageFormat::Raw,
+            isolation: config.isolation.clone(),
         })?;
         Ok(Self {
             process,

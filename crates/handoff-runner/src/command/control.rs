@@ -20,7 +20,7 @@ use tokio::{
     time::timeout,
 };
 
-use super::{MessageFormat, NAME};
+use super::{MessageFormat, NAME, confine::Confinement};
 use crate::process::GONE_TIMEOUT;
 use crate::{RunControl, RunnerError};
 
@@ -49,6 +49,8 @@ pub(super) struct Shared {
     stdin: Arc<Mutex<Option<ChildStdin>>>,
     messages: bool,
     format: MessageFormat,
+    /// The run's cgroup or container, when it is isolated.
+    pub(super) confinement: Confinement,
 }
 
 impl Shared {
@@ -57,6 +59,7 @@ impl Shared {
         stdin: Option<ChildStdin>,
         messages: bool,
         format: MessageFormat,
+        confinement: Confinement,
     ) -> Self {
         Self {
             pgid: Pid::from_raw(pgid),
@@ -65,6 +68,7 @@ impl Shared {
             stdin: Arc::new(Mutex::new(stdin)),
             messages,
             format,
+            confinement,
         }
     }
 
@@ -216,11 +220,24 @@ impl RunControl for CommandControl {
     }
 
     async fn pause(&self) -> Result<(), RunnerError> {
-        self.shared.signal(Signal::SIGSTOP)
+        if !self.shared.running() {
+            return Err(RunnerError::Finished);
+        }
+        // A cgroup freeze stops every process of the run, also those outside its group.
+        match self.shared.confinement.pause().await {
+            Some(frozen) => frozen,
+            None => self.shared.signal(Signal::SIGSTOP),
+        }
     }
 
     async fn resume(&self) -> Result<(), RunnerError> {
-        self.shared.signal(Signal::SIGCONT)
+        if !self.shared.running() {
+            return Err(RunnerError::Finished);
+        }
+        match self.shared.confinement.resume().await {
+            Some(thawed) => thawed,
+            None => self.shared.signal(Signal::SIGCONT),
+        }
     }
 
     async fn cancel(&self, grace: Duration) -> Result<(), RunnerError> {
@@ -233,12 +250,17 @@ impl RunControl for CommandControl {
             let _ = killpg(pgid, Signal::SIGCONT);
         });
         if asked.is_some() {
+            // A frozen cgroup would hold the TERM until thawed.
+            if let Some(Err(e)) = shared.confinement.resume().await {
+                tracing::debug!(error = %e, "thawing before cancel");
+            }
             let exited = timeout(grace, phase.wait_for(|p| *p != Phase::Running))
                 .await
                 .is_ok();
             if !exited {
                 // `Finished` here means the leader exited just now; the supervisor kills the rest.
                 let _ = shared.signal(Signal::SIGKILL);
+                shared.confinement.kill().await;
             }
         }
         // The supervisor waits for the group itself (bounded); the margin covers its reaping.

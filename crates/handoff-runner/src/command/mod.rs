@@ -1,6 +1,7 @@
 //! The built-in `command` executor: runs a configured argv in its own process group, streams
 //! its output line by line, and makes sure nothing of the group outlives the task.
 
+mod confine;
 mod control;
 mod io;
 
@@ -17,6 +18,7 @@ use tokio::{process::Command, sync::mpsc};
 
 use crate::process;
 use crate::{Capabilities, Executor, OutputStream, Run, RunEvent, RunSpec, RunnerError};
+use confine::Confinement;
 pub(crate) use control::CommandControl;
 use control::Shared;
 
@@ -36,7 +38,7 @@ pub enum PromptVia {
 }
 
 /// What the `command` executor runs and how it talks to it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CommandConfig {
     /// Program and arguments, with `{task_id}`, `{workdir}` and `{prompt}` placeholders.
     pub argv: Vec<String>,
@@ -48,6 +50,8 @@ pub struct CommandConfig {
     pub env: Vec<(String, String)>,
     /// How a message is written to stdin.
     pub message_format: MessageFormat,
+    /// How the process is confined (`None`: own process group only).
+    pub isolation: Option<crate::Isolation>,
 }
 
 /// How messages are written to the process's stdin.
@@ -144,26 +148,61 @@ impl CommandExecutor {
         let prompt_on_stdin = self.config.prompt_via == PromptVia::Stdin;
         let keep_stdin = self.config.messages_via_stdin;
 
-        let mut command = Command::new(program);
+        let stdin = if prompt_on_stdin || keep_stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        };
+        // Node-based agents take their directory from PWD when it is set; ours is not theirs.
+        let mut env = vec![("PWD".to_owned(), spec.workdir.display().to_string())];
+        env.extend(self.config.env.iter().cloned());
+        let mut command;
+        let mut confined = Confinement::default();
+        match &self.config.isolation {
+            Some(isolation) => {
+                let prepared =
+                    isolation.prepare(spec.task_id.as_str(), &spec.workdir, &argv, &env)?;
+                command = Command::new(&prepared.program);
+                command.args(&prepared.args);
+                if prepared.env_clear {
+                    command.env_clear();
+                }
+                command.envs(prepared.env.iter().map(|(k, v)| (k, v)));
+                // The launcher makes itself a session (and group) leader: same id as its pid.
+                if !prepared.own_session {
+                    command.process_group(0);
+                }
+                confined = Confinement {
+                    cgroup: prepared.cgroup.map(Arc::new),
+                    container: prepared
+                        .container
+                        .map(|name| (isolation.isolator.docker().to_owned(), name)),
+                };
+            }
+            None => {
+                command = Command::new(program);
+                command
+                    .args(args)
+                    .envs(env.iter().map(|(k, v)| (k, v)))
+                    .process_group(0);
+            }
+        }
         command
-            .args(args)
             .current_dir(&spec.workdir)
-            // Node-based agents take their directory from PWD when it is set; ours is not theirs.
-            .env("PWD", &spec.workdir)
-            .envs(self.config.env.iter().map(|(k, v)| (k, v)))
-            .stdin(if prompt_on_stdin || keep_stdin {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| RunnerError::Spawn {
-            program: program.clone(),
-            source,
-        })?;
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(source) => {
+                confined.remove().await;
+                return Err(RunnerError::Spawn {
+                    program: program.clone(),
+                    source,
+                });
+            }
+        };
         // `id()` is only `None` once the child was reaped, and nothing has waited on it yet.
         let pid = child
             .id()
@@ -186,11 +225,16 @@ impl CommandExecutor {
         // The channel is fresh and the receiver is still here, so this cannot block or fail.
         let _ = tx.send(RunEvent::Event(started)).await;
 
+        let cgroup_name = confined
+            .cgroup
+            .as_ref()
+            .map(|_| spec.task_id.as_str().to_owned());
         let shared = Arc::new(Shared::new(
             pid,
             child.stdin.take(),
             keep_stdin,
             self.config.message_format,
+            confined,
         ));
         if prompt_on_stdin {
             shared.write_prompt(spec.prompt.clone(), keep_stdin);
@@ -220,7 +264,7 @@ impl CommandExecutor {
         Ok(Spawned {
             events: rx,
             control: CommandControl::new(shared),
-            state: json!({ "pgid": pid, "start_time": start_time }),
+            state: json!({ "pgid": pid, "start_time": start_time, "cgroup": cgroup_name }),
         })
     }
 }

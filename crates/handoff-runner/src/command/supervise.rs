@@ -39,6 +39,10 @@ pub(super) async fn supervise(
     if !process::wait_group_gone(pgid, GONE_TIMEOUT).await {
         tracing::warn!(pgid, "process group still running after SIGKILL");
     }
+    // Processes that left the group (setsid, a sandbox's own session) are still in the cgroup.
+    shared.confinement.kill().await;
+    let out_of_memory = shared.confinement.out_of_memory().await;
+    shared.confinement.remove().await;
     shared.gone().await;
 
     let deadline = Instant::now() + DRAIN_TIMEOUT;
@@ -50,7 +54,13 @@ pub(super) async fn supervise(
     }
 
     let outcome = match status {
-        Ok(status) => outcome(status, shared.cancelled()),
+        Ok(status) => {
+            let mut outcome = outcome(status, shared.cancelled());
+            if let Some(reason) = out_of_memory.filter(|_| !outcome.success) {
+                outcome.error = Some(reason);
+            }
+            outcome
+        }
         Err(e) => RunOutcome {
             success: false,
             exit: None,

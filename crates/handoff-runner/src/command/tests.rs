@@ -17,6 +17,7 @@ fn config(argv: &[&str]) -> CommandConfig {
         messages_via_stdin: false,
         env: Vec::new(),
         message_format: Default::default(),
+        isolation: None,
     }
 }
 

@@ -29,6 +29,8 @@ pub struct OpenCodeCliConfig {
     pub attach: Option<String>,
     /// Extra environment (config, state directories).
     pub env: Vec<(String, String)>,
+    /// How its processes are confined.
+    pub isolation: Option<crate::Isolation>,
 }
 
 /// Runs each task as `opencode run --format json`.
@@ -60,6 +62,7 @@ impl OpenCodeCliExecutor {
             messages_via_stdin: false,
             env: config.env,
             message_format: MessageFormat::Raw,
+            isolation: config.isolation.clone(),
         })?;
         Ok(Self { process })
     }

@@ -184,6 +184,8 @@ enabled = false
         // Codex's own default would be 4 request and 5 stream retries (30 requests).
         ("HANDOFF_CODEX_MAX_RETRIES".into(), "1".into()),
         ("MOCK_API_KEY".into(), "sk-mock".into()),
+        // Executors run isolated (scrubbed environment): Codex reads its key from this one.
+        ("HANDOFF_ISOLATION_ENV_ALLOW".into(), "MOCK_API_KEY".into()),
         ("TMPDIR".into(), dir("tmp")),
         ("HANDOFF_OPENCODE_BINARY".into(), bin("opencode")),
         ("HANDOFF_CLAUDE_BINARY".into(), bin("claude")),

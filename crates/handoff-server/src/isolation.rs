@@ -1,0 +1,116 @@
+//! The host's isolation, found once at start-up, and each executor's isolation settings.
+
+use std::{path::PathBuf, sync::Arc};
+
+use handoff_config::Config;
+use handoff_isolation::{
+    EnvPolicy, HostCapabilities, IsolationConfig, IsolationLevel, Isolator, Limits, launch::Rlimits,
+};
+use handoff_runner::Isolation;
+
+use crate::executors::find_program;
+
+/// The launcher that applies the confinement: this very program when it is `handoff` (its
+/// `isolate` subcommand), else a `handoff-isolate` beside it.
+pub fn launcher() -> Option<Vec<String>> {
+    let exe = std::env::current_exe().ok()?;
+    if exe.file_name().is_some_and(|n| n == "handoff") {
+        return Some(vec![exe.display().to_string(), "isolate".to_owned()]);
+    }
+    let dir = exe.parent()?;
+    // Test binaries live in target/<profile>/deps; the programs one level up.
+    [dir.to_owned(), dir.parent()?.to_owned()]
+        .into_iter()
+        .map(|d| d.join("handoff-isolate"))
+        .find(|p| p.is_file())
+        .map(|p| vec![p.display().to_string()])
+}
+
+/// Probes the host and builds the isolator every executor shares.
+pub fn isolator(config: &Config) -> Arc<Isolator> {
+    let runner = &config.runner;
+    let bwrap =
+        find_program(&runner.bwrap.to_string_lossy()).unwrap_or_else(|| runner.bwrap.clone());
+    let docker =
+        find_program(&runner.docker.to_string_lossy()).unwrap_or_else(|| runner.docker.clone());
+    let host = HostCapabilities::detect(&bwrap, &docker);
+    Arc::new(Isolator::new(
+        launcher().unwrap_or_default(),
+        docker,
+        Arc::new(host),
+    ))
+}
+
+/// An executor's isolation: its own level or `runner.isolation`, and the shared settings.
+pub fn isolation(
+    config: &Config,
+    isolator: &Arc<Isolator>,
+    level: Option<IsolationLevel>,
+) -> Isolation {
+    let runner = &config.runner;
+    Isolation {
+        isolator: isolator.clone(),
+        config: IsolationConfig {
+            level: level.unwrap_or(runner.isolation),
+            network: runner.network,
+            limits: Limits {
+                memory_bytes: runner.memory_limit.map(|b| b.0),
+                cpu_millicores: runner
+                    .cpu_limit
+                    .filter(|c| *c > 0.0)
+                    .map(|cores| (cores * 1000.0).round() as u64),
+                pids: runner.pids_limit,
+            },
+            env: EnvPolicy::new(runner.env_allow.iter().cloned()),
+            rlimits: Rlimits {
+                nofile: Some(65_536),
+                core: Some(0),
+                fsize: None,
+            },
+            // Handoff's database and artifacts, and the other tasks' directories.
+            hide: vec![absolute(&config.data_dir), absolute(&config.workspace_dir)],
+            writable: runner.sandbox_writable.clone(),
+            image: runner.image.clone(),
+        },
+    }
+}
+
+fn absolute(path: &std::path::Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// Every executor's level and whether this host provides it, for `health`; `false` when some
+/// executor's level is unavailable (its tasks are refused, never run weaker).
+pub fn summary(config: &Config, isolator: &Isolator) -> (bool, String) {
+    let mut ok = true;
+    let mut parts = Vec::new();
+    for (executor, level) in levels(config) {
+        match isolator.level(level) {
+            Ok(_) => parts.push(format!("{executor}: {level}")),
+            Err(why) => {
+                ok = false;
+                parts.push(format!("{executor}: {level} UNAVAILABLE ({why})"));
+            }
+        }
+    }
+    let host = isolator.host();
+    parts.push(format!("cgroups: {}", host.cgroups.summary()));
+    (ok, parts.join("; "))
+}
+
+/// The level each process executor runs at.
+pub fn levels(config: &Config) -> Vec<(&'static str, IsolationLevel)> {
+    let default = config.runner.isolation;
+    let executors = &config.executors;
+    let mut levels = Vec::new();
+    if let Some(command) = &executors.command {
+        levels.push(("command", command.isolation.unwrap_or(default)));
+    }
+    levels.push((
+        "opencode-cli",
+        executors.opencode.isolation.unwrap_or(default),
+    ));
+    levels.push(("claude", executors.claude.isolation.unwrap_or(default)));
+    levels.push(("codex", executors.codex.isolation.unwrap_or(default)));
+    levels
+}
