@@ -34,6 +34,10 @@ pub fn isolator(config: &Config) -> Arc<Isolator> {
     let docker =
         find_program(&runner.docker.to_string_lossy()).unwrap_or_else(|| runner.docker.clone());
     let host = HostCapabilities::detect(&bwrap, &docker);
+    let swept = handoff_isolation::cgroups::sweep(&host.cgroups);
+    if swept > 0 {
+        tracing::info!(swept, "removed task cgroups a previous run left behind");
+    }
     Arc::new(Isolator::new(
         launcher().unwrap_or_default(),
         docker,

@@ -5,4 +5,4 @@ mod support;
 mod task;
 
 pub use support::CgroupSupport;
-pub use task::TaskCgroup;
+pub use task::{TaskCgroup, sweep};

@@ -97,6 +97,30 @@ impl TaskCgroup {
         Ok(group)
     }
 
+    /// The groups of task `name` that exist (left by a previous Handoff), to kill and remove.
+    pub fn open(support: &CgroupSupport, name: &str) -> Option<Self> {
+        let mut hierarchies: Vec<Hierarchy> = support
+            .v1
+            .iter()
+            .map(|(c, dir)| Hierarchy::V1(c.clone(), dir.clone()))
+            .collect();
+        hierarchies.extend(support.v2.iter().map(|dir| Hierarchy::V2(dir.clone())));
+        let dirs: Vec<(Hierarchy, PathBuf)> = hierarchies
+            .into_iter()
+            .filter_map(|h| {
+                let mount = match &h {
+                    Hierarchy::V1(_, m) | Hierarchy::V2(m) => m.clone(),
+                };
+                let dir = mount.join(PARENT).join(name);
+                (!name.is_empty() && !name.contains('/') && dir.is_dir()).then_some((h, dir))
+            })
+            .collect();
+        (!dirs.is_empty()).then_some(Self {
+            dirs,
+            memory_limit: None,
+        })
+    }
+
     fn write_limits(&self, limits: &Limits) -> Result<(), IsolationError> {
         for (hierarchy, dir) in &self.dirs {
             let v2 = matches!(hierarchy, Hierarchy::V2(_));
@@ -294,6 +318,29 @@ impl TaskCgroup {
             .map(|(_, d)| d.display().to_string())
             .unwrap_or_default()
     }
+}
+
+/// Removes task groups a crashed Handoff left behind: empty ones older than a minute (a group
+/// just created by another instance is not yet joined, and must not be taken away).
+pub fn sweep(support: &CgroupSupport) -> usize {
+    let mounts = support.v1.values().chain(support.v2.iter());
+    let mut removed = 0;
+    for parent in mounts.map(|m| m.join(PARENT)) {
+        let Ok(entries) = std::fs::read_dir(&parent) else {
+            continue;
+        };
+        for dir in entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
+            let old = std::fs::metadata(&dir)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60)));
+            let empty = std::fs::read_to_string(dir.join("cgroup.procs"))
+                .is_ok_and(|procs| procs.trim().is_empty());
+            if old && empty && std::fs::remove_dir(&dir).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
 }
 
 fn create_dir(dir: &Path) -> Result<PathBuf, IsolationError> {

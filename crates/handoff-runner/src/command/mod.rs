@@ -148,6 +148,11 @@ impl CommandExecutor {
         let prompt_on_stdin = self.config.prompt_via == PromptVia::Stdin;
         let keep_stdin = self.config.messages_via_stdin;
 
+        let level = self
+            .config
+            .isolation
+            .as_ref()
+            .map_or("none", |i| i.config.level.as_str());
         let stdin = if prompt_on_stdin || keep_stdin {
             Stdio::piped()
         } else {
@@ -221,7 +226,7 @@ impl CommandExecutor {
 
         let (tx, rx) = mpsc::channel(EVENT_BUFFER);
         let started = NewEvent::new(EventKind::Log, "process started")
-            .with_data(json!({ "pid": pid, "argv0": program }));
+            .with_data(json!({ "pid": pid, "argv0": program, "isolation": level }));
         // The channel is fresh and the receiver is still here, so this cannot block or fail.
         let _ = tx.send(RunEvent::Event(started)).await;
 
@@ -269,8 +274,25 @@ impl CommandExecutor {
     }
 }
 
-/// Kills what is left of a process group recorded as `{pgid, start_time}`.
+/// Kills what is left of a run recorded as `{pgid, start_time, cgroup}`: its whole cgroup when
+/// it had one (named by the task, so it cannot be someone else's), else its process group.
 pub(crate) async fn abandon_state(state: &Value) -> Result<(), RunnerError> {
+    if let Some(name) = state
+        .get("cgroup")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    {
+        let emptied = tokio::task::spawn_blocking(move || {
+            let support = handoff_isolation::cgroups::CgroupSupport::detect();
+            handoff_isolation::cgroups::TaskCgroup::open(&support, &name)
+                .map(|group| group.remove())
+        })
+        .await
+        .map_err(|e| RunnerError::Isolation(e.to_string()))?;
+        if let Some(Err(e)) = emptied {
+            tracing::warn!(error = %e, "could not empty an abandoned run's cgroup");
+        }
+    }
     let pgid = state
         .get("pgid")
         .and_then(Value::as_i64)

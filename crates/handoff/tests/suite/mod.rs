@@ -2,6 +2,7 @@ mod cli;
 mod executors;
 mod harness;
 mod interop;
+mod isolation;
 mod mcp;
 mod mcp_tasks;
 mod opencode_recovery;
