@@ -90,6 +90,12 @@ impl Engine {
                 },
             ));
         }
+        if let Some(reason) = inner.executors.get(&executor).and_then(|e| e.unavailable()) {
+            return Err(EngineError::invalid(
+                "executor",
+                format!("`{executor}` cannot run tasks here: {reason}"),
+            ));
+        }
         let timeout_ms = req.timeout_ms.unwrap_or_else(|| {
             u64::try_from(limits.default_timeout.as_millis()).unwrap_or(MAX_TIMEOUT_MS)
         });

@@ -138,6 +138,12 @@ pub trait Executor: Send + Sync + 'static {
     /// What it supports.
     fn capabilities(&self) -> Capabilities;
 
+    /// Why it cannot run tasks on this host at all (e.g. its isolation level is unavailable);
+    /// submissions to it are refused with this reason, never run weaker.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
+
     /// Starts one task.
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError>;
 

@@ -1,6 +1,9 @@
 //! The host's isolation, found once at start-up, and each executor's isolation settings.
 
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::PathBuf,
+    sync::{Arc, OnceLock},
+};
 
 use handoff_config::Config;
 use handoff_isolation::{
@@ -10,9 +13,21 @@ use handoff_runner::Isolation;
 
 use crate::executors::find_program;
 
-/// The launcher that applies the confinement: this very program when it is `handoff` (its
-/// `isolate` subcommand), else a `handoff-isolate` beside it.
+/// The launcher the program embedding Handoff declared (the `handoff` binary: itself, with its
+/// `isolate` subcommand).
+static LAUNCHER: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Declares the command that runs the isolation launcher (program and leading arguments).
+pub fn set_launcher(launcher: Vec<String>) {
+    let _ = LAUNCHER.set(launcher);
+}
+
+/// The launcher that applies the confinement: the declared one, else this very program when it
+/// is `handoff`, else a `handoff-isolate` beside it (tests run from target/<profile>/deps).
 pub fn launcher() -> Option<Vec<String>> {
+    if let Some(launcher) = LAUNCHER.get() {
+        return Some(launcher.clone());
+    }
     let exe = std::env::current_exe().ok()?;
     if exe.file_name().is_some_and(|n| n == "handoff") {
         return Some(vec![exe.display().to_string(), "isolate".to_owned()]);

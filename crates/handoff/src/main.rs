@@ -21,6 +21,13 @@ fn main() -> ExitCode {
         return isolate(&args[1..]);
     }
     let cli = Cli::parse();
+    // Runs go through this very program's `isolate`, whatever the file is called.
+    if let Ok(exe) = std::env::current_exe() {
+        handoff_server::isolation::set_launcher(vec![
+            exe.display().to_string(),
+            "isolate".to_owned(),
+        ]);
+    }
     let options = LoadOptions::from_process(cli.config.clone(), cli.overrides());
     let config = match Config::load(options) {
         Ok(config) => config,

@@ -110,6 +110,10 @@ impl Executor for ClaudeExecutor {
         }
     }
 
+    fn unavailable(&self) -> Option<String> {
+        self.process.unavailable_reason()
+    }
+
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
         let spec = RunSpec {
             prompt: user_line(&spec.prompt),

@@ -96,6 +96,10 @@ impl Executor for CodexExecutor {
         }
     }
 
+    fn unavailable(&self) -> Option<String> {
+        self.process.unavailable_reason()
+    }
+
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
         let settings = driver::Settings {
             prompt: spec.prompt.clone(),

@@ -121,6 +121,10 @@ impl Executor for CommandExecutor {
         }
     }
 
+    fn unavailable(&self) -> Option<String> {
+        self.unavailable_reason()
+    }
+
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
         let spawned = self.spawn(&spec).await?;
         Ok(Run {
@@ -136,6 +140,16 @@ impl Executor for CommandExecutor {
 }
 
 impl CommandExecutor {
+    /// Why this host cannot confine the process as configured.
+    pub(crate) fn unavailable_reason(&self) -> Option<String> {
+        let isolation = self.config.isolation.as_ref()?;
+        isolation
+            .isolator
+            .check(&isolation.config)
+            .err()
+            .map(|e| e.to_string())
+    }
+
     /// Starts the process for `spec`.
     pub(crate) async fn spawn(&self, spec: &RunSpec) -> Result<Spawned, RunnerError> {
         let argv = self.argv_for(spec);

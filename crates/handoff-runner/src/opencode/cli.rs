@@ -82,6 +82,10 @@ impl Executor for OpenCodeCliExecutor {
         }
     }
 
+    fn unavailable(&self) -> Option<String> {
+        self.process.unavailable_reason()
+    }
+
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
         let spawned = self.process.spawn(&spec).await?;
         let (tx, rx) = mpsc::channel(256);

@@ -1,5 +1,6 @@
 mod common;
 mod edge;
+mod isolation;
 mod metrics;
 mod sessions;
 mod stateless;
