@@ -19,7 +19,7 @@ use crate::{IsolationError, Limits};
 const PARENT: &str = "handoff";
 /// How long freezing, emptying and removing may take before it is an error.
 const SETTLE: Duration = Duration::from_secs(5);
-const POLL: Duration = Duration::from_millis(10);
+const POLL: Duration = Duration::from_millis(2);
 
 /// One task's cgroups (a directory per hierarchy used).
 #[derive(Debug)]
