@@ -42,11 +42,7 @@ impl Default for IsolationConfig {
             network: NetworkMode::Shared,
             limits: Limits::default(),
             env: EnvPolicy::default(),
-            rlimits: Rlimits {
-                nofile: Some(65_536),
-                core: Some(0),
-                fsize: None,
-            },
+            rlimits: Rlimits::DEFAULT,
             hide: Vec::new(),
             writable: Vec::new(),
             image: None,

@@ -38,6 +38,15 @@ pub struct Rlimits {
     pub fsize: Option<u64>,
 }
 
+impl Rlimits {
+    /// Open files bounded, no core dumps (they can hold secrets), no file beyond 16 GiB.
+    pub const DEFAULT: Rlimits = Rlimits {
+        nofile: Some(65_536),
+        core: Some(0),
+        fsize: Some(16 << 30),
+    };
+}
+
 /// How to enter bubblewrap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BwrapPlan {

@@ -324,14 +324,16 @@ fn the_process_level_keeps_the_host_view_but_scrubs_and_limits() {
         &config,
         "process",
         dir.path(),
-        "ulimit -c; ulimit -n; ps -o sid= -p $$; echo $$",
+        "ulimit -c; ulimit -n; ulimit -f; ps -o sid= -p $$; echo $$",
     );
     let out = text(&output.stdout);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "0", "no core dumps: {out}");
     assert!(lines[1].parse::<u64>().unwrap() <= 65_536, "{out}");
+    // `ulimit -f` counts 512-byte blocks (dash) or KiB (bash); either way bounded.
+    assert_ne!(lines[2], "unlimited", "{out}");
     // Its own session: the session id is the shell's own pid (the launcher exec'd into it).
-    assert_eq!(lines[2].trim(), lines[3].trim(), "{out}");
+    assert_eq!(lines[3].trim(), lines[4].trim(), "{out}");
     cleanup(&prepared);
 }
 

@@ -81,11 +81,7 @@ pub fn isolation(
                 pids: runner.pids_limit,
             },
             env: EnvPolicy::new(runner.env_allow.iter().cloned()),
-            rlimits: Rlimits {
-                nofile: Some(65_536),
-                core: Some(0),
-                fsize: None,
-            },
+            rlimits: Rlimits::DEFAULT,
             // Handoff's database and artifacts, and the other tasks' directories.
             hide: vec![absolute(&config.data_dir), absolute(&config.workspace_dir)],
             writable: runner.sandbox_writable.clone(),
