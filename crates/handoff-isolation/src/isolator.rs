@@ -188,6 +188,11 @@ impl Isolator {
         if sandboxed && bwrap.is_some() {
             // bubblewrap's private /tmp is writable inside; Landlock must not forbid it.
             writable.push(PathBuf::from("/tmp"));
+            // An inherited TMPDIR names a host directory that is read-only in here.
+            if !env.iter().any(|(k, _)| k == "TMPDIR") {
+                vars.retain(|(k, _)| k != "TMPDIR");
+                vars.push(("TMPDIR".into(), "/tmp".into()));
+            }
         }
         let spec = LaunchSpec {
             launcher: self.launcher.clone(),

@@ -175,6 +175,9 @@ fn no_inherited_secret_reaches_the_task() {
         for secret in ["LETTA_API_TOKEN", "HANDOFF_AUTH_TOKEN", "s3cret"] {
             assert!(!env.contains(secret), "{level}: {secret} leaked:\n{env}");
         }
+        if level == IsolationLevel::Sandbox {
+            assert!(env.contains("TMPDIR=/tmp\n"), "the private /tmp: {env}");
+        }
         cleanup(&prepared);
     }
 }

@@ -150,10 +150,47 @@ impl CommandExecutor {
             .map(|e| e.to_string())
     }
 
+    /// The command for `argv`: confined when the executor is isolated, else in its own group.
+    fn command(
+        &self,
+        spec: &RunSpec,
+        argv: &[String],
+    ) -> Result<(Command, Confinement), RunnerError> {
+        // Node-based agents take their directory from PWD when it is set; ours is not theirs.
+        let mut env = vec![("PWD".to_owned(), spec.workdir.display().to_string())];
+        env.extend(self.config.env.iter().cloned());
+        let Some(isolation) = &self.config.isolation else {
+            let mut command = Command::new(argv.first().map_or("", String::as_str));
+            command
+                .args(argv.iter().skip(1))
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .process_group(0);
+            return Ok((command, Confinement::default()));
+        };
+        let prepared = isolation.prepare(spec.task_id.as_str(), &spec.workdir, argv, &env)?;
+        let mut command = Command::new(&prepared.program);
+        command.args(&prepared.args);
+        if prepared.env_clear {
+            command.env_clear();
+        }
+        command.envs(prepared.env.iter().map(|(k, v)| (k, v)));
+        // The launcher makes itself a session (and group) leader: same id as its pid.
+        if !prepared.own_session {
+            command.process_group(0);
+        }
+        let confined = Confinement {
+            cgroup: prepared.cgroup.map(Arc::new),
+            container: prepared
+                .container
+                .map(|name| (isolation.isolator.docker().to_owned(), name)),
+        };
+        Ok((command, confined))
+    }
+
     /// Starts the process for `spec`.
     pub(crate) async fn spawn(&self, spec: &RunSpec) -> Result<Spawned, RunnerError> {
         let argv = self.argv_for(spec);
-        let Some((program, args)) = argv.split_first() else {
+        let Some(program) = argv.first() else {
             return Err(RunnerError::NotConfigured {
                 executor: NAME.to_owned(),
                 message: "argv is empty; set the program to run".to_owned(),
@@ -172,40 +209,7 @@ impl CommandExecutor {
         } else {
             Stdio::null()
         };
-        // Node-based agents take their directory from PWD when it is set; ours is not theirs.
-        let mut env = vec![("PWD".to_owned(), spec.workdir.display().to_string())];
-        env.extend(self.config.env.iter().cloned());
-        let mut command;
-        let mut confined = Confinement::default();
-        match &self.config.isolation {
-            Some(isolation) => {
-                let prepared =
-                    isolation.prepare(spec.task_id.as_str(), &spec.workdir, &argv, &env)?;
-                command = Command::new(&prepared.program);
-                command.args(&prepared.args);
-                if prepared.env_clear {
-                    command.env_clear();
-                }
-                command.envs(prepared.env.iter().map(|(k, v)| (k, v)));
-                // The launcher makes itself a session (and group) leader: same id as its pid.
-                if !prepared.own_session {
-                    command.process_group(0);
-                }
-                confined = Confinement {
-                    cgroup: prepared.cgroup.map(Arc::new),
-                    container: prepared
-                        .container
-                        .map(|name| (isolation.isolator.docker().to_owned(), name)),
-                };
-            }
-            None => {
-                command = Command::new(program);
-                command
-                    .args(args)
-                    .envs(env.iter().map(|(k, v)| (k, v)))
-                    .process_group(0);
-            }
-        }
+        let (mut command, confined) = self.command(spec, &argv)?;
         command
             .current_dir(&spec.workdir)
             .stdin(stdin)

@@ -119,7 +119,9 @@ pub fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Server {
     });
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
+        // Handoff's own line: the OpenCode server it warms up logs a loopback URL too.
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(100))
+            && line.contains("handoff listening")
             && let Some(at) = line.find("http://127.0.0.1:")
         {
             let url: String = line[at..]
