@@ -129,9 +129,12 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         .context("--agent-id")?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
+        // Listening before anything starts: a SIGTERM that arrives while the engine starts, or
+        // before the waiting task first runs, still shuts down gracefully.
+        let signals = Signals::install();
         let app = App::start(config).await.context("starting Handoff")?;
         let shutdown = CancellationToken::new();
-        tokio::spawn(stop_on_signal(shutdown.clone()));
+        tokio::spawn(stop_on_signal(signals, shutdown.clone()));
         if args.stdio {
             tracing::info!("serving MCP over stdio");
             serve_stdio(&app, agent, shutdown).await?;
@@ -189,13 +192,30 @@ fn bench_floor() -> anyhow::Result<()> {
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.
-async fn stop_on_signal(shutdown: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
+/// SIGTERM and SIGINT listeners, registered as soon as they are created.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Option<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => Some(Self { term, int }),
+            _ => {
+                tracing::error!("cannot install signal handlers; stop with SIGKILL");
+                None
+            }
+        }
+    }
+}
+
+async fn stop_on_signal(signals: Option<Signals>, shutdown: CancellationToken) {
+    let Some(Signals { mut term, mut int }) = signals else {
         return;
     };
     tokio::select! {

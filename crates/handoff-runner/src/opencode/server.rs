@@ -11,6 +11,8 @@ use tokio::{
     sync::{Mutex, watch},
 };
 
+use tokio_util::sync::CancellationToken;
+
 use super::client::{Endpoint, OpenCodeClient};
 use crate::{RunnerError, process};
 
@@ -52,6 +54,8 @@ pub(crate) struct Server {
     mode: ServerMode,
     http: Client,
     running: Mutex<Option<Running>>,
+    /// Cancelled by `stop`: a server still starting is abandoned instead of awaited.
+    stopping: CancellationToken,
 }
 
 /// Facts about the managed server a restarted Handoff needs to clean it up.
@@ -67,6 +71,7 @@ impl Server {
             mode,
             http,
             running: Mutex::new(None),
+            stopping: CancellationToken::new(),
         }
     }
 
@@ -93,7 +98,14 @@ impl Server {
             tracing::warn!("the OpenCode server exited; starting a new one");
         }
         stop_leftover(state_file).await;
-        let started = start(binary, env, cwd, &self.http).await?;
+        let started = tokio::select! {
+            biased;
+            () = self.stopping.cancelled() => return Err(RunnerError::Io {
+                context: "starting the OpenCode server",
+                message: "Handoff is shutting down".to_owned(),
+            }),
+            started = start(binary, env, cwd, &self.http) => started?,
+        };
         let record = serde_json::json!({ "pgid": started.pgid, "start_time": started.start_time });
         if let Err(e) = tokio::fs::write(state_file, record.to_string()).await {
             tracing::warn!(error = %e, file = %state_file.display(), "could not record the OpenCode server's pid");
@@ -131,8 +143,10 @@ impl Server {
         let _ = alive.wait_for(|alive| !alive).await;
     }
 
-    /// Stops the managed server (SIGTERM, then SIGKILL) and waits until it is gone.
+    /// Stops the managed server (SIGTERM, then SIGKILL) and waits until it is gone; a server
+    /// still starting is killed rather than waited for.
     pub async fn stop(&self) {
+        self.stopping.cancel();
         let Some(current) = self.running.lock().await.take() else {
             return;
         };
@@ -208,6 +222,8 @@ async fn start(
             message: "the process has no usable pid".to_owned(),
         })?;
     let start_time = process::start_time(pid);
+    // Until it is ready, abandoning the start (shutdown, timeout) kills its whole group.
+    let guard = GroupGuard(Some(pid));
     let url = match tokio::time::timeout(READY_TIMEOUT, listening_url(&mut child)).await {
         Ok(Ok(url)) => url,
         Ok(Err(message)) => {
@@ -245,6 +261,7 @@ async fn start(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tracing::info!(url = %endpoint.url, pid, "OpenCode server ready");
+    guard.disarm();
     let (alive_tx, alive) = watch::channel(true);
     tokio::spawn(supervise(child, alive_tx));
     Ok(Running {
@@ -253,6 +270,26 @@ async fn start(
         start_time,
         alive,
     })
+}
+
+/// Kills a starting server's process group unless the start completed.
+struct GroupGuard(Option<i32>);
+
+impl GroupGuard {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
 }
 
 /// Reads stdout until the server says where it listens; stderr goes to the log.
