@@ -3,7 +3,7 @@
 use std::{path::PathBuf, sync::Arc};
 
 use handoff_config::{CommandExecutorConfig, Config, OpenCodeExecutorConfig};
-use handoff_isolation::Isolator;
+use handoff_isolation::{EnvPolicy, IsolationLevel, Isolator};
 use handoff_runner::{
     ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor, CommandConfig, CommandExecutor,
     ExecutorRegistry, Isolation, OpenCodeCliConfig, OpenCodeCliExecutor, OpenCodeConfig,
@@ -128,9 +128,21 @@ fn opencode_server(config: &Config) -> Option<OpenCodeServer> {
     if let Some(json) = &settings.config_json {
         env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), json.clone()));
     }
+    // The server is shared by every task, so it cannot be sandboxed per task; at `process` and
+    // above it still starts from the allow-listed environment, so the agent's shell never sees
+    // Handoff's own secrets.
+    let level = settings.isolation.unwrap_or(config.runner.isolation);
+    let inherit = (level >= IsolationLevel::Process).then(|| {
+        EnvPolicy::new(config.runner.env_allow.iter().cloned())
+            .filter(std::env::vars_os())
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect()
+    });
     Some(OpenCodeServer::Managed {
         binary: binary.to_string_lossy().into_owned(),
         env,
+        inherit,
         cwd: config.workspace_dir.clone(),
         state_file: config.data_dir.join("opencode-server.json"),
     })

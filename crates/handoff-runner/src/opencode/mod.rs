@@ -52,6 +52,9 @@ pub enum OpenCodeServer {
         binary: String,
         /// Extra environment for it.
         env: Vec<(String, String)>,
+        /// The inherited environment it starts from (an allow-listed copy of Handoff's, so the
+        /// agent's shell never sees Handoff's secrets); `None`: all of Handoff's.
+        inherit: Option<Vec<(String, String)>>,
         /// Its working directory.
         cwd: PathBuf,
         /// File recording its pid (under Handoff's data dir).
@@ -94,11 +97,13 @@ impl OpenCodeExecutor {
             OpenCodeServer::Managed {
                 binary,
                 env,
+                inherit,
                 cwd,
                 state_file,
             } => ServerMode::Managed {
                 binary,
                 env,
+                inherit,
                 cwd,
                 state_file,
             },

@@ -30,6 +30,8 @@ pub(crate) enum ServerMode {
         binary: String,
         /// Extra environment (config, isolation of its state).
         env: Vec<(String, String)>,
+        /// The inherited environment to start from; `None`: Handoff's own.
+        inherit: Option<Vec<(String, String)>>,
         /// Where the server process starts.
         cwd: PathBuf,
         /// Where its pid is kept, so a Handoff that was killed outright can stop the server it
@@ -77,14 +79,15 @@ impl Server {
 
     /// A healthy endpoint, and the managed process behind it (none when attached).
     pub async fn endpoint(&self) -> Result<(Endpoint, Option<ServerProcess>), RunnerError> {
-        let (binary, env, cwd, state_file) = match &self.mode {
+        let (binary, env, inherit, cwd, state_file) = match &self.mode {
             ServerMode::Attached(endpoint) => return Ok((endpoint.clone(), None)),
             ServerMode::Managed {
                 binary,
                 env,
+                inherit,
                 cwd,
                 state_file,
-            } => (binary, env, cwd, state_file),
+            } => (binary, env, inherit.as_deref(), cwd, state_file),
         };
         let mut running = self.running.lock().await;
         if let Some(current) = running.as_ref() {
@@ -104,7 +107,7 @@ impl Server {
                 context: "starting the OpenCode server",
                 message: "Handoff is shutting down".to_owned(),
             }),
-            started = start(binary, env, cwd, &self.http) => started?,
+            started = start(binary, env, inherit, cwd, &self.http) => started?,
         };
         let record = serde_json::json!({ "pgid": started.pgid, "start_time": started.start_time });
         if let Err(e) = tokio::fs::write(state_file, record.to_string()).await {
@@ -187,6 +190,7 @@ async fn stop_leftover(state_file: &std::path::Path) {
 async fn start(
     binary: &str,
     env: &[(String, String)],
+    inherit: Option<&[(String, String)]>,
     cwd: &PathBuf,
     http: &Client,
 ) -> Result<Running, RunnerError> {
@@ -198,6 +202,9 @@ async fn start(
         })?;
     let password = uuid::Uuid::new_v4().simple().to_string();
     let mut command = Command::new(binary);
+    if let Some(vars) = inherit {
+        command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
+    }
     command
         .args(["serve", "--port", "0", "--hostname", "127.0.0.1"])
         .current_dir(cwd)

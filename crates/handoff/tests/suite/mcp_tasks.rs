@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::{
     executors::{AGENT, OPENCODE, handoff_env, script, wait_hang_reached_model},
     harness::{Server, json_line, require, run_client, start, start_in},
+    mcp::history,
     raw_mcp::Raw2026,
 };
 
@@ -61,6 +62,25 @@ fn opencode_tasks_through_the_tasks_extension() {
     assert_eq!(
         std::fs::read_to_string(workdir(&done).join("hello.txt")).unwrap(),
         "hello from opencode\n"
+    );
+
+    // The shared OpenCode server starts from the allow-listed environment: the agent's shell
+    // sees none of Handoff's settings or secrets.
+    let printed = client.execute("PRINT-ENV please")["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    client.poll(&printed, &["completed"], LONG);
+    let shell = history(&server, AGENT, &printed)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "tool" && e["data"]["tool"] == "bash")
+        .filter_map(|e| e["data"]["output"].as_str())
+        .collect::<String>();
+    assert!(
+        shell.contains("handoff-vars=0 path-vars=1"),
+        "Handoff's settings leaked (or no output): {shell}"
     );
 
     // Another agent cannot see, answer or cancel it.
