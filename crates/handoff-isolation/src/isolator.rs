@@ -182,6 +182,13 @@ impl Isolator {
                 bwrap: bwrap.clone(),
                 hide: config.hide.clone(),
                 writable: config.writable.clone(),
+                expose: under_tmp(
+                    self.launcher
+                        .first()
+                        .map(PathBuf::from)
+                        .into_iter()
+                        .chain(program_path(program)),
+                ),
             }),
             _ => None,
         };
@@ -260,5 +267,53 @@ impl Isolator {
             cgroup: None,
             container: Some(container),
         })
+    }
+}
+
+/// Where `program` lives, resolved through `PATH` and symlinks (npm's `.bin` links point into
+/// the package).
+fn program_path(program: &OsString) -> Option<PathBuf> {
+    let path = PathBuf::from(program);
+    let found = if path.components().count() > 1 {
+        Some(path)
+    } else {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(program))
+                .find(|candidate| candidate.is_file())
+        })
+    }?;
+    Some(std::fs::canonicalize(&found).unwrap_or(found))
+}
+
+/// For each path under `/tmp`, its top directory there (`/tmp/<name>`): all of it may be needed
+/// (a program's libraries, a package's modules), and the private `/tmp` would hide it.
+fn under_tmp(paths: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut tops: Vec<PathBuf> = paths
+        .into_iter()
+        .filter_map(|p| {
+            let rest = p.strip_prefix("/tmp").ok()?;
+            let first = rest.components().next()?;
+            Some(Path::new("/tmp").join(first))
+        })
+        .collect();
+    tops.sort();
+    tops.dedup();
+    tops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_under_tmp_are_exposed_by_their_top_directory() {
+        let tops = under_tmp([
+            PathBuf::from("/tmp/ci/target/debug/handoff"),
+            PathBuf::from("/tmp/ci/tests/agents/opencode"),
+            PathBuf::from("/usr/bin/bash"),
+            PathBuf::from("/tmp"),
+        ]);
+        assert_eq!(tops, [PathBuf::from("/tmp/ci")]);
     }
 }

@@ -56,6 +56,8 @@ pub struct BwrapPlan {
     pub hide: Vec<PathBuf>,
     /// Writable paths besides the task directory.
     pub writable: Vec<PathBuf>,
+    /// Paths under `/tmp` that must stay visible (read-only) over the private `/tmp`.
+    pub expose: Vec<PathBuf>,
 }
 
 /// Everything the launcher applies, as Handoff decided it.
@@ -164,6 +166,7 @@ fn outer(spec: &LaunchSpec, argv: &[OsString]) -> Result<Infallible, IsolationEr
                 network: spec.network,
                 writable: plan.writable.clone(),
                 hide: plan.hide.clone(),
+                expose: plan.expose.clone(),
                 argv: inner,
             });
             exec(&args)

@@ -17,6 +17,8 @@ pub struct BwrapSpec {
     pub writable: Vec<PathBuf>,
     /// Covered by an empty tmpfs (Handoff's data, other tasks' directories).
     pub hide: Vec<PathBuf>,
+    /// Under `/tmp` but needed inside (the launcher, the agent's program), read-only.
+    pub expose: Vec<PathBuf>,
     /// What runs inside.
     pub argv: Vec<OsString>,
 }
@@ -39,7 +41,15 @@ pub fn bwrap_args(spec: &BwrapSpec) -> Vec<OsString> {
         ]
         .map(OsString::from),
     );
-    // Hidden trees first: the binds below are mounted over them.
+    // The private /tmp covers programs installed under the host's /tmp.
+    for exposed in spec.expose.iter().filter(|p| p.exists()) {
+        args.extend([
+            "--ro-bind".into(),
+            exposed.clone().into_os_string(),
+            exposed.clone().into_os_string(),
+        ]);
+    }
+    // Hidden trees next: the binds below are mounted over them.
     for hidden in spec.hide.iter().filter(|p| p.exists()) {
         args.extend(["--tmpfs".into(), hidden.clone().into_os_string()]);
     }
@@ -95,6 +105,7 @@ mod tests {
             network: NetworkMode::Shared,
             writable: Vec::new(),
             hide: vec!["/nonexistent-handoff-path".into()],
+            expose: Vec::new(),
             argv: vec!["sh".into(), "-c".into(), "true".into()],
         });
         assert_eq!(
@@ -141,6 +152,7 @@ mod tests {
             network: NetworkMode::Off,
             writable: vec!["/state".into()],
             hide: vec!["/".into()],
+            expose: vec!["/".into()],
             argv: vec!["agent".into()],
         });
         assert_eq!(
