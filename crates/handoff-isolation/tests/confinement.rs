@@ -392,8 +392,10 @@ fn without_bubblewrap_landlock_and_seccomp_still_confine() {
          echo x > {outside}/escape 2>/dev/null && echo wrote-outside; \
          python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')\" 2>&1; \
          python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print('udp')\" 2>&1; \
-         python3 -c \"import socket; socket.socket(socket.AF_UNIX); print('unix')\" 2>&1",
-        outside = outside.path().display()
+         python3 -c \"import socket; socket.socket(socket.AF_UNIX); print('unix')\" 2>&1; \
+         kill -0 {me} 2>/dev/null && echo signalled",
+        outside = outside.path().display(),
+        me = std::process::id()
     );
     let prepared = isolator
         .prepare(
@@ -419,6 +421,7 @@ fn without_bubblewrap_landlock_and_seccomp_still_confine() {
         "{out}"
     );
     assert!(out.contains("unix"), "Unix sockets stay usable: {out}");
+    assert!(!out.contains("signalled"), "Landlock scopes signals: {out}");
     cleanup(&prepared);
 }
 

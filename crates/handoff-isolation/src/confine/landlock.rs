@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetError, RulesetStatus, path_beneath_rules,
+    RulesetCreatedAttr, RulesetError, RulesetStatus, Scope, path_beneath_rules,
 };
 
 use crate::{IsolationError, NetworkMode};
 
 /// The newest ABI this code asks for; older kernels get what they support (best effort).
-const ABI_WANTED: ABI = ABI::V5;
+const ABI_WANTED: ABI = ABI::V6;
 
 /// Device files a shell writes to as a matter of course.
 const DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
@@ -35,9 +35,15 @@ pub fn restrict_filesystem(
 }
 
 fn ruleset(writable: &[PathBuf], network: NetworkMode) -> Result<RulesetStatus, RulesetError> {
-    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(ABI_WANTED))?;
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(ABI_WANTED))?
+        // No signal to a process outside the sandbox (Handoff), even without a pid namespace.
+        .scope(Scope::Signal)?;
     if network == NetworkMode::Off {
-        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
+            // Abstract Unix sockets are network too: the host's would be reachable.
+            .scope(Scope::AbstractUnixSocket)?;
     }
     let status = ruleset
         .create()?
