@@ -3,8 +3,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Stdio},
-    time::{Duration, Instant},
+    process::Command,
 };
 
 use serde::Serialize;
@@ -70,14 +69,12 @@ impl HostCapabilities {
 
 /// The version of the Docker engine that answers, or why none does.
 fn docker_version(docker: &Path) -> Result<String, String> {
-    let child = Command::new(docker)
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", docker.display()))?;
-    let output = wait_with_timeout(child, Duration::from_secs(5))?;
+    let output = confine::output_within(Command::new(docker).args([
+        "version",
+        "--format",
+        "{{.Server.Version}}",
+    ]))
+    .map_err(|e| format!("{}: {e}", docker.display()))?;
     let out = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     if output.status.success() && !out.is_empty() {
         Ok(out)
@@ -87,24 +84,5 @@ fn docker_version(docker: &Path) -> Result<String, String> {
             "no Docker engine answers: {}",
             err.lines().next().unwrap_or("no answer").trim()
         ))
-    }
-}
-
-fn wait_with_timeout(
-    mut child: std::process::Child,
-    limit: Duration,
-) -> Result<std::process::Output, String> {
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => return child.wait_with_output().map_err(|e| e.to_string()),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("no answer within 5 s".to_owned());
-            }
-            Err(e) => return Err(e.to_string()),
-        }
     }
 }

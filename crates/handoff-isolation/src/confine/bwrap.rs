@@ -1,6 +1,9 @@
 //! The bubblewrap command line, built as data so it can be checked exactly.
 
-use std::{ffi::OsString, path::PathBuf};
+use std::{
+    ffi::OsString,
+    path::{Path, PathBuf},
+};
 
 use crate::NetworkMode;
 
@@ -43,22 +46,14 @@ pub fn bwrap_args(spec: &BwrapSpec) -> Vec<OsString> {
     );
     // The private /tmp covers programs installed under the host's /tmp.
     for exposed in spec.expose.iter().filter(|p| p.exists()) {
-        args.extend([
-            "--ro-bind".into(),
-            exposed.clone().into_os_string(),
-            exposed.clone().into_os_string(),
-        ]);
+        bind(&mut args, "--ro-bind", exposed);
     }
     // Hidden trees next: the binds below are mounted over them.
     for hidden in spec.hide.iter().filter(|p| p.exists()) {
         args.extend(["--tmpfs".into(), hidden.clone().into_os_string()]);
     }
     for dir in std::iter::once(&spec.workdir).chain(&spec.writable) {
-        args.extend([
-            "--bind".into(),
-            dir.clone().into_os_string(),
-            dir.clone().into_os_string(),
-        ]);
+        bind(&mut args, "--bind", dir);
     }
     args.extend(["--chdir".into(), spec.workdir.clone().into_os_string()]);
     // Own pids (no host process visible or signalable), IPC, hostname and cgroup view.
@@ -86,6 +81,11 @@ pub fn bwrap_args(spec: &BwrapSpec) -> Vec<OsString> {
     ]);
     args.extend(spec.argv.iter().cloned());
     args
+}
+
+/// Mounts `path` at its own path inside.
+fn bind(args: &mut Vec<OsString>, flag: &str, path: &Path) {
+    args.extend([flag.into(), path.into(), path.into()]);
 }
 
 #[cfg(test)]

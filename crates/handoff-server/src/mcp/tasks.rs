@@ -153,7 +153,7 @@ pub(crate) fn to_mcp(error: HandleError) -> McpError {
 
 /// The identity every `tasks/*` call is checked against; without one no task is visible.
 pub(crate) fn require_agent(agent: Option<AgentId>, task_id: &str) -> Result<AgentId, McpError> {
-    agent.ok_or_else(|| to_mcp(HandleError::Unknown(task_id.chars().take(80).collect())))
+    agent.ok_or_else(|| to_mcp(HandleError::unknown(task_id)))
 }
 
 #[cfg(test)]

@@ -30,6 +30,13 @@ pub enum HandleError {
     Internal(String),
 }
 
+impl HandleError {
+    /// An unknown task, naming at most the first 80 characters of what the caller sent.
+    pub fn unknown(id: &str) -> Self {
+        Self::Unknown(id.chars().take(80).collect())
+    }
+}
+
 impl From<EngineError> for HandleError {
     fn from(error: EngineError) -> Self {
         match error {
@@ -153,5 +160,5 @@ impl TaskHandles {
 }
 
 fn parse(id: &str) -> Result<TaskId, HandleError> {
-    TaskId::parse(id).map_err(|_| HandleError::Unknown(id.chars().take(80).collect()))
+    TaskId::parse(id).map_err(|_| HandleError::unknown(id))
 }
