@@ -1,0 +1,15 @@
+//! Permission rules: an ordered list of `{permission, pattern, action}` built from layers
+//! (defaults < global < project < agent < task) without reordering, judged last-match-wins,
+//! with a configured deny that no later grant can lift.
+
+mod command;
+mod evaluate;
+mod pattern;
+mod rule;
+mod stack;
+
+pub use command::{CommandParts, split_command};
+pub use evaluate::{Grant, PartVerdict, PermissionRequest, RuleSource, Verdict};
+pub use pattern::{is_command_permission, is_path_permission};
+pub use rule::{PermissionAction, PermissionRule};
+pub use stack::{Layer, RuleStack};
