@@ -14,16 +14,19 @@ mod permissions;
 mod resolve;
 mod secret;
 mod spec;
+mod tools;
 
 pub use error::ConfigError;
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use model::{
     ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,
     FeatureConfig, LettaConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig, PromptVia,
-    RunnerConfig, ServerConfig, TaskConfig, WorkdirCleanup,
+    RunnerConfig, ServerConfig, TaskConfig, ToolsConfig, WorkdirCleanup,
 };
 pub use parse::{Argv, ByteSize};
-pub use permissions::{PermissionAction, PermissionPolicy, PermissionRule};
+pub use handoff_policy::{PermissionAction, PermissionRule};
+pub use permissions::PermissionPolicy;
 pub use resolve::EffectiveSetting;
 pub use secret::Secret;
 pub use spec::{SETTINGS, SettingSpec};
+pub use tools::{ToolOutputLimit, ToolOutputLimits};

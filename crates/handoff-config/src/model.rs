@@ -4,7 +4,13 @@ use std::{path::PathBuf, time::Duration};
 
 use handoff_isolation::{IsolationLevel, NetworkMode};
 
-use crate::{ByteSize, EffectiveSetting, PermissionPolicy, Secret};
+use handoff_policy::{
+    hooks::HooksConfig,
+    loop_guard::Ladder,
+    output::{Cap, Limits},
+};
+
+use crate::{ByteSize, EffectiveSetting, PermissionPolicy, Secret, ToolOutputLimits};
 
 /// Handoff's whole configuration, resolved from every layer.
 #[derive(Debug, Clone)]
@@ -27,6 +33,10 @@ pub struct Config {
     pub letta: LettaConfig,
     /// Feature switches kept from the older server.
     pub features: FeatureConfig,
+    /// The tool pipeline: who may call which tool, loop guard, output caps.
+    pub tools: ToolsConfig,
+    /// External hooks around tool calls and tasks (Claude Code's format).
+    pub hooks: HooksConfig,
     /// Every setting with its rendered value and the layer that set it.
     pub effective: Vec<EffectiveSetting>,
 }
@@ -330,5 +340,37 @@ impl Config {
     /// Path of the embedded SQLite database.
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("handoff.db")
+    }
+}
+
+/// Settings of the pipeline every tool call passes through.
+#[derive(Debug, Clone)]
+pub struct ToolsConfig {
+    /// Which of Handoff's tools each agent may call, and with which arguments (`key=value`).
+    pub permissions: PermissionPolicy,
+    /// Repeats of one call that lead to a warning, a denial and a stop.
+    pub loop_guard: Ladder,
+    /// The cap on every tool result's text fields (and, in bytes, on the whole result).
+    pub output: Cap,
+    /// Per-tool exceptions to `output`.
+    pub output_limits: ToolOutputLimits,
+    /// Spilled full outputs are removed after this.
+    pub spill_retention: Duration,
+}
+
+impl ToolsConfig {
+    /// The caps for `tool`.
+    pub fn limits_for(&self, tool: &str) -> Limits {
+        let field = self
+            .output_limits
+            .0
+            .iter()
+            .rev()
+            .find(|l| l.tool == tool)
+            .map_or(self.output, |l| l.apply(self.output));
+        Limits {
+            field,
+            total_bytes: field.max_bytes,
+        }
     }
 }

@@ -2,11 +2,13 @@
 
 use std::{path::PathBuf, time::Duration};
 
+use handoff_policy::{hooks::HooksConfig, loop_guard::Ladder, output::Cap};
+
 use crate::{
     Argv, ByteSize, ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config,
     ConfigError, ExecutorsConfig, FeatureConfig, LettaConfig, LoadOptions, LogConfig, LogFormat,
     LogLevel, OpenCodeExecutorConfig, PermissionPolicy, PromptVia, RunnerConfig, Secret,
-    ServerConfig, Source, TaskConfig, WorkdirCleanup,
+    ServerConfig, Source, TaskConfig, ToolOutputLimits, ToolsConfig, WorkdirCleanup,
     layers::Layers,
     parse::FromRaw,
     spec::{SETTINGS, SettingSpec},
@@ -66,6 +68,16 @@ impl Render for PromptVia {
 impl Render for WorkdirCleanup {
     fn render(&self) -> String {
         self.as_str().to_owned()
+    }
+}
+impl Render for ToolOutputLimits {
+    fn render(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+impl Render for HooksConfig {
+    fn render(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
     }
 }
 impl Render for PermissionPolicy {
@@ -411,6 +423,33 @@ impl Config {
             api_url,
             api_token: r.optional("letta.api_token")?,
         };
+        let tools = ToolsConfig {
+            permissions: r.get("tools.permissions", PermissionPolicy::allow_all())?,
+            loop_guard: {
+                let ladder = Ladder {
+                    warn: r.get("tools.loop_guard_warn", Ladder::default().warn)?,
+                    deny: r.get("tools.loop_guard_deny", Ladder::default().deny)?,
+                    stop: r.get("tools.loop_guard_stop", Ladder::default().stop)?,
+                };
+                r.check("tools.loop_guard_stop", ladder, |l| {
+                    if 1 <= l.warn && l.warn <= l.deny && l.deny <= l.stop {
+                        Ok(())
+                    } else {
+                        Err("the loop guard needs 1 <= warn <= deny <= stop".to_owned())
+                    }
+                })?
+            },
+            output: Cap {
+                max_lines: r.get("tools.output_max_lines", 2000u64)? as usize,
+                max_bytes: r.get("tools.output_max_bytes", ByteSize(50 * 1024))?.0 as usize,
+                direction: Default::default(),
+            },
+            output_limits: r.get("tools.output_limits", ToolOutputLimits::default())?,
+            spill_retention: Duration::from_secs(
+                r.get("tools.spill_retention_days", 7u64)? * 24 * 3600,
+            ),
+        };
+        let hooks = r.get("hooks", HooksConfig::default())?;
         let features = FeatureConfig {
             async_execute: r.get("features.async_execute", true)?,
             enforce_idempotency: r.get("features.enforce_idempotency", true)?,
@@ -426,6 +465,8 @@ impl Config {
             executors,
             letta,
             features,
+            tools,
+            hooks,
             effective: r.effective,
         })
     }

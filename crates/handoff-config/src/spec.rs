@@ -123,6 +123,15 @@ settings! {
     "executors.codex.isolation" [env("HANDOFF_CODEX_ISOLATION")]: "isolation level of the `codex` executor (default: runner.isolation)";
     "executors.permissions" [env("HANDOFF_PERMISSION_RULES")]: "JSON array of {permission, pattern, action: allow|deny|ask}; last match wins; `ask` puts the task in input_required";
     "executors.ask_timeout_secs" [env("HANDOFF_ASK_TIMEOUT_SECS")]: "an unanswered permission or question request is denied after this many seconds";
+    "tools.permissions" [env("HANDOFF_TOOL_PERMISSION_RULES")]: "JSON array of {permission: tool name, pattern: key=value of an argument, action, agent?}: which Handoff tools each agent may call (a blanket deny hides the tool)";
+    "tools.loop_guard_warn" [env("HANDOFF_LOOP_GUARD_WARN")]: "identical repeats of a tool call (or short cycle) after which it is not run and the caller is told why";
+    "tools.loop_guard_deny" [env("HANDOFF_LOOP_GUARD_DENY")]: "repeats after which the call is denied";
+    "tools.loop_guard_stop" [env("HANDOFF_LOOP_GUARD_STOP")]: "repeats after which an executor's task is stopped as stuck";
+    "tools.output_max_lines" [env("HANDOFF_OUTPUT_MAX_LINES")]: "lines kept of any text a tool returns; the rest is spilled to a file readable with read_tool_output";
+    "tools.output_max_bytes" [env("HANDOFF_OUTPUT_MAX_BYTES")]: "bytes kept of any text a tool returns, and of a whole tool result";
+    "tools.output_limits" [env("HANDOFF_OUTPUT_LIMITS")]: "per-tool caps: JSON array of {tool, max_lines?, max_bytes?, direction?: head|tail|head_tail}";
+    "tools.spill_retention_days" [env("HANDOFF_SPILL_RETENTION_DAYS")]: "spilled tool outputs are removed after this many days";
+    "hooks" [env("HANDOFF_HOOKS")]: "external hooks (Claude Code format): [[hooks]] tables or a JSON array of {event: PreToolUse|PostToolUse|Stop|TaskStart|TaskEnd, matcher?, command, timeout_secs?, fail_closed?}";
     "runner.cpu_limit" [env("HANDOFF_RUNNER_CPU_LIMIT"), env("RUNNER_CPU_LIMIT")]: "CPUs per task (e.g. 2.0)";
     "runner.memory_limit" [env("HANDOFF_RUNNER_MEMORY_LIMIT"), env("RUNNER_MEMORY_LIMIT")]: "memory per task (e.g. 2g)";
     "runner.image" [env("HANDOFF_RUNNER_IMAGE"), env("RUNNER_IMAGE")]: "container image for the container isolation level";

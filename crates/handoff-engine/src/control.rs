@@ -283,7 +283,11 @@ impl Engine {
                         .metrics
                         .executor_call(&task.executor, "message", sent.is_ok());
                     match sent {
-                        Ok(()) => (true, "delivered to the running executor".to_owned()),
+                        Ok(()) => {
+                            // A new instruction from the caller: the loop guard starts over.
+                            self.inner.policy.reset(&task.id);
+                            (true, "delivered to the running executor".to_owned())
+                        }
                         Err(e) => (false, format!("recorded, not delivered: {e}")),
                     }
                 }

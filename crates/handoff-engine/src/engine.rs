@@ -26,6 +26,8 @@ pub(crate) enum StopReason {
     Timeout,
     /// The server is shutting down.
     Shutdown,
+    /// The loop guard saw the executor repeat itself, or a hook asked to stop.
+    Stuck(String),
 }
 
 /// What the engine knows about a run in this process.
@@ -58,6 +60,8 @@ pub(crate) struct Inner {
     pub changes: broadcast::Sender<(TaskId, TaskStatus)>,
     pub shutdown: CancellationToken,
     pub runs: TaskTracker,
+    /// Rules, hooks and loop guard for executors' tool calls.
+    pub policy: crate::policy::TaskPolicy,
 }
 
 /// The task engine. Cheap to clone.
@@ -95,7 +99,9 @@ impl Engine {
             config.tasks.submission_burst,
         );
         let (changes, _) = broadcast::channel(1024);
+        let policy = crate::policy::TaskPolicy::new(&config);
         let inner = Arc::new(Inner {
+            policy,
             config,
             store,
             executors,

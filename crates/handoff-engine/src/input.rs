@@ -1,21 +1,30 @@
-//! The permission relay: an executor's request is decided by policy when the policy allows or
-//! denies it, and otherwise puts the task in `input_required` until its owner answers (a
-//! `send_task_message` of type `approval`) or the ask timeout denies it — never left hanging.
+//! The permission relay: an executor's request is decided by the policy (hooks, rules,
+//! standing approvals) when it allows or denies, and otherwise puts the task in
+//! `input_required` until its owner answers (a `send_task_message` of type `approval`, an MCP
+//! Tasks answer) or the ask timeout denies it — never left hanging. An owner's allow with scope
+//! `task` or `project` becomes a standing approval of exactly the command parts or paths shown.
 
 use std::sync::Arc;
 
 use handoff_config::PermissionAction;
-use handoff_runner::{Decision, InputAnswer, InputKind, InputRequest, RunControl};
-use handoff_task::{AgentId, EventKind, NewEvent, Task, TaskId, TaskStatus};
-use serde_json::json;
+use handoff_runner::{Decision, InputAnswer, InputKind, InputRequest, RunControl, Scope};
+use handoff_task::{
+    AgentId, Approval, ApprovalScope, AuditRecord, EventKind, NewEvent, Task, TaskId, TaskStatus,
+    unix_millis_now,
+};
+use serde_json::{Value, json};
 
-use crate::{Engine, EngineError, engine::Inner};
+use crate::{
+    Engine, EngineError,
+    engine::Inner,
+    policy::{ExecutorDecision, granted_subjects},
+};
 
 /// Who settled a request.
 #[derive(Debug, Clone)]
 pub(crate) enum Answerer {
-    /// The configured permission rules.
-    Policy,
+    /// The policy: configured rules, hooks, standing approvals, the loop guard.
+    Policy(ExecutorDecision),
     /// The task's owner.
     Agent(AgentId),
     /// Nobody answered in time.
@@ -25,7 +34,7 @@ pub(crate) enum Answerer {
 impl std::fmt::Display for Answerer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Answerer::Policy => f.write_str("policy"),
+            Answerer::Policy(decision) => write!(f, "policy ({})", decision.stage),
             Answerer::Agent(agent) => write!(f, "{agent}"),
             Answerer::Timeout => f.write_str("timeout"),
         }
@@ -39,18 +48,35 @@ pub(crate) async fn requested(
     control: &Arc<dyn RunControl>,
     request: InputRequest,
 ) -> Result<(), EngineError> {
-    let action = match request.kind {
-        InputKind::Permission => inner
-            .config
-            .executors
-            .permissions
-            .decide(&request.permission, &request.patterns),
-        // Questions need words only the owner has.
-        InputKind::Question => PermissionAction::Ask,
+    let decision = match request.kind {
+        InputKind::Permission => {
+            inner
+                .policy
+                .decide(inner.store.as_ref(), task, &request)
+                .await?
+        }
+        InputKind::Question => ExecutorDecision {
+            action: PermissionAction::Ask,
+            stage: "question",
+            reason: "questions need the owner's words".to_owned(),
+            detail: json!({ "request_id": request.id }),
+        },
     };
-    let answer = match action {
+    audit(
+        inner,
+        task,
+        &request,
+        decision.action.as_str(),
+        decision.stage,
+        &decision.reason,
+        decision.detail.clone(),
+    )
+    .await;
+    let answer = match decision.action {
         PermissionAction::Allow => InputAnswer::allow_once(),
-        PermissionAction::Deny => InputAnswer::deny("denied by Handoff's permission policy"),
+        PermissionAction::Deny => {
+            InputAnswer::deny(format!("denied by Handoff: {}", decision.reason))
+        }
         PermissionAction::Ask => return wait_for_answer(inner, task, request).await,
     };
     deliver(
@@ -59,9 +85,37 @@ pub(crate) async fn requested(
         control,
         &request,
         &answer,
-        &Answerer::Policy,
+        &Answerer::Policy(decision),
     )
     .await
+}
+
+/// Appends one executor decision to the audit trail (a failure is logged, never fatal: the
+/// decision is also a task event).
+async fn audit(
+    inner: &Inner,
+    task: &Task,
+    request: &InputRequest,
+    outcome: &str,
+    stage: &str,
+    reason: &str,
+    detail: Value,
+) {
+    let record = AuditRecord {
+        seq: 0,
+        at: unix_millis_now(),
+        agent_id: Some(task.agent_id.clone()),
+        task_id: Some(task.id.clone()),
+        source: "executor".to_owned(),
+        subject: request.permission.clone(),
+        outcome: outcome.to_owned(),
+        stage: stage.to_owned(),
+        reason: reason.to_owned(),
+        detail,
+    };
+    if let Err(e) = inner.store.append_audit(&record).await {
+        tracing::warn!(task = %task.id, error = %e, "could not write the audit record");
+    }
 }
 
 async fn wait_for_answer(
@@ -137,6 +191,9 @@ pub(crate) async fn answer_pending(
         (run.pending.remove(index), control)
     };
     deliver(inner, task_id, &control, &request, &answer, &by).await?;
+    if let Answerer::Agent(agent) = &by {
+        grant(inner, task_id, agent, &request, &answer).await?;
+    }
     let still_waiting = inner
         .live()
         .get(task_id)
@@ -191,8 +248,38 @@ async fn deliver(
         Decision::Deny => "denied",
     };
     let mut message = format!("{verb} by {by}: {}", request.title);
+    let reason = match by {
+        Answerer::Policy(decision) => Some(decision.reason.clone()),
+        Answerer::Agent(_) | Answerer::Timeout => answer.message.clone(),
+    };
+    if let (Answerer::Policy(_), Some(reason)) = (by, &reason) {
+        message.push_str(&format!(" — {reason}"));
+    }
     if let Err(e) = &sent {
         message.push_str(&format!(" (the executor did not take the answer: {e})"));
+    }
+    if !matches!(by, Answerer::Policy(_))
+        && let Some(task) = inner.store.get_task(task_id).await?
+    {
+        let stage = match by {
+            Answerer::Timeout => "timeout",
+            _ => "owner",
+        };
+        let outcome = match answer.decision {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+        };
+        let detail = json!({ "request_id": request.id, "patterns": request.patterns, "scope": answer.scope, "by": by.to_string() });
+        audit(
+            inner,
+            &task,
+            request,
+            outcome,
+            stage,
+            reason.as_deref().unwrap_or(""),
+            detail,
+        )
+        .await;
     }
     inner
         .record(
@@ -204,8 +291,60 @@ async fn deliver(
                 "scope": answer.scope,
                 "message": answer.message,
                 "by": by.to_string(),
+                "reason": reason,
                 "delivered": sent.is_ok(),
             })),
+        )
+        .await?;
+    Ok(())
+}
+
+/// An owner's allow for the task or the project becomes a standing approval of each command
+/// part or path shown — never more than was shown.
+async fn grant(
+    inner: &Arc<Inner>,
+    task_id: &TaskId,
+    agent: &AgentId,
+    request: &InputRequest,
+    answer: &InputAnswer,
+) -> Result<(), EngineError> {
+    let scope = match (request.kind, answer.decision, answer.scope) {
+        (InputKind::Permission, Decision::Allow, Scope::Task) => ApprovalScope::Task,
+        (InputKind::Permission, Decision::Allow, Scope::Project) => ApprovalScope::Project,
+        _ => return Ok(()),
+    };
+    let Some(task) = inner.store.get_task(task_id).await? else {
+        return Ok(());
+    };
+    let project = inner.policy.project_of(&task);
+    let mut ids = Vec::new();
+    for pattern in granted_subjects(request) {
+        let approval = Approval {
+            id: format!("ap_{}", uuid::Uuid::new_v4().simple()),
+            agent_id: agent.clone(),
+            scope,
+            task_id: task.id.clone(),
+            project: project.clone(),
+            permission: request.permission.clone(),
+            pattern,
+            created_at: unix_millis_now(),
+        };
+        inner.store.insert_approval(&approval).await?;
+        ids.push(json!({ "id": approval.id, "pattern": approval.pattern }));
+    }
+    inner
+        .record(
+            task_id,
+            NewEvent::new(
+                EventKind::Input,
+                format!(
+                    "standing approval for {} ({} scope): {} — list_approvals shows it, revoke_approval removes it",
+                    request.permission,
+                    scope.as_str(),
+                    ids.iter().filter_map(|v| v["pattern"].as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .with_data(json!({ "approvals": ids, "scope": scope.as_str(), "state": "granted" })),
         )
         .await?;
     Ok(())
@@ -275,7 +414,7 @@ fn parse_approval(message: &str) -> Result<InputAnswer, EngineError> {
     serde_json::from_str(trimmed).map_err(|e| EngineError::Invalid {
         field: "message",
         message: format!(
-            "an approval answers the pending request: JSON {{\"decision\": \"allow\"|\"deny\", \"scope\"?: \"once\"|\"always\", \"message\"?: string, \"request_id\"?: string}} or the word allow/deny ({e})"
+            "an approval answers the pending request: JSON {{\"decision\": \"allow\"|\"deny\", \"scope\"?: \"once\"|\"task\"|\"project\", \"message\"?: string, \"request_id\"?: string}} or the word allow/deny ({e})"
         ),
     })
 }
@@ -290,7 +429,9 @@ mod tests {
     #[test]
     fn approvals_parse_from_json_or_words() {
         let a = parse_approval(r#"{"decision":"allow","scope":"always"}"#).unwrap();
-        assert_eq!((a.decision, a.scope), (Decision::Allow, Scope::Always));
+        assert_eq!((a.decision, a.scope), (Decision::Allow, Scope::Task));
+        let p = parse_approval(r#"{"decision":"allow","scope":"project"}"#).unwrap();
+        assert_eq!(p.scope, Scope::Project);
         let d = parse_approval(r#"{"decision":"deny","message":"not there"}"#).unwrap();
         assert_eq!(d.decision, Decision::Deny);
         assert_eq!(d.message.as_deref(), Some("not there"));

@@ -3,6 +3,7 @@
 //! each run (events, artifacts, deadline), applies controls and messages, answers queries with
 //! ownership checks, and reconciles the store after a restart.
 
+mod approvals;
 mod artifacts;
 mod control;
 mod engine;
@@ -10,6 +11,7 @@ mod error;
 mod files;
 mod input;
 mod metrics;
+mod policy;
 mod query;
 mod rate;
 mod recovery;
@@ -21,6 +23,7 @@ mod submit;
 mod workdir;
 mod worktree;
 
+pub use approvals::MAX_AUDIT_PAGE;
 pub use control::{Control, ControlReceipt, MessageReceipt};
 pub use engine::Engine;
 pub use error::EngineError;

@@ -26,6 +26,7 @@ pub(crate) async fn reconcile(inner: &Arc<Inner>) -> Result<(), EngineError> {
                     task_id: task.id.clone(),
                     prompt: task.description.clone(),
                     workdir: PathBuf::from(&task.workdir),
+                    preset_rules: Some(inner.policy.preset_for(&task)),
                 };
                 match executor.reattach(spec, state).await {
                     Ok(Some(run)) => {

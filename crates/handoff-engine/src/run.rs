@@ -3,6 +3,7 @@
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
+use handoff_policy::{hooks::HookEvent, loop_guard::Step};
 use handoff_runner::{Run, RunControl, RunEvent, RunSpec};
 use handoff_task::{
     ArtifactKind, EventKind, ExitInfo, NewEvent, Task, TaskStatus, unix_millis_now,
@@ -52,7 +53,46 @@ pub(crate) async fn drive(inner: Arc<Inner>, task: Task, resumed: Option<Run>) {
         Ok(finish) => finish,
         Err(e) => Finish::failed(format!("handoff could not supervise the run: {e}")),
     };
+    let finish = stop_hooks(&inner, &task, finish).await;
+    let status = finish.status;
     settle(&inner, &task, finish).await;
+    inner.policy.forget(&task.id);
+    let ended = inner
+        .policy
+        .task_hook(HookEvent::TaskEnd, &task, Some(status.as_str()))
+        .await;
+    for error in ended.errors {
+        tracing::warn!(task = %task.id, error = %error, "TaskEnd hook");
+    }
+}
+
+/// Most consecutive Stop-hook blocks honoured before the task ends anyway.
+const MAX_STOP_BLOCKS: u32 = 8;
+
+/// A run that ended normally passes the Stop hooks: a block keeps the task from being
+/// reported completed, with the hook's reason (resuming the executor with it as the next
+/// prompt belongs to the completion evaluator).
+async fn stop_hooks(inner: &Arc<Inner>, task: &Task, finish: Finish) -> Finish {
+    if finish.status != TaskStatus::Completed {
+        return finish;
+    }
+    let verdict = inner.policy.task_hook(HookEvent::Stop, task, None).await;
+    let Some(reason) = verdict.block.or(verdict.stop) else {
+        return finish;
+    };
+    if !inner.policy.stop_block(&task.id, MAX_STOP_BLOCKS) {
+        return finish;
+    }
+    let message = format!("a Stop hook did not accept the result: {reason}");
+    let event = NewEvent::new(EventKind::Verdict, message.clone())
+        .with_data(json!({ "by": "hook", "event": "Stop", "done": false, "reason": reason }));
+    if let Err(e) = inner.record(&task.id, event).await {
+        tracing::warn!(task = %task.id, error = %e, "could not record the Stop hook verdict");
+    }
+    Finish {
+        exit: finish.exit,
+        ..Finish::failed(message)
+    }
 }
 
 async fn execute(
@@ -80,11 +120,22 @@ async fn execute(
             if let Err(e) = inner.snapshots.baseline(&task.id, &workdir).await {
                 record_note(inner, task, format!("no diff will be kept: {e}")).await?;
             }
+            let started = inner
+                .policy
+                .task_hook(HookEvent::TaskStart, task, None)
+                .await;
+            if let Some(reason) = started.block.or(started.stop) {
+                inner.snapshots.discard(&task.id).await;
+                return Ok(Finish::failed(format!(
+                    "refused by a TaskStart hook: {reason}"
+                )));
+            }
             let prompt = compose_prompt(inner, task).await?;
             let spec = RunSpec {
                 task_id: task.id.clone(),
                 prompt,
                 workdir,
+                preset_rules: Some(inner.policy.preset_for(task)),
             };
             let started = executor.start(spec).await;
             inner
@@ -160,6 +211,50 @@ async fn compose_prompt(inner: &Inner, task: &Task) -> Result<String, EngineErro
     ))
 }
 
+/// Acts on the loop guard's step for one executor tool call: a warning and a denial are told
+/// to the agent (when it takes messages) and recorded; the stop step ends the task as stuck.
+fn guard_step(
+    inner: &Arc<Inner>,
+    task: &Task,
+    control: &Arc<dyn RunControl>,
+    tool: &str,
+    step: &Step,
+    batch: &mut Vec<NewEvent>,
+) {
+    let Some(message) = step.message(tool) else {
+        return;
+    };
+    let (level, tell) = match step {
+        Step::Proceed => return,
+        Step::Warn { .. } => ("warn", true),
+        Step::Deny { .. } => ("deny", true),
+        Step::Stop { .. } => ("stop", false),
+    };
+    batch.push(
+        NewEvent::new(EventKind::Log, message.clone())
+            .with_data(json!({ "loop_guard": level, "tool": tool })),
+    );
+    if matches!(step, Step::Stop { .. }) {
+        if let Some(run) = inner.live().get_mut(&task.id) {
+            run.stop.get_or_insert(StopReason::Stuck(message));
+        }
+        stop_in_background(inner, control.clone());
+        return;
+    }
+    let takes_messages = inner
+        .live()
+        .get(&task.id)
+        .is_some_and(|run| run.capabilities.messages);
+    if tell && takes_messages {
+        let control = control.clone();
+        tokio::spawn(async move {
+            if let Err(e) = control.send_message(&message).await {
+                tracing::debug!(error = %e, "the loop guard's note did not reach the executor");
+            }
+        });
+    }
+}
+
 fn stop_in_background(inner: &Arc<Inner>, control: Arc<dyn RunControl>) {
     let grace = inner.config.tasks.cancel_grace;
     tokio::spawn(async move {
@@ -212,7 +307,14 @@ async fn supervise(
                                     .with_data(json!({ "stream": stream.as_str() })),
                             );
                         }
-                        RunEvent::Event(event) => batch.push(event),
+                        RunEvent::Event(event) => {
+                            if event.kind == EventKind::Tool
+                                && let Some((tool, step)) = inner.policy.tool_call(&task.id, &event.data)
+                            {
+                                guard_step(inner, task, &control, &tool, &step, &mut batch);
+                            }
+                            batch.push(event);
+                        }
                         RunEvent::InputRequested(request) => {
                             flush(inner, task, &mut batch).await?;
                             input::requested(inner, task, &control, request).await?;
@@ -284,6 +386,10 @@ async fn supervise(
             exit,
             error: Some(format!("cancelled: {reason}")),
             requeue: false,
+        },
+        (Some(StopReason::Stuck(reason)), _) => Finish {
+            exit,
+            ..Finish::failed(format!("stuck: {reason}"))
         },
         (Some(StopReason::Shutdown), _) => Finish {
             requeue: task.options.requeue_on_restart,

@@ -32,6 +32,8 @@ pub struct SubmitRequest {
     pub metadata: Option<Value>,
     /// Run again after a server crash instead of failing.
     pub requeue_on_restart: bool,
+    /// The caller's own permission rules for this task (they cannot lift an operator's deny).
+    pub permissions: Vec<handoff_policy::PermissionRule>,
 }
 
 /// The answer to a submission.
@@ -163,6 +165,7 @@ impl Engine {
                 requeue_on_restart: req.requeue_on_restart,
                 observers: req.observers,
                 caller_workdir,
+                permissions: req.permissions,
             },
             priority: req.priority.unwrap_or(0),
             workdir: workdir.display().to_string(),

@@ -27,6 +27,9 @@ pub struct RunSpec {
     pub prompt: String,
     /// The task's working directory (exists).
     pub workdir: PathBuf,
+    /// The rules the executor may apply itself without asking Handoff (its static part);
+    /// `None` keeps the executor's configured ruleset.
+    pub preset_rules: Option<Vec<handoff_policy::PermissionRule>>,
 }
 
 /// Which stream a line of output came from.

@@ -49,8 +49,13 @@ pub enum Scope {
     /// This request only.
     #[default]
     Once,
-    /// Also for the same permission and patterns later in the run.
-    Always,
+    /// Also for the same permission and subjects for the rest of this task (`always` is
+    /// accepted as this).
+    #[serde(alias = "always")]
+    Task,
+    /// Also for the same permission and subjects in every task of this agent in the same
+    /// project, until revoked.
+    Project,
 }
 
 /// An answer to an [`InputRequest`].

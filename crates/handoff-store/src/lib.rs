@@ -11,6 +11,6 @@ mod store;
 pub use error::StoreError;
 pub use sqlite::SqliteStore;
 pub use store::{
-    ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact, StatusChange, Store, TaskFilter,
-    TaskPage,
+    AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact, StatusChange, Store,
+    TaskFilter, TaskPage,
 };

@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use handoff_task::{
-    AgentId, Artifact, ArtifactBody, ArtifactKind, ExitInfo, NewEvent, NewTask, Task, TaskEvent,
-    TaskId, TaskStatus,
+    AgentId, Approval, Artifact, ArtifactBody, ArtifactKind, AuditRecord, ExitInfo, NewEvent,
+    NewTask, Task, TaskEvent, TaskId, TaskStatus,
 };
 use serde_json::Value;
 
@@ -185,7 +185,52 @@ pub trait Store: Send + Sync + 'static {
     /// All tasks in the given states (recovery after a restart), oldest first.
     async fn tasks_in(&self, statuses: &[TaskStatus]) -> Result<Vec<Task>, StoreError>;
 
-    /// Deletes terminal tasks completed before `before` (with their events, keys and artifact
-    /// rows) and returns them, so the caller can remove their directories and spilled files.
+    /// Deletes terminal tasks completed before `before` (with their events, keys, artifact
+    /// rows, task-scope approvals and audit records older than `before`) and returns them, so
+    /// the caller can remove their directories and spilled files.
     async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError>;
+
+    /// Stores a standing approval.
+    async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError>;
+
+    /// The approvals one task may use: its own (task scope) and its agent's for `project`.
+    async fn approvals_for_task(
+        &self,
+        agent: &AgentId,
+        task: &TaskId,
+        project: &str,
+    ) -> Result<Vec<Approval>, StoreError>;
+
+    /// An agent's approvals, optionally only those given in one task.
+    async fn list_approvals(
+        &self,
+        agent: &AgentId,
+        task: Option<&TaskId>,
+    ) -> Result<Vec<Approval>, StoreError>;
+
+    /// Removes one of `agent`'s approvals; returns it, or `None` if it has none by that id.
+    async fn revoke_approval(
+        &self,
+        agent: &AgentId,
+        id: &str,
+    ) -> Result<Option<Approval>, StoreError>;
+
+    /// Appends one audit record; returns its sequence number.
+    async fn append_audit(&self, record: &AuditRecord) -> Result<i64, StoreError>;
+
+    /// Audit records matching `filter`, newest first.
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError>;
+}
+
+/// Which audit records to read.
+#[derive(Debug, Clone)]
+pub struct AuditFilter {
+    /// Whose.
+    pub agent: AgentId,
+    /// Only this task's.
+    pub task: Option<TaskId>,
+    /// Only records before this sequence number (paging).
+    pub before_seq: Option<i64>,
+    /// Most records returned.
+    pub limit: u32,
 }

@@ -3,6 +3,7 @@
 //! ([`TaskStatus`]), and what it leaves behind ([`TaskEvent`], [`Artifact`]).
 
 mod agent;
+mod approval;
 mod artifact;
 mod event;
 mod id;
@@ -10,6 +11,7 @@ mod status;
 mod task;
 
 pub use agent::{AgentId, InvalidAgentId};
+pub use approval::{Approval, ApprovalScope, AuditRecord};
 pub use artifact::{Artifact, ArtifactBody, ArtifactKind};
 pub use event::{EventKind, NewEvent, TaskEvent};
 pub use id::{InvalidTaskId, TaskId};

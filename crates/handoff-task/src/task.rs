@@ -30,6 +30,10 @@ pub struct TaskOptions {
     /// The working directory was given by the caller (Handoff must not delete it).
     #[serde(default)]
     pub caller_workdir: bool,
+    /// The caller's own permission rules for this task (they tighten, never lift, the
+    /// operator's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permissions: Vec<handoff_policy::PermissionRule>,
 }
 
 /// How a finished process ended.

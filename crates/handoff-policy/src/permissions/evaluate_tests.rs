@@ -245,3 +245,27 @@ fn the_reason_names_the_deciding_rule() {
     assert!(reason.contains("pattern: rm *"), "{reason}");
     assert!(!reason.contains("`ls`"), "{reason}");
 }
+
+#[test]
+fn project_rules_apply_under_their_directory_only() {
+    let mut make = rule("bash", "make *", Deny);
+    make.project = Some("/work".to_owned());
+    let stack = global(&[rule("*", "*", Allow), make]);
+    let (_, layer_rule) = stack.rules().last().map(|(l, r)| (l, r.clone())).unwrap();
+    assert_eq!(layer_rule.project.as_deref(), Some("/work"));
+    assert_eq!(stack.rules().last().unwrap().0, Layer::Project);
+    // ask() runs in /work/t1.
+    assert_eq!(ask(&stack, "bash", &["make all"]).action, Deny);
+    let patterns = vec!["make all".to_owned()];
+    let elsewhere = stack.evaluate(
+        &PermissionRequest {
+            permission: "bash",
+            patterns: &patterns,
+            agent: None,
+            cwd: Some("/workspace/other"),
+            headless: false,
+        },
+        &[],
+    );
+    assert_eq!(elsewhere.action, Allow);
+}

@@ -5,11 +5,13 @@
 mod command;
 mod evaluate;
 mod pattern;
+mod preset;
 mod rule;
 mod stack;
 
 pub use command::{CommandParts, split_command};
 pub use evaluate::{Grant, PartVerdict, PermissionRequest, RuleSource, Verdict};
 pub use pattern::{is_command_permission, is_path_permission};
+pub use preset::{OPENCODE_PERMISSIONS, preset_rules};
 pub use rule::{PermissionAction, PermissionRule};
 pub use stack::{Layer, RuleStack};

@@ -31,7 +31,7 @@ impl PermissionAction {
 }
 
 /// One rule: `permission` and `pattern` are wildcards; `agent`, when set, limits the rule to
-/// the agents whose id matches it.
+/// the agents whose id matches it, and `project` to tasks working in that directory (or under it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionRule {
@@ -45,6 +45,9 @@ pub struct PermissionRule {
     /// Only for agents whose id matches this wildcard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Only for tasks whose working directory is this path (or under it), or matches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 fn any() -> String {
@@ -59,6 +62,7 @@ impl PermissionRule {
             pattern: pattern.to_owned(),
             action,
             agent: None,
+            project: None,
         }
     }
 

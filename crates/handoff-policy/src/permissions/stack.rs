@@ -48,6 +48,7 @@ pub(crate) struct Compiled {
     pub(crate) rule: PermissionRule,
     permission: WildMatch,
     agent: Option<WildMatch>,
+    project: Option<(String, WildMatch)>,
     pattern: Pattern,
 }
 
@@ -57,16 +58,27 @@ impl Compiled {
             layer,
             permission: WildMatch::new(&rule.permission),
             agent: rule.agent.as_deref().map(WildMatch::new),
+            project: rule
+                .project
+                .as_deref()
+                .map(|p| (p.trim_end_matches('/').to_owned(), WildMatch::new(p))),
             pattern: Pattern::new(&rule.pattern),
             rule,
         }
     }
 
-    fn applies(&self, permission: &str, agent: Option<&str>) -> bool {
+    fn applies(&self, permission: &str, agent: Option<&str>, cwd: Option<&str>) -> bool {
         self.permission.matches(permission)
             && match (&self.agent, agent) {
                 (None, _) => true,
                 (Some(wanted), Some(agent)) => wanted.matches(agent),
+                (Some(_), None) => false,
+            }
+            && match (&self.project, cwd) {
+                (None, _) => true,
+                (Some((root, glob)), Some(cwd)) => {
+                    cwd == root || cwd.starts_with(&format!("{root}/")) || glob.matches(cwd)
+                }
                 (Some(_), None) => false,
             }
     }
@@ -78,7 +90,7 @@ impl Compiled {
         agent: Option<&str>,
         cwd: Option<&str>,
     ) -> bool {
-        self.applies(permission, agent)
+        self.applies(permission, agent, cwd)
             && if is_path_permission(permission) {
                 self.pattern.matches_path(subject, cwd)
             } else {
@@ -99,13 +111,16 @@ impl RuleStack {
         Self::default()
     }
 
-    /// Adds `rules` as `layer`; an operator's rule naming an `agent` joins the agent layer.
+    /// Adds `rules` as `layer`; an operator's rule naming a `project` joins the project layer,
+    /// one naming an `agent` the agent layer.
     /// Layers may be added in any order: the stack keeps layer order, and the written order
     /// within each layer.
     pub fn with_layer(mut self, layer: Layer, rules: &[PermissionRule]) -> Self {
         for rule in rules {
             let layer = if rule.agent.is_some() && layer < Layer::Agent {
                 Layer::Agent
+            } else if rule.project.is_some() && layer < Layer::Project {
+                Layer::Project
             } else {
                 layer
             };
@@ -151,7 +166,9 @@ impl RuleStack {
             self.rules
                 .iter()
                 .rev()
-                .find(|c| (!operator_only || c.layer.is_operator()) && c.applies(permission, agent))
+                .find(|c| {
+                    (!operator_only || c.layer.is_operator()) && c.applies(permission, agent, None)
+                })
                 .is_some_and(|c| c.rule.is_blanket() && c.rule.action == PermissionAction::Deny)
         };
         blanket_deny(true) || blanket_deny(false)

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{INTERRUPT_GRACE, driver::Shared, protocol};
-use crate::{Decision, InputAnswer, InputKind, InputRequest, RunControl, RunnerError, Scope};
+use crate::{Decision, InputAnswer, InputKind, InputRequest, RunControl, RunnerError};
 
 /// The [`RunControl`] of one Codex run.
 pub(crate) struct CodexControl {
@@ -75,26 +75,13 @@ impl RunControl for CodexControl {
     }
 }
 
-/// `accept`, `acceptForSession` (an "always" where Codex offers it) or `decline` (the agent
-/// goes on without it; Codex has no field for the reason).
-fn decision(request: &InputRequest, answer: &InputAnswer) -> &'static str {
-    match (answer.decision, answer.scope) {
-        (Decision::Deny, _) => "decline",
-        (Decision::Allow, Scope::Once) => "accept",
-        (Decision::Allow, Scope::Always) => {
-            let patch = request.detail.get("method").and_then(Value::as_str)
-                == Some("item/fileChange/requestApproval");
-            let offered = request
-                .detail
-                .get("available_decisions")
-                .and_then(Value::as_array)
-                .is_some_and(|d| d.iter().any(|d| d == "acceptForSession"));
-            if patch || offered {
-                "acceptForSession"
-            } else {
-                "accept"
-            }
-        }
+/// `accept` or `decline` (the agent goes on without it; Codex has no field for the reason).
+/// A longer-lived grant stays with Handoff (which answers the next request itself and can
+/// revoke it), so Codex is never told `acceptForSession`.
+fn decision(_request: &InputRequest, answer: &InputAnswer) -> &'static str {
+    match answer.decision {
+        Decision::Deny => "decline",
+        Decision::Allow => "accept",
     }
 }
 
@@ -128,6 +115,7 @@ fn answers(request: &InputRequest, answer: &InputAnswer) -> Value {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::Scope;
 
     fn request(method: &str, available: Value) -> InputRequest {
         InputRequest {
@@ -141,25 +129,15 @@ mod tests {
     }
 
     #[test]
-    fn always_becomes_accept_for_session_only_where_codex_offers_it() {
-        let always = InputAnswer {
-            scope: Scope::Always,
+    fn longer_grants_stay_with_handoff_so_codex_only_hears_accept() {
+        let for_the_task = InputAnswer {
+            scope: Scope::Task,
             ..InputAnswer::allow_once()
         };
         let command = "item/commandExecution/requestApproval";
-        assert_eq!(
-            decision(&request(command, json!(["accept", "cancel"])), &always),
-            "accept"
-        );
-        assert_eq!(
-            decision(
-                &request(command, json!(["accept", "acceptForSession"])),
-                &always
-            ),
-            "acceptForSession"
-        );
+        let offered = request(command, json!(["accept", "acceptForSession"]));
+        assert_eq!(decision(&offered, &for_the_task), "accept");
         let patch = request("item/fileChange/requestApproval", Value::Null);
-        assert_eq!(decision(&patch, &always), "acceptForSession");
         assert_eq!(decision(&patch, &InputAnswer::allow_once()), "accept");
         assert_eq!(decision(&patch, &InputAnswer::deny("no")), "decline");
     }

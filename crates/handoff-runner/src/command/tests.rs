@@ -30,6 +30,7 @@ fn spec(dir: &TempDir, prompt: &str) -> RunSpec {
         task_id: TaskId::generate().unwrap(),
         prompt: prompt.to_owned(),
         workdir: dir.path().to_path_buf(),
+        preset_rules: None,
     }
 }
 

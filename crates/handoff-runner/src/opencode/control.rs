@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::session::Shared;
-use crate::{Decision, InputAnswer, InputKind, InputRequest, RunControl, RunnerError, Scope};
+use crate::{Decision, InputAnswer, InputKind, InputRequest, RunControl, RunnerError};
 
 /// Time beyond the grace period for the run to report its end after an abort.
 const SETTLE: Duration = Duration::from_secs(5);
@@ -78,10 +78,11 @@ impl RunControl for OpenCodeControl {
         let client = &self.shared.client;
         match (request.kind, answer.decision) {
             (InputKind::Permission, decision) => {
-                let reply = match (decision, answer.scope) {
-                    (Decision::Deny, _) => "reject",
-                    (Decision::Allow, Scope::Once) => "once",
-                    (Decision::Allow, Scope::Always) => "always",
+                // A longer-lived grant stays with Handoff, which answers the next request
+                // itself and can revoke it: OpenCode only ever hears "once".
+                let reply = match decision {
+                    Decision::Deny => "reject",
+                    Decision::Allow => "once",
                 };
                 client
                     .reply_permission(&request.id, reply, answer.message.as_deref())

@@ -176,6 +176,9 @@ impl Executor for OpenCodeExecutor {
             self.settings.clone(),
             spec.task_id.as_str(),
             &spec.prompt,
+            spec.preset_rules
+                .as_ref()
+                .and_then(|rules| serde_json::to_value(rules).ok()),
         )
         .await?;
         let state = json!({

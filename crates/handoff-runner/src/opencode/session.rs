@@ -78,11 +78,12 @@ pub(crate) async fn begin(
     settings: Arc<SessionSettings>,
     title: &str,
     prompt: &str,
+    ruleset: Option<Value>,
 ) -> Result<(Arc<Shared>, mpsc::Receiver<RunEvent>), RunnerError> {
     // Subscribe before prompting so not one event of the turn is missed.
     let stream = open_stream(&client).await?;
     let session = client
-        .create_session(title, settings.ruleset.clone())
+        .create_session(title, ruleset.unwrap_or_else(|| settings.ruleset.clone()))
         .await?;
     if let Err(e) = client
         .prompt(&session, prompt, settings.model.as_ref())

@@ -10,6 +10,7 @@
 //! Plain reads use a separate pool whose connections are `query_only`; WAL lets them run
 //! alongside the writer and each sees only committed data.
 
+mod approvals;
 mod events;
 mod rows;
 mod tasks;
@@ -17,7 +18,10 @@ mod tasks;
 use std::{path::Path, time::Duration};
 
 use async_trait::async_trait;
-use handoff_task::{AgentId, Artifact, NewEvent, NewTask, Task, TaskEvent, TaskId, TaskStatus};
+use handoff_task::{
+    AgentId, Approval, Artifact, AuditRecord, NewEvent, NewTask, Task, TaskEvent, TaskId,
+    TaskStatus,
+};
 use serde_json::Value;
 use sqlx::{
     Sqlite, SqlitePool, Transaction,
@@ -26,8 +30,8 @@ use sqlx::{
 };
 
 use crate::{
-    ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact, StatusChange, Store, StoreError,
-    TaskFilter, TaskPage,
+    AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact, StatusChange, Store,
+    StoreError, TaskFilter, TaskPage,
 };
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
@@ -222,8 +226,58 @@ impl Store for SqliteStore {
     async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError> {
         let mut tx = self.begin_write().await?;
         let purged = tasks::purge(&mut tx, before, limit).await?;
+        for task in &purged {
+            approvals::purge_task(&mut tx, &task.id).await?;
+        }
+        approvals::purge_audit(&mut tx, before).await?;
         tx.commit().await?;
         Ok(purged)
+    }
+
+    async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        approvals::insert(&mut tx, approval).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn approvals_for_task(
+        &self,
+        agent: &AgentId,
+        task: &TaskId,
+        project: &str,
+    ) -> Result<Vec<Approval>, StoreError> {
+        approvals::for_task(&self.read, agent, task, project).await
+    }
+
+    async fn list_approvals(
+        &self,
+        agent: &AgentId,
+        task: Option<&TaskId>,
+    ) -> Result<Vec<Approval>, StoreError> {
+        approvals::list(&self.read, agent, task).await
+    }
+
+    async fn revoke_approval(
+        &self,
+        agent: &AgentId,
+        id: &str,
+    ) -> Result<Option<Approval>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let revoked = approvals::revoke(&mut tx, agent, id).await?;
+        tx.commit().await?;
+        Ok(revoked)
+    }
+
+    async fn append_audit(&self, record: &AuditRecord) -> Result<i64, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let seq = approvals::append_audit(&mut tx, record).await?;
+        tx.commit().await?;
+        Ok(seq)
+    }
+
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        approvals::audit(&self.read, filter).await
     }
 }
 

@@ -42,6 +42,7 @@ fn new_task(agent_name: &str, priority: i32) -> NewTask {
             requeue_on_restart: true,
             observers: vec![agent("observer-1")],
             caller_workdir: false,
+            permissions: Vec::new(),
         },
         priority,
         workdir: "/tmp/work".into(),

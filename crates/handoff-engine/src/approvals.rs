@@ -1,0 +1,67 @@
+//! The agent's view of its standing approvals and of the audit trail.
+
+use handoff_store::AuditFilter;
+use handoff_task::{AgentId, Approval, AuditRecord, TaskId};
+
+use crate::{Engine, EngineError};
+
+/// Most audit records one query returns.
+pub const MAX_AUDIT_PAGE: u32 = 500;
+
+impl Engine {
+    /// `agent`'s standing approvals, optionally only those given in one of its tasks.
+    pub async fn list_approvals(
+        &self,
+        agent: &AgentId,
+        task: Option<&TaskId>,
+    ) -> Result<Vec<Approval>, EngineError> {
+        if let Some(task) = task {
+            self.owned(agent, task).await?;
+        }
+        Ok(self.inner.store.list_approvals(agent, task).await?)
+    }
+
+    /// Revokes one of `agent`'s approvals: later requests are judged by the rules again.
+    pub async fn revoke_approval(
+        &self,
+        agent: &AgentId,
+        id: &str,
+    ) -> Result<Approval, EngineError> {
+        self.inner
+            .store
+            .revoke_approval(agent, id)
+            .await?
+            .ok_or_else(|| {
+                EngineError::invalid("approval_id", format!("no approval {id} of yours"))
+            })
+    }
+
+    /// `agent`'s audit records, newest first.
+    pub async fn audit(
+        &self,
+        agent: &AgentId,
+        task: Option<&TaskId>,
+        before_seq: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<AuditRecord>, EngineError> {
+        if let Some(task) = task {
+            self.owned(agent, task).await?;
+        }
+        Ok(self
+            .inner
+            .store
+            .audit(&AuditFilter {
+                agent: agent.clone(),
+                task: task.cloned(),
+                before_seq,
+                limit: limit.clamp(1, MAX_AUDIT_PAGE),
+            })
+            .await?)
+    }
+
+    /// Appends a record to the audit trail (decisions on Handoff's own tool calls).
+    pub async fn record_audit(&self, record: &AuditRecord) -> Result<(), EngineError> {
+        self.inner.store.append_audit(record).await?;
+        Ok(())
+    }
+}

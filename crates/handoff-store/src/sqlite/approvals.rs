@@ -1,0 +1,211 @@
+//! Standing approvals and the audit trail.
+
+use handoff_task::{AgentId, Approval, ApprovalScope, AuditRecord, TaskId};
+use sqlx::{Row, SqliteConnection, SqlitePool, sqlite::SqliteRow};
+
+use crate::{AuditFilter, StoreError};
+
+fn corrupt(e: impl ToString) -> StoreError {
+    StoreError::Corrupt {
+        table: "approvals",
+        message: e.to_string(),
+    }
+}
+
+fn approval_from_row(row: &SqliteRow) -> Result<Approval, StoreError> {
+    let scope: String = row.try_get("scope")?;
+    let agent: String = row.try_get("agent_id")?;
+    let task: String = row.try_get("task_id")?;
+    Ok(Approval {
+        id: row.try_get("id")?,
+        agent_id: AgentId::parse(&agent).map_err(corrupt)?,
+        scope: ApprovalScope::parse(&scope)
+            .ok_or_else(|| corrupt(format!("unknown approval scope {scope}")))?,
+        task_id: TaskId::parse(&task).map_err(corrupt)?,
+        project: row.try_get("project")?,
+        permission: row.try_get("permission")?,
+        pattern: row.try_get("pattern")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+macro_rules! select_approvals {
+    ($where:literal) => {
+        concat!(
+            "SELECT id, agent_id, scope, task_id, project, permission, pattern, created_at ",
+            "FROM approvals WHERE ",
+            $where
+        )
+    };
+}
+
+pub(super) async fn insert(conn: &mut SqliteConnection, a: &Approval) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO approvals (id, agent_id, scope, task_id, project, permission, pattern, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&a.id)
+    .bind(a.agent_id.as_str())
+    .bind(a.scope.as_str())
+    .bind(a.task_id.as_str())
+    .bind(&a.project)
+    .bind(&a.permission)
+    .bind(&a.pattern)
+    .bind(a.created_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Approvals usable by one task: its own task-scope ones and its agent's for its project.
+pub(super) async fn for_task(
+    read: &SqlitePool,
+    agent: &AgentId,
+    task: &TaskId,
+    project: &str,
+) -> Result<Vec<Approval>, StoreError> {
+    let rows = sqlx::query(select_approvals!(
+        "agent_id = ? AND \
+         ((scope = 'task' AND task_id = ?) OR (scope = 'project' AND project = ?)) \
+         ORDER BY created_at, id"
+    ))
+    .bind(agent.as_str())
+    .bind(task.as_str())
+    .bind(project)
+    .fetch_all(read)
+    .await?;
+    rows.iter().map(approval_from_row).collect()
+}
+
+/// An agent's approvals, optionally only those given in one task.
+pub(super) async fn list(
+    read: &SqlitePool,
+    agent: &AgentId,
+    task: Option<&TaskId>,
+) -> Result<Vec<Approval>, StoreError> {
+    let rows = match task {
+        Some(task) => {
+            sqlx::query(select_approvals!(
+                "agent_id = ? AND task_id = ? \
+                 ORDER BY created_at, id"
+            ))
+            .bind(agent.as_str())
+            .bind(task.as_str())
+            .fetch_all(read)
+            .await?
+        }
+        None => {
+            sqlx::query(select_approvals!("agent_id = ? ORDER BY created_at, id"))
+                .bind(agent.as_str())
+                .fetch_all(read)
+                .await?
+        }
+    };
+    rows.iter().map(approval_from_row).collect()
+}
+
+/// Deletes one of `agent`'s approvals; returns it if it existed.
+pub(super) async fn revoke(
+    conn: &mut SqliteConnection,
+    agent: &AgentId,
+    id: &str,
+) -> Result<Option<Approval>, StoreError> {
+    let row = sqlx::query(select_approvals!("id = ? AND agent_id = ?"))
+        .bind(id)
+        .bind(agent.as_str())
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    let approval = approval_from_row(&row)?;
+    sqlx::query("DELETE FROM approvals WHERE id = ?")
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(Some(approval))
+}
+
+/// Removes the task-scope approvals of a purged task.
+pub(super) async fn purge_task(
+    conn: &mut SqliteConnection,
+    task: &TaskId,
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM approvals WHERE scope = 'task' AND task_id = ?")
+        .bind(task.as_str())
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn append_audit(
+    conn: &mut SqliteConnection,
+    r: &AuditRecord,
+) -> Result<i64, StoreError> {
+    let seq = sqlx::query(
+        "INSERT INTO audit (at, agent_id, task_id, source, subject, outcome, stage, reason, detail) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(r.at)
+    .bind(r.agent_id.as_ref().map(AgentId::as_str))
+    .bind(r.task_id.as_ref().map(TaskId::as_str))
+    .bind(&r.source)
+    .bind(&r.subject)
+    .bind(&r.outcome)
+    .bind(&r.stage)
+    .bind(&r.reason)
+    .bind(r.detail.to_string())
+    .execute(conn)
+    .await?
+    .last_insert_rowid();
+    Ok(seq)
+}
+
+/// Audit records of one agent, newest first.
+pub(super) async fn audit(
+    read: &SqlitePool,
+    filter: &AuditFilter,
+) -> Result<Vec<AuditRecord>, StoreError> {
+    let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+        "SELECT seq, at, agent_id, task_id, source, subject, outcome, stage, reason, detail FROM audit WHERE agent_id = ",
+    );
+    qb.push_bind(filter.agent.as_str());
+    if let Some(task) = &filter.task {
+        qb.push(" AND task_id = ").push_bind(task.as_str());
+    }
+    if let Some(before) = filter.before_seq {
+        qb.push(" AND seq < ").push_bind(before);
+    }
+    qb.push(" ORDER BY seq DESC LIMIT ")
+        .push_bind(i64::from(filter.limit));
+    let rows = qb.build().fetch_all(read).await?;
+    rows.iter()
+        .map(|row| {
+            let agent: Option<String> = row.try_get("agent_id")?;
+            let task: Option<String> = row.try_get("task_id")?;
+            let detail: String = row.try_get("detail")?;
+            Ok(AuditRecord {
+                seq: row.try_get("seq")?,
+                at: row.try_get("at")?,
+                agent_id: agent.and_then(|a| AgentId::parse(&a).ok()),
+                task_id: task.and_then(|t| TaskId::parse(&t).ok()),
+                source: row.try_get("source")?,
+                subject: row.try_get("subject")?,
+                outcome: row.try_get("outcome")?,
+                stage: row.try_get("stage")?,
+                reason: row.try_get("reason")?,
+                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+            })
+        })
+        .collect()
+}
+
+/// Deletes audit records older than `before`.
+pub(super) async fn purge_audit(
+    conn: &mut SqliteConnection,
+    before: i64,
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM audit WHERE at < ?")
+        .bind(before)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
