@@ -5,12 +5,14 @@ use std::sync::{Arc, Mutex};
 
 use handoff_config::Config;
 use handoff_engine::{Engine, EngineError, EngineMetrics};
+use handoff_policy::{hooks::HookRunner, output::SpillDir};
 use handoff_runner::{OpenCodeExecutor, RunnerError};
 use handoff_store::{SqliteStore, StoreError};
 use handoff_tools::{
     Pipeline, RegistryError, ToolRegistry,
-    builtin::{HealthTool, PingTool, ServiceStatus},
+    builtin::{HealthTool, PingTool, ReadToolOutputTool, ServiceStatus},
     handles::TaskHandles,
+    stages::{CallLoopGuard, CommandHooks, RulePermissions, SpillLimiter, StoreAudit},
     tasks,
 };
 use prometheus_client::registry::Registry;
@@ -128,17 +130,39 @@ impl App {
         let engine =
             Engine::start(config.clone(), Arc::new(store), executors, engine_metrics).await?;
 
+        let spill = SpillDir::under(&config.data_dir);
         let mut registry = ToolRegistry::new();
         registry
             .register(PingTool)?
-            .register(HealthTool::new(status.clone()))?;
+            .register(HealthTool::new(status.clone()))?
+            .register(ReadToolOutputTool::new(spill.clone()))?;
         tasks::register(
             &mut registry,
             &engine,
             config.tasks.sync_wait,
             config.features.async_execute,
         )?;
-        let pipeline = Pipeline::builder(registry).build();
+        let read_only: Vec<&'static str> = registry
+            .definitions()
+            .filter(|d| d.annotations.read_only)
+            .map(|d| d.name)
+            .collect();
+        let pipeline = Pipeline::builder(registry)
+            .permissions(Arc::new(RulePermissions::new(
+                &config.tools.permissions.rules,
+            )))
+            .loop_guard(Arc::new(CallLoopGuard::new(config.tools.loop_guard)))
+            .hooks(Arc::new(CommandHooks::new(
+                HookRunner::new(config.hooks.clone()),
+                config.data_dir.clone(),
+            )))
+            .output_limiter(Arc::new(SpillLimiter::new(
+                spill.clone(),
+                config.tools.clone(),
+            )))
+            .audit(Arc::new(StoreAudit::new(engine.clone(), read_only)))
+            .build();
+        tokio::spawn(clean_spilled_outputs(spill, config.tools.spill_retention));
         let handles = TaskHandles::new(
             engine.clone(),
             config.tasks.poll_interval,
@@ -220,3 +244,24 @@ async fn refresh_counts(app: App) {
 
 /// How stale the task counts in `health` may be.
 const COUNTS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Removes spilled tool outputs past retention, at start-up and hourly.
+async fn clean_spilled_outputs(spill: SpillDir, retention: std::time::Duration) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+    loop {
+        tick.tick().await;
+        let dir = spill.clone();
+        let removed = tokio::task::spawn_blocking(move || {
+            dir.cleanup(std::time::SystemTime::now(), retention)
+        })
+        .await;
+        match removed {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => {
+                tracing::info!(removed = n, "spilled tool outputs past retention removed")
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "cleaning spilled tool outputs failed"),
+            Err(e) => tracing::warn!(error = %e, "cleaning spilled tool outputs panicked"),
+        }
+    }
+}

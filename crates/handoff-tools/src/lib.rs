@@ -14,6 +14,7 @@ pub mod handles;
 pub mod pipeline;
 mod registry;
 mod schema;
+pub mod stages;
 pub mod tasks;
 
 pub use context::{NoProgress, ProgressReporter, TaskObserver, ToolContext};

@@ -56,8 +56,8 @@ fn permission_schema() -> Value {
             "scope": {
                 "type": "string",
                 "title": "For how long",
-                "description": "always also allows the same permission and patterns for the rest of this run",
-                "enum": ["once", "always"],
+                "description": "task also allows exactly these commands or paths for the rest of this task, project for every task of yours in the same project (list_approvals / revoke_approval)",
+                "enum": ["once", "task", "project"],
                 "default": "once"
             },
             "message": {
@@ -134,7 +134,8 @@ pub(crate) fn answer(kind: InputKind, result: &ElicitResult) -> InputAnswer {
                     _ => Decision::Allow,
                 },
                 scope: match text("scope").as_deref() {
-                    Some("always") => Scope::Always,
+                    Some("task" | "always") => Scope::Task,
+                    Some("project") => Scope::Project,
                     _ => Scope::Once,
                 },
                 message: text("message"),
@@ -195,7 +196,7 @@ mod tests {
         );
         assert_eq!(
             schema["properties"]["scope"]["enum"],
-            json!(["once", "always"])
+            json!(["once", "task", "project"])
         );
         assert_eq!(schema["properties"]["message"]["type"], "string");
         assert_eq!(schema["required"], json!(["decision"]));
@@ -230,7 +231,7 @@ mod tests {
         );
         assert_eq!(
             (allow.decision, allow.scope),
-            (Decision::Allow, Scope::Always)
+            (Decision::Allow, Scope::Task)
         );
         let deny = answer(
             InputKind::Permission,

@@ -2,9 +2,11 @@
 
 mod health;
 mod ping;
+mod tool_output;
 
 pub use health::{ComponentReport, HealthReport, HealthTool, ServiceStatus, TaskCounts};
 pub use ping::{PingArgs, PingOutput, PingTool};
+pub use tool_output::{ReadToolOutputArgs, ReadToolOutputOutput, ReadToolOutputTool};
 
 /// Handoff's version, as reported by `ping`, `health` and `server/discover`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

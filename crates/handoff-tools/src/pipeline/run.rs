@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Instant};
 use serde_json::{Map, Value};
 
 use super::seams::{
-    AllowAll, AuditEntry, AuditSink, BeforeHook, GuardVerdict, Hooks, LoopGuard, NoHooks,
+    AllowAll, AuditEntry, AuditSink, BeforeHook, Decision, GuardVerdict, Hooks, LoopGuard, NoHooks,
     NoLoopGuard, OutputLimiter, PermissionPolicy, PermissionRequest, TracingAudit, Unlimited,
 };
 use crate::{AgentId, ToolContext, ToolDefinition, ToolError, ToolRegistry};
@@ -115,19 +115,35 @@ impl Pipeline {
     pub async fn call(&self, ctx: ToolContext, request: CallRequest) -> CallOutcome {
         let started = Instant::now();
         let call_id = ctx.call_id.clone();
-        let mut effective_agent = ctx.agent_id.clone();
-        let mut tool_name = request.name.clone();
-        let outcome = self
-            .stages(ctx, request, &mut effective_agent, &mut tool_name)
-            .await;
+        let mut trail = Trail {
+            tool: request.name.clone(),
+            agent: ctx.agent_id.clone(),
+            stage: "resolve",
+            reason: None,
+            task_id: request
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("task_id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        };
+        let outcome = self.stages(ctx, request, &mut trail).await;
+        if let Err(e) = &outcome
+            && trail.reason.is_none()
+        {
+            trail.reason = Some(e.to_string());
+        }
         self.inner.audit.record(AuditEntry {
             call_id,
-            tool: tool_name,
-            agent_id: effective_agent,
+            tool: trail.tool,
+            agent_id: trail.agent,
             outcome: match &outcome {
                 Ok(_) => "ok",
                 Err(e) => e.code(),
             },
+            stage: trail.stage,
+            reason: trail.reason,
+            task_id: trail.task_id,
             elapsed: started.elapsed(),
         });
         outcome
@@ -137,8 +153,7 @@ impl Pipeline {
         &self,
         mut ctx: ToolContext,
         request: CallRequest,
-        effective_agent: &mut Option<AgentId>,
-        tool_name: &mut String,
+        trail: &mut Trail,
     ) -> CallOutcome {
         let inner = &self.inner;
         let unknown = || ToolError::UnknownTool {
@@ -146,9 +161,14 @@ impl Pipeline {
         };
         let tool = inner.registry.resolve(&request.name).ok_or_else(unknown)?;
         let def = tool.definition();
-        *tool_name = def.name.to_owned();
+        trail.tool = def.name.to_owned();
+        let denied = |reason: String| ToolError::Denied {
+            tool: def.name.to_owned(),
+            reason,
+        };
 
         // Hidden tools are indistinguishable from missing ones.
+        trail.stage = "visibility";
         if !inner.permissions.visible(ctx.agent_id.as_ref(), def) {
             return Err(unknown());
         }
@@ -162,23 +182,19 @@ impl Pipeline {
         }
         let args = Value::Object(args);
 
+        trail.stage = "loop_guard";
         if let GuardVerdict::Refuse(reason) = inner.guard.check(&ctx, def, &args) {
-            return Err(ToolError::Denied {
-                tool: def.name.to_owned(),
-                reason,
-            });
+            return Err(denied(reason));
         }
 
-        let args = match inner.hooks.before(&ctx, def, args).await {
-            BeforeHook::Continue(args) => args,
-            BeforeHook::Deny(reason) => {
-                return Err(ToolError::Denied {
-                    tool: def.name.to_owned(),
-                    reason,
-                });
-            }
+        trail.stage = "hook";
+        let (args, hook_approved) = match inner.hooks.before(&ctx, def, args).await {
+            BeforeHook::Continue(args) => (args, false),
+            BeforeHook::Approve(args) => (args, true),
+            BeforeHook::Deny(reason) => return Err(denied(reason)),
         };
 
+        trail.stage = "validate";
         def.validate(&args)
             .map_err(|failure| ToolError::InvalidArguments {
                 tool: def.name.to_owned(),
@@ -193,27 +209,79 @@ impl Pipeline {
                 pointer: "/agent_id".to_owned(),
                 message: e.to_string(),
             })?;
-            *effective_agent = Some(agent.clone());
+            trail.agent = Some(agent.clone());
             ctx.agent_id = Some(agent);
         }
 
+        trail.stage = "permission";
         let permission = PermissionRequest {
             tool: def.name.to_owned(),
             permission: def.name.to_owned(),
-            patterns: Vec::new(),
+            patterns: argument_patterns(&args),
         };
-        inner
-            .permissions
-            .decide(&ctx, &permission)
-            .await
-            .into_result(&permission)?;
+        let decision = match inner.permissions.decide(&ctx, &permission).await {
+            // A hook's allow spares the prompt, never a deny.
+            Decision::Ask(reason) if hook_approved => {
+                trail.reason = Some(format!("allowed by a PreToolUse hook over: {reason}"));
+                Decision::Allow
+            }
+            decision => decision,
+        };
+        decision.into_result(&permission)?;
 
+        trail.stage = "execute";
         let ctx = ctx.with_permissions(inner.permissions.clone());
         let outcome = execute(tool.as_ref(), def, ctx.clone(), args).await;
         let outcome = outcome.map(|output| inner.limiter.limit(&ctx, def, output));
-        inner.hooks.after(&ctx, def, &outcome).await;
+        if let Some(reason) = inner.hooks.after(&ctx, def, &outcome).await {
+            trail.stage = "after_hook";
+            return Err(denied(format!(
+                "the call ran, but a PostToolUse hook blocked its result: {reason}"
+            )));
+        }
         outcome
     }
+}
+
+/// What the audit record of one call says, filled in as the call moves through the stages.
+struct Trail {
+    tool: String,
+    agent: Option<AgentId>,
+    stage: &'static str,
+    reason: Option<String>,
+    task_id: Option<String>,
+}
+
+/// What permission rules for a Handoff tool match: each scalar argument as `key=value` (each
+/// item of an array of scalars likewise); `agent_id` is the caller and not a subject.
+pub(crate) fn argument_patterns(args: &Value) -> Vec<String> {
+    let Some(map) = args.as_object() else {
+        return Vec::new();
+    };
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    let mut patterns = Vec::new();
+    for (key, value) in map {
+        if key == "agent_id" {
+            continue;
+        }
+        match value {
+            Value::Array(items) => {
+                patterns.extend(
+                    items
+                        .iter()
+                        .filter_map(scalar)
+                        .map(|v| format!("{key}={v}")),
+                );
+            }
+            other => patterns.extend(scalar(other).map(|v| format!("{key}={v}"))),
+        }
+    }
+    patterns
 }
 
 async fn execute(

@@ -111,9 +111,9 @@ impl Hooks for Recorder {
         _: &'a ToolContext,
         _: &'a ToolDefinition,
         _: &'a Result<Value, ToolError>,
-    ) -> BoxFuture<'a, ()> {
+    ) -> BoxFuture<'a, Option<String>> {
         self.push("after_hooks");
-        Box::pin(async {})
+        Box::pin(async { None })
     }
 }
 

@@ -39,6 +39,8 @@ impl LoopGuard for NoLoopGuard {
 pub enum BeforeHook {
     /// Go on with these arguments (possibly rewritten; they are validated next).
     Continue(Value),
+    /// A hook allowed the call: a rule's "ask" becomes allow (a rule's deny still stands).
+    Approve(Value),
     /// Refuse the call; no permission prompt follows.
     Deny(String),
 }
@@ -53,13 +55,14 @@ pub trait Hooks: Send + Sync {
         args: Value,
     ) -> BoxFuture<'a, BeforeHook>;
 
-    /// Runs after output limits, seeing exactly what the caller will see.
+    /// Runs after output limits, seeing exactly what the caller will see; returns a reason
+    /// when a hook blocked the result (the caller then gets that instead).
     fn after<'a>(
         &'a self,
         ctx: &'a ToolContext,
         tool: &'a ToolDefinition,
         outcome: &'a Result<Value, ToolError>,
-    ) -> BoxFuture<'a, ()>;
+    ) -> BoxFuture<'a, Option<String>>;
 }
 
 /// No hooks configured.
@@ -81,8 +84,8 @@ impl Hooks for NoHooks {
         _: &'a ToolContext,
         _: &'a ToolDefinition,
         _: &'a Result<Value, ToolError>,
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
     }
 }
 
@@ -183,6 +186,13 @@ pub struct AuditEntry {
     pub agent_id: Option<AgentId>,
     /// `ok` or the error code.
     pub outcome: &'static str,
+    /// The stage that ended the call (`execute` when it ran; `loop_guard`, `hook`,
+    /// `validate`, `permission`, `after_hook` when one of them refused).
+    pub stage: &'static str,
+    /// Why it was refused, or the permission verdict that let it run.
+    pub reason: Option<String>,
+    /// The task the call was about (its `task_id` argument).
+    pub task_id: Option<String>,
     /// Wall time spent in the pipeline.
     pub elapsed: Duration,
 }
@@ -205,6 +215,8 @@ impl AuditSink for TracingAudit {
             tool = %entry.tool,
             agent_id = entry.agent_id.as_ref().map(AgentId::as_str),
             outcome = entry.outcome,
+            stage = entry.stage,
+            reason = entry.reason.as_deref(),
             elapsed_ms = entry.elapsed.as_millis() as u64,
             "tool call"
         );

@@ -49,6 +49,51 @@ pub struct ExecuteTaskArgs {
     pub metadata: Option<Map<String, Value>>,
     /// After a server crash, run the task again from the start instead of failing it.
     pub requeue_on_restart: Option<bool>,
+    /// Your own permission rules for this task's executor, after the server's (last match
+    /// wins): they can make it stricter (deny or ask), never lift a deny the server set.
+    #[schemars(length(max = 100))]
+    pub permissions: Option<Vec<TaskRule>>,
+}
+
+/// One of the caller's permission rules for a task.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRule {
+    /// The permission (`bash`, `edit`, `read`, `webfetch` … or `*`).
+    #[schemars(length(min = 1, max = 64))]
+    pub permission: String,
+    /// A command (`rm *`) or path (`src/**`) wildcard; `*` when omitted.
+    #[schemars(length(min = 1, max = 1024))]
+    pub pattern: Option<String>,
+    /// What to do.
+    pub action: TaskRuleAction,
+}
+
+/// What a caller's rule does.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskRuleAction {
+    /// Go ahead (only where the server's rules allow or ask).
+    Allow,
+    /// Ask the task's owner first.
+    Ask,
+    /// Refuse.
+    Deny,
+}
+
+impl From<TaskRule> for handoff_policy::PermissionRule {
+    fn from(rule: TaskRule) -> Self {
+        let action = match rule.action {
+            TaskRuleAction::Allow => handoff_policy::PermissionAction::Allow,
+            TaskRuleAction::Ask => handoff_policy::PermissionAction::Ask,
+            TaskRuleAction::Deny => handoff_policy::PermissionAction::Deny,
+        };
+        handoff_policy::PermissionRule::new(
+            &rule.permission,
+            rule.pattern.as_deref().unwrap_or("*"),
+            action,
+        )
+    }
 }
 
 /// Result of `execute_task`.
@@ -146,6 +191,12 @@ impl Tool for ExecuteTaskTool {
             observers: args.observers.unwrap_or_default(),
             metadata: args.metadata.map(Value::Object),
             requeue_on_restart: args.requeue_on_restart.unwrap_or(false),
+            permissions: args
+                .permissions
+                .unwrap_or_default()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
         };
         let submitted = self
             .engine

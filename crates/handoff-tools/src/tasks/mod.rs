@@ -2,6 +2,8 @@
 //! results to the views agents read. Names are kept from the older server so existing agents
 //! keep working.
 
+mod approvals;
+mod audit;
 mod control;
 mod execute;
 mod failure;
@@ -16,6 +18,8 @@ use std::time::Duration;
 
 use handoff_engine::Engine;
 
+pub use approvals::{ListApprovalsTool, RevokeApprovalTool};
+pub use audit::GetAuditLogTool;
 pub use control::{ControlAction, SendTaskControlTool};
 pub use execute::{ExecuteTaskOutput, ExecuteTaskTool};
 pub use files::{GetTaskFilesTool, ReadTaskFileTool};
@@ -47,7 +51,10 @@ pub fn register(
         .register(SendTaskMessageTool::new(engine.clone()))?
         .register(SendTaskControlTool::new(engine.clone()))?
         .register(GetTaskFilesTool::new(engine.clone()))?
-        .register(ReadTaskFileTool::new(engine.clone()))?;
+        .register(ReadTaskFileTool::new(engine.clone()))?
+        .register(ListApprovalsTool::new(engine.clone()))?
+        .register(RevokeApprovalTool::new(engine.clone()))?
+        .register(GetAuditLogTool::new(engine.clone()))?;
     Ok(())
 }
 
@@ -119,6 +126,18 @@ mod tests {
             (
                 "read_task_file",
                 schemas::<files::ReadTaskFileArgs, files::ReadTaskFileOutput>(),
+            ),
+            (
+                "list_approvals",
+                schemas::<approvals::ListApprovalsArgs, approvals::ListApprovalsOutput>(),
+            ),
+            (
+                "revoke_approval",
+                schemas::<approvals::RevokeApprovalArgs, approvals::RevokeApprovalOutput>(),
+            ),
+            (
+                "get_audit_log",
+                schemas::<audit::GetAuditLogArgs, audit::GetAuditLogOutput>(),
             ),
         ] {
             insta::assert_json_snapshot!(format!("{name}_schema"), value);

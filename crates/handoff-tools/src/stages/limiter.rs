@@ -1,0 +1,38 @@
+//! Every tool result capped (per-tool limits, else the global one), the full text spilled.
+
+use handoff_config::ToolsConfig;
+use handoff_policy::output::{SpillDir, limit_value};
+use serde_json::Value;
+
+use crate::{ToolContext, ToolDefinition, pipeline::OutputLimiter};
+
+/// Caps results and spills what was cut to `<data_dir>/tool-output`.
+#[derive(Debug, Clone)]
+pub struct SpillLimiter {
+    spill: SpillDir,
+    tools: ToolsConfig,
+}
+
+impl SpillLimiter {
+    /// A limiter writing to `spill` with `tools`' caps.
+    pub fn new(spill: SpillDir, tools: ToolsConfig) -> Self {
+        Self { spill, tools }
+    }
+}
+
+impl OutputLimiter for SpillLimiter {
+    fn limit(&self, ctx: &ToolContext, tool: &ToolDefinition, output: Value) -> Value {
+        let (value, cuts) = limit_value(output, self.tools.limits_for(tool.name), &self.spill);
+        for cut in &cuts {
+            tracing::info!(
+                call_id = %ctx.call_id,
+                tool = tool.name,
+                pointer = %cut.pointer,
+                original_bytes = cut.original_bytes,
+                spill_id = cut.spill_id.as_deref(),
+                "tool output truncated"
+            );
+        }
+        value
+    }
+}

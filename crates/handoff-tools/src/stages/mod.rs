@@ -1,0 +1,20 @@
+//! The real pipeline stages, built on `handoff_policy`: permission rules per agent (and a
+//! blanket deny hides a tool), the loop guard, Claude-Code-compatible hooks, output caps with
+//! spill-to-disk, and the audit trail in the store.
+
+mod audit;
+mod guard;
+mod hooks;
+mod limiter;
+mod rules;
+
+pub use audit::StoreAudit;
+pub use guard::CallLoopGuard;
+pub use hooks::CommandHooks;
+pub use limiter::SpillLimiter;
+pub use rules::RulePermissions;
+
+/// The name hooks see for one of Handoff's own tools (Claude Code's MCP tool naming).
+pub fn hook_tool_name(tool: &str) -> String {
+    format!("mcp__handoff__{tool}")
+}

@@ -1,0 +1,144 @@
+use handoff_engine::Engine;
+use handoff_task::{Approval, TaskId};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{caller, failure::tool_error};
+use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
+
+/// Arguments of `list_approvals`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListApprovalsArgs {
+    /// Calling agent (defaults to the x-agent-id header); only its approvals are listed.
+    pub agent_id: Option<AgentId>,
+    /// Only approvals given in this task.
+    pub task_id: Option<TaskId>,
+}
+
+/// Result of `list_approvals`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListApprovalsOutput {
+    /// Standing approvals, oldest first.
+    pub approvals: Vec<Approval>,
+}
+
+/// `list_approvals`: the standing approvals you gave your tasks' executors.
+pub struct ListApprovalsTool {
+    engine: Engine,
+}
+
+impl ListApprovalsTool {
+    /// A tool reading from `engine`.
+    pub fn new(engine: Engine) -> Self {
+        Self { engine }
+    }
+}
+
+impl Tool for ListApprovalsTool {
+    type Args = ListApprovalsArgs;
+    type Output = ListApprovalsOutput;
+
+    fn name(&self) -> &'static str {
+        "list_approvals"
+    }
+
+    fn description(&self) -> &'static str {
+        "List the standing approvals you gave (an approval answered with scope `task` or \
+         `project`): each allows exactly one command part or path for one permission, for the \
+         rest of a task or for every task of yours in the same project. Revoke with \
+         revoke_approval."
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        super::read_only()
+    }
+
+    async fn call(
+        &self,
+        _ctx: ToolContext,
+        args: ListApprovalsArgs,
+    ) -> Result<ListApprovalsOutput, ToolError> {
+        let agent = caller(self.name(), args.agent_id)?;
+        let approvals = self
+            .engine
+            .list_approvals(&agent, args.task_id.as_ref())
+            .await
+            .map_err(|e| tool_error(self.name(), e))?;
+        Ok(ListApprovalsOutput { approvals })
+    }
+}
+
+/// Arguments of `revoke_approval`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeApprovalArgs {
+    /// Calling agent (defaults to the x-agent-id header).
+    pub agent_id: Option<AgentId>,
+    /// The approval (`id` from list_approvals).
+    #[schemars(regex(pattern = r"^ap_[0-9a-f]{32}$"))]
+    pub approval_id: String,
+}
+
+/// Result of `revoke_approval`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RevokeApprovalOutput {
+    /// The approval that was removed.
+    pub revoked: Approval,
+    /// What happens now.
+    pub message: String,
+}
+
+/// `revoke_approval`: removes a standing approval.
+pub struct RevokeApprovalTool {
+    engine: Engine,
+}
+
+impl RevokeApprovalTool {
+    /// A tool changing `engine`'s approvals.
+    pub fn new(engine: Engine) -> Self {
+        Self { engine }
+    }
+}
+
+impl Tool for RevokeApprovalTool {
+    type Args = RevokeApprovalArgs;
+    type Output = RevokeApprovalOutput;
+
+    fn name(&self) -> &'static str {
+        "revoke_approval"
+    }
+
+    fn description(&self) -> &'static str {
+        "Revoke one of your standing approvals: the next matching request of an executor is \
+         judged by the rules again (and asked, where they ask)."
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            destructive: true,
+            idempotent: false,
+            ..ToolAnnotations::default()
+        }
+    }
+
+    async fn call(
+        &self,
+        _ctx: ToolContext,
+        args: RevokeApprovalArgs,
+    ) -> Result<RevokeApprovalOutput, ToolError> {
+        let agent = caller(self.name(), args.agent_id)?;
+        let revoked = self
+            .engine
+            .revoke_approval(&agent, &args.approval_id)
+            .await
+            .map_err(|e| tool_error(self.name(), e))?;
+        let message = format!(
+            "revoked: {} on `{}` ({} scope) now goes by the rules again",
+            revoked.permission,
+            revoked.pattern,
+            revoked.scope.as_str()
+        );
+        Ok(RevokeApprovalOutput { revoked, message })
+    }
+}
