@@ -17,6 +17,7 @@ mod spec;
 mod tools;
 
 pub use error::ConfigError;
+pub use handoff_policy::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use model::{
     ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,
@@ -24,7 +25,6 @@ pub use model::{
     RunnerConfig, ServerConfig, TaskConfig, ToolsConfig, WorkdirCleanup,
 };
 pub use parse::{Argv, ByteSize};
-pub use handoff_policy::{PermissionAction, PermissionRule};
 pub use permissions::PermissionPolicy;
 pub use resolve::EffectiveSetting;
 pub use secret::Secret;

@@ -74,7 +74,10 @@ mod tests {
     #[test]
     fn default_policy_allows_and_asks_outside_the_task_directory() {
         let p = PermissionPolicy::default();
-        assert_eq!(p.rules[0], PermissionRule::new("*", "*", PermissionAction::Allow));
+        assert_eq!(
+            p.rules[0],
+            PermissionRule::new("*", "*", PermissionAction::Allow)
+        );
         assert_eq!(p.rules[1].permission, "external_directory");
         assert_eq!(p.rules[1].action, PermissionAction::Ask);
     }

@@ -125,7 +125,8 @@ mod tests {
     #[test]
     fn per_tool_limits_override_the_global_cap() {
         let limits =
-            ToolOutputLimits::from_text(r#"[{"tool":"get_task_history","max_bytes":1000}]"#).unwrap();
+            ToolOutputLimits::from_text(r#"[{"tool":"get_task_history","max_bytes":1000}]"#)
+                .unwrap();
         let cap = limits.0[0].apply(Cap::default());
         assert_eq!((cap.max_bytes, cap.max_lines), (1000, 2000));
     }

@@ -92,8 +92,14 @@ impl SpillDir {
         Ok(SpillFile { id, path })
     }
 
-    /// Reads up to `limit` bytes from `offset` of the output `id`.
-    pub fn read(&self, id: &str, offset: u64, limit: usize) -> Result<SpillPage, SpillError> {
+    /// Reads up to `limit` bytes and `max_lines` lines from `offset` of the output `id`.
+    pub fn read(
+        &self,
+        id: &str,
+        offset: u64,
+        limit: usize,
+        max_lines: usize,
+    ) -> Result<SpillPage, SpillError> {
         let valid = id
             .strip_prefix("tool_")
             .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
@@ -125,6 +131,12 @@ impl SpillDir {
                 String::from_utf8_lossy(&bytes).into_owned()
             }
         };
+        let mut text = text;
+        if let Some((cut, _)) = text.match_indices('\n').nth(max_lines.saturating_sub(1))
+            && max_lines > 0
+        {
+            text.truncate(cut + 1);
+        }
         let end = offset + text.len() as u64;
         Ok(SpillPage {
             text,
@@ -176,14 +188,27 @@ mod tests {
         assert_eq!(file.path.parent().unwrap(), data.path().join("tool-output"));
         let mode = fs::metadata(&file.path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        let first = spill.read(&file.id, 0, 2).unwrap();
+        let first = spill.read(&file.id, 0, 2, 100).unwrap();
         // "h" + half of "é" → only "h".
         assert_eq!(first.text, "h");
         assert_eq!(first.next_offset, Some(1));
-        let rest = spill.read(&file.id, 1, 100).unwrap();
+        let rest = spill.read(&file.id, 1, 100, 100).unwrap();
         assert_eq!(rest.text, "éllo world");
         assert_eq!(rest.next_offset, None);
         assert_eq!(rest.total_bytes, 12);
+    }
+
+    #[test]
+    fn pages_end_at_the_line_limit() {
+        let data = tempfile::tempdir().unwrap();
+        let spill = SpillDir::under(data.path());
+        let file = spill.write("a\nb\nc\nd\n").unwrap();
+        let page = spill.read(&file.id, 0, 100, 2).unwrap();
+        assert_eq!(page.text, "a\nb\n");
+        assert_eq!(page.next_offset, Some(4));
+        let rest = spill.read(&file.id, 4, 100, 2).unwrap();
+        assert_eq!(rest.text, "c\nd\n");
+        assert_eq!(rest.next_offset, None);
     }
 
     #[test]
@@ -191,12 +216,12 @@ mod tests {
         let data = tempfile::tempdir().unwrap();
         let spill = SpillDir::under(data.path());
         assert!(matches!(
-            spill.read("../etc/passwd", 0, 10),
+            spill.read("../etc/passwd", 0, 10, 10),
             Err(SpillError::BadId(_))
         ));
         let missing = format!("tool_{}", "0".repeat(32));
         assert!(matches!(
-            spill.read(&missing, 0, 10),
+            spill.read(&missing, 0, 10, 10),
             Err(SpillError::Missing(_))
         ));
     }

@@ -296,7 +296,7 @@ mod tests {
         assert_eq!(cuts.len(), 2);
         let id = cuts[0].spill_id.clone().unwrap();
         assert!(output.contains(&id));
-        let page = spill.read(&id, 0, 1 << 20).unwrap();
+        let page = spill.read(&id, 0, 1 << 20, usize::MAX).unwrap();
         assert_eq!(page.text, text);
         assert!(serde_json::to_vec(&out).unwrap().len() <= small().total_bytes);
     }

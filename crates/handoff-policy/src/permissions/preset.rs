@@ -40,7 +40,9 @@ pub fn preset_rules(stack: &RuleStack, intercepted: impl Fn(&str) -> bool) -> Ve
         let unconditional = applying
             .iter()
             .all(|r| r.is_blanket() && r.agent.is_none() && r.project.is_none());
-        let Some(last) = applying.last() else { continue };
+        let Some(last) = applying.last() else {
+            continue;
+        };
         if !unconditional || last.action == PermissionAction::Ask {
             continue;
         }
@@ -59,7 +61,10 @@ mod tests {
     use PermissionAction::{Allow, Ask, Deny};
 
     fn names(rules: &[PermissionRule]) -> Vec<(String, PermissionAction)> {
-        rules.iter().map(|r| (r.permission.clone(), r.action)).collect()
+        rules
+            .iter()
+            .map(|r| (r.permission.clone(), r.action))
+            .collect()
     }
 
     #[test]
@@ -89,10 +94,16 @@ mod tests {
         let mut for_agent = PermissionRule::new("read", "*", Deny);
         for_agent.agent = Some("a".to_owned());
         let stack = RuleStack::new()
-            .with_layer(Layer::Global, &[PermissionRule::new("*", "*", Allow), for_agent])
+            .with_layer(
+                Layer::Global,
+                &[PermissionRule::new("*", "*", Allow), for_agent],
+            )
             .with_layer(Layer::Task, &[PermissionRule::new("grep", "*.lock", Deny)]);
         let got = names(&preset_rules(&stack, |_| false));
-        assert!(!got.iter().any(|(p, _)| p == "read" || p == "grep"), "{got:?}");
+        assert!(
+            !got.iter().any(|(p, _)| p == "read" || p == "grep"),
+            "{got:?}"
+        );
         assert!(got.contains(&("glob".to_owned(), Allow)));
     }
 }

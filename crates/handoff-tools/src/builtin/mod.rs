@@ -29,6 +29,11 @@ mod tests {
         registry
             .register(PingTool)
             .and_then(|r| r.register(HealthTool::new(ServiceStatus::new())))
+            .and_then(|r| {
+                r.register(ReadToolOutputTool::new(
+                    handoff_policy::output::SpillDir::under(std::path::Path::new("/data")),
+                ))
+            })
             .unwrap();
         for def in registry.definitions() {
             insta::assert_json_snapshot!(

@@ -19,6 +19,9 @@ pub struct ReadToolOutputArgs {
     /// Bytes to read (default and most: 32 KiB).
     #[schemars(range(min = 1, max = 32768))]
     pub limit: Option<u32>,
+    /// Lines to read at most (default 1000, so a page is never cut again).
+    #[schemars(range(min = 1, max = 2000))]
+    pub lines: Option<u32>,
 }
 
 /// Result of `read_tool_output`.
@@ -61,7 +64,8 @@ impl Tool for ReadToolOutputTool {
 
     fn description(&self) -> &'static str {
         "Read the full text of a tool result that was truncated: the notice in the result names \
-         its output id. Page through it with offset/limit (bytes). Outputs are kept 7 days."
+         its output id. Page through it with offset (bytes) and limit (bytes) / lines; next_offset \
+         says where the next page starts. Outputs are kept 7 days."
     }
 
     fn annotations(&self) -> ToolAnnotations {
@@ -81,7 +85,8 @@ impl Tool for ReadToolOutputTool {
         let spill = self.spill.clone();
         let id = args.output_id.clone();
         let offset = args.offset.unwrap_or(0);
-        let page = tokio::task::spawn_blocking(move || spill.read(&id, offset, limit))
+        let lines = args.lines.unwrap_or(1000) as usize;
+        let page = tokio::task::spawn_blocking(move || spill.read(&id, offset, limit, lines))
             .await
             .map_err(|e| ToolError::Internal {
                 message: e.to_string(),

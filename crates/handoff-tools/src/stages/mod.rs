@@ -18,3 +18,7 @@ pub use rules::RulePermissions;
 pub fn hook_tool_name(tool: &str) -> String {
     format!("mcp__handoff__{tool}")
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
