@@ -185,6 +185,7 @@ pub(crate) async fn answer_pending(
                 None => "the task is not waiting for an answer".to_owned(),
             }));
         };
+        check_widening(&run.pending[index], &answer)?;
         let control = run.control.clone().ok_or_else(|| {
             EngineError::Conflict("the task's executor is still starting".to_owned())
         })?;
@@ -318,7 +319,12 @@ async fn grant(
     };
     let project = inner.policy.project_of(&task);
     let mut ids = Vec::new();
-    for pattern in granted_subjects(request) {
+    let patterns = if answer.patterns.is_empty() {
+        granted_subjects(request)
+    } else {
+        answer.patterns.clone()
+    };
+    for pattern in patterns {
         let approval = Approval {
             id: format!("ap_{}", uuid::Uuid::new_v4().simple()),
             agent_id: agent.clone(),
@@ -347,6 +353,37 @@ async fn grant(
             .with_data(json!({ "approvals": ids, "scope": scope.as_str(), "state": "granted" })),
         )
         .await?;
+    Ok(())
+}
+
+/// An approval may name wildcards instead of the exact commands or paths shown, each covering
+/// at least one of them: the owner widens deliberately, never to something unrelated.
+fn check_widening(request: &InputRequest, answer: &InputAnswer) -> Result<(), EngineError> {
+    if answer.patterns.is_empty() {
+        return Ok(());
+    }
+    if answer.scope == Scope::Once || request.kind != InputKind::Permission {
+        return Err(EngineError::invalid(
+            "message",
+            "patterns only apply to a permission approved with scope task or project",
+        ));
+    }
+    let shown = granted_subjects(request);
+    for pattern in &answer.patterns {
+        let covers = shown.iter().any(|subject| {
+            handoff_policy::permissions::pattern_covers(&request.permission, pattern, subject, None)
+        });
+        if !covers {
+            return Err(EngineError::invalid(
+                "message",
+                format!(
+                    "pattern `{pattern}` covers none of the requested {} ({})",
+                    request.permission,
+                    shown.join(", ")
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -414,7 +451,7 @@ fn parse_approval(message: &str) -> Result<InputAnswer, EngineError> {
     serde_json::from_str(trimmed).map_err(|e| EngineError::Invalid {
         field: "message",
         message: format!(
-            "an approval answers the pending request: JSON {{\"decision\": \"allow\"|\"deny\", \"scope\"?: \"once\"|\"task\"|\"project\", \"message\"?: string, \"request_id\"?: string}} or the word allow/deny ({e})"
+            "an approval answers the pending request: JSON {{\"decision\": \"allow\"|\"deny\", \"scope\"?: \"once\"|\"task\"|\"project\", \"patterns\"?: [wildcards], \"message\"?: string, \"request_id\"?: string}} or the word allow/deny ({e})"
         ),
     })
 }

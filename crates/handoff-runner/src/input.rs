@@ -73,6 +73,10 @@ pub struct InputAnswer {
     /// Which request; the oldest pending one when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// With scope `task`/`project`: wildcards to approve instead of exactly the commands or
+    /// paths shown (each must cover one of them, e.g. `ls *` for `ls src`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<String>,
 }
 
 impl InputAnswer {
@@ -83,6 +87,7 @@ impl InputAnswer {
             scope: Scope::Once,
             message: Some(message.into()),
             request_id: None,
+            patterns: Vec::new(),
         }
     }
 
@@ -93,6 +98,7 @@ impl InputAnswer {
             scope: Scope::Once,
             message: None,
             request_id: None,
+            patterns: Vec::new(),
         }
     }
 }

@@ -187,15 +187,18 @@ impl RuleStack {
 }
 
 fn grant_covers(grant: &Grant, request: &PermissionRequest<'_>, subject: &str) -> bool {
-    if grant.permission != request.permission {
-        return false;
-    }
-    if grant.pattern == subject {
+    grant.permission == request.permission
+        && pattern_covers(request.permission, &grant.pattern, subject, request.cwd)
+}
+
+/// Whether `pattern` covers `subject` for `permission` (paths as globs, the rest as wildcards).
+pub fn pattern_covers(permission: &str, pattern: &str, subject: &str, cwd: Option<&str>) -> bool {
+    if pattern == subject {
         return true;
     }
-    let pattern = Pattern::new(&grant.pattern);
-    if is_path_permission(request.permission) {
-        pattern.matches_path(subject, request.cwd)
+    let pattern = Pattern::new(pattern);
+    if is_path_permission(permission) {
+        pattern.matches_path(subject, cwd)
     } else {
         pattern.matches_text(subject)
     }

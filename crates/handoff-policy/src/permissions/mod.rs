@@ -10,7 +10,7 @@ mod rule;
 mod stack;
 
 pub use command::{CommandParts, split_command};
-pub use evaluate::{Grant, PartVerdict, PermissionRequest, RuleSource, Verdict};
+pub use evaluate::{Grant, PartVerdict, PermissionRequest, RuleSource, Verdict, pattern_covers};
 pub use pattern::{is_command_permission, is_path_permission};
 pub use preset::{OPENCODE_PERMISSIONS, preset_rules};
 pub use rule::{PermissionAction, PermissionRule};
