@@ -49,13 +49,17 @@ async fn stateless_list_and_call() {
         names,
         [
             "execute_task",
+            "get_audit_log",
             "get_task_files",
             "get_task_history",
             "get_task_status",
             "health",
+            "list_approvals",
             "list_tasks",
             "ping",
             "read_task_file",
+            "read_tool_output",
+            "revoke_approval",
             "send_task_control",
             "send_task_message",
         ]

@@ -8,3 +8,4 @@ mod mcp_tasks;
 mod opencode_recovery;
 mod raw_mcp;
 mod tasks;
+mod tool_pipeline;
