@@ -54,7 +54,10 @@ impl Op {
             }
             Op::ListTasks => json!({"name": "list_tasks", "arguments": {"limit": 20}}),
             Op::ExecuteTask => {
-                json!({"name": "execute_task", "arguments": {"task_description": "bench"}})
+                // Distinct tasks, as real submissions are (identical repeats meet the loop guard).
+                static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                json!({"name": "execute_task", "arguments": {"task_description": format!("bench {n}")}})
             }
             Op::Health => json!({"name": "health", "arguments": {}}),
         }

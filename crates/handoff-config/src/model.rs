@@ -350,6 +350,8 @@ pub struct ToolsConfig {
     pub permissions: PermissionPolicy,
     /// Repeats of one call that lead to a warning, a denial and a stop.
     pub loop_guard: Ladder,
+    /// Calls of one agent to Handoff's tools count as repeats only within this time.
+    pub loop_guard_window: Duration,
     /// The cap on every tool result's text fields (and, in bytes, on the whole result).
     pub output: Cap,
     /// Per-tool exceptions to `output`.

@@ -439,6 +439,7 @@ impl Config {
                     }
                 })?
             },
+            loop_guard_window: Duration::from_secs(r.get("tools.loop_guard_window_secs", 600u64)?),
             output: Cap {
                 max_lines: r.get("tools.output_max_lines", 2000u64)? as usize,
                 max_bytes: r.get("tools.output_max_bytes", ByteSize(50 * 1024))?.0 as usize,

@@ -127,6 +127,7 @@ settings! {
     "tools.loop_guard_warn" [env("HANDOFF_LOOP_GUARD_WARN")]: "identical repeats of a tool call (or short cycle) after which it is not run and the caller is told why";
     "tools.loop_guard_deny" [env("HANDOFF_LOOP_GUARD_DENY")]: "repeats after which the call is denied";
     "tools.loop_guard_stop" [env("HANDOFF_LOOP_GUARD_STOP")]: "repeats after which an executor's task is stopped as stuck";
+    "tools.loop_guard_window_secs" [env("HANDOFF_LOOP_GUARD_WINDOW_SECS")]: "an agent's identical calls to Handoff's tools count as repeats only within this many seconds";
     "tools.output_max_lines" [env("HANDOFF_OUTPUT_MAX_LINES")]: "lines kept of any text a tool returns; the rest is spilled to a file readable with read_tool_output";
     "tools.output_max_bytes" [env("HANDOFF_OUTPUT_MAX_BYTES")]: "bytes kept of any text a tool returns, and of a whole tool result";
     "tools.output_limits" [env("HANDOFF_OUTPUT_LIMITS")]: "per-tool caps: JSON array of {tool, max_lines?, max_bytes?, direction?: head|tail|head_tail}";

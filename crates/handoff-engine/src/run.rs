@@ -211,8 +211,9 @@ async fn compose_prompt(inner: &Inner, task: &Task) -> Result<String, EngineErro
     ))
 }
 
-/// Acts on the loop guard's step for one executor tool call: a warning and a denial are told
-/// to the agent (when it takes messages) and recorded; the stop step ends the task as stuck.
+/// Acts on the loop guard's step for one executor tool call: a warning and a denial are
+/// recorded (from the deny step on, that tool's permission requests are denied, so the agent
+/// reads why in the tool's result); the stop step ends the task as stuck.
 fn guard_step(
     inner: &Arc<Inner>,
     task: &Task,
@@ -224,11 +225,11 @@ fn guard_step(
     let Some(message) = step.message(tool) else {
         return;
     };
-    let (level, tell) = match step {
+    let level = match step {
         Step::Proceed => return,
-        Step::Warn { .. } => ("warn", true),
-        Step::Deny { .. } => ("deny", true),
-        Step::Stop { .. } => ("stop", false),
+        Step::Warn { .. } => "warn",
+        Step::Deny { .. } => "deny",
+        Step::Stop { .. } => "stop",
     };
     batch.push(
         NewEvent::new(EventKind::Log, message.clone())
@@ -239,19 +240,6 @@ fn guard_step(
             run.stop.get_or_insert(StopReason::Stuck(message));
         }
         stop_in_background(inner, control.clone());
-        return;
-    }
-    let takes_messages = inner
-        .live()
-        .get(&task.id)
-        .is_some_and(|run| run.capabilities.messages);
-    if tell && takes_messages {
-        let control = control.clone();
-        tokio::spawn(async move {
-            if let Err(e) = control.send_message(&message).await {
-                tracing::debug!(error = %e, "the loop guard's note did not reach the executor");
-            }
-        });
     }
 }
 

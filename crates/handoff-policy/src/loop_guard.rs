@@ -3,7 +3,10 @@
 //! then stopped. A call's key is its tool name plus the canonical JSON of its arguments, so key
 //! order does not matter.
 
-use std::collections::{HashMap, VecDeque};
+use std::{
+    collections::{HashMap, VecDeque},
+    time::{Duration, Instant},
+};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -79,27 +82,49 @@ const HISTORY: usize = 64;
 #[derive(Debug, Default)]
 pub struct LoopGuard {
     ladder: Ladder,
-    sessions: HashMap<String, VecDeque<String>>,
+    window: Option<Duration>,
+    sessions: HashMap<String, VecDeque<(Instant, String)>>,
 }
 
 impl LoopGuard {
-    /// A guard with this ladder.
+    /// A guard with this ladder; every call of a session counts until [`LoopGuard::reset`].
     pub fn new(ladder: Ladder) -> Self {
         Self {
             ladder,
+            window: None,
             sessions: HashMap::new(),
         }
     }
 
+    /// Only calls within `window` of each other count (a repeat an hour later is not a loop).
+    pub fn with_window(mut self, window: Duration) -> Self {
+        self.window = Some(window);
+        self
+    }
+
     /// Records a call of `tool` with `args` in `session` and judges it (before it runs).
     pub fn check(&mut self, session: &str, tool: &str, args: &Value) -> Step {
+        self.check_at(session, tool, args, Instant::now())
+    }
+
+    /// [`LoopGuard::check`] at a given time (tests inject the clock).
+    pub fn check_at(&mut self, session: &str, tool: &str, args: &Value, now: Instant) -> Step {
         let key = call_key(tool, args);
         let history = self.sessions.entry(session.to_owned()).or_default();
+        if let Some(window) = self.window {
+            while history
+                .front()
+                .is_some_and(|(at, _)| now.saturating_duration_since(*at) > window)
+            {
+                history.pop_front();
+            }
+        }
         if history.len() == HISTORY {
             history.pop_front();
         }
-        history.push_back(key);
-        let repeats = repeats(history.make_contiguous());
+        history.push_back((now, key));
+        let keys: Vec<&str> = history.iter().map(|(_, k)| k.as_str()).collect();
+        let repeats = repeats(&keys);
         let ladder = self.ladder;
         if repeats >= ladder.stop {
             Step::Stop { repeats }
@@ -145,7 +170,7 @@ fn canonical(value: &Value) -> String {
 }
 
 /// How many times the trailing call, or trailing cycle of up to [`MAX_PERIOD`] calls, repeats.
-fn repeats(history: &[String]) -> u32 {
+fn repeats(history: &[&str]) -> u32 {
     let n = history.len();
     let mut best = 1;
     for period in 1..=MAX_PERIOD.min(n) {
@@ -224,6 +249,25 @@ mod tests {
         guard.check("s", "t", &args);
         guard.reset("s");
         assert_eq!(guard.check("s", "t", &args), Step::Proceed);
+    }
+
+    #[test]
+    fn with_a_window_old_calls_stop_counting() {
+        let mut guard = LoopGuard::new(Ladder::default()).with_window(Duration::from_secs(600));
+        let args = json!({"task_description": "nightly check"});
+        let start = Instant::now();
+        for hour in 0..5 {
+            let at = start + Duration::from_secs(3600 * hour);
+            assert_eq!(
+                guard.check_at("s", "execute_task", &args, at),
+                Step::Proceed
+            );
+        }
+        let soon = start + Duration::from_secs(3600 * 5);
+        guard.check_at("s", "execute_task", &args, soon);
+        guard.check_at("s", "execute_task", &args, soon + Duration::from_secs(1));
+        let step = guard.check_at("s", "execute_task", &args, soon + Duration::from_secs(2));
+        assert_eq!(step, Step::Warn { repeats: 3 });
     }
 
     #[test]

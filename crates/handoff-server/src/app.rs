@@ -151,7 +151,10 @@ impl App {
             .permissions(Arc::new(RulePermissions::new(
                 &config.tools.permissions.rules,
             )))
-            .loop_guard(Arc::new(CallLoopGuard::new(config.tools.loop_guard)))
+            .loop_guard(Arc::new(CallLoopGuard::new(
+                config.tools.loop_guard,
+                config.tools.loop_guard_window,
+            )))
             .hooks(Arc::new(CommandHooks::new(
                 HookRunner::new(config.hooks.clone()),
                 config.data_dir.clone(),

@@ -40,13 +40,17 @@ fn all_on(data: &std::path::Path, hooks: Vec<HookSpec>) -> Pipeline {
     let tools = ToolsConfig {
         permissions: PermissionPolicy { rules: rules(1000) },
         loop_guard: Ladder::default(),
+        loop_guard_window: std::time::Duration::from_secs(600),
         output: Cap::default(),
         output_limits: Default::default(),
         spill_retention: std::time::Duration::from_secs(7 * 86400),
     };
     Pipeline::builder(registry())
         .permissions(Arc::new(RulePermissions::new(&tools.permissions.rules)))
-        .loop_guard(Arc::new(CallLoopGuard::new(tools.loop_guard)))
+        .loop_guard(Arc::new(CallLoopGuard::new(
+            tools.loop_guard,
+            tools.loop_guard_window,
+        )))
         .hooks(Arc::new(CommandHooks::new(
             HookRunner::new(HooksConfig { hooks }),
             data.to_path_buf(),

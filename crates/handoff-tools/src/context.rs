@@ -62,6 +62,30 @@ pub struct ToolContext {
     progress_step: Arc<AtomicU64>,
     task_observer: Option<Arc<dyn TaskObserver>>,
     permissions: Option<Arc<dyn crate::pipeline::PermissionPolicy>>,
+    result_meta: ResultMeta,
+}
+
+/// Protocol-level facts about a call's result (MCP `_meta`), filled in by the pipeline's stages
+/// (truncation) and read by the transport; shared by every clone of one call's context.
+#[derive(Clone, Default)]
+pub struct ResultMeta(Arc<std::sync::Mutex<serde_json::Map<String, serde_json::Value>>>);
+
+impl ResultMeta {
+    /// Sets `key`.
+    pub fn set(&self, key: &str, value: serde_json::Value) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key.to_owned(), value);
+    }
+
+    /// Everything set so far.
+    pub fn snapshot(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl ToolContext {
@@ -79,7 +103,13 @@ impl ToolContext {
             progress_step: Arc::new(AtomicU64::new(0)),
             task_observer: None,
             permissions: None,
+            result_meta: ResultMeta::default(),
         }
+    }
+
+    /// The result's protocol metadata, shared with every clone of this context.
+    pub fn result_meta(&self) -> &ResultMeta {
+        &self.result_meta
     }
 
     /// Sets the caller's identity.

@@ -17,7 +17,7 @@ mod schema;
 pub mod stages;
 pub mod tasks;
 
-pub use context::{NoProgress, ProgressReporter, TaskObserver, ToolContext};
+pub use context::{NoProgress, ProgressReporter, ResultMeta, TaskObserver, ToolContext};
 pub use declare::{Tool, ToolAnnotations, ToolDefinition};
 pub use error::ToolError;
 pub use handoff_task::{AgentId, InvalidAgentId};

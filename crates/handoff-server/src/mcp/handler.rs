@@ -166,6 +166,7 @@ impl ServerHandler for HandoffMcp {
             name: request.name.into_owned(),
             arguments: request.arguments,
         };
+        let meta = tool_ctx.result_meta().clone();
         let outcome = self.pipeline.call(tool_ctx, call).await;
         let created = outcome
             .as_ref()
@@ -181,7 +182,12 @@ impl ServerHandler for HandoffMcp {
                 Err(error) => tracing::debug!(task = %id, %error, "no task handle"),
             }
         }
-        outcome_to_wire(outcome).map(CallToolResponse::from)
+        let mut result = outcome_to_wire(outcome)?;
+        let meta = meta.snapshot();
+        if !meta.is_empty() {
+            result.meta = Some(rmcp::model::MetaObject(meta));
+        }
+        Ok(CallToolResponse::from(result))
     }
 
     async fn get_task(

@@ -1,7 +1,7 @@
 //! The loop guard over Handoff's tool calls, per agent. Reading tools are exempt: polling a
 //! task's status with the same arguments is how an agent waits, not a loop.
 
-use std::sync::Mutex;
+use std::{sync::Mutex, time::Duration};
 
 use handoff_policy::loop_guard::{Ladder, LoopGuard as Detector, Step};
 use serde_json::Value;
@@ -18,10 +18,10 @@ pub struct CallLoopGuard {
 }
 
 impl CallLoopGuard {
-    /// A guard climbing `ladder`.
-    pub fn new(ladder: Ladder) -> Self {
+    /// A guard climbing `ladder`, counting calls within `window` of each other.
+    pub fn new(ladder: Ladder, window: Duration) -> Self {
         Self {
-            detector: Mutex::new(Detector::new(ladder)),
+            detector: Mutex::new(Detector::new(ladder).with_window(window)),
         }
     }
 }

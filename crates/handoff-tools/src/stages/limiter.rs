@@ -23,6 +23,24 @@ impl SpillLimiter {
 impl OutputLimiter for SpillLimiter {
     fn limit(&self, ctx: &ToolContext, tool: &ToolDefinition, output: Value) -> Value {
         let (value, cuts) = limit_value(output, self.tools.limits_for(tool.name), &self.spill);
+        if !cuts.is_empty() {
+            let fields: Vec<serde_json::Value> = cuts
+                .iter()
+                .map(|cut| {
+                    serde_json::json!({
+                        "pointer": cut.pointer,
+                        "original_bytes": cut.original_bytes,
+                        "original_lines": cut.original_lines,
+                        "output_id": cut.spill_id,
+                        "path": cut.spill_id.as_ref().map(|id| self.spill.path().join(id)),
+                    })
+                })
+                .collect();
+            ctx.result_meta().set(
+                "handoff/truncation",
+                serde_json::json!({ "truncated": true, "fields": fields }),
+            );
+        }
         for cut in &cuts {
             tracing::info!(
                 call_id = %ctx.call_id,

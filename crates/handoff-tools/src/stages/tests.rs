@@ -79,6 +79,7 @@ fn tools_config(max_lines: usize) -> ToolsConfig {
     ToolsConfig {
         permissions: handoff_config::PermissionPolicy::allow_all(),
         loop_guard: Ladder::default(),
+        loop_guard_window: std::time::Duration::from_secs(600),
         output: Cap {
             max_lines,
             max_bytes: 50 * 1024,
@@ -115,7 +116,10 @@ fn pipeline(setup: Setup, data: &Path) -> Pipeline {
         .unwrap();
     Pipeline::builder(registry)
         .permissions(Arc::new(RulePermissions::new(&setup.rules)))
-        .loop_guard(Arc::new(CallLoopGuard::new(Ladder::default())))
+        .loop_guard(Arc::new(CallLoopGuard::new(
+            Ladder::default(),
+            std::time::Duration::from_secs(600),
+        )))
         .hooks(Arc::new(CommandHooks::new(
             HookRunner::new(HooksConfig { hooks: setup.hooks }),
             data.to_path_buf(),

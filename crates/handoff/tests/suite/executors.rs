@@ -221,7 +221,7 @@ pub(super) fn wait_end(server: &Server, id: &str) -> Value {
     )
 }
 
-fn workdir(server: &Server, id: &str) -> PathBuf {
+pub(super) fn workdir(server: &Server, id: &str) -> PathBuf {
     let status = ok(&call(
         server,
         AGENT,
@@ -232,7 +232,7 @@ fn workdir(server: &Server, id: &str) -> PathBuf {
     PathBuf::from(status["workdir"].as_str().unwrap())
 }
 
-fn events(server: &Server, id: &str) -> Vec<Value> {
+pub(super) fn events(server: &Server, id: &str) -> Vec<Value> {
     history(server, AGENT, id)["events"]
         .as_array()
         .unwrap()

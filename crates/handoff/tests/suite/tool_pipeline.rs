@@ -4,15 +4,15 @@
 //! lifts a configured deny, a PreToolUse hook blocks `curl`, every decision is in the audit
 //! trail, and an agent with a blanket deny on a tool does not see it.
 
-use std::{path::PathBuf, time::Duration};
+use std::time::Duration;
 
 use handoff_scripted_model::{Script, ScriptedModel};
 use serde_json::{Value, json};
 
 use super::{
-    executors::{AGENT, OPENCODE, handoff_env, wait_end},
+    executors::{AGENT, OPENCODE, events, handoff_env, wait_end, workdir},
     harness::start,
-    mcp::{call, calls, err, history, ok, task_id, wait_status_for},
+    mcp::{call, calls, err, ok, task_id, wait_status_for},
     raw_mcp::Raw2026,
 };
 
@@ -31,30 +31,18 @@ fn script() -> Script {
             {"match": "COMPOUND", "turns": [write("x.txt", "x\n"), bash("git status && rm {{cwd}}/x.txt"), {"text": "finished after compound"}]},
             {"match": "LS-PLAIN", "turns": [bash("ls {{cwd}}"), {"text": "listed"}]},
             {"match": "LS-SECRET", "turns": [bash("ls {{cwd}}/secret-notes"), {"text": "tried the secret"}]},
-            {"match": "CURL-HOOK", "turns": [bash("curl -s http://127.0.0.1:9/blocked"), {"text": "tried curl"}]}
+            {"match": "CURL-HOOK", "turns": [bash("curl -s http://127.0.0.1:9/blocked"), {"text": "tried curl"}]},
+            {"match": "LOOP", "turns": [
+                bash("echo same-step"), bash("echo same-step"), bash("echo same-step"),
+                bash("echo same-step"), bash("echo same-step"), bash("echo same-step"),
+                bash("echo same-step"), bash("echo same-step"), bash("echo same-step"),
+                {"text": "never reached"}
+            ]}
         ],
         "default": {"text": "No scenario matched."},
         "untooled": {"text": "Scripted title"}
     });
     Script::from_json(&script.to_string()).unwrap()
-}
-
-fn events(server: &super::harness::Server, id: &str) -> Vec<Value> {
-    history(server, AGENT, id)["events"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn workdir(server: &super::harness::Server, id: &str) -> PathBuf {
-    let status = ok(&call(
-        server,
-        AGENT,
-        "get_task_status",
-        json!({"task_id": id}),
-    ))
-    .clone();
-    PathBuf::from(status["workdir"].as_str().unwrap())
 }
 
 /// The Input events that settled a request, as (decision, by, reason).
@@ -145,11 +133,12 @@ fn rules_hooks_and_approvals_decide_opencodes_tool_calls() {
             {"name": "execute_task", "arguments": {"task_description": "RM-DENIED please"}},
             {"name": "execute_task", "arguments": {"task_description": "COMPOUND please"}},
             {"name": "execute_task", "arguments": {"task_description": "CURL-HOOK please"}},
-            {"name": "execute_task", "arguments": {"task_description": "LS-PLAIN first"}}
+            {"name": "execute_task", "arguments": {"task_description": "LS-PLAIN first"}},
+            {"name": "execute_task", "arguments": {"task_description": "LOOP forever"}}
         ]),
     );
     let ids: Vec<String> = submitted.iter().map(task_id).collect();
-    let (rm, compound, curl, ls_first) = (&ids[0], &ids[1], &ids[2], &ids[3]);
+    let (rm, compound, curl, ls_first, looping) = (&ids[0], &ids[1], &ids[2], &ids[3], &ids[4]);
 
     // `rm -rf` denied by configuration: never runs, the model is told, the audit says why.
     let end = wait_end(&server, rm);
@@ -222,6 +211,37 @@ fn rules_hooks_and_approvals_decide_opencodes_tool_calls() {
     assert_eq!(curl_input["hook_event_name"], "PreToolUse");
     assert_eq!(curl_input["tool_name"], "Bash");
     assert_eq!(curl_input["session_id"], curl.as_str());
+
+    // The same call over and over: warned, then denied, then stopped as stuck.
+    let end = wait_end(&server, looping);
+    assert_eq!(end["status"], "failed", "{end}");
+    assert!(
+        end["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("stuck: loop guard"),
+        "{end}"
+    );
+    let levels: Vec<String> = events(&server, looping)
+        .iter()
+        .filter_map(|e| e["data"]["loop_guard"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        levels.contains(&"warn".to_owned()) && levels.contains(&"deny".to_owned()),
+        "{levels:?}"
+    );
+    assert_eq!(
+        levels.last().map(String::as_str),
+        Some("stop"),
+        "{levels:?}"
+    );
+    assert!(
+        decisions(&server, looping)
+            .iter()
+            .any(|(d, by, _)| d == "deny" && by == "policy (loop_guard)"),
+        "{:?}",
+        decisions(&server, looping)
+    );
 
     // `ls` asks; the owner approves `ls *` for the project.
     let asked = wait_status_for(
