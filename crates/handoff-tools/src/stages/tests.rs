@@ -390,6 +390,27 @@ async fn long_output_is_cut_from_the_tail_and_readable_back() {
         }
     }
     assert_eq!(full, "LINE\n".repeat(40));
+    // The result's metadata says what was cut and where the rest is.
+    let ctx = as_agent("meta");
+    let meta = ctx.result_meta().clone();
+    let Value::Object(arguments) = json!({"text": "meta", "repeat": 40}) else {
+        unreachable!()
+    };
+    p.call(
+        ctx,
+        CallRequest {
+            name: "shout".to_owned(),
+            arguments: Some(arguments),
+        },
+    )
+    .await
+    .unwrap();
+    let truncation = meta.snapshot()["handoff/truncation"].clone();
+    assert_eq!(truncation["truncated"], true, "{truncation}");
+    assert_eq!(truncation["fields"][0]["pointer"], "/output");
+    assert_eq!(truncation["fields"][0]["original_bytes"], 200);
+    let path = truncation["fields"][0]["path"].as_str().unwrap();
+    assert!(std::path::Path::new(path).starts_with(data.path().join("tool-output")));
     let bad = call(
         &p,
         "a",
