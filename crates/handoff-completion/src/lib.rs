@@ -1,0 +1,16 @@
+//! Whether a task Handoff reports `completed` is really done — decided by Handoff, never by the
+//! executor grading itself: deterministic checks first ([`checks`]), then an external judge's
+//! strict verdict ([`judge`]), cycles with a stall counter and one re-plan ([`cycle`]), budgets
+//! ([`budget`]), the stuck detector over the executor's event stream ([`stuck`]), and the task
+//! ledger of manager mode ([`ledger`]). Everything here is pure logic plus the judge's LLM call;
+//! the engine drives it.
+
+pub mod budget;
+pub mod checks;
+pub mod cycle;
+pub mod judge;
+pub mod ledger;
+pub mod outcome;
+pub mod stuck;
+
+pub use outcome::{CompletionOutcome, CompletionStatus};
