@@ -6,6 +6,7 @@
 //! resolved setting remembers which layer set it, and an invalid value is an error that names
 //! the variable, file key or flag it came from.
 
+mod completion;
 mod error;
 mod layers;
 mod model;
@@ -16,6 +17,7 @@ mod secret;
 mod spec;
 mod tools;
 
+pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
 pub use error::ConfigError;
 pub use handoff_policy::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};

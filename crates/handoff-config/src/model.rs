@@ -10,7 +10,10 @@ use handoff_policy::{
     output::{Cap, Limits},
 };
 
-use crate::{ByteSize, EffectiveSetting, PermissionPolicy, Secret, ToolOutputLimits};
+use crate::{
+    ByteSize, CompletionConfig, EffectiveSetting, EvaluatorConfig, PermissionPolicy, Secret,
+    ToolOutputLimits,
+};
 
 /// Handoff's whole configuration, resolved from every layer.
 #[derive(Debug, Clone)]
@@ -37,6 +40,10 @@ pub struct Config {
     pub tools: ToolsConfig,
     /// External hooks around tool calls and tasks (Claude Code's format).
     pub hooks: HooksConfig,
+    /// How tasks are verified before they are reported completed.
+    pub completion: CompletionConfig,
+    /// The judge / manager model.
+    pub evaluator: EvaluatorConfig,
     /// Every setting with its rendered value and the layer that set it.
     pub effective: Vec<EffectiveSetting>,
 }

@@ -2,13 +2,16 @@
 
 use std::{path::PathBuf, time::Duration};
 
+use handoff_llm::{Pricing, Provider};
 use handoff_policy::{hooks::HooksConfig, loop_guard::Ladder, output::Cap};
+use handoff_task::{CompletionBudget, CompletionPolicy};
 
 use crate::{
-    Argv, ByteSize, ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config,
-    ConfigError, ExecutorsConfig, FeatureConfig, LettaConfig, LoadOptions, LogConfig, LogFormat,
-    LogLevel, OpenCodeExecutorConfig, PermissionPolicy, PromptVia, RunnerConfig, Secret,
-    ServerConfig, Source, TaskConfig, ToolOutputLimits, ToolsConfig, WorkdirCleanup,
+    Argv, ByteSize, ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Commands,
+    CompletionConfig, Config, ConfigError, EvaluatorConfig, ExecutorsConfig, FeatureConfig,
+    LettaConfig, LoadOptions, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig,
+    PermissionPolicy, PromptVia, RunnerConfig, Secret, ServerConfig, Source, TaskConfig,
+    ToolOutputLimits, ToolsConfig, WorkdirCleanup,
     layers::Layers,
     parse::FromRaw,
     spec::{SETTINGS, SettingSpec},
@@ -78,6 +81,21 @@ impl Render for ToolOutputLimits {
 impl Render for HooksConfig {
     fn render(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+}
+impl Render for CompletionPolicy {
+    fn render(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+impl Render for Provider {
+    fn render(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+impl Render for Commands {
+    fn render(&self) -> String {
+        serde_json::to_string(&self.0).unwrap_or_default()
     }
 }
 impl Render for PermissionPolicy {
@@ -451,6 +469,60 @@ impl Config {
             ),
         };
         let hooks = r.get("hooks", HooksConfig::default())?;
+        let completion = CompletionConfig {
+            policy: r.get("completion.policy", CompletionPolicy::Checks)?,
+            verify_commands: r.get("completion.verify_commands", Commands::default())?.0,
+            max_cycles: {
+                let n = r.get("completion.max_cycles", 5u32)?;
+                r.check("completion.max_cycles", n, |n| {
+                    if (1..=50).contains(n) {
+                        Ok(())
+                    } else {
+                        Err("expected 1 to 50".to_owned())
+                    }
+                })?
+            },
+            min_confidence: {
+                let c = r.get("completion.min_confidence", 0.7f64)?;
+                r.check("completion.min_confidence", c, |c| {
+                    if (0.0..=1.0).contains(c) {
+                        Ok(())
+                    } else {
+                        Err("expected 0 to 1".to_owned())
+                    }
+                })?
+            },
+            budget: CompletionBudget {
+                wall_ms: r
+                    .optional::<u64>("completion.budget_wall_secs")?
+                    .map(|s| s * 1000),
+                turns: r.optional("completion.budget_turns")?,
+                tokens: r.optional("completion.budget_tokens")?,
+                cost_usd: r.optional("completion.budget_cost_usd")?,
+            },
+        };
+        let api_key_env: Option<String> = r.optional("evaluator.api_key_env")?;
+        let price_in: Option<f64> = r.optional("evaluator.price_input_per_mtok")?;
+        let price_out: Option<f64> = r.optional("evaluator.price_output_per_mtok")?;
+        let evaluator = EvaluatorConfig {
+            provider: r.optional("evaluator.provider")?,
+            model: r.optional("evaluator.model")?,
+            api_key: api_key_env
+                .as_deref()
+                .and_then(|name| std::env::var(name).ok())
+                .map(Secret::new),
+            api_key_env,
+            base_url: {
+                let url = r.optional::<String>("evaluator.base_url")?;
+                r.check("evaluator.base_url", url, http_url)?
+            },
+            timeout: Duration::from_secs(r.get("evaluator.timeout_secs", 60u64)?),
+            max_retries: r.get("evaluator.max_retries", 3u32)?,
+            pricing: (price_in.is_some() || price_out.is_some()).then(|| Pricing {
+                input_per_mtok: price_in.unwrap_or(0.0),
+                output_per_mtok: price_out.unwrap_or(0.0),
+            }),
+        };
         let features = FeatureConfig {
             async_execute: r.get("features.async_execute", true)?,
             enforce_idempotency: r.get("features.enforce_idempotency", true)?,
@@ -468,6 +540,8 @@ impl Config {
             features,
             tools,
             hooks,
+            completion,
+            evaluator,
             effective: r.effective,
         })
     }

@@ -62,6 +62,8 @@ pub(crate) struct Inner {
     pub runs: TaskTracker,
     /// Rules, hooks and loop guard for executors' tool calls.
     pub policy: crate::policy::TaskPolicy,
+    /// The completion judge, when an evaluator model is configured.
+    pub judge: Option<handoff_llm::LlmClient>,
 }
 
 /// The task engine. Cheap to clone.
@@ -100,8 +102,16 @@ impl Engine {
         );
         let (changes, _) = broadcast::channel(1024);
         let policy = crate::policy::TaskPolicy::new(&config);
+        let judge = match config.evaluator.llm() {
+            Some(llm) => Some(
+                handoff_llm::LlmClient::from_config(llm)
+                    .map_err(|e| EngineError::invalid("evaluator", e.to_string()))?,
+            ),
+            None => None,
+        };
         let inner = Arc::new(Inner {
             policy,
+            judge,
             config,
             store,
             executors,

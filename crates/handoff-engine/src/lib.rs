@@ -8,6 +8,7 @@ mod artifacts;
 mod control;
 mod engine;
 mod error;
+mod evaluate;
 mod files;
 mod input;
 mod metrics;

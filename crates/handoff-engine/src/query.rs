@@ -17,6 +17,8 @@ pub struct StatusView {
     pub queue_position: Option<u64>,
     /// Requests of the executor waiting for the owner's answer, oldest first.
     pub pending_input: Vec<handoff_runner::InputRequest>,
+    /// The completion evaluator's conclusion (or its latest progress), when it ran.
+    pub completion: Option<serde_json::Value>,
 }
 
 /// A page of a task's history.
@@ -56,7 +58,29 @@ impl Engine {
             .get(id)
             .map(|run| run.pending.clone())
             .unwrap_or_default();
+        // The evaluator's last word is among the task's last few events.
+        let completion = self
+            .inner
+            .store
+            .recent_events(id, 20)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|e| {
+                e.kind == handoff_task::EventKind::Verdict
+                    && e.data.get("by").and_then(serde_json::Value::as_str) == Some("evaluator")
+            })
+            .map(|e| match e.data.get("completion") {
+                Some(outcome) => outcome.clone(),
+                None => serde_json::json!({
+                    "status": "evaluating",
+                    "reason": e.message,
+                    "remaining": e.data.get("remaining"),
+                    "cycles": e.data.get("cycle"),
+                }),
+            });
         Ok(StatusView {
+            completion,
             pending_input,
             task,
             recent_events,

@@ -27,6 +27,7 @@ pub(crate) async fn reconcile(inner: &Arc<Inner>) -> Result<(), EngineError> {
                     prompt: task.description.clone(),
                     workdir: PathBuf::from(&task.workdir),
                     preset_rules: Some(inner.policy.preset_for(&task)),
+                    continuable: false,
                 };
                 match executor.reattach(spec, state).await {
                     Ok(Some(run)) => {

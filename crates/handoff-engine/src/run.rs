@@ -25,17 +25,17 @@ const SHUT_DOWN: &str = "interrupted: server shut down";
 const BATCH: usize = 256;
 
 /// How a run ended, before it is written down.
-struct Finish {
-    status: TaskStatus,
-    reason: String,
-    exit: Option<ExitInfo>,
-    error: Option<String>,
+pub(crate) struct Finish {
+    pub(crate) status: TaskStatus,
+    pub(crate) reason: String,
+    pub(crate) exit: Option<ExitInfo>,
+    pub(crate) error: Option<String>,
     /// Back to the queue instead (server shutdown of a task that opted in to re-running).
-    requeue: bool,
+    pub(crate) requeue: bool,
 }
 
 impl Finish {
-    fn failed(error: impl Into<String>) -> Self {
+    pub(crate) fn failed(error: impl Into<String>) -> Self {
         let error = error.into();
         Self {
             status: TaskStatus::Failed,
@@ -136,6 +136,7 @@ async fn execute(
                 prompt,
                 workdir,
                 preset_rules: Some(inner.policy.preset_for(task)),
+                continuable: crate::evaluate::continuable(inner, task),
             };
             let started = executor.start(spec).await;
             inner
@@ -154,25 +155,35 @@ async fn execute(
         .store
         .set_runner_state(&task.id, run.state.as_ref())
         .await?;
+    let state = run.state.clone();
     let control: Arc<dyn RunControl> = Arc::from(run.control);
-    let pending_stop = {
-        let mut live = inner.live();
-        let entry = live
-            .entry(task.id.clone())
-            .or_insert_with(|| crate::engine::LiveRun {
-                control: None,
-                capabilities: executor.capabilities(),
-                stop: None,
-                pending: Vec::new(),
-            });
-        entry.control = Some(control.clone());
-        entry.capabilities = executor.capabilities();
-        entry.stop.clone()
-    };
-    if pending_stop.is_some() {
+    if attach(inner, task, executor.as_ref(), &control).is_some() {
         stop_in_background(inner, control.clone());
     }
-    supervise(inner, task, run.events, control).await
+    let finish = supervise(inner, task, run.events, control).await?;
+    crate::evaluate::verify(inner, task, &executor, state, finish).await
+}
+
+/// Makes `control` the task's live run control; returns a stop Handoff already decided on
+/// (the caller stops the run then).
+pub(crate) fn attach(
+    inner: &Arc<Inner>,
+    task: &Task,
+    executor: &dyn handoff_runner::Executor,
+    control: &Arc<dyn RunControl>,
+) -> Option<StopReason> {
+    let mut live = inner.live();
+    let entry = live
+        .entry(task.id.clone())
+        .or_insert_with(|| crate::engine::LiveRun {
+            control: None,
+            capabilities: executor.capabilities(),
+            stop: None,
+            pending: Vec::new(),
+        });
+    entry.control = Some(control.clone());
+    entry.capabilities = executor.capabilities();
+    entry.stop.clone()
 }
 
 /// The task description, followed by any messages sent while it waited in the queue.
@@ -252,7 +263,7 @@ fn stop_in_background(inner: &Arc<Inner>, control: Arc<dyn RunControl>) {
     });
 }
 
-async fn supervise(
+pub(crate) async fn supervise(
     inner: &Arc<Inner>,
     task: &Task,
     mut events: tokio::sync::mpsc::Receiver<RunEvent>,
@@ -368,32 +379,7 @@ async fn supervise(
     let stop = inner.live().get(&task.id).and_then(|run| run.stop.clone());
     let exit = outcome.as_ref().and_then(|o| o.exit);
     Ok(match (stop, outcome) {
-        (Some(StopReason::Cancelled(reason)), _) => Finish {
-            status: TaskStatus::Cancelled,
-            reason: format!("cancelled: {reason}"),
-            exit,
-            error: Some(format!("cancelled: {reason}")),
-            requeue: false,
-        },
-        (Some(StopReason::Stuck(reason)), _) => Finish {
-            exit,
-            ..Finish::failed(format!("stuck: {reason}"))
-        },
-        (Some(StopReason::Shutdown), _) => Finish {
-            requeue: task.options.requeue_on_restart,
-            exit,
-            ..Finish::failed(SHUT_DOWN)
-        },
-        (Some(StopReason::Timeout), _) => {
-            let error = format!("timed out after {}ms", task.options.timeout_ms);
-            Finish {
-                status: TaskStatus::Timeout,
-                reason: error.clone(),
-                exit,
-                error: Some(error),
-                requeue: false,
-            }
-        }
+        (Some(stop), _) => stopped(stop, task, exit),
         (None, Some(outcome)) if outcome.success => Finish {
             status: TaskStatus::Completed,
             reason: "completed".to_owned(),
@@ -417,8 +403,44 @@ async fn supervise(
     })
 }
 
+/// The end of a run Handoff stopped.
+pub(crate) fn stopped(stop: StopReason, task: &Task, exit: Option<ExitInfo>) -> Finish {
+    match stop {
+        StopReason::Cancelled(reason) => Finish {
+            status: TaskStatus::Cancelled,
+            reason: format!("cancelled: {reason}"),
+            exit,
+            error: Some(format!("cancelled: {reason}")),
+            requeue: false,
+        },
+        StopReason::Stuck(reason) => Finish {
+            exit,
+            ..Finish::failed(format!("stuck: {reason}"))
+        },
+        StopReason::Shutdown => Finish {
+            requeue: task.options.requeue_on_restart,
+            exit,
+            ..Finish::failed(SHUT_DOWN)
+        },
+        StopReason::Timeout => {
+            let error = format!("timed out after {}ms", task.options.timeout_ms);
+            Finish {
+                status: TaskStatus::Timeout,
+                reason: error.clone(),
+                exit,
+                error: Some(error),
+                requeue: false,
+            }
+        }
+    }
+}
+
 /// Records one of Handoff's own notes on the task.
-async fn record_note(inner: &Inner, task: &Task, note: String) -> Result<(), EngineError> {
+pub(crate) async fn record_note(
+    inner: &Inner,
+    task: &Task,
+    note: String,
+) -> Result<(), EngineError> {
     inner
         .record(&task.id, NewEvent::new(EventKind::Log, note))
         .await

@@ -34,6 +34,8 @@ pub struct SubmitRequest {
     pub requeue_on_restart: bool,
     /// The caller's own permission rules for this task (they cannot lift an operator's deny).
     pub permissions: Vec<handoff_policy::PermissionRule>,
+    /// How the task's completion is verified (the server's settings where unset).
+    pub completion: Option<handoff_task::CompletionSpec>,
 }
 
 /// The answer to a submission.
@@ -72,6 +74,11 @@ impl Engine {
                 ),
             ));
         }
+        check_completion(
+            &inner.config,
+            inner.judge.is_some(),
+            req.completion.as_ref(),
+        )?;
         let executor = req
             .executor
             .clone()
@@ -166,6 +173,7 @@ impl Engine {
                 observers: req.observers,
                 caller_workdir,
                 permissions: req.permissions,
+                completion: req.completion,
             },
             priority: req.priority.unwrap_or(0),
             workdir: workdir.display().to_string(),
@@ -210,5 +218,38 @@ impl Engine {
     ) -> Result<Task, EngineError> {
         self.owned(agent, id).await?;
         self.inner.wait_settled(id, limit).await
+    }
+}
+
+/// Refuses a verification the server cannot perform, before anything is stored.
+fn check_completion(
+    config: &handoff_config::Config,
+    has_judge: bool,
+    spec: Option<&handoff_task::CompletionSpec>,
+) -> Result<(), EngineError> {
+    use handoff_task::CompletionPolicy;
+    let policy = spec
+        .and_then(|s| s.policy)
+        .unwrap_or(config.completion.policy);
+    match policy {
+        CompletionPolicy::Manager => Err(EngineError::invalid(
+            "completion",
+            "policy `manager` is not available on this server yet; use checks or judge",
+        )),
+        CompletionPolicy::Judge if !has_judge => Err(EngineError::invalid(
+            "completion",
+            "policy `judge` needs an evaluator model: set evaluator.provider and evaluator.model",
+        )),
+        _ => {
+            if let Some(cycles) = spec.and_then(|s| s.max_cycles)
+                && !(1..=50).contains(&cycles)
+            {
+                return Err(EngineError::invalid(
+                    "completion",
+                    "max_cycles must be 1 to 50",
+                ));
+            }
+            Ok(())
+        }
     }
 }

@@ -34,6 +34,16 @@ impl LlmClient {
         Self { config, http }
     }
 
+    /// A client with its own HTTP connection pool (TLS through rustls with the ring provider).
+    pub fn from_config(config: LlmConfig) -> Result<Self, LlmError> {
+        // Installing twice is harmless: the first provider stays.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| LlmError::Config(e.to_string()))?;
+        Ok(Self::new(config, http))
+    }
+
     /// The settings.
     pub fn config(&self) -> &LlmConfig {
         &self.config

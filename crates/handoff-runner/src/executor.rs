@@ -30,6 +30,9 @@ pub struct RunSpec {
     /// The rules the executor may apply itself without asking Handoff (its static part);
     /// `None` keeps the executor's configured ruleset.
     pub preset_rules: Option<Vec<handoff_policy::PermissionRule>>,
+    /// The run may be continued after it ends ([`Executor::resume`]): the executor keeps its
+    /// session until [`Executor::release`].
+    pub continuable: bool,
 }
 
 /// Which stream a line of output came from.
@@ -159,4 +162,23 @@ pub trait Executor: Send + Sync + 'static {
     /// After a restart: stops whatever is left of a run recorded with `state` that will not be
     /// re-attached, so a task never executes twice.
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError>;
+
+    /// Continues a run that ended (started with `continuable`), in the same session and
+    /// context, with `prompt` as the next turn; `state` is what the run recorded.
+    async fn resume(
+        &self,
+        _spec: RunSpec,
+        _state: &Value,
+        _prompt: &str,
+    ) -> Result<Run, RunnerError> {
+        Err(RunnerError::Unsupported {
+            executor: self.name().to_owned(),
+            action: "resume",
+        })
+    }
+
+    /// Frees what a `continuable` run kept for a later [`Executor::resume`] (a session).
+    async fn release(&self, _state: &Value) -> Result<(), RunnerError> {
+        Ok(())
+    }
 }

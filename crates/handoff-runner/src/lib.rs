@@ -6,6 +6,7 @@
 //! [`ClaudeExecutor`] as Claude Code stream-json processes, and [`CodexExecutor`] as
 //! `codex app-server` JSON-RPC processes.
 
+mod checks;
 mod claude;
 mod codex;
 mod command;
@@ -19,9 +20,10 @@ mod process;
 mod registry;
 mod text;
 
+pub use checks::{CheckRun, CheckRunner};
 pub use claude::{ClaudeConfig, ClaudeExecutor, NAME as CLAUDE};
 pub use codex::{CodexConfig, CodexExecutor, NAME as CODEX};
-pub use command::{CommandConfig, CommandExecutor, MessageFormat, PromptVia};
+pub use command::{CommandConfig, CommandExecutor, MessageFormat, NAME as COMMAND, PromptVia};
 pub use error::RunnerError;
 pub use executor::{
     Capabilities, Executor, OutputStream, Run, RunControl, RunEvent, RunOutcome, RunSpec,

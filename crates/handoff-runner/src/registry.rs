@@ -6,6 +6,7 @@ use crate::Executor;
 #[derive(Clone, Default)]
 pub struct ExecutorRegistry {
     executors: BTreeMap<String, Arc<dyn Executor>>,
+    checks: BTreeMap<String, crate::CheckRunner>,
 }
 
 impl ExecutorRegistry {
@@ -23,6 +24,17 @@ impl ExecutorRegistry {
     /// The executor called `name`.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Executor>> {
         self.executors.get(name).cloned()
+    }
+
+    /// Verify commands of `executor`'s tasks run through `checks` (confined like its processes).
+    pub fn set_checks(&mut self, executor: &str, checks: crate::CheckRunner) -> &mut Self {
+        self.checks.insert(executor.to_owned(), checks);
+        self
+    }
+
+    /// How verify commands of `executor`'s tasks run (own process group when none was set).
+    pub fn checks(&self, executor: &str) -> crate::CheckRunner {
+        self.checks.get(executor).cloned().unwrap_or_default()
     }
 
     /// Registered names, sorted.

@@ -36,6 +36,12 @@ pub struct Scenario {
     /// Substring (case-sensitive) of the user message that selects this scenario.
     #[serde(rename = "match")]
     pub matches: String,
+    /// Further substrings the user message must all contain (e.g. a cycle number).
+    #[serde(default, rename = "and", skip_serializing_if = "Vec::is_empty")]
+    pub and: Vec<String>,
+    /// Only requests to this API (e.g. the judge on `anthropic`, the agent on `chat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<crate::log::Api>,
     /// Replies by turn index (assistant turns since the user message).
     pub turns: Vec<Turn>,
 }
@@ -156,6 +162,8 @@ impl Scenario {
         Scenario {
             name: None,
             matches: matches.into(),
+            and: Vec::new(),
+            api: None,
             turns,
         }
     }

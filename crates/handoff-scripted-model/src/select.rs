@@ -28,7 +28,11 @@ pub(crate) struct Selection<'a> {
 
 /// Picks the reply: untooled requests get `untooled`; otherwise the first scenario whose
 /// `match` occurs in the user message supplies `turns[turn]`, falling back to `default`.
-pub(crate) fn select<'a>(script: &'a Script, conversation: &Conversation) -> Selection<'a> {
+pub(crate) fn select<'a>(
+    script: &'a Script,
+    conversation: &Conversation,
+    api: crate::log::Api,
+) -> Selection<'a> {
     if !conversation.tooled {
         return Selection {
             scenario: None,
@@ -36,10 +40,12 @@ pub(crate) fn select<'a>(script: &'a Script, conversation: &Conversation) -> Sel
         };
     }
     let message = conversation.user_message.as_deref().unwrap_or_default();
-    let scenario = script
-        .scenarios
-        .iter()
-        .find(|s| !s.matches.is_empty() && message.contains(&s.matches));
+    let scenario = script.scenarios.iter().find(|s| {
+        !s.matches.is_empty()
+            && message.contains(&s.matches)
+            && s.and.iter().all(|more| message.contains(more.as_str()))
+            && s.api.is_none_or(|wanted| wanted == api)
+    });
     match scenario {
         Some(s) => Selection {
             scenario: Some(s.label()),
@@ -121,9 +127,35 @@ mod tests {
     }
 
     #[test]
+    fn a_scenario_can_require_more_substrings_and_one_api() {
+        use crate::log::Api;
+        let judge_cycle_two = Scenario {
+            and: vec!["cycle: 2".to_owned()],
+            api: Some(Api::Anthropic),
+            ..Scenario::new("TASK", vec![Turn::text("judge 2")])
+        };
+        let script = Script::new(vec![
+            judge_cycle_two,
+            Scenario::new("TASK", vec![Turn::text("agent")]),
+        ]);
+        let pick =
+            |message: &str, api| select(&script, &conversation(message, 0), api).turn.clone();
+        assert_eq!(
+            pick("TASK, cycle: 2", Api::Anthropic),
+            Turn::text("judge 2")
+        );
+        assert_eq!(pick("TASK, cycle: 1", Api::Anthropic), Turn::text("agent"));
+        assert_eq!(pick("TASK, cycle: 2", Api::Chat), Turn::text("agent"));
+    }
+
+    #[test]
     fn first_matching_scenario_supplies_the_indexed_turn() {
         let script = script();
-        let picked = select(&script, &conversation("please CREATE-FILE now", 1));
+        let picked = select(
+            &script,
+            &conversation("please CREATE-FILE now", 1),
+            crate::log::Api::Chat,
+        );
         assert_eq!(picked.scenario, Some("CREATE"));
         assert_eq!(picked.turn, &Turn::text("one"));
     }
@@ -131,10 +163,10 @@ mod tests {
     #[test]
     fn past_the_last_turn_or_unmatched_gets_default() {
         let script = script();
-        let past = select(&script, &conversation("CREATE", 2));
+        let past = select(&script, &conversation("CREATE", 2), crate::log::Api::Chat);
         assert_eq!(past.scenario, Some("CREATE"));
         assert_eq!(past.turn, &script.default);
-        let none = select(&script, &conversation("hello", 0));
+        let none = select(&script, &conversation("hello", 0), crate::log::Api::Chat);
         assert_eq!(none.scenario, None);
         assert_eq!(none.turn, &script.default);
     }
@@ -144,7 +176,7 @@ mod tests {
         let script = script();
         let mut title = conversation("CREATE", 0);
         title.tooled = false;
-        let picked = select(&script, &title);
+        let picked = select(&script, &title, crate::log::Api::Chat);
         assert_eq!(picked.scenario, None);
         assert_eq!(picked.turn, &script.untooled);
     }

@@ -195,7 +195,7 @@ async fn respond<W: Wire>(
     };
     let conversation = W::inspect(&json);
     let cwd = find_cwd(&json);
-    let selection = select(&state.script, &conversation);
+    let selection = select(&state.script, &conversation, W::API);
     let turn = selection.turn.clone();
     let stream = stream.unwrap_or_else(|| W::wants_stream(&json));
     let model = model

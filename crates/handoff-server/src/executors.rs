@@ -5,9 +5,9 @@ use std::{path::PathBuf, sync::Arc};
 use handoff_config::{CommandExecutorConfig, Config, OpenCodeExecutorConfig};
 use handoff_isolation::{EnvPolicy, IsolationLevel, Isolator};
 use handoff_runner::{
-    ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor, CommandConfig, CommandExecutor,
-    ExecutorRegistry, Isolation, OpenCodeCliConfig, OpenCodeCliExecutor, OpenCodeConfig,
-    OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
+    CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor, CommandConfig,
+    CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig, OpenCodeCliExecutor,
+    OpenCodeConfig, OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
 };
 
 use crate::isolation::isolation;
@@ -89,6 +89,26 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             None
         }
     };
+    // Verify commands run confined like the task's own executor.
+    let levels = [
+        (
+            handoff_runner::OPENCODE,
+            config.executors.opencode.isolation,
+        ),
+        (
+            handoff_runner::OPENCODE_CLI,
+            config.executors.opencode.isolation,
+        ),
+        (handoff_runner::CLAUDE, config.executors.claude.isolation),
+        (handoff_runner::CODEX, config.executors.codex.isolation),
+        (
+            handoff_runner::COMMAND,
+            config.executors.command.as_ref().and_then(|c| c.isolation),
+        ),
+    ];
+    for (name, level) in levels {
+        registry.set_checks(name, CheckRunner::new(confine(level)));
+    }
     Ok(Executors {
         registry,
         opencode,

@@ -5,6 +5,7 @@
 mod agent;
 mod approval;
 mod artifact;
+mod completion;
 mod event;
 mod id;
 mod status;
@@ -13,6 +14,7 @@ mod task;
 pub use agent::{AgentId, InvalidAgentId};
 pub use approval::{Approval, ApprovalScope, AuditRecord};
 pub use artifact::{Artifact, ArtifactBody, ArtifactKind};
+pub use completion::{CompletionBudget, CompletionPolicy, CompletionSpec};
 pub use event::{EventKind, NewEvent, TaskEvent};
 pub use id::{InvalidTaskId, TaskId};
 pub use status::{IllegalTransition, TaskStatus, UnknownStatus};

@@ -17,7 +17,7 @@ pub fn unix_millis_now() -> i64 {
 }
 
 /// Per-task settings chosen at submission.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct TaskOptions {
     /// Deadline, from the moment the task starts running.
     pub timeout_ms: u64,
@@ -34,6 +34,9 @@ pub struct TaskOptions {
     /// operator's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permissions: Vec<handoff_policy::PermissionRule>,
+    /// How the caller wants completion verified (server defaults where unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<crate::CompletionSpec>,
 }
 
 /// How a finished process ended.

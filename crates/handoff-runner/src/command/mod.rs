@@ -22,7 +22,8 @@ use confine::Confinement;
 pub(crate) use control::CommandControl;
 use control::Shared;
 
-const NAME: &str = "command";
+/// The executor's name.
+pub const NAME: &str = "command";
 
 /// Room for bursts of output while the engine is busy persisting earlier events.
 const EVENT_BUFFER: usize = 256;
@@ -156,35 +157,13 @@ impl CommandExecutor {
         spec: &RunSpec,
         argv: &[String],
     ) -> Result<(Command, Confinement), RunnerError> {
-        // Node-based agents take their directory from PWD when it is set; ours is not theirs.
-        let mut env = vec![("PWD".to_owned(), spec.workdir.display().to_string())];
-        env.extend(self.config.env.iter().cloned());
-        let Some(isolation) = &self.config.isolation else {
-            let mut command = Command::new(argv.first().map_or("", String::as_str));
-            command
-                .args(argv.iter().skip(1))
-                .envs(env.iter().map(|(k, v)| (k, v)))
-                .process_group(0);
-            return Ok((command, Confinement::default()));
-        };
-        let prepared = isolation.prepare(spec.task_id.as_str(), &spec.workdir, argv, &env)?;
-        let mut command = Command::new(&prepared.program);
-        command.args(&prepared.args);
-        if prepared.env_clear {
-            command.env_clear();
-        }
-        command.envs(prepared.env.iter().map(|(k, v)| (k, v)));
-        // The launcher makes itself a session (and group) leader: same id as its pid.
-        if !prepared.own_session {
-            command.process_group(0);
-        }
-        let confined = Confinement {
-            cgroup: prepared.cgroup.map(Arc::new),
-            container: prepared
-                .container
-                .map(|name| (isolation.isolator.docker().to_owned(), name)),
-        };
-        Ok((command, confined))
+        confined_command(
+            self.config.isolation.as_ref(),
+            spec.task_id.as_str(),
+            &spec.workdir,
+            argv,
+            &self.config.env,
+        )
     }
 
     /// Starts the process for `spec`.
@@ -343,4 +322,44 @@ fn substitute(template: &str, values: &[(&str, &str)]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The command for `argv` in task `name`'s directory: confined by `isolation` when given, else
+/// in its own process group. `env` is added to what the isolation lets through.
+pub(crate) fn confined_command(
+    isolation: Option<&crate::Isolation>,
+    name: &str,
+    workdir: &std::path::Path,
+    argv: &[String],
+    extra_env: &[(String, String)],
+) -> Result<(Command, Confinement), RunnerError> {
+    // Node-based agents take their directory from PWD when it is set; ours is not theirs.
+    let mut env = vec![("PWD".to_owned(), workdir.display().to_string())];
+    env.extend(extra_env.iter().cloned());
+    let Some(isolation) = isolation else {
+        let mut command = Command::new(argv.first().map_or("", String::as_str));
+        command
+            .args(argv.iter().skip(1))
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .process_group(0);
+        return Ok((command, Confinement::default()));
+    };
+    let prepared = isolation.prepare(name, workdir, argv, &env)?;
+    let mut command = Command::new(&prepared.program);
+    command.args(&prepared.args);
+    if prepared.env_clear {
+        command.env_clear();
+    }
+    command.envs(prepared.env.iter().map(|(k, v)| (k, v)));
+    // The launcher makes itself a session (and group) leader: same id as its pid.
+    if !prepared.own_session {
+        command.process_group(0);
+    }
+    let confined = Confinement {
+        cgroup: prepared.cgroup.map(Arc::new),
+        container: prepared
+            .container
+            .map(|name| (isolation.isolator.docker().to_owned(), name)),
+    };
+    Ok((command, confined))
 }

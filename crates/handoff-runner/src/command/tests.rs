@@ -31,6 +31,7 @@ fn spec(dir: &TempDir, prompt: &str) -> RunSpec {
         prompt: prompt.to_owned(),
         workdir: dir.path().to_path_buf(),
         preset_rules: None,
+        continuable: false,
     }
 }
 

@@ -174,11 +174,15 @@ impl Executor for OpenCodeExecutor {
             client,
             process,
             self.settings.clone(),
-            spec.task_id.as_str(),
+            session::Turn::New {
+                title: spec.task_id.as_str(),
+                ruleset: spec
+                    .preset_rules
+                    .as_ref()
+                    .and_then(|rules| serde_json::to_value(rules).ok()),
+            },
             &spec.prompt,
-            spec.preset_rules
-                .as_ref()
-                .and_then(|rules| serde_json::to_value(rules).ok()),
+            spec.continuable,
         )
         .await?;
         let state = json!({
@@ -193,6 +197,56 @@ impl Executor for OpenCodeExecutor {
             control: Box::new(OpenCodeControl::new(shared)),
             state: Some(state),
         })
+    }
+
+    async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
+        let session = state
+            .get("session_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| RunnerError::Io {
+                context: "continuing the OpenCode session",
+                message: "the run recorded no session".to_owned(),
+            })?;
+        let (endpoint, process) = self.server.endpoint().await?;
+        let client = OpenCodeClient::new(self.http.clone(), endpoint.clone(), &spec.workdir);
+        let (shared, events) = session::begin(
+            self.server.clone(),
+            client,
+            process,
+            self.settings.clone(),
+            session::Turn::Continue { session },
+            prompt,
+            spec.continuable,
+        )
+        .await?;
+        let state = json!({
+            "session_id": shared.session,
+            "url": endpoint.url,
+            "directory": spec.workdir,
+            "server_pgid": process.map(|p| p.pgid),
+            "server_start_time": process.and_then(|p| p.start_time),
+        });
+        Ok(Run {
+            events,
+            control: Box::new(OpenCodeControl::new(shared)),
+            state: Some(state),
+        })
+    }
+
+    async fn release(&self, state: &Value) -> Result<(), RunnerError> {
+        if !self.settings.delete_sessions {
+            return Ok(());
+        }
+        let (Some(session), Some(directory)) = (
+            state.get("session_id").and_then(Value::as_str),
+            state.get("directory").and_then(Value::as_str),
+        ) else {
+            return Ok(());
+        };
+        let (endpoint, _) = self.server.endpoint().await?;
+        let client =
+            OpenCodeClient::new(self.http.clone(), endpoint, std::path::Path::new(directory));
+        client.delete_session(session).await
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {

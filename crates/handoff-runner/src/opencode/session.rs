@@ -70,26 +70,51 @@ impl Shared {
     }
 }
 
-/// Opens the stream, creates and prompts the session, and starts following it.
+/// Which session a run prompts.
+pub(crate) enum Turn<'a> {
+    /// A new session with this title and ruleset (the configured one when `None`).
+    New {
+        /// Session title.
+        title: &'a str,
+        /// Permission ruleset.
+        ruleset: Option<Value>,
+    },
+    /// The next turn of an existing session.
+    Continue {
+        /// Its id.
+        session: &'a str,
+    },
+}
+
+/// Opens the stream, creates (or reuses) and prompts the session, and starts following it;
+/// with `keep_session` the session outlives the run (it may be continued).
 pub(crate) async fn begin(
     server: Arc<Server>,
     client: OpenCodeClient,
     process: Option<ServerProcess>,
     settings: Arc<SessionSettings>,
-    title: &str,
+    turn: Turn<'_>,
     prompt: &str,
-    ruleset: Option<Value>,
+    keep_session: bool,
 ) -> Result<(Arc<Shared>, mpsc::Receiver<RunEvent>), RunnerError> {
     // Subscribe before prompting so not one event of the turn is missed.
     let stream = open_stream(&client).await?;
-    let session = client
-        .create_session(title, ruleset.unwrap_or_else(|| settings.ruleset.clone()))
-        .await?;
+    let (session, created) = match turn {
+        Turn::New { title, ruleset } => (
+            client
+                .create_session(title, ruleset.unwrap_or_else(|| settings.ruleset.clone()))
+                .await?,
+            true,
+        ),
+        Turn::Continue { session } => (session.to_owned(), false),
+    };
     if let Err(e) = client
         .prompt(&session, prompt, settings.model.as_ref())
         .await
     {
-        let _ = client.delete_session(&session).await;
+        if created {
+            let _ = client.delete_session(&session).await;
+        }
         return Err(e);
     }
     let shared = Arc::new(Shared {
@@ -102,6 +127,7 @@ pub(crate) async fn begin(
     let (tx, rx) = mpsc::channel(256);
     let driver = Driver {
         shared: shared.clone(),
+        delete_session: settings.delete_sessions && !keep_session,
         settings,
         server,
         process,
@@ -128,6 +154,8 @@ async fn open_stream(client: &OpenCodeClient) -> Result<EventStream, RunnerError
 
 struct Driver {
     shared: Arc<Shared>,
+    /// Delete the session when the run ends.
+    delete_session: bool,
     settings: Arc<SessionSettings>,
     server: Arc<Server>,
     process: Option<ServerProcess>,
@@ -398,6 +426,7 @@ impl Driver {
     async fn finish(self, end: End) {
         let Driver {
             shared,
+            delete_session,
             settings,
             tx,
             answer,
@@ -411,7 +440,10 @@ impl Driver {
             // A request left open would keep OpenCode waiting on a session nobody follows.
             let _ = client.abort(session).await;
         }
-        if settings.delete_sessions
+        // A session kept for a continuation goes anyway when the run failed: it will not be
+        // continued.
+        let succeeded = !cancelled && matches!(end, End::Idle) && error.is_none();
+        if (delete_session || (settings.delete_sessions && !succeeded))
             && let Err(e) = client.delete_session(session).await
         {
             tracing::debug!(error = %e, "could not delete the OpenCode session");

@@ -53,6 +53,10 @@ pub struct ExecuteTaskArgs {
     /// wins): they can make it stricter (deny or ask), never lift a deny the server set.
     #[schemars(length(max = 100))]
     pub permissions: Option<Vec<TaskRule>>,
+    /// How Handoff verifies the task is really done before reporting `completed` (the server's
+    /// settings where unset): `policy` none|checks|judge|manager, `verify_commands` that must
+    /// pass, `requires_changes`, `success_criteria` for the judge, `max_cycles`, `budget`.
+    pub completion: Option<handoff_task::CompletionSpec>,
 }
 
 /// One of the caller's permission rules for a task.
@@ -197,6 +201,7 @@ impl Tool for ExecuteTaskTool {
                 .into_iter()
                 .map(Into::into)
                 .collect(),
+            completion: args.completion,
         };
         let submitted = self
             .engine

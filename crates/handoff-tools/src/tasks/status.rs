@@ -30,6 +30,11 @@ pub struct GetTaskStatusOutput {
     /// While input_required: what the executor asks, oldest first. Answer with
     /// send_task_message, message_type approval.
     pub pending_input: Vec<PendingInputView>,
+    /// What the completion evaluator concluded: `{status: done|not_done|stuck|max_cycles|
+    /// budget_exhausted|unverified|error, cycles, reason, confidence, remaining[], checks[]}`,
+    /// or `evaluating` while it continues the executor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion: Option<serde_json::Value>,
 }
 
 /// A request of the executor waiting for an answer.
@@ -110,6 +115,7 @@ impl Tool for GetTaskStatusTool {
                     detail: r.detail,
                 })
                 .collect(),
+            completion: view.completion,
         })
     }
 }

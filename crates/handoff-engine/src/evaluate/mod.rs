@@ -1,0 +1,439 @@
+//! Verified completion (B1–B7): after the executor's turn ends normally, Handoff decides
+//! whether the task is done — deterministic checks first, then (policy `judge`) an external
+//! judge — and otherwise resumes the same executor session with a targeted continuation prompt,
+//! cycle after cycle, until it is done, stuck, out of cycles or out of budget. Continuations and
+//! verdicts are evaluator events, never caller messages. A task is reported `completed` only
+//! when verified (or with policy `none`); otherwise `failed` with the evaluator's reason.
+
+mod evidence;
+
+use std::{sync::Arc, time::Duration};
+
+use handoff_completion::{
+    CompletionOutcome, CompletionStatus,
+    budget::{Budget, Spent},
+    checks,
+    cycle::{CycleObservation, CycleState, NextStep},
+    judge::{self, JudgeInput, Judgement},
+};
+use handoff_runner::{Executor, RunControl, RunSpec};
+use handoff_task::{CompletionPolicy, EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
+use serde_json::{Value, json};
+
+use crate::{
+    EngineError,
+    engine::Inner,
+    run::{Finish, attach, stopped, supervise},
+};
+
+/// A task's effective verification settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub policy: CompletionPolicy,
+    pub verify_commands: Vec<String>,
+    pub requires_changes: bool,
+    pub success_criteria: Vec<String>,
+    pub max_cycles: u32,
+    pub min_confidence: f64,
+    pub budget: Budget,
+}
+
+/// The task's settings: its own where given, else the server's.
+pub(crate) fn settings(inner: &Inner, task: &Task) -> Settings {
+    let server = &inner.config.completion;
+    let spec = task.options.completion.clone().unwrap_or_default();
+    let budget = spec.budget.unwrap_or(server.budget);
+    Settings {
+        policy: spec.policy.unwrap_or(server.policy),
+        verify_commands: spec
+            .verify_commands
+            .unwrap_or_else(|| server.verify_commands.clone()),
+        requires_changes: spec.requires_changes.unwrap_or(false),
+        success_criteria: spec.success_criteria,
+        max_cycles: spec.max_cycles.unwrap_or(server.max_cycles).max(1),
+        min_confidence: server.min_confidence,
+        budget: Budget {
+            wall: budget.wall_ms.map(Duration::from_millis),
+            turns: budget.turns,
+            tokens: budget.tokens,
+            cost_usd: budget.cost_usd,
+        },
+    }
+}
+
+/// Whether the task's executor session must outlive its first run (it may be continued).
+pub(crate) fn continuable(inner: &Inner, task: &Task) -> bool {
+    settings(inner, task).policy != CompletionPolicy::None
+}
+
+/// Resume attempts when the executor will not continue at once.
+const RESUME_ATTEMPTS: u32 = 3;
+
+/// Verifies a finished run and continues it until it is verified or given up.
+pub(crate) async fn verify(
+    inner: &Arc<Inner>,
+    task: &Task,
+    executor: &Arc<dyn Executor>,
+    mut state: Option<Value>,
+    mut finish: Finish,
+) -> Result<Finish, EngineError> {
+    let settings = settings(inner, task);
+    // B1: only a turn that ended normally is evaluated.
+    if settings.policy == CompletionPolicy::None || finish.status != TaskStatus::Completed {
+        release(executor, state.as_ref()).await;
+        return Ok(finish);
+    }
+    let mut evaluation = Evaluation::new(&settings);
+    let outcome = loop {
+        let stop = inner.live().get(&task.id).and_then(|r| r.stop.clone());
+        if let Some(stop) = stop {
+            release(executor, state.as_ref()).await;
+            return Ok(stopped(stop, task, finish.exit));
+        }
+        let cycle = evaluation.cycles.cycle() + 1;
+        let evidence = evidence::gather(inner, task, &settings).await?;
+        let (check_results, mut remaining) = checks::run(&evidence.checks);
+        let mut stuck = evidence.checks.stuck.is_some();
+        let mut progress = true;
+        let mut confidence = None;
+        let mut continuation = String::new();
+        let mut judge_reason = None;
+        if settings.policy != CompletionPolicy::Checks {
+            let Some(client) = &inner.judge else {
+                break evaluation.outcome(
+                    CompletionStatus::Unverified,
+                    "policy `judge` needs evaluator.provider and evaluator.model".to_owned(),
+                    remaining,
+                    check_results,
+                    None,
+                );
+            };
+            let input = JudgeInput {
+                task: task.description.clone(),
+                success_criteria: settings.success_criteria.clone(),
+                final_message: evidence.final_message.clone(),
+                diff_stat: evidence.diff_stat(),
+                patch: evidence.patch(),
+                todos: evidence.todos.clone(),
+                checks: check_results.clone(),
+                usage: format!(
+                    "{} executor tokens, ${:.4}",
+                    evidence.executor_tokens, evidence.executor_cost
+                ),
+                cycle: (cycle, settings.max_cycles),
+                replan: evaluation.replan_next,
+            };
+            let (judgement, usage, cost) =
+                judge::judge(client, &input, settings.min_confidence).await;
+            evaluation.judge_tokens += usage.total();
+            if let Some(cost) = cost {
+                *evaluation.judge_cost.get_or_insert(0.0) += cost;
+            }
+            record_judge(inner, task, cycle, &judgement).await?;
+            match judgement {
+                Judgement::Verdict { verdict, .. } => {
+                    confidence = Some(verdict.confidence);
+                    stuck |= verdict.is_stuck;
+                    progress = verdict.is_progress_being_made;
+                    continuation = verdict.continuation_prompt.clone();
+                    judge_reason = Some(verdict.reason.clone());
+                    if !verdict.done {
+                        for item in verdict.remaining {
+                            if !remaining.contains(&item) {
+                                remaining.push(item);
+                            }
+                        }
+                        if remaining.is_empty() {
+                            remaining.push(verdict.reason.clone());
+                        }
+                    }
+                }
+                Judgement::Unverified(reason) => {
+                    break evaluation.outcome(
+                        CompletionStatus::Unverified,
+                        reason,
+                        remaining,
+                        check_results,
+                        None,
+                    );
+                }
+            }
+        }
+        if remaining.is_empty() {
+            let reason = judge_reason.unwrap_or_else(|| "every check passed".to_owned());
+            break evaluation.outcome(
+                CompletionStatus::Done,
+                reason,
+                remaining,
+                check_results,
+                confidence,
+            );
+        }
+        let spent = Spent {
+            wall: Duration::from_millis(
+                u64::try_from(unix_millis_now() - task.started_at.unwrap_or_else(unix_millis_now))
+                    .unwrap_or(0),
+            ),
+            turns: evaluation.turns,
+            tokens: evidence.executor_tokens + evaluation.judge_tokens,
+            cost_usd: evidence.executor_cost + evaluation.judge_cost.unwrap_or(0.0),
+        };
+        if let Some(why) = settings.budget.exhausted(&spent) {
+            break evaluation.outcome(
+                CompletionStatus::BudgetExhausted,
+                why,
+                remaining,
+                check_results,
+                confidence,
+            );
+        }
+        let next = evaluation.cycles.after(&CycleObservation {
+            progress,
+            stuck,
+            diff_hash: evidence.diff_hash(),
+            todos: evidence.todo_counts,
+        });
+        let reason = judge_reason.clone().unwrap_or_else(|| remaining.join("; "));
+        match next {
+            NextStep::StopStuck => {
+                break evaluation.outcome(
+                    CompletionStatus::Stuck,
+                    reason,
+                    remaining,
+                    check_results,
+                    confidence,
+                );
+            }
+            NextStep::StopMaxCycles => {
+                break evaluation.outcome(
+                    CompletionStatus::MaxCycles,
+                    reason,
+                    remaining,
+                    check_results,
+                    confidence,
+                );
+            }
+            NextStep::Continue | NextStep::Replan => {}
+        }
+        evaluation.replan_next = next == NextStep::Replan;
+        let prompt = continuation_prompt(&remaining, &continuation, next == NextStep::Replan);
+        let message = format!(
+            "Evaluator: {} item(s) remaining — continuing (cycle {}/{})",
+            remaining.len(),
+            cycle + 1,
+            settings.max_cycles
+        );
+        inner
+            .record(
+                &task.id,
+                NewEvent::new(EventKind::Verdict, message).with_data(json!({
+                    "by": "evaluator",
+                    "done": false,
+                    "cycle": cycle,
+                    "remaining": remaining,
+                    "checks": check_results,
+                    "next": next,
+                    "continuation_prompt": prompt,
+                })),
+            )
+            .await?;
+        // B5: the same session, with the targeted prompt (an evaluator event, not a message).
+        let run = match resume(inner, task, executor, state.as_ref(), &prompt).await {
+            Ok(run) => run,
+            Err(e) => {
+                break evaluation.outcome(
+                    CompletionStatus::Error,
+                    format!("could not continue the executor: {e}"),
+                    remaining,
+                    check_results,
+                    confidence,
+                );
+            }
+        };
+        evaluation.turns += 1;
+        inner
+            .store
+            .set_runner_state(&task.id, run.state.as_ref())
+            .await?;
+        state = run.state.clone();
+        let control: Arc<dyn RunControl> = Arc::from(run.control);
+        if let Some(stop) = attach(inner, task, executor.as_ref(), &control) {
+            let _ = control.cancel(inner.config.tasks.cancel_grace).await;
+            release(executor, state.as_ref()).await;
+            return Ok(stopped(stop, task, finish.exit));
+        }
+        finish = supervise(inner, task, run.events, control).await?;
+        if finish.status != TaskStatus::Completed {
+            release(executor, state.as_ref()).await;
+            return Ok(finish);
+        }
+    };
+    release(executor, state.as_ref()).await;
+    inner
+        .record(
+            &task.id,
+            NewEvent::new(
+                EventKind::Verdict,
+                format!("Evaluator: {} — {}", outcome.status.as_str(), outcome.reason),
+            )
+            .with_data(json!({ "by": "evaluator", "done": outcome.status == CompletionStatus::Done, "completion": outcome })),
+        )
+        .await?;
+    Ok(if outcome.status == CompletionStatus::Done {
+        finish
+    } else {
+        let mut error = format!(
+            "completion: {}: {}",
+            outcome.status.as_str(),
+            outcome.reason
+        );
+        if !outcome.remaining.is_empty() {
+            error.push_str(&format!(" — remaining: {}", outcome.remaining.join("; ")));
+        }
+        Finish {
+            exit: finish.exit,
+            ..Finish::failed(error)
+        }
+    })
+}
+
+/// Running totals of one task's evaluation.
+struct Evaluation {
+    cycles: CycleState,
+    turns: u32,
+    judge_tokens: u64,
+    judge_cost: Option<f64>,
+    replan_next: bool,
+}
+
+impl Evaluation {
+    fn new(settings: &Settings) -> Self {
+        Self {
+            cycles: CycleState::new(settings.max_cycles),
+            turns: 1,
+            judge_tokens: 0,
+            judge_cost: None,
+            replan_next: false,
+        }
+    }
+
+    fn outcome(
+        &self,
+        status: CompletionStatus,
+        reason: String,
+        remaining: Vec<String>,
+        checks: Vec<handoff_completion::outcome::CheckResult>,
+        confidence: Option<f64>,
+    ) -> CompletionOutcome {
+        CompletionOutcome {
+            status,
+            cycles: self.cycles.cycle() + 1,
+            reason,
+            confidence,
+            remaining,
+            checks,
+            judge_tokens: self.judge_tokens,
+            judge_cost_usd: self.judge_cost,
+        }
+    }
+}
+
+/// The targeted continuation (B5): what remains, the judge's instruction, and to verify.
+fn continuation_prompt(remaining: &[String], judge: &str, replan: bool) -> String {
+    let mut prompt = String::new();
+    if replan {
+        prompt.push_str(
+            "Your approach is not making progress. Find the root cause, make a new plan, and follow it.\n\n",
+        );
+    }
+    prompt.push_str("The task is not finished yet. Still missing:\n");
+    for item in remaining {
+        prompt.push_str(&format!("- {item}\n"));
+    }
+    if !judge.trim().is_empty() {
+        prompt.push_str(&format!("\n{}\n", judge.trim()));
+    }
+    prompt.push_str("\nDo the missing work now, then verify it (run the checks, look at the files) before you stop.");
+    prompt
+}
+
+/// Continues the executor's session, with back-off when it will not at once.
+async fn resume(
+    inner: &Inner,
+    task: &Task,
+    executor: &Arc<dyn Executor>,
+    state: Option<&Value>,
+    prompt: &str,
+) -> Result<handoff_runner::Run, handoff_runner::RunnerError> {
+    let state = state.cloned().unwrap_or(Value::Null);
+    let spec = RunSpec {
+        task_id: task.id.clone(),
+        prompt: prompt.to_owned(),
+        workdir: std::path::PathBuf::from(&task.workdir),
+        preset_rules: Some(inner.policy.preset_for(task)),
+        continuable: true,
+    };
+    let mut wait = Duration::from_millis(500);
+    let mut attempt = 1;
+    loop {
+        match executor.resume(spec.clone(), &state, prompt).await {
+            Ok(run) => return Ok(run),
+            Err(e @ handoff_runner::RunnerError::Unsupported { .. }) => return Err(e),
+            Err(e) if attempt >= RESUME_ATTEMPTS => return Err(e),
+            Err(e) => {
+                tracing::debug!(task = %task.id, error = %e, attempt, "resuming the executor failed; retrying");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// Frees the executor's session once nothing will continue it.
+async fn release(executor: &Arc<dyn Executor>, state: Option<&Value>) {
+    if let Some(state) = state
+        && let Err(e) = executor.release(state).await
+    {
+        tracing::debug!(error = %e, "releasing the executor's session failed");
+    }
+}
+
+/// Records the judge's verdict (or why there is none) as an evaluator event.
+async fn record_judge(
+    inner: &Inner,
+    task: &Task,
+    cycle: u32,
+    judgement: &Judgement,
+) -> Result<(), EngineError> {
+    let (message, data) = match judgement {
+        Judgement::Verdict {
+            verdict,
+            low_confidence,
+        } => (
+            format!(
+                "Judge (cycle {cycle}): {} at {:.0}% confidence{} — {}",
+                if verdict.done { "done" } else { "not done" },
+                verdict.confidence * 100.0,
+                if *low_confidence {
+                    " (below the threshold)"
+                } else {
+                    ""
+                },
+                verdict.reason
+            ),
+            json!({ "by": "judge", "cycle": cycle, "verdict": verdict, "low_confidence": low_confidence }),
+        ),
+        Judgement::Unverified(reason) => (
+            format!("Judge (cycle {cycle}): no usable verdict — {reason}"),
+            json!({ "by": "judge", "cycle": cycle, "unverified": reason }),
+        ),
+    };
+    inner
+        .record(
+            &task.id,
+            NewEvent::new(EventKind::Verdict, message).with_data(data),
+        )
+        .await?;
+    Ok(())
+}
