@@ -81,7 +81,8 @@ impl Harness {
     pub async fn wait_done(&self, who: &str, id: &TaskId) -> Task {
         let task = self
             .engine
-            .wait(&agent(who), id, Duration::from_secs(20))
+            // Generous: under a loaded machine (CI compiling beside the tests) a run can be slow.
+            .wait(&agent(who), id, Duration::from_secs(90))
             .await
             .unwrap();
         assert!(task.status.is_terminal(), "{id} still {}", task.status);

@@ -223,7 +223,8 @@ async fn large_outputs_are_kept_whole_in_a_file() {
     assert_eq!(text.lines().count(), 20000);
     assert_eq!(output.size, text.len() as u64);
     assert!(!output.capped);
-    assert_eq!(history.total_events, 20000 + 3 + 1);
+    // Output lines, three states, the process note and the evaluator's verdict.
+    assert_eq!(history.total_events, 20000 + 3 + 1 + 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,5 @@
 mod cli;
+mod completion;
 mod executors;
 mod harness;
 mod interop;

@@ -1,0 +1,224 @@
+//! Verified completion end to end: the real binary, the real OpenCode, and the scripted model
+//! playing both the coding model (Chat Completions) and the judge (Anthropic Messages, a forced
+//! `verdict` tool). An agent that stops after 1 of 3 files is continued in the same session with
+//! a prompt naming the 2 missing files and completes on cycle 2; failing verify commands force a
+//! continuation although the judge says done; an agent repeating one command is stopped as
+//! stuck; a budget cap ends the task with its partial diff kept; manager mode is refused.
+
+use handoff_scripted_model::{Script, ScriptedModel};
+use serde_json::{Value, json};
+
+use super::{
+    executors::{AGENT, OPENCODE, events, handoff_env, wait_end, workdir},
+    harness::start,
+    mcp::{call, calls, err, ok, task_id},
+};
+
+fn bash(command: &str) -> Value {
+    json!({"tool_calls": [{"name": "bash", "arguments": {"command": command, "description": "scripted step"}}]})
+}
+
+fn write(file: &str) -> Value {
+    json!({"tool_calls": [{"name": "write", "arguments": {"filePath": format!("{{{{cwd}}}}/{file}"), "content": format!("{file}\n")}}]})
+}
+
+fn verdict(done: bool, remaining: &[&str], prompt: &str) -> Value {
+    json!({"tool_calls": [{"name": "verdict", "arguments": {
+        "done": done, "confidence": 0.95, "summary": "scripted judge",
+        "remaining": remaining, "continuation_prompt": prompt,
+        "is_stuck": false, "is_progress_being_made": true,
+        "reason": if done { "every requirement has evidence" } else { "files are missing" },
+        "evidence": [{"requirement": "the files exist", "met": done, "evidence": "the diff"}]
+    }}]})
+}
+
+fn script() -> Script {
+    let judge = |task: &str, cycle: u32, turn: Value| json!({"match": task, "and": [format!("Evaluation cycle: {cycle} of")], "api": "anthropic", "turns": [turn]});
+    let stuck_turns: Vec<Value> = (0..4)
+        .map(|_| bash("ls /nonexistent-handoff-dir"))
+        .chain([json!({"text": "I keep trying"})])
+        .collect();
+    let script = json!({
+        "scenarios": [
+            // The judge (Anthropic API only).
+            judge("THREE-FILES", 1, verdict(false, &["create b.txt", "create c.txt"], "CONTINUE-THREE-FILES: create b.txt and c.txt in the working directory.")),
+            judge("THREE-FILES", 2, verdict(true, &[], "")),
+            {"match": "VERIFY-FAIL", "api": "anthropic", "turns": [verdict(true, &[], "")]},
+            // The coding agent.
+            {"match": "CONTINUE-THREE-FILES", "turns": [write("b.txt"), write("c.txt"), {"text": "b.txt and c.txt written"}]},
+            {"match": "THREE-FILES", "turns": [write("a.txt"), {"text": "I created a.txt. Done."}]},
+            {"match": "test -f ok.txt", "turns": [write("ok.txt"), {"text": "ok.txt is there now"}]},
+            {"match": "VERIFY-FAIL", "turns": [write("notes.txt"), {"text": "All done."}]},
+            {"match": "change approach", "turns": stuck_turns.clone()},
+            {"match": "STUCK-LS", "turns": stuck_turns},
+            {"match": "PARTIAL", "turns": [write("partial.txt"), {"text": "part of it"}]}
+        ],
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    Script::from_json(&script.to_string()).unwrap()
+}
+
+fn status(server: &super::harness::Server, id: &str) -> Value {
+    ok(&call(
+        server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": id}),
+    ))
+    .clone()
+}
+
+#[test]
+fn handoff_verifies_and_continues_opencode_until_really_done() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let model = runtime
+        .block_on(ScriptedModel::start(
+            script(),
+            Some(state.path().join("model.jsonl")),
+        ))
+        .unwrap();
+    let mut env = handoff_env(&OPENCODE, &model.base_url(), state.path());
+    env.retain(|(k, _)| k != "HANDOFF_PERMISSION_RULES");
+    env.extend([
+        (
+            "HANDOFF_PERMISSION_RULES".to_owned(),
+            json!([{"permission": "*", "pattern": "*", "action": "allow"}]).to_string(),
+        ),
+        (
+            "HANDOFF_EVALUATOR_PROVIDER".to_owned(),
+            "anthropic".to_owned(),
+        ),
+        (
+            "HANDOFF_EVALUATOR_MODEL".to_owned(),
+            "mock-model".to_owned(),
+        ),
+        ("HANDOFF_EVALUATOR_BASE_URL".to_owned(), model.base_url()),
+        (
+            "HANDOFF_EVALUATOR_API_KEY_ENV".to_owned(),
+            "MOCK_API_KEY".to_owned(),
+        ),
+    ]);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+
+    let judged = json!({"policy": "judge", "success_criteria": ["a.txt, b.txt and c.txt exist"]});
+    let submitted = calls(
+        &server,
+        AGENT,
+        json!([
+            {"name": "execute_task", "arguments": {"task_description": "THREE-FILES: create a.txt, b.txt and c.txt", "completion": judged}},
+            {"name": "execute_task", "arguments": {"task_description": "VERIFY-FAIL: write notes", "completion": {"policy": "judge", "verify_commands": ["test -f ok.txt"]}}},
+            {"name": "execute_task", "arguments": {"task_description": "STUCK-LS: look around", "completion": {"policy": "checks", "max_cycles": 10}}},
+            {"name": "execute_task", "arguments": {"task_description": "PARTIAL work", "completion": {"policy": "checks", "verify_commands": ["test -f never.txt"], "budget": {"turns": 1}}}},
+            {"name": "execute_task", "arguments": {"task_description": "plan it", "completion": {"policy": "manager"}}}
+        ]),
+    );
+    let (three, verify, stuck, partial) = (
+        task_id(&submitted[0]),
+        task_id(&submitted[1]),
+        task_id(&submitted[2]),
+        task_id(&submitted[3]),
+    );
+    // Manager mode is refused with the reason, nothing stored.
+    assert!(
+        err(&submitted[4])["message"]
+            .as_str()
+            .unwrap()
+            .contains("manager"),
+        "{}",
+        submitted[4]
+    );
+
+    // 1 of 3 files, then continued with a prompt naming the other two: completed on cycle 2.
+    let end = wait_end(&server, &three);
+    assert_eq!(
+        end["status"],
+        "completed",
+        "{end}\n{:#?}",
+        events(&server, &three)
+    );
+    let dir = workdir(&server, &three);
+    for file in ["a.txt", "b.txt", "c.txt"] {
+        assert!(dir.join(file).exists(), "{file} missing");
+    }
+    let completion = &status(&server, &three)["completion"];
+    assert_eq!(completion["status"], "done", "{completion}");
+    assert_eq!(completion["cycles"], 2, "{completion}");
+    let history = events(&server, &three);
+    assert!(
+        history.iter().any(|e| e["kind"] == "verdict"
+            && e["message"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("Evaluator: 2 item(s) remaining — continuing (cycle 2/5)")),
+        "{history:#?}"
+    );
+    assert!(
+        !history.iter().any(|e| e["kind"] == "message"),
+        "a continuation is not a caller message"
+    );
+    let continued = model.requests().into_iter().any(|r| {
+        r.scenario.as_deref() == Some("CONTINUE-THREE-FILES")
+            && r.user_message
+                .as_deref()
+                .is_some_and(|m| m.contains("create b.txt") && m.contains("create c.txt"))
+    });
+    assert!(
+        continued,
+        "the continuation prompt did not name the missing files"
+    );
+
+    // The judge says done, the verify command fails: continued until it passes.
+    let end = wait_end(&server, &verify);
+    assert_eq!(
+        end["status"],
+        "completed",
+        "{end}\n{:#?}",
+        events(&server, &verify)
+    );
+    assert!(workdir(&server, &verify).join("ok.txt").exists());
+    let completion = &status(&server, &verify)["completion"];
+    assert_eq!(completion["cycles"], 2, "{completion}");
+    assert!(
+        completion["checks"][0]["name"] == "test -f ok.txt"
+            && completion["checks"][0]["passed"] == true,
+        "{completion}"
+    );
+
+    // The same failing command over and over: stuck.
+    let end = wait_end(&server, &stuck);
+    assert_eq!(end["status"], "failed", "{end}");
+    assert!(
+        end["error"].as_str().unwrap_or("").contains("stuck"),
+        "{end}"
+    );
+    let flagged = events(&server, &stuck).into_iter().any(|e| {
+        e["kind"] == "verdict"
+            && e["data"]["remaining"]
+                .to_string()
+                .contains("change approach")
+    });
+    assert!(flagged, "the evaluator never flagged the repetition");
+
+    // A one-turn budget: stopped with the partial work kept.
+    let end = wait_end(&server, &partial);
+    assert_eq!(end["status"], "failed", "{end}");
+    let completion = &status(&server, &partial)["completion"];
+    assert_eq!(completion["status"], "budget_exhausted", "{completion}");
+    let artifacts = ok(&call(
+        &server,
+        AGENT,
+        "get_task_history",
+        json!({"task_id": partial, "include_artifacts": true}),
+    ))["artifacts"]
+        .clone();
+    assert!(
+        artifacts.to_string().contains("partial.txt"),
+        "{artifacts:#}"
+    );
+
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
