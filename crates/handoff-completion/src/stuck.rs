@@ -110,18 +110,23 @@ pub fn detect(steps: &[Step]) -> Option<StuckRule> {
     None
 }
 
-/// The trailing run of actions (messages between actions break identical-action runs only
-/// when they are real words; compactions do not count).
+/// The trailing run of actions: the agent's closing words after its last action are skipped
+/// (a turn that ended always ends with them); a message between actions ends the run, and
+/// compactions do not count.
 fn tail_actions(steps: &[Step]) -> Vec<(&str, &str, bool)> {
     let mut out = Vec::new();
+    let mut closing = true;
     for step in steps.iter().rev() {
         match step {
             Step::Action {
                 action,
                 observation,
                 error,
-            } => out.push((action.as_str(), observation.as_str(), *error)),
-            Step::Message(text) if text.is_empty() => {}
+            } => {
+                closing = false;
+                out.push((action.as_str(), observation.as_str(), *error));
+            }
+            Step::Message(text) if text.is_empty() || closing => {}
             Step::Message(_) => break,
             Step::Compaction => {}
         }
@@ -213,6 +218,21 @@ mod tests {
             act("ls", "d"),
         ];
         assert_eq!(detect(&changing), None);
+    }
+
+    #[test]
+    fn the_closing_message_of_a_turn_does_not_hide_the_repetition() {
+        let mut steps = vec![act("ls x", "no such file"); 4];
+        steps.push(Step::message("I keep trying"));
+        assert_eq!(detect(&steps), Some(StuckRule::RepeatedActionObservation));
+        let interrupted = vec![
+            act("ls", "a"),
+            act("ls", "a"),
+            Step::message("thinking"),
+            act("ls", "a"),
+            act("ls", "a"),
+        ];
+        assert_eq!(detect(&interrupted), None);
     }
 
     #[test]
