@@ -131,6 +131,11 @@ async fn execute(
                 )));
             }
             let prompt = compose_prompt(inner, task).await?;
+            if crate::evaluate::settings(inner, task).policy
+                == handoff_task::CompletionPolicy::Manager
+            {
+                return crate::evaluate::manager::run(inner, task, &executor, &prompt).await;
+            }
             let spec = RunSpec {
                 task_id: task.id.clone(),
                 prompt,

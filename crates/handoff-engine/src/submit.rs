@@ -232,14 +232,15 @@ fn check_completion(
         .and_then(|s| s.policy)
         .unwrap_or(config.completion.policy);
     match policy {
-        CompletionPolicy::Manager => Err(EngineError::invalid(
-            "completion",
-            "policy `manager` is not available on this server yet; use checks or judge",
-        )),
-        CompletionPolicy::Judge if !has_judge => Err(EngineError::invalid(
-            "completion",
-            "policy `judge` needs an evaluator model: set evaluator.provider and evaluator.model",
-        )),
+        CompletionPolicy::Judge | CompletionPolicy::Manager if !has_judge => {
+            Err(EngineError::invalid(
+                "completion",
+                format!(
+                    "policy `{}` needs an evaluator model: set evaluator.provider and evaluator.model",
+                    policy.as_str()
+                ),
+            ))
+        }
         _ => {
             if let Some(cycles) = spec.and_then(|s| s.max_cycles)
                 && !(1..=50).contains(&cycles)

@@ -5,16 +5,18 @@
 //! verdicts are evaluator events, never caller messages. A task is reported `completed` only
 //! when verified (or with policy `none`); otherwise `failed` with the evaluator's reason.
 
+mod assess;
 mod evidence;
+pub(crate) mod manager;
 
 use std::{sync::Arc, time::Duration};
 
+use assess::{Goal, assess};
 use handoff_completion::{
     CompletionOutcome, CompletionStatus,
     budget::{Budget, Spent},
-    checks,
     cycle::{CycleObservation, CycleState, NextStep},
-    judge::{self, JudgeInput, Judgement},
+    judge::Judgement,
 };
 use handoff_runner::{Executor, RunControl, RunSpec};
 use handoff_task::{CompletionPolicy, EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
@@ -91,92 +93,56 @@ pub(crate) async fn verify(
             return Ok(stopped(stop, task, finish.exit));
         }
         let cycle = evaluation.cycles.cycle() + 1;
-        let evidence = evidence::gather(inner, task, &settings).await?;
-        let (check_results, mut remaining) = checks::run(&evidence.checks);
-        let mut stuck = evidence.checks.stuck.is_some();
-        let mut progress = true;
-        let mut confidence = None;
-        let mut continuation = String::new();
-        let mut judge_reason = None;
-        if settings.policy != CompletionPolicy::Checks {
-            let Some(client) = &inner.judge else {
-                break evaluation.outcome(
-                    CompletionStatus::Unverified,
-                    "policy `judge` needs evaluator.provider and evaluator.model".to_owned(),
-                    remaining,
-                    check_results,
-                    None,
-                );
-            };
-            let input = JudgeInput {
-                task: task.description.clone(),
-                success_criteria: settings.success_criteria.clone(),
-                final_message: evidence.final_message.clone(),
-                diff_stat: evidence.diff_stat(),
-                patch: evidence.patch(),
-                todos: evidence.todos.clone(),
-                checks: check_results.clone(),
-                usage: format!(
-                    "{} executor tokens, ${:.4}",
-                    evidence.executor_tokens, evidence.executor_cost
-                ),
-                cycle: (cycle, settings.max_cycles),
-                replan: evaluation.replan_next,
-            };
-            let (judgement, usage, cost) =
-                judge::judge(client, &input, settings.min_confidence).await;
-            evaluation.judge_tokens += usage.total();
-            if let Some(cost) = cost {
-                *evaluation.judge_cost.get_or_insert(0.0) += cost;
-            }
-            record_judge(inner, task, cycle, &judgement).await?;
-            match judgement {
-                Judgement::Verdict { verdict, .. } => {
-                    confidence = Some(verdict.confidence);
-                    stuck |= verdict.is_stuck;
-                    progress = verdict.is_progress_being_made;
-                    continuation = verdict.continuation_prompt.clone();
-                    judge_reason = Some(verdict.reason.clone());
-                    if !verdict.done {
-                        for item in verdict.remaining {
-                            if !remaining.contains(&item) {
-                                remaining.push(item);
-                            }
-                        }
-                        if remaining.is_empty() {
-                            remaining.push(verdict.reason.clone());
-                        }
-                    }
-                }
-                Judgement::Unverified(reason) => {
+        let judge = match settings.policy {
+            CompletionPolicy::Checks => None,
+            _ => match &inner.judge {
+                Some(client) => Some(client),
+                None => {
                     break evaluation.outcome(
                         CompletionStatus::Unverified,
-                        reason,
-                        remaining,
-                        check_results,
+                        "policy `judge` needs evaluator.provider and evaluator.model".to_owned(),
+                        Vec::new(),
+                        Vec::new(),
                         None,
                     );
                 }
-            }
+            },
+        };
+        let goal = Goal {
+            text: &task.description,
+            criteria: &settings.success_criteria,
+            cycle: (cycle, settings.max_cycles),
+            replan: evaluation.replan_next,
+            run_checks: true,
+        };
+        let seen = assess(inner, task, &settings, judge, &goal).await?;
+        evaluation.judge_tokens += seen.judge_tokens;
+        if let Some(cost) = seen.judge_cost {
+            *evaluation.judge_cost.get_or_insert(0.0) += cost;
         }
-        if remaining.is_empty() {
-            let reason = judge_reason.unwrap_or_else(|| "every check passed".to_owned());
+        if seen.done || seen.unverified.is_some() {
+            let reason = seen
+                .unverified
+                .clone()
+                .unwrap_or_else(|| seen.reason.clone());
             break evaluation.outcome(
-                CompletionStatus::Done,
+                seen.status(),
                 reason,
-                remaining,
-                check_results,
-                confidence,
+                seen.remaining,
+                seen.checks,
+                seen.confidence,
             );
         }
+        let (remaining, check_results, confidence) =
+            (seen.remaining.clone(), seen.checks.clone(), seen.confidence);
         let spent = Spent {
             wall: Duration::from_millis(
                 u64::try_from(unix_millis_now() - task.started_at.unwrap_or_else(unix_millis_now))
                     .unwrap_or(0),
             ),
             turns: evaluation.turns,
-            tokens: evidence.executor_tokens + evaluation.judge_tokens,
-            cost_usd: evidence.executor_cost + evaluation.judge_cost.unwrap_or(0.0),
+            tokens: seen.executor_tokens + evaluation.judge_tokens,
+            cost_usd: seen.executor_cost + evaluation.judge_cost.unwrap_or(0.0),
         };
         if let Some(why) = settings.budget.exhausted(&spent) {
             break evaluation.outcome(
@@ -188,12 +154,12 @@ pub(crate) async fn verify(
             );
         }
         let next = evaluation.cycles.after(&CycleObservation {
-            progress,
-            stuck,
-            diff_hash: evidence.diff_hash(),
-            todos: evidence.todo_counts,
+            progress: seen.progress,
+            stuck: seen.stuck,
+            diff_hash: seen.diff_hash,
+            todos: seen.todo_counts,
         });
-        let reason = judge_reason.clone().unwrap_or_else(|| remaining.join("; "));
+        let reason = seen.reason.clone();
         match next {
             NextStep::StopStuck => {
                 break evaluation.outcome(
@@ -216,7 +182,7 @@ pub(crate) async fn verify(
             NextStep::Continue | NextStep::Replan => {}
         }
         evaluation.replan_next = next == NextStep::Replan;
-        let prompt = continuation_prompt(&remaining, &continuation, next == NextStep::Replan);
+        let prompt = continuation_prompt(&remaining, &seen.continuation, next == NextStep::Replan);
         let message = format!(
             "Evaluator: {} item(s) remaining — continuing (cycle {}/{})",
             remaining.len(),
@@ -269,6 +235,16 @@ pub(crate) async fn verify(
         }
     };
     release(executor, state.as_ref()).await;
+    record_outcome(inner, task, &outcome).await?;
+    Ok(finish_for(outcome, finish))
+}
+
+/// Records the evaluator's final word (shown by get_task_status as `completion`).
+pub(crate) async fn record_outcome(
+    inner: &Inner,
+    task: &Task,
+    outcome: &CompletionOutcome,
+) -> Result<(), EngineError> {
     inner
         .record(
             &task.id,
@@ -279,22 +255,26 @@ pub(crate) async fn verify(
             .with_data(json!({ "by": "evaluator", "done": outcome.status == CompletionStatus::Done, "completion": outcome })),
         )
         .await?;
-    Ok(if outcome.status == CompletionStatus::Done {
-        finish
-    } else {
-        let mut error = format!(
-            "completion: {}: {}",
-            outcome.status.as_str(),
-            outcome.reason
-        );
-        if !outcome.remaining.is_empty() {
-            error.push_str(&format!(" — remaining: {}", outcome.remaining.join("; ")));
-        }
-        Finish {
-            exit: finish.exit,
-            ..Finish::failed(error)
-        }
-    })
+    Ok(())
+}
+
+/// `completed` only when verified; otherwise `failed`, saying why and what remains.
+pub(crate) fn finish_for(outcome: CompletionOutcome, finish: Finish) -> Finish {
+    if outcome.status == CompletionStatus::Done {
+        return finish;
+    }
+    let mut error = format!(
+        "completion: {}: {}",
+        outcome.status.as_str(),
+        outcome.reason
+    );
+    if !outcome.remaining.is_empty() {
+        error.push_str(&format!(" — remaining: {}", outcome.remaining.join("; ")));
+    }
+    Finish {
+        exit: finish.exit,
+        ..Finish::failed(error)
+    }
 }
 
 /// Running totals of one task's evaluation.
@@ -339,7 +319,7 @@ impl Evaluation {
 }
 
 /// The targeted continuation (B5): what remains, the judge's instruction, and to verify.
-fn continuation_prompt(remaining: &[String], judge: &str, replan: bool) -> String {
+pub(crate) fn continuation_prompt(remaining: &[String], judge: &str, replan: bool) -> String {
     let mut prompt = String::new();
     if replan {
         prompt.push_str(
@@ -358,7 +338,7 @@ fn continuation_prompt(remaining: &[String], judge: &str, replan: bool) -> Strin
 }
 
 /// Continues the executor's session, with back-off when it will not at once.
-async fn resume(
+pub(crate) async fn resume(
     inner: &Inner,
     task: &Task,
     executor: &Arc<dyn Executor>,
@@ -391,7 +371,7 @@ async fn resume(
 }
 
 /// Frees the executor's session once nothing will continue it.
-async fn release(executor: &Arc<dyn Executor>, state: Option<&Value>) {
+pub(crate) async fn release(executor: &Arc<dyn Executor>, state: Option<&Value>) {
     if let Some(state) = state
         && let Err(e) = executor.release(state).await
     {
@@ -400,7 +380,7 @@ async fn release(executor: &Arc<dyn Executor>, state: Option<&Value>) {
 }
 
 /// Records the judge's verdict (or why there is none) as an evaluator event.
-async fn record_judge(
+pub(crate) async fn record_judge(
     inner: &Inner,
     task: &Task,
     cycle: u32,

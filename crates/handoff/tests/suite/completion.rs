@@ -38,13 +38,37 @@ fn script() -> Script {
         .map(|_| bash("ls /nonexistent-handoff-dir"))
         .chain([json!({"text": "I keep trying"})])
         .collect();
+    let done_with = |summary: &str| {
+        json!({"tool_calls": [{"name": "verdict", "arguments": {
+            "done": true, "confidence": 0.9, "summary": summary, "remaining": [], "continuation_prompt": "",
+            "is_stuck": false, "is_progress_being_made": true, "reason": "the file exists",
+            "evidence": [{"requirement": "the file exists", "met": true, "evidence": "the diff"}]
+        }}]})
+    };
+    let subtask = |id: &str, goal: &str, file: &str, deps: &[&str]| json!({"id": id, "goal": goal, "success_criteria": [format!("{file} exists")], "depends_on": deps});
+    let ledger = json!({"tool_calls": [{"name": "ledger", "arguments": {
+        "facts": ["three files are wanted"],
+        "subtasks": [
+            subtask("s1", "SUB-ONE write one.txt", "one.txt", &[]),
+            subtask("s2", "SUB-TWO write two.txt", "two.txt", &["s1"]),
+            subtask("s3", "SUB-THREE write three.txt", "three.txt", &["s2"])
+        ]
+    }}]});
     let script = json!({
         "scenarios": [
-            // The judge (Anthropic API only).
+            // The manager and the judge (Anthropic API only).
+            {"match": "MANAGED", "and": ["Write the task ledger"], "api": "anthropic", "turns": [ledger]},
+            {"match": "MANAGED", "and": ["Evaluation cycle: 1 of 1"], "api": "anthropic", "turns": [done_with("all three files exist")]},
+            {"match": "SUB-ONE", "and": ["Evaluation cycle"], "api": "anthropic", "turns": [done_with("SUMMARY-OF-ONE: one.txt written")]},
+            {"match": "SUB-TWO", "and": ["Evaluation cycle"], "api": "anthropic", "turns": [done_with("two.txt written")]},
+            {"match": "SUB-THREE", "and": ["Evaluation cycle"], "api": "anthropic", "turns": [done_with("three.txt written")]},
             judge("THREE-FILES", 1, verdict(false, &["create b.txt", "create c.txt"], "CONTINUE-THREE-FILES: create b.txt and c.txt in the working directory.")),
             judge("THREE-FILES", 2, verdict(true, &[], "")),
             {"match": "VERIFY-FAIL", "api": "anthropic", "turns": [verdict(true, &[], "")]},
             // The coding agent.
+            {"match": "Your sub-task (s1)", "turns": [write("one.txt"), {"text": "FINAL-WORDS-ONE"}]},
+            {"match": "Your sub-task (s2)", "turns": [write("two.txt"), {"text": "two done"}]},
+            {"match": "Your sub-task (s3)", "turns": [write("three.txt"), {"text": "three done"}]},
             {"match": "CONTINUE-THREE-FILES", "turns": [write("b.txt"), write("c.txt"), {"text": "b.txt and c.txt written"}]},
             {"match": "THREE-FILES", "turns": [write("a.txt"), {"text": "I created a.txt. Done."}]},
             {"match": "test -f ok.txt", "turns": [write("ok.txt"), {"text": "ok.txt is there now"}]},
@@ -112,7 +136,7 @@ fn handoff_verifies_and_continues_opencode_until_really_done() {
             {"name": "execute_task", "arguments": {"task_description": "VERIFY-FAIL: write notes", "completion": {"policy": "judge", "verify_commands": ["test -f ok.txt"]}}},
             {"name": "execute_task", "arguments": {"task_description": "STUCK-LS: look around", "completion": {"policy": "checks", "max_cycles": 10}}},
             {"name": "execute_task", "arguments": {"task_description": "PARTIAL work", "completion": {"policy": "checks", "verify_commands": ["test -f never.txt"], "budget": {"turns": 1}}}},
-            {"name": "execute_task", "arguments": {"task_description": "plan it", "completion": {"policy": "manager"}}}
+            {"name": "execute_task", "arguments": {"task_description": "MANAGED: write one.txt, two.txt and three.txt", "completion": {"policy": "manager"}}}
         ]),
     );
     let (three, verify, stuck, partial) = (
@@ -121,15 +145,7 @@ fn handoff_verifies_and_continues_opencode_until_really_done() {
         task_id(&submitted[2]),
         task_id(&submitted[3]),
     );
-    // Manager mode is refused with the reason, nothing stored.
-    assert!(
-        err(&submitted[4])["message"]
-            .as_str()
-            .unwrap()
-            .contains("manager"),
-        "{}",
-        submitted[4]
-    );
+    let managed = task_id(&submitted[4]);
 
     // 1 of 3 files, then continued with a prompt naming the other two: completed on cycle 2.
     let end = wait_end(&server, &three);
@@ -217,6 +233,61 @@ fn handoff_verifies_and_continues_opencode_until_really_done() {
     assert!(
         artifacts.to_string().contains("partial.txt"),
         "{artifacts:#}"
+    );
+
+    // Manager mode: a plan of 3 sub-tasks, each a fresh session carrying the earlier summaries
+    // but not their transcripts, each verified, then the whole task.
+    let end = wait_end(&server, &managed);
+    assert_eq!(
+        end["status"],
+        "completed",
+        "{end}\n{:#?}",
+        events(&server, &managed)
+    );
+    let dir = workdir(&server, &managed);
+    for file in ["one.txt", "two.txt", "three.txt"] {
+        assert!(dir.join(file).exists(), "{file} missing");
+    }
+    assert_eq!(status(&server, &managed)["completion"]["status"], "done");
+    let history = events(&server, &managed);
+    assert!(
+        history
+            .iter()
+            .any(|e| e["message"] == "step 2/3: SUB-TWO write two.txt"),
+        "{history:#?}"
+    );
+    let second = model
+        .requests()
+        .into_iter()
+        .find(|r| {
+            r.user_message
+                .as_deref()
+                .is_some_and(|m| m.contains("Your sub-task (s2)"))
+        })
+        .expect("sub-task 2 reached the model");
+    let body = second.body.to_string();
+    assert!(
+        body.contains("SUMMARY-OF-ONE"),
+        "sub-task 2 lacks sub-task 1's summary"
+    );
+    assert!(
+        !body.contains("FINAL-WORDS-ONE"),
+        "sub-task 2 saw sub-task 1's transcript"
+    );
+
+    // Bad completion settings are refused before anything is stored.
+    let refused = call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": "x", "completion": {"policy": "judge", "max_cycles": 0}}),
+    );
+    assert!(
+        err(&refused)["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("max_cycles"),
+        "{refused}"
     );
 
     drop(server);

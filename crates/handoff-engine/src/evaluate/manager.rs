@@ -1,0 +1,373 @@
+//! Manager mode (B9): the evaluator's model writes a task ledger (facts and 2–5 sub-tasks);
+//! each sub-task runs as a fresh executor session given a compact context pack — the task,
+//! the ledger, the earlier sub-tasks' summaries and diff stats, never their transcripts — and is
+//! verified on its own criteria, with at most 2 targeted retries. One re-plan at most; a final
+//! whole-task evaluation always runs. Progress shows as "step 2/3: …".
+
+use std::sync::Arc;
+
+use handoff_completion::{
+    CompletionOutcome, CompletionStatus,
+    ledger::{SubTask, TaskLedger, ledger_request, parse_ledger},
+};
+use handoff_llm::LlmClient;
+use handoff_runner::{Executor, RunControl, RunSpec};
+use handoff_task::{EventKind, NewEvent, Task, TaskStatus};
+use serde_json::{Value, json};
+
+use super::{
+    assess::{Goal, assess},
+    continuation_prompt, release, resume, settings,
+};
+use crate::{
+    EngineError,
+    engine::Inner,
+    run::{Finish, attach, stopped, supervise},
+};
+
+/// Retries of one sub-task after its first attempt.
+const SUBTASK_RETRIES: u32 = 2;
+/// Attempts at a valid ledger.
+const PLAN_ATTEMPTS: u32 = 3;
+
+/// What an earlier sub-task left for the next ones.
+struct Done {
+    id: String,
+    summary: String,
+    diff_stat: String,
+}
+
+/// Runs `task` as a managed plan; `prompt` is its composed prompt.
+pub(crate) async fn run(
+    inner: &Arc<Inner>,
+    task: &Task,
+    executor: &Arc<dyn Executor>,
+    prompt: &str,
+) -> Result<Finish, EngineError> {
+    let settings = settings(inner, task);
+    let Some(client) = inner.judge.clone() else {
+        return conclude(
+            inner,
+            task,
+            outcome(
+                CompletionStatus::Error,
+                "manager mode needs evaluator.provider and evaluator.model",
+                0,
+            ),
+        )
+        .await;
+    };
+    let mut ledger = match plan(inner, task, &client, prompt, None).await? {
+        Ok(ledger) => ledger,
+        Err(reason) => {
+            return conclude(
+                inner,
+                task,
+                outcome(CompletionStatus::Unverified, &reason, 0),
+            )
+            .await;
+        }
+    };
+    let mut done: Vec<Done> = Vec::new();
+    let mut replanned = false;
+    let mut turns = 0;
+    'plan: loop {
+        let order: Vec<SubTask> = match ledger.validate() {
+            Ok(order) => order.into_iter().cloned().collect(),
+            Err(e) => {
+                return conclude(
+                    inner,
+                    task,
+                    outcome(CompletionStatus::Unverified, &e.to_string(), turns),
+                )
+                .await;
+            }
+        };
+        let total = order.len();
+        for (index, sub) in order.iter().enumerate() {
+            note(
+                inner,
+                task,
+                format!("step {}/{total}: {}", index + 1, sub.goal),
+                json!({"step": index + 1, "of": total, "subtask": sub}),
+            )
+            .await?;
+            let pack = context_pack(prompt, &ledger, sub, &done);
+            let (mut finish, mut state) = start(inner, task, executor, &pack).await?;
+            turns += 1;
+            let mut attempt = 1;
+            loop {
+                if finish.status != TaskStatus::Completed {
+                    release(executor, state.as_ref()).await;
+                    return Ok(finish);
+                }
+                let goal = Goal {
+                    text: &sub.goal,
+                    criteria: &sub.success_criteria,
+                    cycle: (attempt, SUBTASK_RETRIES + 1),
+                    replan: false,
+                    run_checks: false,
+                };
+                let seen = assess(inner, task, &settings, Some(&client), &goal).await?;
+                if seen.done {
+                    release(executor, state.as_ref()).await;
+                    done.push(Done {
+                        id: sub.id.clone(),
+                        summary: seen.summary.clone(),
+                        diff_stat: seen.diff_stat.clone(),
+                    });
+                    break;
+                }
+                if attempt > SUBTASK_RETRIES || seen.unverified.is_some() {
+                    release(executor, state.as_ref()).await;
+                    let why = seen.unverified.clone().unwrap_or_else(|| {
+                        format!(
+                            "sub-task {} not done after {SUBTASK_RETRIES} retries: {}",
+                            sub.id,
+                            seen.remaining.join("; ")
+                        )
+                    });
+                    if replanned {
+                        let mut end = outcome(CompletionStatus::NotDone, &why, turns);
+                        end.remaining = seen.remaining.clone();
+                        return conclude(inner, task, end).await;
+                    }
+                    replanned = true;
+                    let progress = format!(
+                        "{why}\nDone so far:\n{}",
+                        done.iter()
+                            .map(|d| format!("- {}: {}", d.id, d.summary))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    );
+                    note(
+                        inner,
+                        task,
+                        "re-planning after a failed sub-task".to_owned(),
+                        json!({"reason": why}),
+                    )
+                    .await?;
+                    ledger = match plan(inner, task, &client, prompt, Some(&progress)).await? {
+                        Ok(ledger) => ledger,
+                        Err(reason) => {
+                            return conclude(
+                                inner,
+                                task,
+                                outcome(CompletionStatus::Unverified, &reason, turns),
+                            )
+                            .await;
+                        }
+                    };
+                    done.clear();
+                    continue 'plan;
+                }
+                let retry = continuation_prompt(&seen.remaining, &seen.continuation, false);
+                note(
+                    inner,
+                    task,
+                    format!("Evaluator: sub-task {}: {} item(s) remaining — retry {attempt}/{SUBTASK_RETRIES}", sub.id, seen.remaining.len()),
+                    json!({"subtask": sub.id, "remaining": seen.remaining, "continuation_prompt": retry}),
+                )
+                .await?;
+                let run = match resume(inner, task, executor, state.as_ref(), &retry).await {
+                    Ok(run) => run,
+                    Err(e) => {
+                        return conclude(
+                            inner,
+                            task,
+                            outcome(
+                                CompletionStatus::Error,
+                                &format!("could not continue the executor: {e}"),
+                                turns,
+                            ),
+                        )
+                        .await;
+                    }
+                };
+                (finish, state) = follow(inner, task, executor, run).await?;
+                turns += 1;
+                attempt += 1;
+            }
+        }
+        break;
+    }
+    // The final whole-task evaluation always runs.
+    let goal = Goal {
+        text: &task.description,
+        criteria: &settings.success_criteria,
+        cycle: (1, 1),
+        replan: false,
+        run_checks: true,
+    };
+    let seen = assess(inner, task, &settings, Some(&client), &goal).await?;
+    let mut end = outcome(
+        seen.status(),
+        &seen.unverified.clone().unwrap_or(seen.reason.clone()),
+        turns,
+    );
+    end.remaining = seen.remaining;
+    end.checks = seen.checks;
+    end.confidence = seen.confidence;
+    conclude(inner, task, end).await
+}
+
+/// Asks for a valid ledger (3 attempts), recording it.
+async fn plan(
+    inner: &Inner,
+    task: &Task,
+    client: &LlmClient,
+    prompt: &str,
+    progress: Option<&str>,
+) -> Result<Result<TaskLedger, String>, EngineError> {
+    let request = ledger_request(prompt, progress);
+    let mut last = String::new();
+    for _ in 0..PLAN_ATTEMPTS {
+        match client.complete(&request).await {
+            Ok(answer) => match parse_ledger(&answer.text) {
+                Ok(ledger) => {
+                    let steps: Vec<String> = ledger
+                        .subtasks
+                        .iter()
+                        .map(|s| format!("{}: {}", s.id, s.goal))
+                        .collect();
+                    note(
+                        inner,
+                        task,
+                        format!("plan: {}", steps.join(" → ")),
+                        json!({"ledger": ledger}),
+                    )
+                    .await?;
+                    return Ok(Ok(ledger));
+                }
+                Err(e) => last = format!("the plan was not valid: {e}"),
+            },
+            Err(e) => return Ok(Err(format!("the manager model failed: {e}"))),
+        }
+    }
+    Ok(Err(format!(
+        "no valid plan after {PLAN_ATTEMPTS} attempts: {last}"
+    )))
+}
+
+/// The compact context of one sub-task's fresh session.
+fn context_pack(prompt: &str, ledger: &TaskLedger, sub: &SubTask, done: &[Done]) -> String {
+    let mut pack = format!(
+        "You are doing one step of a larger task.\n\nThe whole task:\n{prompt}\n\nFacts:\n"
+    );
+    for fact in &ledger.facts {
+        pack.push_str(&format!("- {fact}\n"));
+    }
+    pack.push_str("\nThe plan:\n");
+    for s in &ledger.subtasks {
+        pack.push_str(&format!("- {}: {}\n", s.id, s.goal));
+    }
+    if !done.is_empty() {
+        pack.push_str("\nAlready done (summaries of earlier steps):\n");
+        for d in done {
+            pack.push_str(&format!(
+                "- {}: {}\n  files: {}\n",
+                d.id,
+                d.summary,
+                d.diff_stat.replace('\n', ", ")
+            ));
+        }
+    }
+    pack.push_str(&format!(
+        "\nYour sub-task ({}): {}\nDone when:\n{}\nDo only this step, verify it, then stop.",
+        sub.id,
+        sub.goal,
+        sub.success_criteria
+            .iter()
+            .map(|c| format!("- {c}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ));
+    pack
+}
+
+/// Starts a fresh session with `prompt` and follows it to its end.
+async fn start(
+    inner: &Arc<Inner>,
+    task: &Task,
+    executor: &Arc<dyn Executor>,
+    prompt: &str,
+) -> Result<(Finish, Option<Value>), EngineError> {
+    let spec = RunSpec {
+        task_id: task.id.clone(),
+        prompt: prompt.to_owned(),
+        workdir: std::path::PathBuf::from(&task.workdir),
+        preset_rules: Some(inner.policy.preset_for(task)),
+        continuable: true,
+    };
+    match executor.start(spec).await {
+        Ok(run) => follow(inner, task, executor, run).await,
+        Err(e) => Ok((
+            Finish::failed(format!("could not start the executor: {e}")),
+            None,
+        )),
+    }
+}
+
+/// Follows one run of the task to its end.
+async fn follow(
+    inner: &Arc<Inner>,
+    task: &Task,
+    executor: &Arc<dyn Executor>,
+    run: handoff_runner::Run,
+) -> Result<(Finish, Option<Value>), EngineError> {
+    inner
+        .store
+        .set_runner_state(&task.id, run.state.as_ref())
+        .await?;
+    let state = run.state.clone();
+    let control: Arc<dyn RunControl> = Arc::from(run.control);
+    if let Some(stop) = attach(inner, task, executor.as_ref(), &control) {
+        let _ = control.cancel(inner.config.tasks.cancel_grace).await;
+        return Ok((stopped(stop, task, None), state));
+    }
+    let finish = supervise(inner, task, run.events, control).await?;
+    Ok((finish, state))
+}
+
+fn outcome(status: CompletionStatus, reason: &str, cycles: u32) -> CompletionOutcome {
+    CompletionOutcome {
+        status,
+        cycles,
+        reason: reason.to_owned(),
+        confidence: None,
+        remaining: Vec::new(),
+        checks: Vec::new(),
+        judge_tokens: 0,
+        judge_cost_usd: None,
+    }
+}
+
+async fn note(inner: &Inner, task: &Task, message: String, data: Value) -> Result<(), EngineError> {
+    inner
+        .record(
+            &task.id,
+            NewEvent::new(EventKind::Verdict, message)
+                .with_data(json!({"by": "manager", "detail": data})),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Records the final outcome and turns it into the task's end.
+async fn conclude(
+    inner: &Inner,
+    task: &Task,
+    outcome: CompletionOutcome,
+) -> Result<Finish, EngineError> {
+    super::record_outcome(inner, task, &outcome).await?;
+    Ok(super::finish_for(
+        outcome,
+        Finish {
+            status: TaskStatus::Completed,
+            reason: "completed".to_owned(),
+            exit: None,
+            error: None,
+            requeue: false,
+        },
+    ))
+}
