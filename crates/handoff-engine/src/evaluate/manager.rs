@@ -11,19 +11,15 @@ use handoff_completion::{
     ledger::{SubTask, TaskLedger, ledger_request, parse_ledger},
 };
 use handoff_llm::LlmClient;
-use handoff_runner::{Executor, RunControl, RunSpec};
+use handoff_runner::{Executor, RunSpec};
 use handoff_task::{EventKind, NewEvent, Task, TaskStatus};
 use serde_json::{Value, json};
 
 use super::{
     assess::{Goal, assess},
-    continuation_prompt, release, resume, settings,
+    continuation_prompt, follow, release, resume, settings,
 };
-use crate::{
-    EngineError,
-    engine::Inner,
-    run::{Finish, attach, stopped, supervise},
-};
+use crate::{EngineError, engine::Inner, run::Finish};
 
 /// Retries of one sub-task after its first attempt.
 const SUBTASK_RETRIES: u32 = 2;
@@ -306,27 +302,6 @@ async fn start(
             None,
         )),
     }
-}
-
-/// Follows one run of the task to its end.
-async fn follow(
-    inner: &Arc<Inner>,
-    task: &Task,
-    executor: &Arc<dyn Executor>,
-    run: handoff_runner::Run,
-) -> Result<(Finish, Option<Value>), EngineError> {
-    inner
-        .store
-        .set_runner_state(&task.id, run.state.as_ref())
-        .await?;
-    let state = run.state.clone();
-    let control: Arc<dyn RunControl> = Arc::from(run.control);
-    if let Some(stop) = attach(inner, task, executor.as_ref(), &control) {
-        let _ = control.cancel(inner.config.tasks.cancel_grace).await;
-        return Ok((stopped(stop, task, None), state));
-    }
-    let finish = supervise(inner, task, run.events, control).await?;
-    Ok((finish, state))
 }
 
 fn outcome(status: CompletionStatus, reason: &str, cycles: u32) -> CompletionOutcome {

@@ -217,18 +217,7 @@ pub(crate) async fn verify(
             }
         };
         evaluation.turns += 1;
-        inner
-            .store
-            .set_runner_state(&task.id, run.state.as_ref())
-            .await?;
-        state = run.state.clone();
-        let control: Arc<dyn RunControl> = Arc::from(run.control);
-        if let Some(stop) = attach(inner, task, executor.as_ref(), &control) {
-            let _ = control.cancel(inner.config.tasks.cancel_grace).await;
-            release(executor, state.as_ref()).await;
-            return Ok(stopped(stop, task, finish.exit));
-        }
-        finish = supervise(inner, task, run.events, control).await?;
+        (finish, state) = follow(inner, task, executor, run).await?;
         if finish.status != TaskStatus::Completed {
             release(executor, state.as_ref()).await;
             return Ok(finish);
@@ -237,6 +226,27 @@ pub(crate) async fn verify(
     release(executor, state.as_ref()).await;
     record_outcome(inner, task, &outcome).await?;
     Ok(finish_for(outcome, finish))
+}
+
+/// Follows one (continued) run of the task to its end; returns how it ended and its state.
+pub(crate) async fn follow(
+    inner: &Arc<Inner>,
+    task: &Task,
+    executor: &Arc<dyn Executor>,
+    run: handoff_runner::Run,
+) -> Result<(Finish, Option<Value>), EngineError> {
+    inner
+        .store
+        .set_runner_state(&task.id, run.state.as_ref())
+        .await?;
+    let state = run.state.clone();
+    let control: Arc<dyn RunControl> = Arc::from(run.control);
+    if let Some(stop) = attach(inner, task, executor.as_ref(), &control) {
+        let _ = control.cancel(inner.config.tasks.cancel_grace).await;
+        return Ok((stopped(stop, task, None), state));
+    }
+    let finish = supervise(inner, task, run.events, control).await?;
+    Ok((finish, state))
 }
 
 /// Records the evaluator's final word (shown by get_task_status as `completion`).
