@@ -144,7 +144,10 @@ fn a_task_from_submission_to_its_files() {
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     // The evaluator's verdict (policy `checks`) comes before the final state.
-    assert_eq!(kinds, ["status", "status", "log", "output", "verdict", "status"]);
+    assert_eq!(
+        kinds,
+        ["status", "status", "log", "output", "verdict", "status"]
+    );
     let paths: Vec<_> = ok(&results[2])["entries"]
         .as_array()
         .unwrap()
