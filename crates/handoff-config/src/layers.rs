@@ -108,6 +108,15 @@ pub(crate) struct Layers {
 }
 
 impl Layers {
+    /// A variable from the environment, else from the `.env` file (secrets named by a setting,
+    /// such as the evaluator's key).
+    pub(crate) fn variable(&self, name: &str) -> Option<String> {
+        self.env
+            .get(name)
+            .or_else(|| self.dotenv.as_ref().and_then(|(_, vars)| vars.get(name)))
+            .cloned()
+    }
+
     pub(crate) fn load(options: LoadOptions) -> Result<Self, ConfigError> {
         let file = match (&options.config_file, &options.default_config_file) {
             (Some(path), _) => Some(read_toml(path)?),

@@ -509,7 +509,7 @@ impl Config {
             model: r.optional("evaluator.model")?,
             api_key: api_key_env
                 .as_deref()
-                .and_then(|name| std::env::var(name).ok())
+                .and_then(|name| r.layers.variable(name))
                 .map(Secret::new),
             api_key_env,
             base_url: {
@@ -522,6 +522,24 @@ impl Config {
                 input_per_mtok: price_in.unwrap_or(0.0),
                 output_per_mtok: price_out.unwrap_or(0.0),
             }),
+        };
+        // A server default that needs a judge without one would refuse every task.
+        let completion = {
+            let judged = matches!(
+                completion.policy,
+                CompletionPolicy::Judge | CompletionPolicy::Manager
+            );
+            let has_model = evaluator.provider.is_some() && evaluator.model.is_some();
+            r.check("completion.policy", completion, |_| {
+                if judged && !has_model {
+                    Err(
+                        "policies judge and manager need evaluator.provider and evaluator.model"
+                            .to_owned(),
+                    )
+                } else {
+                    Ok(())
+                }
+            })?
         };
         let features = FeatureConfig {
             async_execute: r.get("features.async_execute", true)?,

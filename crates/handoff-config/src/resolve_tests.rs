@@ -312,3 +312,30 @@ fn command_executor_argv_from_json_words_or_toml() {
     assert_eq!(command.argv, ["bash", "-c", "{prompt}"]);
     assert_eq!(command.prompt_via, crate::PromptVia::Argument);
 }
+
+#[test]
+fn the_evaluator_reads_its_key_from_the_named_variable_and_judging_needs_a_model() {
+    let options = LoadOptions {
+        env: env(&[
+            ("HANDOFF_COMPLETION_POLICY", "judge"),
+            ("HANDOFF_EVALUATOR_PROVIDER", "gemini"),
+            ("HANDOFF_EVALUATOR_MODEL", "gemini-pro"),
+            ("HANDOFF_EVALUATOR_API_KEY_ENV", "MY_GEMINI_KEY"),
+            ("MY_GEMINI_KEY", "g-secret"),
+        ]),
+        ..LoadOptions::default()
+    };
+    let config = Config::load(options).unwrap();
+    let llm = config.evaluator.llm().unwrap();
+    assert_eq!(llm.api_key.as_deref(), Some("g-secret"));
+    assert_eq!(llm.model, "gemini-pro");
+    let without = LoadOptions {
+        env: env(&[("HANDOFF_COMPLETION_POLICY", "manager")]),
+        ..LoadOptions::default()
+    };
+    let err = Config::load(without).unwrap_err().to_string();
+    assert!(
+        err.contains("HANDOFF_COMPLETION_POLICY") && err.contains("evaluator.provider"),
+        "{err}"
+    );
+}
