@@ -42,6 +42,9 @@ pub struct Scenario {
     /// Only requests to this API (e.g. the judge on `anthropic`, the agent on `chat`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<crate::log::Api>,
+    /// Also answers requests without tools (a judge asking for JSON), before `untooled`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub untooled: bool,
     /// Replies by turn index (assistant turns since the user message).
     pub turns: Vec<Turn>,
 }
@@ -164,6 +167,7 @@ impl Scenario {
             matches: matches.into(),
             and: Vec::new(),
             api: None,
+            untooled: false,
             turns,
         }
     }

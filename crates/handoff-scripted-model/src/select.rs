@@ -33,19 +33,20 @@ pub(crate) fn select<'a>(
     conversation: &Conversation,
     api: crate::log::Api,
 ) -> Selection<'a> {
-    if !conversation.tooled {
+    let message = conversation.user_message.as_deref().unwrap_or_default();
+    let scenario = script.scenarios.iter().find(|s| {
+        (conversation.tooled || s.untooled)
+            && !s.matches.is_empty()
+            && message.contains(&s.matches)
+            && s.and.iter().all(|more| message.contains(more.as_str()))
+            && s.api.is_none_or(|wanted| wanted == api)
+    });
+    if !conversation.tooled && scenario.is_none() {
         return Selection {
             scenario: None,
             turn: &script.untooled,
         };
     }
-    let message = conversation.user_message.as_deref().unwrap_or_default();
-    let scenario = script.scenarios.iter().find(|s| {
-        !s.matches.is_empty()
-            && message.contains(&s.matches)
-            && s.and.iter().all(|more| message.contains(more.as_str()))
-            && s.api.is_none_or(|wanted| wanted == api)
-    });
     match scenario {
         Some(s) => Selection {
             scenario: Some(s.label()),
@@ -146,6 +147,28 @@ mod tests {
         );
         assert_eq!(pick("TASK, cycle: 1", Api::Anthropic), Turn::text("agent"));
         assert_eq!(pick("TASK, cycle: 2", Api::Chat), Turn::text("agent"));
+    }
+
+    #[test]
+    fn untooled_requests_reach_only_scenarios_that_accept_them() {
+        let judge = Scenario {
+            untooled: true,
+            ..Scenario::new("JUDGE", vec![Turn::text("{\"done\": true}")])
+        };
+        let script = Script::new(vec![
+            judge,
+            Scenario::new("AGENT", vec![Turn::text("tooled")]),
+        ]);
+        let untooled = |message: &str| Conversation {
+            tooled: false,
+            ..conversation(message, 0)
+        };
+        let pick = |c: &Conversation| select(&script, c, crate::log::Api::Chat).turn.clone();
+        assert_eq!(
+            pick(&untooled("JUDGE this")),
+            Turn::text("{\"done\": true}")
+        );
+        assert_eq!(pick(&untooled("AGENT title")), script.untooled);
     }
 
     #[test]

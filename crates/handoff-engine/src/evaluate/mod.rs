@@ -355,7 +355,20 @@ pub(crate) async fn resume(
     state: Option<&Value>,
     prompt: &str,
 ) -> Result<handoff_runner::Run, handoff_runner::RunnerError> {
-    let state = state.cloned().unwrap_or(Value::Null);
+    let mut state = state.cloned().unwrap_or_else(|| json!({}));
+    // Executors that learn their session id while running (Claude Code) report it in an event.
+    if state.get("session_id").is_none()
+        && let Ok(events) = inner.store.recent_events(&task.id, 500).await
+        && let Some(session) = events.iter().rev().find_map(|e| {
+            e.data
+                .get("session_id")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        })
+        && let Some(map) = state.as_object_mut()
+    {
+        map.insert("session_id".to_owned(), json!(session));
+    }
     let spec = RunSpec {
         task_id: task.id.clone(),
         prompt: prompt.to_owned(),

@@ -39,6 +39,8 @@ pub struct ClaudeConfig {
 #[derive(Debug)]
 pub struct ClaudeExecutor {
     process: CommandExecutor,
+    /// The process settings, for the `--resume` runs that continue a session.
+    base: CommandConfig,
 }
 
 impl ClaudeExecutor {
@@ -73,15 +75,36 @@ impl ClaudeExecutor {
             ),
         ];
         env.extend(config.env);
-        let process = CommandExecutor::new(CommandConfig {
+        let base = CommandConfig {
             argv,
             prompt_via: PromptVia::Stdin,
             messages_via_stdin: true,
             env,
             message_format: MessageFormat::Raw,
             isolation: config.isolation.clone(),
-        })?;
-        Ok(Self { process })
+        };
+        let process = CommandExecutor::new(base.clone())?;
+        Ok(Self { process, base })
+    }
+
+    /// Runs `process` for `spec` with `prompt` as its first user line.
+    async fn run(
+        process: &CommandExecutor,
+        spec: RunSpec,
+        prompt: &str,
+    ) -> Result<Run, RunnerError> {
+        let spec = RunSpec {
+            prompt: user_line(prompt),
+            ..spec
+        };
+        let spawned = process.spawn(&spec).await?;
+        let shared = Arc::new(driver::Shared::new(spawned.control));
+        let events = driver::start(shared.clone(), spawned.events);
+        Ok(Run {
+            events,
+            control: Box::new(control::ClaudeControl::new(shared)),
+            state: Some(spawned.state),
+        })
     }
 }
 
@@ -115,18 +138,27 @@ impl Executor for ClaudeExecutor {
     }
 
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
-        let spec = RunSpec {
-            prompt: user_line(&spec.prompt),
-            ..spec
-        };
-        let spawned = self.process.spawn(&spec).await?;
-        let shared = Arc::new(driver::Shared::new(spawned.control));
-        let events = driver::start(shared.clone(), spawned.events);
-        Ok(Run {
-            events,
-            control: Box::new(control::ClaudeControl::new(shared)),
-            state: Some(spawned.state),
-        })
+        let prompt = spec.prompt.clone();
+        Self::run(&self.process, spec, &prompt).await
+    }
+
+    /// A new `claude -p --resume <session>` process continues the session Claude Code keeps on
+    /// disk (`session_id` in `state`, as its init line reported it).
+    async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
+        let session = state
+            .get("session_id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| RunnerError::Io {
+                context: "continuing the Claude Code session",
+                message: "the run reported no session id".to_owned(),
+            })?;
+        let mut config = self.base.clone();
+        config
+            .argv
+            .extend(["--resume".to_owned(), session.to_owned()]);
+        let process = CommandExecutor::new(config)?;
+        Self::run(&process, spec, prompt).await
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {

@@ -9,7 +9,7 @@ use handoff_scripted_model::{Script, ScriptedModel};
 use serde_json::{Value, json};
 
 use super::{
-    executors::{AGENT, OPENCODE, events, handoff_env, wait_end, workdir},
+    executors::{AGENT, CLAUDE, OPENCODE, events, handoff_env, wait_end, workdir},
     harness::start,
     mcp::{call, calls, err, ok, task_id},
 };
@@ -290,6 +290,90 @@ fn handoff_verifies_and_continues_opencode_until_really_done() {
         "{refused}"
     );
 
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+/// Claude Code continued with `--resume`: the judge (here on Chat Completions, JSON through
+/// `response_format`) finds one of two files missing, Handoff resumes the same Claude session
+/// with the targeted prompt, and the task completes on cycle 2.
+#[test]
+fn claude_code_sessions_are_resumed_until_really_done() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let claude_write = |file: &str| json!({"tool_calls": [{"name": "Write", "arguments": {"file_path": format!("{{{{cwd}}}}/{file}"), "content": format!("{file}\n")}}]});
+    let judge_says = |cycle: u32, done: bool| {
+        let verdict = json!({
+            "done": done, "confidence": 0.95, "summary": "scripted judge",
+            "remaining": if done { json!([]) } else { json!(["write y.txt"]) },
+            "continuation_prompt": if done { "" } else { "CLAUDE-CONTINUE: write y.txt next to x.txt." },
+            "is_stuck": false, "is_progress_being_made": true, "reason": "from the diff",
+            "evidence": [{"requirement": "x.txt and y.txt exist", "met": done, "evidence": "the diff"}]
+        });
+        json!({"match": "CLAUDE-TWO-FILES", "and": [format!("Evaluation cycle: {cycle} of")], "api": "chat",
+               "untooled": true, "turns": [{"text": verdict.to_string()}]})
+    };
+    let script = json!({
+        "scenarios": [
+            judge_says(1, false),
+            judge_says(2, true),
+            {"match": "CLAUDE-CONTINUE", "api": "anthropic", "turns": [claude_write("y.txt"), {"text": "y.txt written"}]},
+            {"match": "CLAUDE-TWO-FILES", "api": "anthropic", "turns": [claude_write("x.txt"), {"text": "x.txt written, done"}]}
+        ],
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    let model = runtime
+        .block_on(ScriptedModel::start(
+            Script::from_json(&script.to_string()).unwrap(),
+            Some(state.path().join("model.jsonl")),
+        ))
+        .unwrap();
+    let mut env = handoff_env(&CLAUDE, &model.base_url(), state.path());
+    env.retain(|(k, _)| k != "HANDOFF_PERMISSION_RULES");
+    env.extend([
+        (
+            "HANDOFF_PERMISSION_RULES".to_owned(),
+            json!([{"permission": "*", "pattern": "*", "action": "allow"}]).to_string(),
+        ),
+        ("HANDOFF_EVALUATOR_PROVIDER".to_owned(), "openai".to_owned()),
+        (
+            "HANDOFF_EVALUATOR_MODEL".to_owned(),
+            "mock-model".to_owned(),
+        ),
+        (
+            "HANDOFF_EVALUATOR_BASE_URL".to_owned(),
+            model.openai_base_url(),
+        ),
+        (
+            "HANDOFF_EVALUATOR_API_KEY_ENV".to_owned(),
+            "MOCK_API_KEY".to_owned(),
+        ),
+    ]);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+    let submitted = call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": "CLAUDE-TWO-FILES: write x.txt and y.txt", "completion": {"policy": "judge"}}),
+    );
+    let id = task_id(&submitted);
+    let end = wait_end(&server, &id);
+    assert_eq!(
+        end["status"],
+        "completed",
+        "{end}\n{:#?}",
+        events(&server, &id)
+    );
+    let dir = workdir(&server, &id);
+    assert!(dir.join("x.txt").exists() && dir.join("y.txt").exists());
+    let completion = &status(&server, &id)["completion"];
+    assert_eq!(
+        (completion["status"].as_str(), completion["cycles"].as_u64()),
+        (Some("done"), Some(2)),
+        "{completion}"
+    );
     drop(server);
     runtime.block_on(model.shutdown());
 }

@@ -48,7 +48,7 @@ pub(super) const OPENCODE: Agent = Agent {
     retry_requests: None,
 };
 
-const CLAUDE: Agent = Agent {
+pub(super) const CLAUDE: Agent = Agent {
     executor: "claude",
     bash_tool: "Bash",
     write_tool: "Write",
