@@ -356,12 +356,14 @@ pub(crate) async fn resume(
     prompt: &str,
 ) -> Result<handoff_runner::Run, handoff_runner::RunnerError> {
     let mut state = state.cloned().unwrap_or_else(|| json!({}));
-    // Executors that learn their session id while running (Claude Code) report it in an event.
+    // Executors that learn their session while running report it in an event: Claude Code's
+    // session id, Codex's thread id.
     if state.get("session_id").is_none()
         && let Ok(events) = inner.store.recent_events(&task.id, 500).await
         && let Some(session) = events.iter().rev().find_map(|e| {
             e.data
                 .get("session_id")
+                .or_else(|| e.data.get("thread_id"))
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
         })

@@ -78,6 +78,8 @@ pub(crate) struct Settings {
     pub model: Option<String>,
     /// Provider retries before Codex gives up.
     pub max_retries: u32,
+    /// Continue this stored thread instead of starting one.
+    pub resume_thread: Option<String>,
 }
 
 /// Starts translating the process's events.
@@ -177,11 +179,20 @@ impl Driver {
                 };
                 self.emit(RunEvent::Event(NewEvent::new(EventKind::Log, note)))
                     .await;
-                let line = protocol::thread_start(
-                    &self.settings.cwd,
-                    self.settings.model.as_deref(),
-                    overrides.map(|(_, config)| config),
-                );
+                let config = overrides.map(|(_, config)| config);
+                let line = match &self.settings.resume_thread {
+                    Some(thread) => protocol::thread_resume(
+                        thread,
+                        &self.settings.cwd,
+                        self.settings.model.as_deref(),
+                        config,
+                    ),
+                    None => protocol::thread_start(
+                        &self.settings.cwd,
+                        self.settings.model.as_deref(),
+                        config,
+                    ),
+                };
                 self.shared.write(&line).await;
             }
             (protocol::THREAD, Ok(started)) => {

@@ -101,11 +101,42 @@ impl Executor for CodexExecutor {
     }
 
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
+        self.run(spec, None).await
+    }
+
+    /// A new app-server process resumes the thread Codex stored (`session_id` in `state`: the
+    /// thread id its first run reported) and runs `prompt` as the next turn.
+    async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
+        let thread = state
+            .get("session_id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| RunnerError::Io {
+                context: "continuing the Codex thread",
+                message: "the run reported no thread id".to_owned(),
+            })?
+            .to_owned();
+        let spec = RunSpec {
+            prompt: prompt.to_owned(),
+            ..spec
+        };
+        self.run(spec, Some(thread)).await
+    }
+
+    async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
+        abandon_state(state).await
+    }
+}
+
+impl CodexExecutor {
+    /// One app-server process for `spec`: a new thread, or `resume_thread` continued.
+    async fn run(&self, spec: RunSpec, resume_thread: Option<String>) -> Result<Run, RunnerError> {
         let settings = driver::Settings {
             prompt: spec.prompt.clone(),
             cwd: spec.workdir.to_string_lossy().into_owned(),
             model: self.model.clone(),
             max_retries: self.max_retries,
+            resume_thread,
         };
         // The first line on stdin is the handshake; the prompt follows once a thread exists.
         let spec = RunSpec {
@@ -120,9 +151,5 @@ impl Executor for CodexExecutor {
             control: Box::new(control::CodexControl::new(shared)),
             state: Some(spawned.state),
         })
-    }
-
-    async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        abandon_state(state).await
     }
 }

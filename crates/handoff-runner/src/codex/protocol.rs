@@ -62,6 +62,28 @@ pub(crate) fn thread_start(cwd: &str, model: Option<&str>, config: Option<Value>
     request(THREAD, "thread/start", params)
 }
 
+/// `thread/resume` of a thread Codex stored earlier, with the same overrides as a new one.
+pub(crate) fn thread_resume(
+    thread: &str,
+    cwd: &str,
+    model: Option<&str>,
+    config: Option<Value>,
+) -> String {
+    let mut params = json!({
+        "threadId": thread,
+        "cwd": cwd,
+        "approvalPolicy": APPROVAL_POLICY,
+        "sandbox": SANDBOX,
+    });
+    if let Some(model) = model {
+        params["model"] = json!(model);
+    }
+    if let Some(config) = config {
+        params["config"] = config;
+    }
+    request(THREAD, "thread/resume", params)
+}
+
 /// `turn/start` with `texts` as one user message. On a thread whose turn is still running,
 /// Codex adds the input to that turn instead (it reaches the model at its next step).
 pub(crate) fn turn_start(thread: &str, client_id: &str, texts: &[String]) -> String {

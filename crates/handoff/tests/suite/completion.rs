@@ -9,7 +9,7 @@ use handoff_scripted_model::{Script, ScriptedModel};
 use serde_json::{Value, json};
 
 use super::{
-    executors::{AGENT, CLAUDE, OPENCODE, events, handoff_env, wait_end, workdir},
+    executors::{AGENT, Agent, CLAUDE, CODEX, OPENCODE, events, handoff_env, wait_end, workdir},
     harness::start,
     mcp::{call, calls, err, ok, task_id},
 };
@@ -294,31 +294,41 @@ fn handoff_verifies_and_continues_opencode_until_really_done() {
     runtime.block_on(model.shutdown());
 }
 
-/// Claude Code continued with `--resume`: the judge (here on Chat Completions, JSON through
-/// `response_format`) finds one of two files missing, Handoff resumes the same Claude session
-/// with the targeted prompt, and the task completes on cycle 2.
+/// Claude Code (`--resume`) and Codex (`thread/resume`) continued: the judge (here on Chat
+/// Completions, JSON through `response_format`) finds one of two files missing, Handoff resumes
+/// the same session with the targeted prompt in a new process, and the task completes on cycle 2.
 #[test]
 fn claude_code_sessions_are_resumed_until_really_done() {
+    resumed_until_done(&CLAUDE, "anthropic");
+}
+
+#[test]
+fn codex_threads_are_resumed_until_really_done() {
+    resumed_until_done(&CODEX, "responses");
+}
+
+fn resumed_until_done(agent: &Agent, agent_api: &str) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
-    let claude_write = |file: &str| json!({"tool_calls": [{"name": "Write", "arguments": {"file_path": format!("{{{{cwd}}}}/{file}"), "content": format!("{file}\n")}}]});
+    let write =
+        |file: &str| json!({"tool_calls": [(agent.write_call)(file, &format!("{file}\n"))]});
     let judge_says = |cycle: u32, done: bool| {
         let verdict = json!({
             "done": done, "confidence": 0.95, "summary": "scripted judge",
             "remaining": if done { json!([]) } else { json!(["write y.txt"]) },
-            "continuation_prompt": if done { "" } else { "CLAUDE-CONTINUE: write y.txt next to x.txt." },
+            "continuation_prompt": if done { "" } else { "RESUMED-CONTINUE: write y.txt next to x.txt." },
             "is_stuck": false, "is_progress_being_made": true, "reason": "from the diff",
             "evidence": [{"requirement": "x.txt and y.txt exist", "met": done, "evidence": "the diff"}]
         });
-        json!({"match": "CLAUDE-TWO-FILES", "and": [format!("Evaluation cycle: {cycle} of")], "api": "chat",
+        json!({"match": "RESUMED-TWO-FILES", "and": [format!("Evaluation cycle: {cycle} of")], "api": "chat",
                "untooled": true, "turns": [{"text": verdict.to_string()}]})
     };
     let script = json!({
         "scenarios": [
             judge_says(1, false),
             judge_says(2, true),
-            {"match": "CLAUDE-CONTINUE", "api": "anthropic", "turns": [claude_write("y.txt"), {"text": "y.txt written"}]},
-            {"match": "CLAUDE-TWO-FILES", "api": "anthropic", "turns": [claude_write("x.txt"), {"text": "x.txt written, done"}]}
+            {"match": "RESUMED-CONTINUE", "api": agent_api, "turns": [write("y.txt"), {"text": "y.txt written"}]},
+            {"match": "RESUMED-TWO-FILES", "api": agent_api, "turns": [write("x.txt"), {"text": "x.txt written, done"}]}
         ],
         "default": {"text": "No scenario matched."},
         "untooled": {"text": "Scripted title"}
@@ -329,7 +339,7 @@ fn claude_code_sessions_are_resumed_until_really_done() {
             Some(state.path().join("model.jsonl")),
         ))
         .unwrap();
-    let mut env = handoff_env(&CLAUDE, &model.base_url(), state.path());
+    let mut env = handoff_env(agent, &model.base_url(), state.path());
     env.retain(|(k, _)| k != "HANDOFF_PERMISSION_RULES");
     env.extend([
         (
@@ -356,7 +366,7 @@ fn claude_code_sessions_are_resumed_until_really_done() {
         &server,
         AGENT,
         "execute_task",
-        json!({"task_description": "CLAUDE-TWO-FILES: write x.txt and y.txt", "completion": {"policy": "judge"}}),
+        json!({"task_description": "RESUMED-TWO-FILES: write x.txt and y.txt", "completion": {"policy": "judge"}}),
     );
     let id = task_id(&submitted);
     let end = wait_end(&server, &id);

@@ -30,7 +30,7 @@ pub(super) struct Agent {
     /// The scripted model's tool call running a shell command.
     bash_call: fn(&str) -> Value,
     /// The scripted model's tool call writing a file (named relative to the task directory).
-    write_call: fn(&str, &str) -> Value,
+    pub(super) write_call: fn(&str, &str) -> Value,
     /// Words the error of a task whose provider keeps answering 500 must contain.
     retry_error: &'static [&'static str],
     /// Most model requests such a task may make, when the agent bounds its retries itself.
@@ -61,7 +61,7 @@ pub(super) const CLAUDE: Agent = Agent {
 
 /// Codex (0.169, fallback model metadata) offers no write tool: files are written with
 /// `apply_patch` through its `exec_command` tool, which Codex intercepts as a patch.
-const CODEX: Agent = Agent {
+pub(super) const CODEX: Agent = Agent {
     executor: "codex",
     bash_tool: "shell",
     write_tool: "apply_patch",
