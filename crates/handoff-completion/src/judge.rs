@@ -164,13 +164,8 @@ pub fn request(input: &JudgeInput) -> ChatRequest {
 
 /// Reads a verdict; tolerates a fenced code block around the JSON, nothing else.
 pub fn parse(text: &str) -> Result<Verdict, String> {
-    let trimmed = text.trim();
-    let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|rest| rest.strip_suffix("```"))
-        .unwrap_or(trimmed);
-    let verdict: Verdict = serde_json::from_str(body.trim()).map_err(|e| e.to_string())?;
+    let body = crate::unfenced(text);
+    let verdict: Verdict = serde_json::from_str(body).map_err(|e| e.to_string())?;
     if !(0.0..=1.0).contains(&verdict.confidence) {
         return Err(format!("confidence {} is outside 0..1", verdict.confidence));
     }

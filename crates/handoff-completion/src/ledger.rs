@@ -150,13 +150,8 @@ pub fn ledger_request(task: &str, progress: Option<&str>) -> ChatRequest {
 
 /// Reads and validates a ledger answer.
 pub fn parse_ledger(text: &str) -> Result<TaskLedger, String> {
-    let trimmed = text.trim();
-    let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|rest| rest.strip_suffix("```"))
-        .unwrap_or(trimmed);
-    let ledger: TaskLedger = serde_json::from_str(body.trim()).map_err(|e| e.to_string())?;
+    let body = crate::unfenced(text);
+    let ledger: TaskLedger = serde_json::from_str(body).map_err(|e| e.to_string())?;
     ledger.validate().map_err(|e| e.to_string())?;
     Ok(ledger)
 }

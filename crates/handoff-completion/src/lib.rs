@@ -14,3 +14,14 @@ pub mod outcome;
 pub mod stuck;
 
 pub use outcome::{CompletionOutcome, CompletionStatus};
+
+/// A model's JSON answer without a Markdown code fence around it, if it had one.
+pub(crate) fn unfenced(text: &str) -> &str {
+    let trimmed = text.trim();
+    trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(trimmed)
+        .trim()
+}

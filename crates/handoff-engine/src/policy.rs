@@ -104,11 +104,17 @@ impl TaskPolicy {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The rules for `task`: the operator's, then the task's own.
-    pub(crate) fn stack_for(&self, task: &Task) -> RuleStack {
-        self.operator
-            .clone()
-            .with_layer(Layer::Task, &task.options.permissions)
+    /// The rules for `task`: the operator's, then the task's own (the operator's alone, not
+    /// copied, when the task has none — the common case, on every request).
+    pub(crate) fn stack_for(&self, task: &Task) -> std::borrow::Cow<'_, RuleStack> {
+        if task.options.permissions.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.operator);
+        }
+        std::borrow::Cow::Owned(
+            self.operator
+                .clone()
+                .with_layer(Layer::Task, &task.options.permissions),
+        )
     }
 
     /// The rules an executor may apply itself for `task`.
