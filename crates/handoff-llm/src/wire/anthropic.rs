@@ -3,20 +3,11 @@
 
 use serde_json::{Value, json};
 
-use super::{HttpCall, Parsed, u64_at};
-use crate::{ChatRequest, LlmConfig, Role, Usage};
+use super::{HttpCall, Parsed, role_messages, u64_at};
+use crate::{ChatRequest, LlmConfig, Usage};
 
 pub(crate) fn build(config: &LlmConfig, base: &str, request: &ChatRequest) -> HttpCall {
-    let messages: Vec<Value> = request
-        .turns
-        .iter()
-        .map(|t| {
-            json!({
-                "role": match t.role { Role::User => "user", Role::Assistant => "assistant" },
-                "content": t.text,
-            })
-        })
-        .collect();
+    let messages = role_messages(request);
     let mut body = json!({
         "model": config.model,
         "max_tokens": config.max_output_tokens,

@@ -61,6 +61,30 @@ pub(crate) fn error_message(body: &str) -> String {
         .unwrap_or_else(|| body.chars().take(500).collect())
 }
 
+/// The turns as `{role: user|assistant, content}` messages (Anthropic, OpenAI Chat and
+/// Responses all take this shape).
+fn role_messages(request: &ChatRequest) -> Vec<Value> {
+    request
+        .turns
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "role": match t.role { crate::Role::User => "user", crate::Role::Assistant => "assistant" },
+                "content": t.text,
+            })
+        })
+        .collect()
+}
+
+/// `Authorization: Bearer <key>` when a key is set (the OpenAI formats).
+fn bearer(config: &LlmConfig) -> Vec<(&'static str, String)> {
+    config
+        .api_key
+        .iter()
+        .map(|k| ("authorization", format!("Bearer {k}")))
+        .collect()
+}
+
 fn u64_at(value: &Value, pointer: &str) -> u64 {
     value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
 }

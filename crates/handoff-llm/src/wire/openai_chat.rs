@@ -3,17 +3,12 @@
 
 use serde_json::{Value, json};
 
-use super::{HttpCall, Parsed, u64_at};
-use crate::{ChatRequest, LlmConfig, Provider, Role, Usage};
+use super::{HttpCall, Parsed, bearer, role_messages, u64_at};
+use crate::{ChatRequest, LlmConfig, Provider, Usage};
 
 pub(crate) fn build(config: &LlmConfig, base: &str, request: &ChatRequest) -> HttpCall {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
-    messages.extend(request.turns.iter().map(|t| {
-        json!({
-            "role": match t.role { Role::User => "user", Role::Assistant => "assistant" },
-            "content": t.text,
-        })
-    }));
+    messages.extend(role_messages(request));
     let mut body = json!({"model": config.model, "messages": messages, "stream": false});
     // OpenAI itself renamed the limit; compatible servers still read the old name.
     let limit = if config.provider == Provider::Openai {
@@ -33,11 +28,7 @@ pub(crate) fn build(config: &LlmConfig, base: &str, request: &ChatRequest) -> Ht
     }
     HttpCall {
         url: format!("{base}/chat/completions"),
-        headers: config
-            .api_key
-            .iter()
-            .map(|k| ("authorization", format!("Bearer {k}")))
-            .collect(),
+        headers: bearer(config),
         body,
     }
 }

@@ -3,20 +3,11 @@
 
 use serde_json::{Value, json};
 
-use super::{HttpCall, Parsed, u64_at};
-use crate::{ChatRequest, LlmConfig, Role, Usage};
+use super::{HttpCall, Parsed, bearer, role_messages, u64_at};
+use crate::{ChatRequest, LlmConfig, Usage};
 
 pub(crate) fn build(config: &LlmConfig, base: &str, request: &ChatRequest) -> HttpCall {
-    let input: Vec<Value> = request
-        .turns
-        .iter()
-        .map(|t| {
-            json!({
-                "role": match t.role { Role::User => "user", Role::Assistant => "assistant" },
-                "content": t.text,
-            })
-        })
-        .collect();
+    let input = role_messages(request);
     let mut body = json!({
         "model": config.model,
         "instructions": request.system,
@@ -32,11 +23,7 @@ pub(crate) fn build(config: &LlmConfig, base: &str, request: &ChatRequest) -> Ht
     }
     HttpCall {
         url: format!("{base}/responses"),
-        headers: config
-            .api_key
-            .iter()
-            .map(|k| ("authorization", format!("Bearer {k}")))
-            .collect(),
+        headers: bearer(config),
         body,
     }
 }

@@ -48,18 +48,7 @@ pub(crate) fn config_read(cwd: &str) -> String {
 
 /// `thread/start` in the task directory, with per-thread config overrides.
 pub(crate) fn thread_start(cwd: &str, model: Option<&str>, config: Option<Value>) -> String {
-    let mut params = json!({
-        "cwd": cwd,
-        "approvalPolicy": APPROVAL_POLICY,
-        "sandbox": SANDBOX,
-    });
-    if let Some(model) = model {
-        params["model"] = json!(model);
-    }
-    if let Some(config) = config {
-        params["config"] = config;
-    }
-    request(THREAD, "thread/start", params)
+    request(THREAD, "thread/start", thread_params(cwd, model, config))
 }
 
 /// `thread/resume` of a thread Codex stored earlier, with the same overrides as a new one.
@@ -69,8 +58,14 @@ pub(crate) fn thread_resume(
     model: Option<&str>,
     config: Option<Value>,
 ) -> String {
+    let mut params = thread_params(cwd, model, config);
+    params["threadId"] = json!(thread);
+    request(THREAD, "thread/resume", params)
+}
+
+/// The directory, approval policy, sandbox, model and config overrides of a thread.
+fn thread_params(cwd: &str, model: Option<&str>, config: Option<Value>) -> Value {
     let mut params = json!({
-        "threadId": thread,
         "cwd": cwd,
         "approvalPolicy": APPROVAL_POLICY,
         "sandbox": SANDBOX,
@@ -81,7 +76,7 @@ pub(crate) fn thread_resume(
     if let Some(config) = config {
         params["config"] = config;
     }
-    request(THREAD, "thread/resume", params)
+    params
 }
 
 /// `turn/start` with `texts` as one user message. On a thread whose turn is still running,

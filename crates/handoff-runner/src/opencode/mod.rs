@@ -152,21 +152,15 @@ impl OpenCodeExecutor {
     }
 }
 
-#[async_trait]
-impl Executor for OpenCodeExecutor {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            messages: true,
-            pause: false,
-            reattach: false,
-        }
-    }
-
-    async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
+impl OpenCodeExecutor {
+    /// Prompts `turn`'s session (a new one, or one to continue) and follows it; the run's
+    /// recorded state says where the session lives.
+    async fn run(
+        &self,
+        spec: &RunSpec,
+        turn: session::Turn<'_>,
+        prompt: &str,
+    ) -> Result<Run, RunnerError> {
         let (endpoint, process) = self.server.endpoint().await?;
         let client = OpenCodeClient::new(self.http.clone(), endpoint.clone(), &spec.workdir);
         let (shared, events) = session::begin(
@@ -174,47 +168,7 @@ impl Executor for OpenCodeExecutor {
             client,
             process,
             self.settings.clone(),
-            session::Turn::New {
-                title: spec.task_id.as_str(),
-                ruleset: spec
-                    .preset_rules
-                    .as_ref()
-                    .and_then(|rules| serde_json::to_value(rules).ok()),
-            },
-            &spec.prompt,
-            spec.continuable,
-        )
-        .await?;
-        let state = json!({
-            "session_id": shared.session,
-            "url": endpoint.url,
-            "directory": spec.workdir,
-            "server_pgid": process.map(|p| p.pgid),
-            "server_start_time": process.and_then(|p| p.start_time),
-        });
-        Ok(Run {
-            events,
-            control: Box::new(OpenCodeControl::new(shared)),
-            state: Some(state),
-        })
-    }
-
-    async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
-        let session = state
-            .get("session_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| RunnerError::Io {
-                context: "continuing the OpenCode session",
-                message: "the run recorded no session".to_owned(),
-            })?;
-        let (endpoint, process) = self.server.endpoint().await?;
-        let client = OpenCodeClient::new(self.http.clone(), endpoint.clone(), &spec.workdir);
-        let (shared, events) = session::begin(
-            self.server.clone(),
-            client,
-            process,
-            self.settings.clone(),
-            session::Turn::Continue { session },
+            turn,
             prompt,
             spec.continuable,
         )
@@ -231,6 +185,46 @@ impl Executor for OpenCodeExecutor {
             control: Box::new(OpenCodeControl::new(shared)),
             state: Some(state),
         })
+    }
+}
+
+#[async_trait]
+impl Executor for OpenCodeExecutor {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            messages: true,
+            pause: false,
+            reattach: false,
+        }
+    }
+
+    async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
+        let ruleset = spec
+            .preset_rules
+            .as_ref()
+            .and_then(|rules| serde_json::to_value(rules).ok());
+        let title = spec.task_id.to_string();
+        let turn = session::Turn::New {
+            title: &title,
+            ruleset,
+        };
+        self.run(&spec, turn, &spec.prompt).await
+    }
+
+    async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
+        let session = state
+            .get("session_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| RunnerError::Io {
+                context: "continuing the OpenCode session",
+                message: "the run recorded no session".to_owned(),
+            })?;
+        self.run(&spec, session::Turn::Continue { session }, prompt)
+            .await
     }
 
     async fn release(&self, state: &Value) -> Result<(), RunnerError> {
