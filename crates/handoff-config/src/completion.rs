@@ -103,22 +103,9 @@ impl FromRaw for Commands {
 
     fn from_toml(value: &toml::Value) -> Result<Self, String> {
         match value {
-            toml::Value::Array(items) => items
-                .iter()
-                .map(|item| match item {
-                    toml::Value::String(s) => Ok(s.clone()),
-                    other => Err(format!(
-                        "expected command strings, found {}",
-                        other.type_str()
-                    )),
-                })
-                .collect::<Result<_, _>>()
-                .map(Commands),
             toml::Value::String(s) => Self::from_text(s),
-            other => Err(format!(
-                "expected an array of commands, found {}",
-                other.type_str()
-            )),
+            // An array is read like every other list of strings.
+            other => Vec::<String>::from_toml(other).map(Commands),
         }
     }
 }
@@ -139,6 +126,14 @@ mod tests {
             ["make check, lint"]
         );
         assert!(Commands::from_text("[oops").is_err());
+        let toml: toml::Value = toml::from_str(r#"c = ["make check, lint", "x"]"#).unwrap();
+        let from_file = Commands::from_toml(toml.get("c").unwrap()).unwrap();
+        assert_eq!(from_file.0, ["make check, lint", "x"]);
+        let one: toml::Value = toml::from_str(r#"c = "make check, lint""#).unwrap();
+        assert_eq!(
+            Commands::from_toml(one.get("c").unwrap()).unwrap().0,
+            ["make check, lint"]
+        );
     }
 
     #[test]

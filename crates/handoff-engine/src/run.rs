@@ -156,6 +156,19 @@ async fn execute(
             }
         }
     };
+    let (finish, state) = follow(inner, task, &executor, run).await?;
+    crate::evaluate::verify(inner, task, &executor, state, finish).await
+}
+
+/// Follows one run (first or continued) of the task to its end: records where it runs, makes
+/// it the live run (stopping it at once when Handoff already decided to), and supervises it.
+/// Returns how it ended and its recorded state.
+pub(crate) async fn follow(
+    inner: &Arc<Inner>,
+    task: &Task,
+    executor: &Arc<dyn handoff_runner::Executor>,
+    run: Run,
+) -> Result<(Finish, Option<serde_json::Value>), EngineError> {
     inner
         .store
         .set_runner_state(&task.id, run.state.as_ref())
@@ -166,7 +179,7 @@ async fn execute(
         stop_in_background(inner, control.clone());
     }
     let finish = supervise(inner, task, run.events, control).await?;
-    crate::evaluate::verify(inner, task, &executor, state, finish).await
+    Ok((finish, state))
 }
 
 /// Makes `control` the task's live run control; returns a stop Handoff already decided on

@@ -11,15 +11,19 @@ use handoff_completion::{
     ledger::{SubTask, TaskLedger, ledger_request, parse_ledger},
 };
 use handoff_llm::LlmClient;
-use handoff_runner::{Executor, RunSpec};
+use handoff_runner::Executor;
 use handoff_task::{EventKind, NewEvent, Task, TaskStatus};
 use serde_json::{Value, json};
 
 use super::{
     assess::{Goal, assess},
-    continuation_prompt, follow, release, resume, settings,
+    continuable_spec, continuation_prompt, release, resume, settings,
 };
-use crate::{EngineError, engine::Inner, run::Finish};
+use crate::{
+    EngineError,
+    engine::Inner,
+    run::{Finish, follow},
+};
 
 /// Retries of one sub-task after its first attempt.
 const SUBTASK_RETRIES: u32 = 2;
@@ -288,14 +292,7 @@ async fn start(
     executor: &Arc<dyn Executor>,
     prompt: &str,
 ) -> Result<(Finish, Option<Value>), EngineError> {
-    let spec = RunSpec {
-        task_id: task.id.clone(),
-        prompt: prompt.to_owned(),
-        workdir: std::path::PathBuf::from(&task.workdir),
-        preset_rules: Some(inner.policy.preset_for(task)),
-        continuable: true,
-    };
-    match executor.start(spec).await {
+    match executor.start(continuable_spec(inner, task, prompt)).await {
         Ok(run) => follow(inner, task, executor, run).await,
         Err(e) => Ok((
             Finish::failed(format!("could not start the executor: {e}")),

@@ -18,14 +18,14 @@ use handoff_completion::{
     cycle::{CycleObservation, CycleState, NextStep},
     judge::Judgement,
 };
-use handoff_runner::{Executor, RunControl, RunSpec};
+use handoff_runner::{Executor, RunSpec};
 use handoff_task::{CompletionPolicy, EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
 use serde_json::{Value, json};
 
 use crate::{
     EngineError,
     engine::Inner,
-    run::{Finish, attach, stopped, supervise},
+    run::{Finish, follow, stopped},
 };
 
 /// A task's effective verification settings.
@@ -228,27 +228,6 @@ pub(crate) async fn verify(
     Ok(finish_for(outcome, finish))
 }
 
-/// Follows one (continued) run of the task to its end; returns how it ended and its state.
-pub(crate) async fn follow(
-    inner: &Arc<Inner>,
-    task: &Task,
-    executor: &Arc<dyn Executor>,
-    run: handoff_runner::Run,
-) -> Result<(Finish, Option<Value>), EngineError> {
-    inner
-        .store
-        .set_runner_state(&task.id, run.state.as_ref())
-        .await?;
-    let state = run.state.clone();
-    let control: Arc<dyn RunControl> = Arc::from(run.control);
-    if let Some(stop) = attach(inner, task, executor.as_ref(), &control) {
-        let _ = control.cancel(inner.config.tasks.cancel_grace).await;
-        return Ok((stopped(stop, task, None), state));
-    }
-    let finish = supervise(inner, task, run.events, control).await?;
-    Ok((finish, state))
-}
-
 /// Records the evaluator's final word (shown by get_task_status as `completion`).
 pub(crate) async fn record_outcome(
     inner: &Inner,
@@ -371,13 +350,7 @@ pub(crate) async fn resume(
     {
         map.insert("session_id".to_owned(), json!(session));
     }
-    let spec = RunSpec {
-        task_id: task.id.clone(),
-        prompt: prompt.to_owned(),
-        workdir: std::path::PathBuf::from(&task.workdir),
-        preset_rules: Some(inner.policy.preset_for(task)),
-        continuable: true,
-    };
+    let spec = continuable_spec(inner, task, prompt);
     let mut wait = Duration::from_millis(500);
     let mut attempt = 1;
     loop {
@@ -392,6 +365,17 @@ pub(crate) async fn resume(
                 attempt += 1;
             }
         }
+    }
+}
+
+/// A run of `task` with `prompt` whose session stays open for continuations.
+pub(crate) fn continuable_spec(inner: &Inner, task: &Task, prompt: &str) -> RunSpec {
+    RunSpec {
+        task_id: task.id.clone(),
+        prompt: prompt.to_owned(),
+        workdir: std::path::PathBuf::from(&task.workdir),
+        preset_rules: Some(inner.policy.preset_for(task)),
+        continuable: true,
     }
 }
 

@@ -231,10 +231,7 @@ impl Executor for OpenCodeExecutor {
         if !self.settings.delete_sessions {
             return Ok(());
         }
-        let (Some(session), Some(directory)) = (
-            state.get("session_id").and_then(Value::as_str),
-            state.get("directory").and_then(Value::as_str),
-        ) else {
+        let Some((session, directory)) = recorded_session(state) else {
             return Ok(());
         };
         let (endpoint, _) = self.server.endpoint().await?;
@@ -254,10 +251,7 @@ impl Executor for OpenCodeExecutor {
             return process::abandon_group(pgid, start_time).await;
         }
         // An attached server outlives us: stop just this run's session there.
-        let (Some(session), Some(directory)) = (
-            state.get("session_id").and_then(Value::as_str),
-            state.get("directory").and_then(Value::as_str),
-        ) else {
+        let Some((session, directory)) = recorded_session(state) else {
             return Ok(());
         };
         let (endpoint, _) = self.server.endpoint().await?;
@@ -268,4 +262,12 @@ impl Executor for OpenCodeExecutor {
             OpenCodeClient::new(self.http.clone(), endpoint, std::path::Path::new(directory));
         client.abort(session).await
     }
+}
+
+/// The session and directory a run recorded in its state.
+fn recorded_session(state: &Value) -> Option<(&str, &str)> {
+    Some((
+        state.get("session_id").and_then(Value::as_str)?,
+        state.get("directory").and_then(Value::as_str)?,
+    ))
 }
