@@ -9,6 +9,7 @@
 mod completion;
 mod error;
 mod layers;
+mod letta;
 mod model;
 mod parse;
 mod permissions;
@@ -21,10 +22,11 @@ pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
 pub use error::ConfigError;
 pub use handoff_policy::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};
+pub use letta::{LettaConfig, NotifyRole};
 pub use model::{
     ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,
-    FeatureConfig, LettaConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig, PromptVia,
-    RunnerConfig, ServerConfig, TaskConfig, ToolsConfig, WorkdirCleanup,
+    FeatureConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig, PromptVia, RunnerConfig,
+    ServerConfig, TaskConfig, ToolsConfig, WorkdirCleanup,
 };
 pub use parse::{Argv, ByteSize};
 pub use permissions::PermissionPolicy;

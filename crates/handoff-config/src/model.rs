@@ -33,7 +33,7 @@ pub struct Config {
     /// Executor settings.
     pub executors: ExecutorsConfig,
     /// Letta integration (off when `api_url` is unset).
-    pub letta: LettaConfig,
+    pub letta: crate::LettaConfig,
     /// Feature switches kept from the older server.
     pub features: FeatureConfig,
     /// The tool pipeline: who may call which tool, loop guard, output caps.
@@ -314,15 +314,6 @@ pub struct RunnerConfig {
     pub bwrap: PathBuf,
     /// The docker client.
     pub docker: PathBuf,
-}
-
-/// Letta integration settings.
-#[derive(Debug, Clone)]
-pub struct LettaConfig {
-    /// Letta base URL; `None` turns the integration off.
-    pub api_url: Option<String>,
-    /// Bearer token.
-    pub api_token: Option<Secret>,
 }
 
 /// Feature switches.

@@ -83,6 +83,12 @@ impl Render for HooksConfig {
         serde_json::to_string(self).unwrap_or_default()
     }
 }
+impl Render for crate::NotifyRole {
+    fn render(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
 impl Render for CompletionPolicy {
     fn render(&self) -> String {
         self.as_str().to_owned()
@@ -219,6 +225,10 @@ fn at_least_one(v: &u32) -> Result<(), String> {
     } else {
         Err("must be at least 1".to_owned())
     }
+}
+
+fn at_least_one_u64(v: &u64) -> Result<(), String> {
+    at_least_one(&u32::try_from(*v).unwrap_or(u32::MAX))
 }
 
 fn positive_millis(v: &u64) -> Result<(), String> {
@@ -437,9 +447,54 @@ impl Config {
         };
         let api_url = r.optional::<String>("letta.api_url")?;
         let api_url = r.check("letta.api_url", api_url, http_url)?;
-        let letta = LettaConfig {
-            api_url,
-            api_token: r.optional("letta.api_token")?,
+        let letta = {
+            let d = LettaConfig::off();
+            let secs = |s: u64| Duration::from_secs(s);
+            LettaConfig {
+                api_url,
+                api_token: r.optional("letta.api_token")?,
+                workspace_blocks: r.get("letta.workspace_blocks", d.workspace_blocks)?,
+                block_limit: {
+                    let limit = r.get("letta.block_limit", d.block_limit)?;
+                    r.check("letta.block_limit", limit, |l| {
+                        if *l >= crate::letta::MIN_BLOCK_LIMIT {
+                            Ok(())
+                        } else {
+                            Err(format!(
+                                "a workspace block needs at least {} characters",
+                                crate::letta::MIN_BLOCK_LIMIT
+                            ))
+                        }
+                    })?
+                },
+                min_update_interval: Duration::from_millis(r.get(
+                    "letta.min_update_interval_ms",
+                    d.min_update_interval.as_millis() as u64,
+                )?),
+                detach_delay: secs(r.get("letta.detach_delay_secs", d.detach_delay.as_secs())?),
+                block_retention: secs(
+                    r.get("letta.block_retention_secs", d.block_retention.as_secs())?,
+                ),
+                notify: r.get("letta.notify", d.notify)?,
+                notify_role: r.get("letta.notify_role", d.notify_role)?,
+                request_timeout: {
+                    let t = r.get("letta.request_timeout_secs", d.request_timeout.as_secs())?;
+                    secs(r.check("letta.request_timeout_secs", t, at_least_one_u64)?)
+                },
+                max_retries: r.get("letta.max_retries", d.max_retries)?,
+                max_concurrent_requests: {
+                    let n = r.get("letta.max_concurrent_requests", d.max_concurrent_requests)?;
+                    r.check("letta.max_concurrent_requests", n, at_least_one)?
+                },
+                requests_per_second: {
+                    let n = r.get("letta.requests_per_second", d.requests_per_second)?;
+                    r.check("letta.requests_per_second", n, at_least_one)?
+                },
+                sweep_interval: {
+                    let t = r.get("letta.sweep_interval_secs", d.sweep_interval.as_secs())?;
+                    secs(r.check("letta.sweep_interval_secs", t, at_least_one_u64)?)
+                },
+            }
         };
         let tools = ToolsConfig {
             permissions: r.get("tools.permissions", PermissionPolicy::allow_all())?,

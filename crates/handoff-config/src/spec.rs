@@ -161,6 +161,18 @@ settings! {
     "runner.docker" [env("HANDOFF_DOCKER")]: "the docker client the container level uses";
     "letta.api_url" [env("HANDOFF_LETTA_API_URL"), env("LETTA_API_URL")]: "Letta server URL; Letta integration is off when unset";
     "letta.api_token" [env("HANDOFF_LETTA_API_TOKEN"), env("LETTA_API_TOKEN")] secret=true: "Letta bearer token";
+    "letta.workspace_blocks" [env("HANDOFF_LETTA_WORKSPACE_BLOCKS")]: "keep a workspace memory block per task (label handoff_task_<id>) in the owning Letta agent's memory";
+    "letta.block_limit" [env("HANDOFF_LETTA_BLOCK_LIMIT")]: "the workspace block's limit in characters; Handoff prunes and clips so no value written is longer";
+    "letta.min_update_interval_ms" [env("HANDOFF_LETTA_MIN_UPDATE_INTERVAL_MS")]: "a task's block is written at most once per this interval however fast events arrive (status changes at once)";
+    "letta.detach_delay_secs" [env("HANDOFF_LETTA_DETACH_DELAY_SECS")]: "a finished task's block stays attached this long (kept across restarts)";
+    "letta.block_retention_secs" [env("HANDOFF_LETTA_BLOCK_RETENTION_SECS")]: "a detached block is deleted after this long";
+    "letta.notify" [env("HANDOFF_LETTA_NOTIFY")]: "send the owning agent one message when a task ends (execute_task notify:false opts out per task)";
+    "letta.notify_role" [env("HANDOFF_LETTA_NOTIFY_ROLE")]: "role of that message: system or user";
+    "letta.request_timeout_secs" [env("HANDOFF_LETTA_REQUEST_TIMEOUT_SECS")]: "bound on one call to Letta";
+    "letta.max_retries" [env("HANDOFF_LETTA_MAX_RETRIES")]: "retries of one call on 408/429/5xx and connection failures (exponential back-off with jitter, Retry-After honoured)";
+    "letta.max_concurrent_requests" [env("HANDOFF_LETTA_MAX_CONCURRENT_REQUESTS")]: "calls to Letta in flight at once, across all tasks";
+    "letta.requests_per_second" [env("HANDOFF_LETTA_REQUESTS_PER_SECOND")]: "calls to Letta started per second at most, across all tasks";
+    "letta.sweep_interval_secs" [env("HANDOFF_LETTA_SWEEP_INTERVAL_SECS")]: "how often due detaches, deletes and retries are looked for";
     "features.async_execute" [env("HANDOFF_ENABLE_ASYNC_EXECUTE"), env("ENABLE_ASYNC_EXECUTE")]: "allow execute_task without sync=true";
     "features.enforce_idempotency" [env("HANDOFF_ENFORCE_IDEMPOTENCY"), env("ENFORCE_IDEMPOTENCY")]: "honour idempotency keys";
 }

@@ -32,6 +32,8 @@ pub struct SubmitRequest {
     pub metadata: Option<Value>,
     /// Run again after a server crash instead of failing.
     pub requeue_on_restart: bool,
+    /// Tell the owning Letta agent when the task ends (unset: yes; `false` opts out).
+    pub notify: Option<bool>,
     /// The caller's own permission rules for this task (they cannot lift an operator's deny).
     pub permissions: Vec<handoff_policy::PermissionRule>,
     /// How the task's completion is verified (the server's settings where unset).
@@ -173,6 +175,7 @@ impl Engine {
                 observers: req.observers,
                 caller_workdir,
                 permissions: req.permissions,
+                notify: req.notify.unwrap_or(true),
                 completion: req.completion,
             },
             priority: req.priority.unwrap_or(0),

@@ -27,6 +27,8 @@ pub enum Api {
     CountTokens,
     /// Gemini generateContent / streamGenerateContent.
     Gemini,
+    /// OpenAI embeddings.
+    Embeddings,
     /// The model list.
     Models,
     /// Anything the server does not serve (answered 404).

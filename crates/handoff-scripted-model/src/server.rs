@@ -15,6 +15,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::cwd::find_cwd;
+use crate::embeddings;
 use crate::log::{Api, LoggedRequest, RequestLog};
 use crate::reply::Reply;
 use crate::script::{ErrorReply, Script};
@@ -50,6 +51,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/health", get(health))
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(completion::<OpenAiChat>))
+        .route("/v1/embeddings", post(embeddings))
         .route("/v1/responses", post(completion::<Responses>))
         .route("/v1/messages", post(completion::<Anthropic>))
         .route("/v1/messages/count_tokens", post(count_tokens))
@@ -131,6 +133,24 @@ async fn gemini(
             Json(json!({"totalTokens": estimate(&body)})).into_response()
         }
         _ => not_found(State(state), method, uri, body).await,
+    }
+}
+
+/// OpenAI embeddings: deterministic vectors, not scripted (see [`embeddings`]).
+async fn embeddings(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let reply = embeddings::respond(&json);
+    state
+        .log
+        .record(plain_entry(&method, &uri, Api::Embeddings, json));
+    match reply {
+        Ok(body) => Json(body).into_response(),
+        Err(error) => error_response::<OpenAiChat>(&error.reply()),
     }
 }
 

@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use handoff_task::{
     AgentId, Approval, Artifact, ArtifactBody, ArtifactKind, AuditRecord, ExitInfo, NewEvent,
-    NewTask, Task, TaskEvent, TaskId, TaskStatus,
+    NewTask, Task, TaskEvent, TaskId, TaskStatus, WorkspaceRecord,
 };
 use serde_json::Value;
 
@@ -220,6 +220,29 @@ pub trait Store: Send + Sync + 'static {
 
     /// Audit records matching `filter`, newest first.
     async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError>;
+
+    /// Stores `record` unless its task already has one; returns the record now stored.
+    async fn insert_workspace(
+        &self,
+        record: &WorkspaceRecord,
+    ) -> Result<WorkspaceRecord, StoreError>;
+
+    /// Replaces a task's workspace record (only that task's writer changes it).
+    async fn put_workspace(&self, record: &WorkspaceRecord) -> Result<(), StoreError>;
+
+    /// A task's workspace record.
+    async fn workspace(&self, task: &TaskId) -> Result<Option<WorkspaceRecord>, StoreError>;
+
+    /// Up to `limit` workspace records with work to do at `now` (Unix ms): a block to create,
+    /// keep current or finish, a notification owed, a detach or delete due.
+    async fn workspaces_due(
+        &self,
+        now: i64,
+        limit: u32,
+    ) -> Result<Vec<WorkspaceRecord>, StoreError>;
+
+    /// When the earliest scheduled detach or delete falls due (Unix ms), if any.
+    async fn next_workspace_due(&self) -> Result<Option<i64>, StoreError>;
 }
 
 /// Which audit records to read.

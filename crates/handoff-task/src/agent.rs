@@ -34,6 +34,20 @@ impl AgentId {
         }
     }
 
+    /// Whether this is a Letta agent's id (`agent-<uuid4>`): only those have Letta memory to
+    /// keep a workspace block in and a message inbox to notify.
+    pub fn is_letta_agent(&self) -> bool {
+        let Some(uuid) = self.0.strip_prefix("agent-") else {
+            return false;
+        };
+        let groups: Vec<&str> = uuid.split('-').collect();
+        groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+            && groups.iter().all(|g| {
+                g.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            })
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -80,6 +94,19 @@ mod tests {
         assert!(AgentId::parse("agent-597b5756-2915-4560-ba6b-91005f085166").is_ok());
         assert!(AgentId::parse("a").is_ok());
         assert!(AgentId::parse(&"x".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn knows_letta_agents() {
+        let letta = AgentId::parse("agent-597b5756-2915-4560-ba6b-91005f085166").unwrap();
+        assert!(letta.is_letta_agent());
+        for other in [
+            "my-agent",
+            "agent-1",
+            "agent-597b5756-2915-4560-ba6b-91005f08516Z",
+        ] {
+            assert!(!AgentId::parse(other).unwrap().is_letta_agent(), "{other}");
+        }
     }
 
     #[test]

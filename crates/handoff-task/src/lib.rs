@@ -10,6 +10,7 @@ mod event;
 mod id;
 mod status;
 mod task;
+mod workspace;
 
 pub use agent::{AgentId, InvalidAgentId};
 pub use approval::{Approval, ApprovalScope, AuditRecord};
@@ -19,3 +20,4 @@ pub use event::{EventKind, NewEvent, TaskEvent};
 pub use id::{InvalidTaskId, TaskId};
 pub use status::{IllegalTransition, TaskStatus, UnknownStatus};
 pub use task::{ExitInfo, MessageType, NewTask, Task, TaskOptions, unix_millis_now};
+pub use workspace::{BlockPhase, NotifyState, WorkspaceRecord};

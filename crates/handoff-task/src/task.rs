@@ -17,7 +17,7 @@ pub fn unix_millis_now() -> i64 {
 }
 
 /// Per-task settings chosen at submission.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskOptions {
     /// Deadline, from the moment the task starts running.
     pub timeout_ms: u64,
@@ -34,9 +34,34 @@ pub struct TaskOptions {
     /// operator's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permissions: Vec<handoff_policy::PermissionRule>,
+    /// Tell the owning Letta agent when the task ends (one message); `false` opts out.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub notify: bool,
     /// How the caller wants completion verified (server defaults where unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion: Option<crate::CompletionSpec>,
+}
+
+impl Default for TaskOptions {
+    fn default() -> Self {
+        Self {
+            timeout_ms: 0,
+            requeue_on_restart: false,
+            observers: Vec::new(),
+            caller_workdir: false,
+            permissions: Vec::new(),
+            notify: true,
+            completion: None,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// How a finished process ended.

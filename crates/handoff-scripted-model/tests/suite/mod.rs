@@ -5,5 +5,6 @@ mod behaviour;
 mod binary;
 mod chat;
 mod common;
+mod embeddings;
 mod gemini;
 mod responses;

@@ -14,13 +14,16 @@ mod approvals;
 mod events;
 mod rows;
 mod tasks;
+mod workspaces;
+#[cfg(test)]
+mod workspaces_tests;
 
 use std::{path::Path, time::Duration};
 
 use async_trait::async_trait;
 use handoff_task::{
     AgentId, Approval, Artifact, AuditRecord, NewEvent, NewTask, Task, TaskEvent, TaskId,
-    TaskStatus,
+    TaskStatus, WorkspaceRecord,
 };
 use serde_json::Value;
 use sqlx::{
@@ -230,6 +233,7 @@ impl Store for SqliteStore {
             approvals::purge_task(&mut tx, &task.id).await?;
         }
         approvals::purge_audit(&mut tx, before).await?;
+        workspaces::purge(&mut tx, before).await?;
         tx.commit().await?;
         Ok(purged)
     }
@@ -278,6 +282,37 @@ impl Store for SqliteStore {
 
     async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         approvals::audit(&self.read, filter).await
+    }
+
+    async fn insert_workspace(
+        &self,
+        record: &WorkspaceRecord,
+    ) -> Result<WorkspaceRecord, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let stored = workspaces::insert_new(&mut tx, record).await?;
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    async fn put_workspace(&self, record: &WorkspaceRecord) -> Result<(), StoreError> {
+        let mut conn = self.write.acquire().await?;
+        workspaces::put(&mut conn, record).await
+    }
+
+    async fn workspace(&self, task: &TaskId) -> Result<Option<WorkspaceRecord>, StoreError> {
+        workspaces::get(&self.read, task).await
+    }
+
+    async fn workspaces_due(
+        &self,
+        now: i64,
+        limit: u32,
+    ) -> Result<Vec<WorkspaceRecord>, StoreError> {
+        workspaces::due(&self.read, now, limit).await
+    }
+
+    async fn next_workspace_due(&self) -> Result<Option<i64>, StoreError> {
+        workspaces::next_due(&self.read).await
     }
 }
 

@@ -43,6 +43,7 @@ fn new_task(agent_name: &str, priority: i32) -> NewTask {
             observers: vec![agent("observer-1")],
             caller_workdir: false,
             permissions: Vec::new(),
+            notify: false,
             completion: None,
         },
         priority,

@@ -49,6 +49,9 @@ pub struct ExecuteTaskArgs {
     pub metadata: Option<Map<String, Value>>,
     /// After a server crash, run the task again from the start instead of failing it.
     pub requeue_on_restart: Option<bool>,
+    /// When the task ends, send your Letta agent one message saying so (default true; the
+    /// workspace memory block is kept current either way).
+    pub notify: Option<bool>,
     /// Your own permission rules for this task's executor, after the server's (last match
     /// wins): they can make it stricter (deny or ask), never lift a deny the server set.
     #[schemars(length(max = 100))]
@@ -195,6 +198,7 @@ impl Tool for ExecuteTaskTool {
             observers: args.observers.unwrap_or_default(),
             metadata: args.metadata.map(Value::Object),
             requeue_on_restart: args.requeue_on_restart.unwrap_or(false),
+            notify: args.notify,
             permissions: args
                 .permissions
                 .unwrap_or_default()

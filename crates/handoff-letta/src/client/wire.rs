@@ -1,0 +1,107 @@
+//! The JSON Handoff sends to and reads from Letta's V1 REST routes (the subset it needs).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `GET /v1/health/`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Health {
+    /// Server version.
+    pub version: String,
+    /// `ok` when healthy.
+    pub status: String,
+}
+
+/// `POST /v1/blocks/` body.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewBlock {
+    /// Unique per agent.
+    pub label: String,
+    /// How the agent should read the block.
+    pub description: String,
+    /// The value (Handoff keeps it within `limit`; Letta does not check).
+    pub value: String,
+    /// Characters the value may hold.
+    pub limit: u32,
+    /// Handoff's bookkeeping (`handoff_task_id`), to find the block again.
+    pub metadata: Value,
+    /// Tags for operators listing blocks.
+    pub tags: Vec<String>,
+}
+
+/// A block as Letta returns it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Block {
+    /// Letta's id (`block-<uuid>`).
+    pub id: String,
+    /// The label.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// The value.
+    #[serde(default)]
+    pub value: String,
+    /// The character limit.
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// The description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The metadata.
+    #[serde(default)]
+    pub metadata: Option<Value>,
+}
+
+/// One message into an agent.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewMessage {
+    /// `system` or `user`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+    /// The offline threading id: Handoff's key to recognise the message later.
+    pub otid: String,
+}
+
+/// An agent run (`POST …/messages/async`, `GET /v1/runs/{id}`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Run {
+    /// Letta's id (`run-<uuid>`).
+    pub id: String,
+    /// `created`, `running`, `completed`, `failed`, …
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// Letta's error detail from a body, or the body itself, clipped for messages.
+pub(crate) fn detail(body: &str) -> String {
+    let detail = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("detail").cloned())
+        .map(|d| match d {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
+        .unwrap_or_else(|| body.trim().to_owned());
+    if detail.chars().count() > 300 {
+        let clipped: String = detail.chars().take(300).collect();
+        format!("{clipped}…")
+    } else {
+        detail
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn details_come_from_letta_json_or_the_text() {
+        assert_eq!(detail(r#"{"detail":"Agent not found"}"#), "Agent not found");
+        assert_eq!(
+            detail(r#"{"detail":[{"loc":["body","label"]}]}"#),
+            r#"[{"loc":["body","label"]}]"#
+        );
+        assert_eq!(detail(" bad gateway \n"), "bad gateway");
+        assert_eq!(detail(&"x".repeat(1000)).chars().count(), 301);
+    }
+}

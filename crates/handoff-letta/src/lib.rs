@@ -1,0 +1,21 @@
+//! Handoff's Letta integration. Each task of a Letta agent gets a workspace memory block in
+//! that agent's core memory (label `handoff_task_<id>`), kept small — never over its limit — and
+//! true — written at most once per interval however fast events arrive, at once on a status
+//! change, and finally with the end state; the block is detached after a delay and deleted
+//! after a retention period, both stored so they survive restarts. When the task ends the agent
+//! gets exactly one short message (unless it opted out). Every call to Letta is bounded: a
+//! timeout, retries with back-off, and process-wide limits on concurrency and rate.
+
+mod block;
+mod client;
+mod error;
+mod notice;
+mod source;
+mod sync;
+
+pub use block::{BLOCK_DESCRIPTION, WorkspaceValue, fit_value};
+pub use client::{Backoff, Block, Health, LettaClient, NewBlock, NewMessage, Run};
+pub use error::LettaError;
+pub use notice::{Notice, notice_otid};
+pub use source::{PendingRequest, SourceError, TaskSnapshot, TaskSource};
+pub use sync::WorkspaceSync;

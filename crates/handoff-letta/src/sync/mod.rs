@@ -1,0 +1,203 @@
+//! Keeping Letta in step with Handoff's tasks. One writer per task (an async task of this
+//! process) owns its block: it creates and attaches it, rewrites it at most once per interval
+//! (at once on a status change), writes the final state, then sends the one notification. A
+//! sweeper detaches and deletes blocks when their stored times come due and restarts writers
+//! for records left unfinished by an earlier process.
+
+mod notify;
+mod sweeper;
+mod writer;
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use handoff_config::LettaConfig;
+use handoff_store::{Store, StoreError};
+use handoff_task::{
+    BlockPhase, NotifyState, Task, TaskId, TaskStatus, WorkspaceRecord, unix_millis_now,
+};
+use tokio::sync::Notify;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use crate::{LettaClient, LettaError, TaskSource};
+
+/// Events read per block write.
+const EVENTS_READ: u32 = 30;
+
+/// What wakes a task's writer.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    /// New events since the last write.
+    events: AtomicBool,
+    /// A status change since the last write (written at once).
+    status: AtomicBool,
+    wake: Notify,
+}
+
+impl Slot {
+    fn mark(&self, status_changed: bool) {
+        if status_changed {
+            self.status.store(true, Ordering::SeqCst);
+        } else {
+            self.events.store(true, Ordering::SeqCst);
+        }
+        self.wake.notify_one();
+    }
+}
+
+/// State shared by the writers and the sweeper.
+pub(crate) struct Shared {
+    pub config: LettaConfig,
+    pub client: LettaClient,
+    pub store: Arc<dyn Store>,
+    pub source: Arc<dyn TaskSource>,
+    /// How long finished tasks are kept: the final write and the notification are retried
+    /// until then.
+    pub task_retention: Duration,
+    /// The writers alive, by task.
+    slots: Mutex<HashMap<TaskId, Arc<Slot>>>,
+    /// Wakes the sweeper early (a detach was scheduled).
+    pub sweep: Notify,
+    pub stop: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Shared {
+    fn slots(&self) -> MutexGuard<'_, HashMap<TaskId, Arc<Slot>>> {
+        // A poisoned lock only means a panicking thread held it; the map stays consistent.
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the task's writer unless one is running; returns its slot.
+    pub fn ensure_writer(self: &Arc<Self>, id: &TaskId) -> Arc<Slot> {
+        let mut slots = self.slots();
+        if let Some(slot) = slots.get(id) {
+            return slot.clone();
+        }
+        let slot = Arc::new(Slot::default());
+        slots.insert(id.clone(), slot.clone());
+        drop(slots);
+        let shared = self.clone();
+        let id = id.clone();
+        let writer_slot = slot.clone();
+        self.tracker.spawn(async move {
+            writer::run(&shared, &id, &writer_slot).await;
+            shared.slots().remove(&id);
+        });
+        slot
+    }
+
+    /// The longest the final write and the notification are retried for a task that ended at
+    /// `completed_at`.
+    pub fn gives_up_at(&self, completed_at: Option<i64>) -> Option<i64> {
+        let retention = i64::try_from(self.task_retention.as_millis()).unwrap_or(i64::MAX);
+        completed_at.map(|at| at.saturating_add(retention))
+    }
+}
+
+/// The Letta integration of one Handoff process. Cheap to clone.
+#[derive(Clone)]
+pub struct WorkspaceSync {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for WorkspaceSync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkspaceSync")
+            .field("api_url", &self.shared.config.api_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkspaceSync {
+    /// Starts the sweeper, which also resumes whatever an earlier process left unfinished.
+    pub fn start(
+        config: LettaConfig,
+        store: Arc<dyn Store>,
+        source: Arc<dyn TaskSource>,
+        task_retention: Duration,
+    ) -> Result<Self, LettaError> {
+        let stop = CancellationToken::new();
+        let client = LettaClient::new(&config)?.stopping_with(stop.clone());
+        let shared = Arc::new(Shared {
+            config,
+            client,
+            store,
+            source,
+            task_retention,
+            slots: Mutex::new(HashMap::new()),
+            sweep: Notify::new(),
+            stop,
+            tracker: TaskTracker::new(),
+        });
+        shared.tracker.spawn(sweeper::run(shared.clone()));
+        Ok(Self { shared })
+    }
+
+    /// The client (health checks, tests).
+    pub fn client(&self) -> &LettaClient {
+        &self.shared.client
+    }
+
+    /// A task moved out of the queue (started, or failed to): records what Handoff owes its
+    /// agent — a workspace block and, unless opted out, one notification — and starts its
+    /// writer. Only Letta agents (`agent-<uuid>`) are owed anything.
+    pub async fn task_started(&self, task: &Task) -> Result<(), StoreError> {
+        if !task.agent_id.is_letta_agent() || task.status == TaskStatus::Cancelled {
+            return Ok(());
+        }
+        let now = unix_millis_now();
+        let wanted = self.shared.config.notify && task.options.notify;
+        let record = WorkspaceRecord {
+            task_id: task.id.clone(),
+            agent_id: task.agent_id.clone(),
+            label: WorkspaceRecord::label_for(&task.id),
+            block_id: None,
+            phase: BlockPhase::Creating,
+            notify: if wanted {
+                NotifyState::Pending
+            } else {
+                NotifyState::Off
+            },
+            notify_run_id: None,
+            writes: 0,
+            chars_written: 0,
+            detach_at: None,
+            delete_at: None,
+            last_error: None,
+            created_at: now,
+            updated_at: now,
+        };
+        self.shared.store.insert_workspace(&record).await?;
+        self.shared.ensure_writer(&task.id).mark(true);
+        Ok(())
+    }
+
+    /// Something happened to a task: new events, or (`status_changed`) a new state. Cheap;
+    /// tasks without a writer (not a Letta agent's, or already finished) are ignored.
+    pub fn touch(&self, id: &TaskId, status_changed: bool) {
+        let slot = self.shared.slots().get(id).cloned();
+        if let Some(slot) = slot {
+            slot.mark(status_changed);
+        }
+    }
+
+    /// Stops the writers and the sweeper; what they had not finished is resumed by the next
+    /// process from the stored records.
+    pub async fn shutdown(&self) {
+        self.shared.stop.cancel();
+        self.shared.tracker.close();
+        if tokio::time::timeout(Duration::from_secs(5), self.shared.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("Letta writers did not stop within 5 s");
+        }
+    }
+}

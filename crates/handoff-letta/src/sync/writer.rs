@@ -1,0 +1,429 @@
+//! A task's writer: the only code that changes the task's block while it runs. It creates and
+//! attaches the block, rewrites it when something changed — at most once per interval for
+//! events, at once for a status change — and finishes with the final state, retrying failed
+//! writes with back-off until they land or the task's retention ends.
+
+use std::{
+    sync::{Arc, atomic::Ordering},
+    time::Duration,
+};
+
+use handoff_task::{
+    BlockPhase, EventKind, NewEvent, NotifyState, WorkspaceRecord, unix_millis_now,
+};
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{EVENTS_READ, Shared, Slot, notify};
+use crate::{
+    BLOCK_DESCRIPTION, LettaError, NewBlock, TaskSnapshot, WorkspaceValue, client::Backoff,
+    fit_value,
+};
+
+/// Writer-level retries (after the client's own): from 1 s up to a minute apart.
+const RETRY: Backoff = Backoff {
+    base: Duration::from_secs(1),
+    cap: Duration::from_secs(60),
+};
+
+/// Why a writer stops early.
+pub(crate) enum Halt {
+    /// The process is shutting down; the record says where to resume.
+    Stopping,
+    /// The store failed; the sweeper restarts the writer later.
+    Store(String),
+}
+
+impl From<handoff_store::StoreError> for Halt {
+    fn from(e: handoff_store::StoreError) -> Self {
+        Halt::Store(e.to_string())
+    }
+}
+
+/// How one write step failed: Letta said no, or the writer must stop.
+enum Fail {
+    Letta(LettaError),
+    Halt(Halt),
+}
+
+impl From<LettaError> for Fail {
+    fn from(e: LettaError) -> Self {
+        match e {
+            LettaError::Stopped { .. } => Fail::Halt(Halt::Stopping),
+            e => Fail::Letta(e),
+        }
+    }
+}
+
+impl From<Halt> for Fail {
+    fn from(h: Halt) -> Self {
+        Fail::Halt(h)
+    }
+}
+
+/// Runs the task's writer to its end.
+pub(crate) async fn run(shared: &Arc<Shared>, id: &handoff_task::TaskId, slot: &Slot) {
+    let record = match shared.store.workspace(id).await {
+        Ok(Some(record)) => record,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(task = %id, error = %e, "cannot read the Letta record");
+            return;
+        }
+    };
+    let mut writer = Writer {
+        shared,
+        record,
+        last_value: None,
+        last_write: None,
+        failures: 0,
+    };
+    let outcome = async {
+        if writer.record.phase.is_live() {
+            writer.keep_current(slot).await?;
+        }
+        notify::deliver(shared, &mut writer.record).await
+    }
+    .await;
+    match outcome {
+        Ok(()) | Err(Halt::Stopping) => {}
+        Err(Halt::Store(e)) => tracing::warn!(task = %id, error = %e, "Letta writer stopped"),
+    }
+    shared.sweep.notify_one();
+}
+
+struct Writer<'a> {
+    shared: &'a Arc<Shared>,
+    record: WorkspaceRecord,
+    /// The value last written, to skip writing the same again.
+    last_value: Option<String>,
+    last_write: Option<Instant>,
+    /// Consecutive failed attempts.
+    failures: u32,
+}
+
+impl Writer<'_> {
+    /// Writes until the block holds the task's final state.
+    async fn keep_current(&mut self, slot: &Slot) -> Result<(), Halt> {
+        let mut first = true;
+        loop {
+            if !first {
+                self.wait_for_change(slot).await?;
+            }
+            first = false;
+            let status_flag = slot.status.swap(false, Ordering::SeqCst);
+            slot.events.store(false, Ordering::SeqCst);
+            let snapshot = match self
+                .shared
+                .source
+                .snapshot(&self.record.task_id, EVENTS_READ)
+                .await
+            {
+                Ok(Some(snapshot)) => snapshot,
+                Ok(None) => return self.task_gone().await,
+                Err(e) => {
+                    tracing::warn!(task = %self.record.task_id, error = %e, "cannot read the task");
+                    slot.mark(status_flag);
+                    self.pause_after_failure().await?;
+                    continue;
+                }
+            };
+            let terminal = snapshot.task.status.is_terminal();
+            let result = if !self.shared.config.workspace_blocks {
+                Ok(())
+            } else if self.record.phase == BlockPhase::Creating {
+                self.create(&snapshot).await
+            } else {
+                self.write(&snapshot).await
+            };
+            match result {
+                Ok(()) => self.failures = 0,
+                Err(Fail::Halt(h)) => return Err(h),
+                Err(Fail::Letta(e))
+                    if e.is_permanent() && self.record.phase == BlockPhase::Creating =>
+                {
+                    return self.abandon(&e).await;
+                }
+                Err(Fail::Letta(e)) => {
+                    self.failed(&e, &snapshot).await?;
+                    if self.record.phase.is_done() {
+                        return Ok(());
+                    }
+                    // Keep the reason to write: the next pass must happen.
+                    slot.mark(status_flag || terminal);
+                    self.pause_after_failure().await?;
+                    continue;
+                }
+            }
+            if terminal {
+                let now = unix_millis_now();
+                self.record.phase = if self.record.block_id.is_some() {
+                    BlockPhase::Final
+                } else {
+                    BlockPhase::Deleted
+                };
+                self.record.detach_at =
+                    Some(now.saturating_add(millis(self.shared.config.detach_delay)));
+                self.save().await?;
+                return Ok(());
+            }
+        }
+    }
+
+    /// Waits until a write is due: at once for a status change, else once events arrived and
+    /// the interval since the last write passed.
+    async fn wait_for_change(&self, slot: &Slot) -> Result<(), Halt> {
+        loop {
+            if slot.status.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            let due = self
+                .last_write
+                .map(|at| at + self.shared.config.min_update_interval);
+            if slot.events.load(Ordering::SeqCst) {
+                match due {
+                    Some(due) if due > Instant::now() => {
+                        tokio::select! {
+                            () = tokio::time::sleep_until(due) => return Ok(()),
+                            () = slot.wake.notified() => continue,
+                            () = self.shared.stop.cancelled() => return Err(Halt::Stopping),
+                        }
+                    }
+                    _ => return Ok(()),
+                }
+            }
+            tokio::select! {
+                () = slot.wake.notified() => {}
+                () = self.shared.stop.cancelled() => return Err(Halt::Stopping),
+            }
+        }
+    }
+
+    /// Creates the block (or adopts the one an unanswered earlier attempt created) and
+    /// attaches it to the agent.
+    async fn create(&mut self, snapshot: &TaskSnapshot) -> Result<(), Fail> {
+        let client = &self.shared.client;
+        let value = self.value(snapshot);
+        if self.record.block_id.is_none() {
+            // A create whose answer was lost may have made the block: find it by its label.
+            let task = self.record.task_id.as_str();
+            let existing = client
+                .blocks_labelled(&self.record.label)
+                .await?
+                .into_iter()
+                .find(|b| {
+                    b.metadata
+                        .as_ref()
+                        .and_then(|m| m.get("handoff_task_id"))
+                        .and_then(|t| t.as_str())
+                        == Some(task)
+                });
+            let block = match existing {
+                Some(block) => block,
+                None => {
+                    let block = client
+                        .create_block(&NewBlock {
+                            label: self.record.label.clone(),
+                            description: BLOCK_DESCRIPTION.to_owned(),
+                            value: value.clone(),
+                            limit: self.shared.config.block_limit,
+                            metadata: json!({ "handoff_task_id": task }),
+                            tags: vec!["handoff".to_owned()],
+                        })
+                        .await?;
+                    self.count_write(&value);
+                    self.last_value = Some(value.clone());
+                    block
+                }
+            };
+            self.record.block_id = Some(block.id);
+            self.save().await?;
+        }
+        let block_id = self.record.block_id.clone().unwrap_or_default();
+        match client
+            .attach_block(self.record.agent_id.as_str(), &block_id)
+            .await
+        {
+            Ok(()) => {}
+            // The agent already holds a block with this label: ours, attached by an attempt
+            // whose answer was lost, or a stray twin; keep the attached one.
+            Err(LettaError::Conflict { .. }) => self.adopt_attached(&block_id).await?,
+            Err(e) => return Err(e.into()),
+        }
+        self.record.phase = BlockPhase::Attached;
+        self.record.last_error = None;
+        self.save().await?;
+        let block_id = self.record.block_id.clone().unwrap_or_default();
+        self.shared
+            .source
+            .note(
+                &self.record.task_id,
+                NewEvent::new(
+                    EventKind::Log,
+                    format!(
+                        "Letta: workspace block {} attached to {} ({block_id})",
+                        self.record.label, self.record.agent_id
+                    ),
+                )
+                .with_data(json!({ "letta": "block_attached", "block_id": block_id })),
+            )
+            .await;
+        // The value may be stale by now (the block was found, not made): write it again.
+        if self.last_value.as_deref() != Some(value.as_str()) {
+            self.write(snapshot).await?;
+        }
+        Ok(())
+    }
+
+    /// After a 409 on attach: use the block the agent holds under our label.
+    async fn adopt_attached(&mut self, ours: &str) -> Result<(), LettaError> {
+        let client = &self.shared.client;
+        let held = client
+            .agent_blocks(self.record.agent_id.as_str())
+            .await?
+            .into_iter()
+            .find(|b| b.label.as_deref() == Some(self.record.label.as_str()));
+        match held {
+            Some(held) if held.id != ours => {
+                if let Err(e) = client.delete_block(ours).await {
+                    tracing::debug!(error = %e, "could not delete a duplicate block");
+                }
+                self.record.block_id = Some(held.id);
+                // Its value is unknown: make sure the next write happens.
+                self.last_value = None;
+                Ok(())
+            }
+            Some(_) => Ok(()),
+            None => Err(LettaError::Conflict {
+                what: "attach block",
+                detail: "the agent refused the label but holds no block with it".to_owned(),
+            }),
+        }
+    }
+
+    /// Writes the snapshot's value unless it is what the block already holds.
+    async fn write(&mut self, snapshot: &TaskSnapshot) -> Result<(), Fail> {
+        let value = self.value(snapshot);
+        if self.last_value.as_deref() == Some(value.as_str()) {
+            return Ok(());
+        }
+        let block_id = self.record.block_id.clone().unwrap_or_default();
+        match self.shared.client.update_block(&block_id, &value).await {
+            Ok(()) => {}
+            Err(LettaError::NotFound { .. }) => {
+                // Someone deleted the block: make a new one on the next pass.
+                self.record.block_id = None;
+                self.record.phase = BlockPhase::Creating;
+                return Err(Fail::Letta(LettaError::Exhausted {
+                    what: "update block",
+                    attempts: 1,
+                    last: "the block was deleted outside Handoff; creating it again".to_owned(),
+                }));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.count_write(&value);
+        self.last_value = Some(value);
+        Ok(self.save().await?)
+    }
+
+    fn value(&self, snapshot: &TaskSnapshot) -> String {
+        let limit = usize::try_from(self.shared.config.block_limit).unwrap_or(usize::MAX);
+        fit_value(WorkspaceValue::from_snapshot(snapshot), limit)
+    }
+
+    fn count_write(&mut self, value: &str) {
+        self.record.writes += 1;
+        self.record.chars_written += value.chars().count() as u64;
+        self.last_write = Some(Instant::now());
+    }
+
+    /// Records a failed attempt; gives up (abandons the block) once the task's retention ended.
+    async fn failed(&mut self, e: &LettaError, snapshot: &TaskSnapshot) -> Result<(), Halt> {
+        self.failures += 1;
+        let first = self.record.last_error.is_none();
+        self.record.last_error = Some(e.to_string());
+        if self
+            .shared
+            .gives_up_at(snapshot.task.completed_at)
+            .is_some_and(|end| unix_millis_now() > end)
+        {
+            return self.abandon(e).await;
+        }
+        self.save().await?;
+        if first {
+            self.shared
+                .source
+                .note(
+                    &self.record.task_id,
+                    NewEvent::new(
+                        EventKind::Log,
+                        format!("Letta: workspace block not updated yet, retrying: {e}"),
+                    )
+                    .with_data(json!({ "letta": "retrying" })),
+                )
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Gives the block up for good (the agent is gone, or retention ended).
+    async fn abandon(&mut self, e: &LettaError) -> Result<(), Halt> {
+        self.record.phase = if self.record.block_id.is_some() {
+            // Still try to detach and delete what exists.
+            self.record.detach_at = Some(unix_millis_now());
+            BlockPhase::Final
+        } else {
+            BlockPhase::Abandoned
+        };
+        if matches!(e, LettaError::NotFound { .. }) && self.record.notify == NotifyState::Pending {
+            // The agent itself is gone: nobody to notify.
+            self.record.notify = NotifyState::Failed;
+        }
+        self.record.last_error = Some(e.to_string());
+        self.save().await?;
+        self.shared
+            .source
+            .note(
+                &self.record.task_id,
+                NewEvent::new(
+                    EventKind::Log,
+                    format!("Letta: gave up on the workspace block: {e}"),
+                )
+                .with_data(json!({ "letta": "abandoned" })),
+            )
+            .await;
+        Ok(())
+    }
+
+    /// The task was purged while its writer ran: schedule the block's removal now.
+    async fn task_gone(&mut self) -> Result<(), Halt> {
+        self.record.phase = if self.record.block_id.is_some() {
+            BlockPhase::Final
+        } else {
+            BlockPhase::Abandoned
+        };
+        self.record.detach_at = Some(unix_millis_now());
+        if self.record.notify == NotifyState::Pending {
+            self.record.notify = NotifyState::Failed;
+        }
+        self.save().await
+    }
+
+    async fn pause_after_failure(&self) -> Result<(), Halt> {
+        tokio::select! {
+            () = tokio::time::sleep(RETRY.wait(self.failures.max(1))) => Ok(()),
+            () = self.shared.stop.cancelled() => Err(Halt::Stopping),
+        }
+    }
+
+    async fn save(&mut self) -> Result<(), Halt> {
+        self.record.updated_at = unix_millis_now();
+        Ok(self.shared.store.put_workspace(&self.record).await?)
+    }
+}
+
+/// A duration in whole milliseconds, saturating.
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

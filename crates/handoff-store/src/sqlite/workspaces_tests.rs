@@ -1,0 +1,91 @@
+use handoff_task::{AgentId, BlockPhase, NotifyState, TaskId, WorkspaceRecord};
+use tempfile::TempDir;
+
+use super::SqliteStore;
+use crate::Store;
+
+fn record(created_at: i64) -> WorkspaceRecord {
+    let task_id = TaskId::generate().unwrap();
+    WorkspaceRecord {
+        label: WorkspaceRecord::label_for(&task_id),
+        task_id,
+        agent_id: AgentId::parse("agent-597b5756-2915-4560-ba6b-91005f085166").unwrap(),
+        block_id: None,
+        phase: BlockPhase::Creating,
+        notify: NotifyState::Pending,
+        notify_run_id: None,
+        writes: 0,
+        chars_written: 0,
+        detach_at: None,
+        delete_at: None,
+        last_error: None,
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+#[tokio::test]
+async fn records_round_trip_and_insert_keeps_the_first() {
+    let dir = TempDir::new().unwrap();
+    let store = SqliteStore::open(&dir.path().join("h.db")).await.unwrap();
+    let first = record(1_000);
+    assert_eq!(store.insert_workspace(&first).await.unwrap(), first);
+
+    let mut changed = first.clone();
+    changed.block_id = Some("block-1".into());
+    changed.phase = BlockPhase::Final;
+    changed.notify = NotifyState::Sent;
+    changed.notify_run_id = Some("run-1".into());
+    changed.writes = 7;
+    changed.chars_written = 12_345;
+    changed.detach_at = Some(5_000);
+    changed.last_error = Some("503".into());
+    changed.updated_at = 2_000;
+    store.put_workspace(&changed).await.unwrap();
+    assert_eq!(
+        store.workspace(&first.task_id).await.unwrap(),
+        Some(changed.clone())
+    );
+
+    // A second insert (a restarted task starting again) keeps what is stored.
+    assert_eq!(store.insert_workspace(&first).await.unwrap(), changed);
+}
+
+#[tokio::test]
+async fn due_records_are_the_ones_with_work() {
+    let dir = TempDir::new().unwrap();
+    let store = SqliteStore::open(&dir.path().join("h.db")).await.unwrap();
+    let live = record(1);
+    let mut waiting_detach = record(2);
+    waiting_detach.phase = BlockPhase::Final;
+    waiting_detach.notify = NotifyState::Sent;
+    waiting_detach.detach_at = Some(10_000);
+    let mut owed_notice = record(3);
+    owed_notice.phase = BlockPhase::Deleted;
+    let mut waiting_delete = record(4);
+    waiting_delete.phase = BlockPhase::Detached;
+    waiting_delete.notify = NotifyState::Off;
+    waiting_delete.delete_at = Some(20_000);
+    let mut done = record(5);
+    done.phase = BlockPhase::Deleted;
+    done.notify = NotifyState::Sent;
+    for r in [&live, &waiting_detach, &owed_notice, &waiting_delete, &done] {
+        store.put_workspace(r).await.unwrap();
+    }
+    let ids = |rs: Vec<WorkspaceRecord>| {
+        let mut ids: Vec<_> = rs.into_iter().map(|r| r.task_id).collect();
+        ids.sort();
+        ids
+    };
+    let mut expect = vec![live.task_id.clone(), owed_notice.task_id.clone()];
+    expect.sort();
+    assert_eq!(ids(store.workspaces_due(5_000, 100).await.unwrap()), expect);
+    expect.push(waiting_detach.task_id.clone());
+    expect.push(waiting_delete.task_id.clone());
+    expect.sort();
+    assert_eq!(
+        ids(store.workspaces_due(20_000, 100).await.unwrap()),
+        expect
+    );
+    assert_eq!(store.next_workspace_due().await.unwrap(), Some(10_000));
+}
