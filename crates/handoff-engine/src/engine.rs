@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     pub policy: crate::policy::TaskPolicy,
     /// The completion judge, when an evaluator model is configured.
     pub judge: Option<handoff_llm::LlmClient>,
+    /// The Letta integration, when a Letta server is configured.
+    pub letta: std::sync::OnceLock<handoff_letta::WorkspaceSync>,
 }
 
 /// The task engine. Cheap to clone.
@@ -125,7 +127,9 @@ impl Engine {
             changes,
             shutdown: CancellationToken::new(),
             runs: TaskTracker::new(),
+            letta: std::sync::OnceLock::new(),
         });
+        crate::letta::start(&inner)?;
         recovery::reconcile(&inner).await?;
         tokio::spawn(scheduler::run(inner.clone()));
         tokio::spawn(retention::run(inner.clone()));
@@ -165,6 +169,11 @@ impl Engine {
         {
             tracing::warn!("some runs did not settle before shutdown");
         }
+        // After the runs: their final states reach the store first, and the next start
+        // resumes whatever Letta writes are left.
+        if let Some(letta) = self.inner.letta.get() {
+            letta.shutdown().await;
+        }
     }
 
     /// Purges finished tasks past retention now (the sweeper also runs hourly); returns how
@@ -176,6 +185,11 @@ impl Engine {
     /// Resolves once [`Engine::shutdown`] was called.
     pub async fn stopped(&self) {
         self.inner.shutdown.cancelled().await;
+    }
+
+    /// The Letta integration, when a Letta server is configured.
+    pub fn letta(&self) -> Option<&handoff_letta::WorkspaceSync> {
+        self.inner.letta.get()
     }
 
     /// Executor names this engine offers.
@@ -223,9 +237,17 @@ impl Inner {
             .store
             .append_events(id, unix_millis_now(), &[event])
             .await?;
+        self.touched(id, false);
         seqs.first()
             .copied()
             .ok_or_else(|| EngineError::Internal("the store numbered no event".to_owned()))
+    }
+
+    /// Tells the integrations that task `id` has new events or (`status_changed`) a new state.
+    pub(crate) fn touched(&self, id: &TaskId, status_changed: bool) {
+        if let Some(letta) = self.letta.get() {
+            letta.touch(id, status_changed);
+        }
     }
 
     /// Moves `task` to `to` if the state machine allows it and nobody changed it meanwhile.
@@ -251,6 +273,7 @@ impl Inner {
         let updated = self.store.set_status(&task.id, &change).await?;
         if let Some(updated) = &updated {
             let _ = self.changes.send((updated.id.clone(), updated.status));
+            self.letta_status(&change, updated).await;
             if to.is_terminal() {
                 if let Some(ms) = updated.duration_ms(change.at) {
                     self.metrics
@@ -265,6 +288,20 @@ impl Inner {
             }
         }
         Ok(updated)
+    }
+
+    /// Tells the Letta integration about a state change: leaving the queue opens the task's
+    /// workspace (block and notification), any other change is written at once.
+    async fn letta_status(&self, change: &StatusChange, task: &Task) {
+        let Some(letta) = self.letta.get() else {
+            return;
+        };
+        let opens = change.from == TaskStatus::Queued && change.to != TaskStatus::Cancelled;
+        if !opens {
+            letta.touch(&task.id, true);
+        } else if let Err(e) = letta.task_started(task).await {
+            tracing::warn!(task = %task.id, error = %e, "cannot record the task's Letta workspace");
+        }
     }
 
     /// Waits until task `id` is terminal, or `limit` passes; returns its latest state.

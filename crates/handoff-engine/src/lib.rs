@@ -11,6 +11,7 @@ mod error;
 mod evaluate;
 mod files;
 mod input;
+mod letta;
 mod metrics;
 mod policy;
 mod query;

@@ -6,6 +6,29 @@ use crate::{Engine, EngineError};
 /// Events shown by a status call.
 const RECENT_EVENTS: u32 = 5;
 
+/// Events searched for the evaluator's last word.
+pub(crate) const CONCLUSION_EVENTS: u32 = 20;
+
+/// The completion evaluator's conclusion (or its latest progress) among `events`.
+pub(crate) fn evaluator_conclusion(events: &[TaskEvent]) -> Option<serde_json::Value> {
+    events
+        .iter()
+        .rev()
+        .find(|e| {
+            e.kind == handoff_task::EventKind::Verdict
+                && e.data.get("by").and_then(serde_json::Value::as_str) == Some("evaluator")
+        })
+        .map(|e| match e.data.get("completion") {
+            Some(outcome) => outcome.clone(),
+            None => serde_json::json!({
+                "status": "evaluating",
+                "reason": e.message,
+                "remaining": e.data.get("remaining"),
+                "cycles": e.data.get("cycle"),
+            }),
+        })
+}
+
 /// What `get_task_status` shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusView {
@@ -59,26 +82,13 @@ impl Engine {
             .map(|run| run.pending.clone())
             .unwrap_or_default();
         // The evaluator's last word is among the task's last few events.
-        let completion = self
-            .inner
-            .store
-            .recent_events(id, 20)
-            .await?
-            .into_iter()
-            .rev()
-            .find(|e| {
-                e.kind == handoff_task::EventKind::Verdict
-                    && e.data.get("by").and_then(serde_json::Value::as_str) == Some("evaluator")
-            })
-            .map(|e| match e.data.get("completion") {
-                Some(outcome) => outcome.clone(),
-                None => serde_json::json!({
-                    "status": "evaluating",
-                    "reason": e.message,
-                    "remaining": e.data.get("remaining"),
-                    "cycles": e.data.get("cycle"),
-                }),
-            });
+        let completion = evaluator_conclusion(
+            &self
+                .inner
+                .store
+                .recent_events(id, CONCLUSION_EVENTS)
+                .await?,
+        );
         Ok(StatusView {
             completion,
             pending_input,

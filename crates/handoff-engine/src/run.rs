@@ -223,14 +223,12 @@ async fn compose_prompt(inner: &Inner, task: &Task) -> Result<String, EngineErro
         return Ok(task.description.clone());
     }
     inner
-        .store
-        .append_events(
+        .record(
             &task.id,
-            unix_millis_now(),
-            &[NewEvent::new(
+            NewEvent::new(
                 EventKind::Log,
                 format!("{} queued message(s) attached to the prompt", queued.len()),
-            )],
+            ),
         )
         .await?;
     Ok(format!(
@@ -473,6 +471,7 @@ async fn flush(inner: &Inner, task: &Task, batch: &mut Vec<NewEvent>) -> Result<
             .append_events(&task.id, unix_millis_now(), batch)
             .await?;
         batch.clear();
+        inner.touched(&task.id, false);
     }
     Ok(())
 }

@@ -9,6 +9,8 @@
 mod block;
 mod client;
 mod error;
+#[cfg(test)]
+mod fixtures;
 mod notice;
 mod source;
 mod sync;

@@ -116,3 +116,57 @@ fn preview(s: &TaskSnapshot) -> String {
     }
     parts.join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use handoff_task::{EventKind, TaskStatus};
+
+    use super::*;
+    use crate::fixtures::snapshot;
+
+    #[test]
+    fn a_notice_says_what_ended_and_where_the_rest_is() {
+        let mut s = snapshot(TaskStatus::Completed, "Fix the failing test in repo X", 40);
+        s.recent_events.last_mut().unwrap().kind = EventKind::Text;
+        s.recent_events.last_mut().unwrap().message = "All tests pass now.".into();
+        let n = Notice::for_task(&s, Some("handoff_task_abcdefghijklmnopqrstuvwxyz"));
+        assert!(n.text.starts_with(
+            "[Handoff] Task task_abcdefghijklmnopqrstuvwxyz completed after 12.4 s.\n"
+        ));
+        assert!(n.text.contains("Task: Fix the failing test in repo X\n"));
+        assert!(n.text.contains("All tests pass now."));
+        assert!(n.text.contains("get_task_history"));
+        assert!(
+            n.text
+                .contains("handoff_task_abcdefghijklmnopqrstuvwxyz shows the final state")
+        );
+        assert_eq!(n.otid, notice_otid(&s.task.id));
+    }
+
+    #[test]
+    fn a_notice_never_carries_the_whole_description_or_output() {
+        let description = "d".repeat(1 << 20);
+        let mut s = snapshot(TaskStatus::Failed, &description, 30);
+        for e in &mut s.recent_events {
+            e.message = "o".repeat(100_000);
+        }
+        s.task.error = Some("e".repeat(100_000));
+        let n = Notice::for_task(&s, None);
+        // Header, title, at most 1 KiB of preview and the pointer to the rest.
+        assert!(n.text.len() < 2_048, "{}", n.text.len());
+        assert!(n.text.contains("Preview (at most 1024 bytes)"));
+        assert!(!n.text.contains(&"d".repeat(200)));
+    }
+
+    #[test]
+    fn a_failed_task_previews_its_error_and_last_output() {
+        let s = snapshot(TaskStatus::Failed, "build", 3);
+        let n = Notice::for_task(&s, None);
+        assert!(
+            n.text
+                .contains("[Handoff] Task task_abcdefghijklmnopqrstuvwxyz failed after")
+        );
+        assert!(n.text.contains("Error: exit code 1\nline 1:"));
+        assert!(!n.text.contains("memory block"));
+    }
+}

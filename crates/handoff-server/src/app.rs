@@ -129,6 +129,22 @@ impl App {
         }
         let engine =
             Engine::start(config.clone(), Arc::new(store), executors, engine_metrics).await?;
+        if let Some(letta) = engine.letta() {
+            // Letta is optional to tasks (writes and notifications wait and retry), so an
+            // unreachable server is reported, not a reason to refuse traffic.
+            let client = letta.client().clone();
+            let status = status.clone();
+            let url = config.letta.api_url.clone().unwrap_or_default();
+            tokio::spawn(async move {
+                let detail = match client.health().await {
+                    Ok(h) => format!("Letta {} at {url} answers", h.version),
+                    Err(e) => format!(
+                        "Letta at {url} not answering ({e}); block writes and notifications are retried"
+                    ),
+                };
+                status.set_component("letta", true, detail);
+            });
+        }
 
         let spill = SpillDir::under(&config.data_dir);
         let mut registry = ToolRegistry::new();
