@@ -136,8 +136,19 @@ impl Writer<'_> {
             } else {
                 self.write(&snapshot).await
             };
+            // The final value must be what stays: a write that stalled on the way may land
+            // after it, so read it back and write again if something else is there.
+            let result = match result {
+                Ok(()) if terminal && self.shared.config.workspace_blocks => {
+                    self.confirm_final().await
+                }
+                other => other,
+            };
             match result {
-                Ok(()) => self.failures = 0,
+                Ok(()) => {
+                    self.failures = 0;
+                    self.record.last_error = None;
+                }
                 Err(Fail::Halt(h)) => return Err(h),
                 Err(Fail::Letta(e))
                     if e.is_permanent() && self.record.phase == BlockPhase::Creating =>
@@ -325,6 +336,21 @@ impl Writer<'_> {
         self.count_write(&value);
         self.last_value = Some(value);
         Ok(self.save().await?)
+    }
+
+    /// Reads the block back; a value other than the one last written forces another write.
+    async fn confirm_final(&mut self) -> Result<(), Fail> {
+        let block_id = self.record.block_id.clone().unwrap_or_default();
+        let stored = self.shared.client.block(&block_id).await?;
+        if self.last_value.as_deref() == Some(stored.value.as_str()) {
+            return Ok(());
+        }
+        self.last_value = None;
+        Err(Fail::Letta(LettaError::Exhausted {
+            what: "confirm final write",
+            attempts: 1,
+            last: "the block holds an older value; writing the final state again".to_owned(),
+        }))
     }
 
     fn value(&self, snapshot: &TaskSnapshot) -> String {

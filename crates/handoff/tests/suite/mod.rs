@@ -4,6 +4,8 @@ mod executors;
 mod harness;
 mod interop;
 mod isolation;
+mod letta;
+mod letta_proxy;
 mod mcp;
 mod mcp_tasks;
 mod opencode_recovery;

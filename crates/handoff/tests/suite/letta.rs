@@ -1,0 +1,495 @@
+//! The Letta integration end to end: the real `handoff` binary, the real `command` executor, a
+//! REAL Letta 0.16.8 server (`scripts/letta/up.sh`; `scripts/test.sh` starts it and exports
+//! `HANDOFF_TEST_LETTA_URL`) with a real agent, and a recording, fault-injecting proxy between
+//! the two.
+
+use std::{
+    process::Command,
+    sync::OnceLock,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+use super::{
+    harness::{Server, start, start_in},
+    letta_proxy::{Fault, Proxy, Rule, Seen},
+    mcp::{call, history, ok, task_id, wait_status_for},
+};
+
+/// The workspace block limit the tests configure.
+const LIMIT: usize = 3_000;
+
+/// The Letta server's base URL: the one `scripts/test.sh` started, or one started now.
+fn letta_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("HANDOFF_TEST_LETTA_URL") {
+            return url;
+        }
+        let script =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/letta/up.sh");
+        let out = Command::new(&script).output().unwrap_or_else(|e| {
+            panic!("cannot run {}: {e}", script.display());
+        });
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "scripts/letta/up.sh failed (a real Letta server is required):\n{}\n{}",
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("LETTA_URL="))
+            .unwrap_or_else(|| panic!("no LETTA_URL= line from up.sh: {stdout}"))
+            .trim()
+            .to_owned()
+    })
+}
+
+/// One HTTP call to Letta; the status and the JSON answer (`null` when not JSON).
+fn letta(method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut request = reqwest::Client::new()
+            .request(
+                reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+                format!("{}{path}", letta_url()),
+            )
+            .timeout(Duration::from_secs(120));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let answer = request.send().await.unwrap();
+        let status = answer.status().as_u16();
+        let text = answer.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    })
+}
+
+/// A new Letta agent whose model is the scripted model server behind Letta.
+fn create_agent(name: &str) -> String {
+    let (status, agent) = letta(
+        "POST",
+        "/v1/agents/",
+        Some(json!({
+            "name": format!("{name}-{}", std::process::id()),
+            "model": "openai-proxy/gpt-4o-mini",
+            "embedding": "openai/text-embedding-3-small",
+            "include_base_tools": true,
+        })),
+    );
+    assert_eq!(status, 200, "creating a Letta agent: {agent}");
+    agent["id"].as_str().unwrap().to_owned()
+}
+
+/// The agent's core-memory block with `label`, if attached.
+fn attached_block(agent: &str, label: &str) -> Option<Value> {
+    let (status, blocks) = letta(
+        "GET",
+        &format!("/v1/agents/{agent}/core-memory/blocks"),
+        None,
+    );
+    assert_eq!(status, 200, "{blocks}");
+    blocks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["label"] == label)
+        .cloned()
+}
+
+/// How many of the agent's messages are Handoff's notification about `task`.
+fn notifications(agent: &str, task: &str) -> usize {
+    let (status, messages) = letta(
+        "GET",
+        &format!("/v1/agents/{agent}/messages?limit=200"),
+        None,
+    );
+    assert_eq!(status, 200, "{messages}");
+    let header = format!("[Handoff] Task {task} ");
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["message_type"] != "assistant_message" && m.to_string().contains(&header))
+        .count()
+}
+
+/// Polls `check` every 250 ms until it returns `Some`, for at most `limit`.
+fn eventually<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Handoff with the script executor and the Letta settings shortened for tests.
+fn env(letta: &str, extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, String)> {
+    let mut all: Vec<(&'static str, String)> = vec![
+        (
+            "HANDOFF_COMMAND_ARGV",
+            r#"["bash", "-c", "{prompt}"]"#.into(),
+        ),
+        ("HANDOFF_DEFAULT_EXECUTOR", "command".into()),
+        ("HANDOFF_COMMAND_PROMPT_VIA", "argument".into()),
+        ("HANDOFF_LETTA_API_URL", letta.to_owned()),
+        ("HANDOFF_LETTA_API_TOKEN", "test-token".into()),
+        ("HANDOFF_LETTA_BLOCK_LIMIT", LIMIT.to_string()),
+        ("HANDOFF_LETTA_SWEEP_INTERVAL_SECS", "1".into()),
+        ("HANDOFF_COMPLETION_POLICY", "none".into()),
+    ];
+    all.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    all
+}
+
+fn start_with(env: &[(&'static str, String)]) -> Server {
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    start(&pairs)
+}
+
+/// Every block value Handoff sent (creates and updates) for `label`'s block.
+fn values_sent(seen: &[Seen], block_id: &str) -> Vec<String> {
+    seen.iter()
+        .filter(|s| {
+            (s.method == "POST" && s.path.starts_with("/v1/blocks/"))
+                || (s.method == "PATCH" && s.path.starts_with(&format!("/v1/blocks/{block_id}")))
+        })
+        .filter_map(|s| serde_json::from_str::<Value>(&s.body).ok())
+        .filter_map(|b| b["value"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Nothing Handoff sends to Letta is over the block limit: values are within it, messages
+/// within a few KiB.
+fn assert_nothing_oversized(seen: &[Seen]) {
+    for s in seen {
+        if let Ok(body) = serde_json::from_str::<Value>(&s.body) {
+            if let Some(value) = body["value"].as_str() {
+                assert!(
+                    value.chars().count() <= LIMIT,
+                    "{} {}: {} chars",
+                    s.method,
+                    s.path,
+                    value.len()
+                );
+            }
+            for m in body["messages"].as_array().into_iter().flatten() {
+                let text = m["content"].as_str().unwrap_or_default();
+                assert!(text.len() <= 2_048, "notification of {} bytes", text.len());
+            }
+        }
+        assert!(
+            s.body.len() <= LIMIT + 2_048,
+            "{} {}: {} bytes",
+            s.method,
+            s.path,
+            s.body.len()
+        );
+    }
+}
+
+#[test]
+fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart() {
+    let agent = create_agent("lifecycle");
+    let proxy = Proxy::start(letta_url(), Vec::new());
+    let env = env(
+        &proxy.url,
+        &[
+            ("HANDOFF_LETTA_DETACH_DELAY_SECS", "8"),
+            ("HANDOFF_LETTA_BLOCK_RETENTION_SECS", "3"),
+        ],
+    );
+    let server = start_with(&env);
+    let id = task_id(&call(
+        &server,
+        &agent,
+        "execute_task",
+        json!({"task_description": "for i in $(seq 1 12); do echo step $i; sleep 0.4; done"}),
+    ));
+    let label = format!("handoff_{id}");
+
+    // Attached with the right label, description and limit, and running.
+    let block = eventually("the block to be attached", Duration::from_secs(30), || {
+        attached_block(&agent, &label)
+    });
+    assert_eq!(block["description"], handoff_letta::BLOCK_DESCRIPTION);
+    assert_eq!(block["limit"], LIMIT);
+    let block_id = block["id"].as_str().unwrap().to_owned();
+    let first: Value = serde_json::from_str(block["value"].as_str().unwrap()).unwrap();
+    assert_eq!(first["version"], 1);
+    assert_eq!(first["task_id"], id.as_str());
+
+    // Updated while it runs: later steps show up while the status is still running.
+    eventually("a running update", Duration::from_secs(30), || {
+        let (_, b) = letta("GET", &format!("/v1/blocks/{block_id}"), None);
+        let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+        (v["status"] == "running" && v.to_string().contains("step 5")).then_some(())
+    });
+
+    // The final write says completed, and the agent is told once.
+    wait_status_for(
+        &server,
+        &agent,
+        &id,
+        &["completed"],
+        Duration::from_secs(60),
+    );
+    eventually(
+        "the final state in the block",
+        Duration::from_secs(30),
+        || {
+            let (_, b) = letta("GET", &format!("/v1/blocks/{block_id}"), None);
+            let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+            (v["status"] == "completed").then_some(())
+        },
+    );
+    eventually("the notification", Duration::from_secs(60), || {
+        (notifications(&agent, &id) == 1).then_some(())
+    });
+
+    // A crash before the detach is due: the schedule is stored, so the next process does it.
+    assert!(
+        attached_block(&agent, &label).is_some(),
+        "detached too early"
+    );
+    let dir = server.kill9();
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = start_in(dir, &pairs);
+    eventually("the detach", Duration::from_secs(30), || {
+        attached_block(&agent, &label).is_none().then_some(())
+    });
+    // Detached blocks stay readable by id until retention ends; then they are deleted.
+    eventually("the delete", Duration::from_secs(30), || {
+        (letta("GET", &format!("/v1/blocks/{block_id}"), None).0 == 404).then_some(())
+    });
+    // Still one notification after the restart, and the history never depended on the block.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(notifications(&agent, &id), 1);
+    let events = history(&server, &agent, &id)["events"].clone();
+    let text = events.to_string();
+    assert!(text.contains("step 12"), "{text}");
+    assert!(text.contains("workspace block"), "{text}");
+    assert!(text.contains("notification delivered"), "{text}");
+
+    let seen = proxy.seen();
+    assert_nothing_oversized(&seen);
+    assert!(
+        seen.iter().all(|s| s.method != "POST"
+            || !s.path.contains("/messages")
+            || s.path.contains(&agent)),
+        "messages go to the task's own agent"
+    );
+    assert!(
+        seen.iter()
+            .all(|s| s.authorization.as_deref() == Some("Bearer test-token")),
+        "every call carries the bearer token"
+    );
+}
+
+#[test]
+fn five_thousand_events_make_few_block_writes_and_no_notification_when_opted_out() {
+    let agent = create_agent("busy");
+    let proxy = Proxy::start(letta_url(), Vec::new());
+    let server = start_with(&env(&proxy.url, &[]));
+    // 100 bursts of 50 lines, 0.1 s apart: 5,000 output events in about 10 s.
+    let script = "for i in $(seq 1 100); do seq 1 50 | sed \"s/^/event $i./\"; sleep 0.1; done";
+    let id = task_id(&call(
+        &server,
+        &agent,
+        "execute_task",
+        json!({"task_description": script, "notify": false}),
+    ));
+    wait_status_for(
+        &server,
+        &agent,
+        &id,
+        &["completed"],
+        Duration::from_secs(90),
+    );
+    let label = format!("handoff_{id}");
+    let block = eventually("the final write", Duration::from_secs(30), || {
+        let b = attached_block(&agent, &label)?;
+        let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+        (v["status"] == "completed").then_some(b)
+    });
+    let total = ok(&call(
+        &server,
+        &agent,
+        "get_task_history",
+        json!({"task_id": id, "events_limit": 1}),
+    ))["total_events"]
+        .as_u64()
+        .unwrap();
+    assert!(total >= 5_000, "{total} events");
+
+    let block_id = block["id"].as_str().unwrap();
+    let seen = proxy.seen();
+    let writes = values_sent(&seen, block_id);
+    assert!(
+        (2..=15).contains(&writes.len()),
+        "{} block writes for {total} events",
+        writes.len()
+    );
+    assert_nothing_oversized(&seen);
+    let last: Value = serde_json::from_str(writes.last().unwrap()).unwrap();
+    assert_eq!(last["status"], "completed");
+    assert!(
+        last["recent_events"][0]["pruned"].as_u64().unwrap() > 4_000,
+        "{last}"
+    );
+
+    // notify: false — nothing arrives, and nothing was sent.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(notifications(&agent, &id), 0);
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.path.contains("/messages") && s.method == "POST")
+    );
+}
+
+#[test]
+fn a_one_mebibyte_description_never_reaches_letta_whole() {
+    let agent = create_agent("huge");
+    let proxy = Proxy::start(letta_url(), Vec::new());
+    let server = start_with(&env(&proxy.url, &[]));
+    let description = format!("echo hello\n# {}", "x".repeat(1 << 20));
+    let result = call(
+        &server,
+        &agent,
+        "execute_task",
+        json!({"task_description": description}),
+    );
+    if result["is_error"] == true {
+        // Refused outright: then Letta heard nothing about it.
+        assert!(proxy.seen().is_empty(), "{:?}", proxy.seen().len());
+        return;
+    }
+    let id = task_id(&result);
+    wait_status_for(
+        &server,
+        &agent,
+        &id,
+        &["completed", "failed"],
+        Duration::from_secs(60),
+    );
+    eventually("the notification", Duration::from_secs(60), || {
+        (notifications(&agent, &id) == 1).then_some(())
+    });
+    let seen = proxy.seen();
+    assert_nothing_oversized(&seen);
+    let long_run = "x".repeat(1_000);
+    assert!(seen.iter().all(|s| !s.body.contains(&long_run)));
+}
+
+#[test]
+fn letta_faults_still_end_with_the_final_state_and_one_notification() {
+    let agent = create_agent("faults");
+    let stall = Fault::Stall(Duration::from_secs(4));
+    let rule = |method, path, times, fault| Rule {
+        method,
+        path,
+        times,
+        fault,
+    };
+    let proxy = Proxy::start(
+        letta_url(),
+        vec![
+            // The create lands but its answer is lost: the block must be found, not duplicated.
+            rule("POST", "/v1/blocks/", 1, Fault::DropAfter),
+            rule("GET", "/v1/blocks/?label=", 1, Fault::Status(503)),
+            rule(
+                "PATCH",
+                "/core-memory/blocks/attach/",
+                1,
+                Fault::Status(409),
+            ),
+            rule(
+                "PATCH",
+                "/core-memory/blocks/attach/",
+                1,
+                Fault::Status(502),
+            ),
+            rule("PATCH", "/v1/blocks/block-", 3, Fault::Status(503)),
+            rule("PATCH", "/v1/blocks/block-", 1, stall),
+            rule("PATCH", "/v1/blocks/block-", 1, Fault::DropBefore),
+            rule("PATCH", "/v1/blocks/block-", 1, Fault::DropAfter),
+            rule("GET", "/messages?", 2, Fault::Status(500)),
+            // The notification lands but its answer is lost: it must not be sent twice.
+            rule("POST", "/messages/async", 1, Fault::DropAfter),
+            rule(
+                "PATCH",
+                "/core-memory/blocks/detach/",
+                2,
+                Fault::Status(502),
+            ),
+            rule("DELETE", "/v1/blocks/", 1, Fault::DropAfter),
+        ],
+    );
+    let server = start_with(&env(
+        &proxy.url,
+        &[
+            ("HANDOFF_LETTA_REQUEST_TIMEOUT_SECS", "2"),
+            ("HANDOFF_LETTA_MAX_RETRIES", "2"),
+            ("HANDOFF_LETTA_DETACH_DELAY_SECS", "6"),
+            ("HANDOFF_LETTA_BLOCK_RETENTION_SECS", "2"),
+        ],
+    ));
+    let id = task_id(&call(
+        &server,
+        &agent,
+        "execute_task",
+        json!({"task_description": "for i in $(seq 1 10); do echo tick $i; sleep 0.3; done"}),
+    ));
+    wait_status_for(
+        &server,
+        &agent,
+        &id,
+        &["completed"],
+        Duration::from_secs(60),
+    );
+    let label = format!("handoff_{id}");
+    let block = eventually(
+        "the final state despite faults",
+        Duration::from_secs(90),
+        || {
+            let b = attached_block(&agent, &label)?;
+            let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+            (v["status"] == "completed" && v.to_string().contains("tick 10")).then_some(b)
+        },
+    );
+    let (_, same_label) = letta("GET", &format!("/v1/blocks/?label={label}"), None);
+    assert_eq!(
+        same_label.as_array().unwrap().len(),
+        1,
+        "one block per task: {same_label}"
+    );
+    eventually(
+        "the notification despite faults",
+        Duration::from_secs(90),
+        || (notifications(&agent, &id) >= 1).then_some(()),
+    );
+    let block_id = block["id"].as_str().unwrap().to_owned();
+    eventually("the delete despite faults", Duration::from_secs(60), || {
+        (letta("GET", &format!("/v1/blocks/{block_id}"), None).0 == 404).then_some(())
+    });
+    assert_eq!(notifications(&agent, &id), 1, "exactly one notification");
+    let seen = proxy.seen();
+    assert_nothing_oversized(&seen);
+    let faults = seen.iter().filter(|s| s.fault.is_some()).count();
+    assert!(faults >= 10, "only {faults} faults were injected");
+    assert!(
+        seen.iter().all(|s| s.path.starts_with("/v1/")),
+        "only Letta's V1 routes"
+    );
+}
