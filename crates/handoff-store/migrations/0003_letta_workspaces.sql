@@ -13,7 +13,7 @@ CREATE TABLE letta_workspaces (
     notify         TEXT    NOT NULL,
     notify_run_id  TEXT,
     writes         INTEGER NOT NULL DEFAULT 0,
-    chars_written  INTEGER NOT NULL DEFAULT 0,
+    bytes_written  INTEGER NOT NULL DEFAULT 0,
     detach_at      INTEGER,
     delete_at      INTEGER,
     last_error     TEXT,

@@ -139,8 +139,8 @@ pub struct WorkspaceRecord {
     pub notify_run_id: Option<String>,
     /// Block writes that reached Letta (create included).
     pub writes: u64,
-    /// Characters of block values those writes carried.
-    pub chars_written: u64,
+    /// Bytes of block values those writes carried.
+    pub bytes_written: u64,
     /// When to detach (Unix ms), once final.
     pub detach_at: Option<i64>,
     /// When to delete (Unix ms), once detached.

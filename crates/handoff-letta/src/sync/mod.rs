@@ -167,7 +167,7 @@ impl WorkspaceSync {
             },
             notify_run_id: None,
             writes: 0,
-            chars_written: 0,
+            bytes_written: 0,
             detach_at: None,
             delete_at: None,
             last_error: None,

@@ -360,7 +360,7 @@ impl Writer<'_> {
 
     fn count_write(&mut self, value: &str) {
         self.record.writes += 1;
-        self.record.chars_written += value.chars().count() as u64;
+        self.record.bytes_written += value.len() as u64;
         self.last_write = Some(Instant::now());
     }
 

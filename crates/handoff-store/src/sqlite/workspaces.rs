@@ -17,7 +17,7 @@ macro_rules! select_workspaces {
     ($where:literal) => {
         concat!(
             "SELECT task_id, agent_id, label, block_id, phase, notify, notify_run_id, writes, ",
-            "chars_written, detach_at, delete_at, last_error, created_at, updated_at ",
+            "bytes_written, detach_at, delete_at, last_error, created_at, updated_at ",
             "FROM letta_workspaces WHERE ",
             $where
         )
@@ -38,7 +38,7 @@ fn from_row(row: &SqliteRow) -> Result<WorkspaceRecord, StoreError> {
         notify: notify.parse::<NotifyState>().map_err(corrupt)?,
         notify_run_id: row.try_get("notify_run_id")?,
         writes: to_u64(row.try_get("writes")?),
-        chars_written: to_u64(row.try_get("chars_written")?),
+        bytes_written: to_u64(row.try_get("bytes_written")?),
         detach_at: row.try_get("detach_at")?,
         delete_at: row.try_get("delete_at")?,
         last_error: row.try_get("last_error")?,
@@ -54,12 +54,12 @@ pub(super) async fn put(
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO letta_workspaces (task_id, agent_id, label, block_id, phase, notify, \
-         notify_run_id, writes, chars_written, detach_at, delete_at, last_error, created_at, \
+         notify_run_id, writes, bytes_written, detach_at, delete_at, last_error, created_at, \
          updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, \
          label = excluded.label, block_id = excluded.block_id, phase = excluded.phase, \
          notify = excluded.notify, notify_run_id = excluded.notify_run_id, \
-         writes = excluded.writes, chars_written = excluded.chars_written, \
+         writes = excluded.writes, bytes_written = excluded.bytes_written, \
          detach_at = excluded.detach_at, delete_at = excluded.delete_at, \
          last_error = excluded.last_error, updated_at = excluded.updated_at",
     )
@@ -71,7 +71,7 @@ pub(super) async fn put(
     .bind(r.notify.as_str())
     .bind(&r.notify_run_id)
     .bind(to_i64(r.writes))
-    .bind(to_i64(r.chars_written))
+    .bind(to_i64(r.bytes_written))
     .bind(r.detach_at)
     .bind(r.delete_at)
     .bind(&r.last_error)

@@ -15,7 +15,7 @@ fn record(created_at: i64) -> WorkspaceRecord {
         notify: NotifyState::Pending,
         notify_run_id: None,
         writes: 0,
-        chars_written: 0,
+        bytes_written: 0,
         detach_at: None,
         delete_at: None,
         last_error: None,
@@ -37,7 +37,7 @@ async fn records_round_trip_and_insert_keeps_the_first() {
     changed.notify = NotifyState::Sent;
     changed.notify_run_id = Some("run-1".into());
     changed.writes = 7;
-    changed.chars_written = 12_345;
+    changed.bytes_written = 12_345;
     changed.detach_at = Some(5_000);
     changed.last_error = Some("503".into());
     changed.updated_at = 2_000;
