@@ -11,7 +11,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::{
-    process::Command,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -36,43 +35,6 @@ const BATCHES: u64 = 250;
 /// The baseline sends its writes up to this many events.
 const SEND_UP_TO: u64 = 1_000;
 const LIMIT: u32 = 6_000;
-
-fn letta_url() -> String {
-    if let Ok(url) = std::env::var("HANDOFF_BENCH_LETTA_URL") {
-        return url;
-    }
-    let script =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/letta/up.sh");
-    let out = Command::new(&script).output().expect("scripts/letta/up.sh");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("LETTA_URL=").map(str::to_owned))
-        .expect("a LETTA_URL= line")
-}
-
-async fn create_agent(url: &str) -> AgentId {
-    let agent: serde_json::Value = reqwest::Client::new()
-        .post(format!("{url}/v1/agents/"))
-        .json(&json!({
-            "name": format!("bench-{}", std::process::id()),
-            "model": "openai-proxy/gpt-4o-mini",
-            "embedding": "openai/text-embedding-3-small",
-        }))
-        .timeout(Duration::from_secs(120))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    AgentId::parse(agent["id"].as_str().expect("an agent id")).unwrap()
-}
 
 /// Snapshots straight from the store (the engine's source adds live pending requests).
 struct StoreSource(Arc<dyn Store>);
@@ -294,11 +256,11 @@ async fn per_event(url: &str, agent: &AgentId, n: u64) -> (u64, u64, Option<Dura
 }
 
 fn main() {
-    let url = letta_url();
+    let url = handoff_letta::testing::letta_url();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let agent = create_agent(&url).await;
+        let agent = AgentId::parse(&handoff_letta::testing::create_agent(&url, "bench").await).unwrap();
         println!("Letta at {url}; block limit {LIMIT} chars; events emitted over {EMIT_FOR:?}; interval 1 s");
         println!(
             "{:>8} | {:>16} {:>12} {:>8} | {:>16} {:>12} {:>10} | {:>9} {:>9}",

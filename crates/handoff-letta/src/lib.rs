@@ -14,6 +14,8 @@ mod fixtures;
 mod notice;
 mod source;
 mod sync;
+#[cfg(feature = "test-support")]
+pub mod testing;
 
 pub use block::{BLOCK_DESCRIPTION, WorkspaceValue, fit_value};
 pub use client::{Backoff, Block, Health, LettaClient, NewBlock, NewMessage, Run};

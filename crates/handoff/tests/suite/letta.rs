@@ -4,7 +4,6 @@
 //! the two.
 
 use std::{
-    process::Command,
     sync::OnceLock,
     time::{Duration, Instant},
 };
@@ -20,33 +19,10 @@ use super::{
 /// The workspace block limit the tests configure.
 const LIMIT: usize = 3_000;
 
-/// The Letta server's base URL: the one `scripts/test.sh` started, or one started now.
+/// The Letta server's base URL (see `handoff_letta::testing::letta_url`).
 fn letta_url() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
-    URL.get_or_init(|| {
-        if let Ok(url) = std::env::var("HANDOFF_TEST_LETTA_URL") {
-            return url;
-        }
-        let script =
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/letta/up.sh");
-        let out = Command::new(&script).output().unwrap_or_else(|e| {
-            panic!("cannot run {}: {e}", script.display());
-        });
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "scripts/letta/up.sh failed (a real Letta server is required):\n{}\n{}",
-            stdout,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix("LETTA_URL="))
-            .unwrap_or_else(|| panic!("no LETTA_URL= line from up.sh: {stdout}"))
-            .trim()
-            .to_owned()
-    })
+    URL.get_or_init(handoff_letta::testing::letta_url)
 }
 
 /// One HTTP call to Letta; the status and the JSON answer (`null` when not JSON).
@@ -77,12 +53,7 @@ fn create_agent(name: &str) -> String {
     let (status, agent) = letta(
         "POST",
         "/v1/agents/",
-        Some(json!({
-            "name": format!("{name}-{}", std::process::id()),
-            "model": "openai-proxy/gpt-4o-mini",
-            "embedding": "openai/text-embedding-3-small",
-            "include_base_tools": true,
-        })),
+        Some(handoff_letta::testing::agent_request(name)),
     );
     assert_eq!(status, 200, "creating a Letta agent: {agent}");
     agent["id"].as_str().unwrap().to_owned()
