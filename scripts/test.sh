@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Handoff test: installs the real MCP clients and the real coding agents (OpenCode,
 # Claude Code, Codex) the end-to-end tests drive (once, into tests/interop: the clients pinned by
-# its lockfile, the agents by version), then the whole Cargo workspace's tests, fmt and clippy.
+# its lockfile, the agents by version) and a real Letta server (scripts/letta/up.sh), then the
+# whole Cargo workspace's tests, fmt and clippy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,9 +26,33 @@ if ! "$interop/.venv/bin/python" -c 'import mcp' 2>/dev/null; then
   "$interop/.venv/bin/pip" install --quiet -r "$interop/requirements.txt"
 fi
 
+# A real Letta server (PostgreSQL + pgvector, the scripted model as its LLM) for the Letta
+# integration tests: installed once into tests/letta, started in the background while fmt and
+# clippy run. Stopped at the end only if this run started it.
+letta_log=$(mktemp)
+letta_started=0
+[ -f tests/letta/run/env ] || letta_started=1
+echo "== starting a real Letta server in the background (scripts/letta/up.sh)"
+scripts/letta/up.sh >"$letta_log" 2>&1 &
+letta_up=$!
+stop_letta() {
+  if [ "$letta_started" = 1 ]; then scripts/letta/down.sh >/dev/null 2>&1 || true; fi
+}
+trap stop_letta EXIT
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+if ! wait "$letta_up"; then
+  cat "$letta_log"
+  echo "the Letta server did not start: the Letta tests need it" >&2
+  exit 1
+fi
+grep '^letta-up: .* bring-up took' "$letta_log" || true
+HANDOFF_TEST_LETTA_URL=$(sed -n 's/^LETTA_URL=//p' "$letta_log" | tail -1)
+export HANDOFF_TEST_LETTA_URL
+echo "== Letta at $HANDOFF_TEST_LETTA_URL"
+
 echo "== cargo test"
 cargo test --workspace
