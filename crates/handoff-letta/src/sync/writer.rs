@@ -216,19 +216,14 @@ impl Writer<'_> {
         let client = &self.shared.client;
         let value = self.value(snapshot);
         if self.record.block_id.is_none() {
-            // A create whose answer was lost may have made the block: find it by its label.
+            // A create whose answer was lost may have made the block: find it by its label
+            // (it names the task, so nobody else's block carries it).
             let task = self.record.task_id.as_str();
             let existing = client
                 .blocks_labelled(&self.record.label)
                 .await?
                 .into_iter()
-                .find(|b| {
-                    b.metadata
-                        .as_ref()
-                        .and_then(|m| m.get("handoff_task_id"))
-                        .and_then(|t| t.as_str())
-                        == Some(task)
-                });
+                .find(|b| b.label.as_deref() == Some(self.record.label.as_str()));
             let block = match existing {
                 Some(block) => block,
                 None => {

