@@ -273,7 +273,7 @@ impl Inner {
         let updated = self.store.set_status(&task.id, &change).await?;
         if let Some(updated) = &updated {
             let _ = self.changes.send((updated.id.clone(), updated.status));
-            self.letta_status(&change, updated).await;
+            self.touched(&updated.id, true);
             if to.is_terminal() {
                 if let Some(ms) = updated.duration_ms(change.at) {
                     self.metrics
@@ -290,16 +290,12 @@ impl Inner {
         Ok(updated)
     }
 
-    /// Tells the Letta integration about a state change: leaving the queue opens the task's
-    /// workspace (block and notification), any other change is written at once.
-    async fn letta_status(&self, change: &StatusChange, task: &Task) {
-        let Some(letta) = self.letta.get() else {
-            return;
-        };
-        let opens = change.from == TaskStatus::Queued && change.to != TaskStatus::Cancelled;
-        if !opens {
-            letta.touch(&task.id, true);
-        } else if let Err(e) = letta.task_started(task).await {
+    /// A claimed task starts running: the Letta integration records what its agent is owed
+    /// (a workspace block, a notification) before anything else happens to it.
+    pub(crate) async fn workspace_opened(&self, task: &Task) {
+        if let Some(letta) = self.letta.get()
+            && let Err(e) = letta.task_started(task).await
+        {
             tracing::warn!(task = %task.id, error = %e, "cannot record the task's Letta workspace");
         }
     }

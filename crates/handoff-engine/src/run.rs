@@ -49,6 +49,7 @@ impl Finish {
 
 /// Runs a claimed (`running`) task to its end. `resumed` is a run re-attached after a restart.
 pub(crate) async fn drive(inner: Arc<Inner>, task: Task, resumed: Option<Run>) {
+    inner.workspace_opened(&task).await;
     let finish = match execute(&inner, &task, resumed).await {
         Ok(finish) => finish,
         Err(e) => Finish::failed(format!("handoff could not supervise the run: {e}")),

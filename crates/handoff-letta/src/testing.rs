@@ -36,6 +36,13 @@ pub fn letta_url() -> String {
     .clone()
 }
 
+/// An HTTP client (with the process's TLS provider installed).
+pub fn http() -> reqwest::Client {
+    // Installing twice is harmless: the first provider stays.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// The body that creates an agent whose model is the scripted model server behind Letta.
 pub fn agent_request(name: &str) -> Value {
     json!({
@@ -47,7 +54,7 @@ pub fn agent_request(name: &str) -> Value {
 
 /// Creates an agent on the server at `url`; its id.
 pub async fn create_agent(url: &str, name: &str) -> String {
-    let answer = reqwest::Client::new()
+    let answer = http()
         .post(format!("{url}/v1/agents/"))
         .json(&agent_request(name))
         .timeout(Duration::from_secs(120))

@@ -39,6 +39,16 @@ pub struct LettaClient {
     stop: CancellationToken,
 }
 
+/// Whether a call may be repeated after a failure that leaves its outcome unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// Repeating it does no harm (reads, updates, attach, detach, delete).
+    Idempotent,
+    /// It creates something: one attempt only; the caller looks before trying again, so a
+    /// request that landed without an answer is not made twice.
+    Once,
+}
+
 /// How one answer is read.
 enum Answer {
     Json(Value),
@@ -86,7 +96,14 @@ impl LettaClient {
 
     /// `GET /v1/health/`.
     pub async fn health(&self) -> Result<Health, LettaError> {
-        self.json("health", Method::GET, "/v1/health/", None).await
+        self.json(
+            "health",
+            Method::GET,
+            "/v1/health/",
+            None,
+            Retry::Idempotent,
+        )
+        .await
     }
 
     /// Creates a block (not attached to anyone yet).
@@ -95,60 +112,98 @@ impl LettaClient {
             what: "create block",
             message: e.to_string(),
         })?;
-        self.json("create block", Method::POST, "/v1/blocks/", Some(body))
-            .await
+        self.json(
+            "create block",
+            Method::POST,
+            "/v1/blocks/",
+            Some(body),
+            Retry::Once,
+        )
+        .await
     }
 
     /// Blocks carrying `label` (Handoff's labels are unique per task, so at most one is ours).
     pub async fn blocks_labelled(&self, label: &str) -> Result<Vec<Block>, LettaError> {
         let path = format!("/v1/blocks/?label={label}&limit=50");
-        self.json("list blocks", Method::GET, &path, None).await
+        self.json("list blocks", Method::GET, &path, None, Retry::Idempotent)
+            .await
     }
 
     /// One block by id (works after it was detached).
     pub async fn block(&self, block_id: &str) -> Result<Block, LettaError> {
         let path = format!("/v1/blocks/{block_id}");
-        self.json("read block", Method::GET, &path, None).await
+        self.json("read block", Method::GET, &path, None, Retry::Idempotent)
+            .await
     }
 
     /// Replaces a block's value.
     pub async fn update_block(&self, block_id: &str, value: &str) -> Result<(), LettaError> {
         let path = format!("/v1/blocks/{block_id}");
         let body = json!({ "value": value });
-        self.call("update block", Method::PATCH, &path, Some(body))
-            .await
-            .map(drop)
+        self.call(
+            "update block",
+            Method::PATCH,
+            &path,
+            Some(body),
+            Retry::Idempotent,
+        )
+        .await
+        .map(drop)
     }
 
     /// Attaches a block to an agent's core memory (attaching it again is harmless).
     pub async fn attach_block(&self, agent_id: &str, block_id: &str) -> Result<(), LettaError> {
         let path = format!("/v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}");
-        self.call("attach block", Method::PATCH, &path, None)
-            .await
-            .map(drop)
+        self.call(
+            "attach block",
+            Method::PATCH,
+            &path,
+            None,
+            Retry::Idempotent,
+        )
+        .await
+        .map(drop)
     }
 
     /// Detaches a block from an agent's core memory.
     pub async fn detach_block(&self, agent_id: &str, block_id: &str) -> Result<(), LettaError> {
         let path = format!("/v1/agents/{agent_id}/core-memory/blocks/detach/{block_id}");
-        self.call("detach block", Method::PATCH, &path, None)
-            .await
-            .map(drop)
+        self.call(
+            "detach block",
+            Method::PATCH,
+            &path,
+            None,
+            Retry::Idempotent,
+        )
+        .await
+        .map(drop)
     }
 
     /// Deletes a block.
     pub async fn delete_block(&self, block_id: &str) -> Result<(), LettaError> {
         let path = format!("/v1/blocks/{block_id}");
-        self.call("delete block", Method::DELETE, &path, None)
-            .await
-            .map(drop)
+        self.call(
+            "delete block",
+            Method::DELETE,
+            &path,
+            None,
+            Retry::Idempotent,
+        )
+        .await
+        .map(drop)
     }
 
     /// The blocks attached to an agent's core memory.
     pub async fn agent_blocks(&self, agent_id: &str) -> Result<Vec<Block>, LettaError> {
         let path = format!("/v1/agents/{agent_id}/core-memory/blocks");
-        self.json("list agent blocks", Method::GET, &path, None)
-            .await
+        self.json(
+            "list agent blocks",
+            Method::GET,
+            &path,
+            None,
+            Retry::Idempotent,
+        )
+        .await
     }
 
     /// Sends one message through the async endpoint (a background agent run).
@@ -159,8 +214,14 @@ impl LettaClient {
     ) -> Result<Run, LettaError> {
         let path = format!("/v1/agents/{agent_id}/messages/async");
         let body = json!({ "messages": [message] });
-        self.json("send message (async)", Method::POST, &path, Some(body))
-            .await
+        self.json(
+            "send message (async)",
+            Method::POST,
+            &path,
+            Some(body),
+            Retry::Once,
+        )
+        .await
     }
 
     /// Sends one message and waits for the agent's turn to finish.
@@ -171,7 +232,7 @@ impl LettaClient {
     ) -> Result<(), LettaError> {
         let path = format!("/v1/agents/{agent_id}/messages");
         let body = json!({ "messages": [message] });
-        self.call("send message", Method::POST, &path, Some(body))
+        self.call("send message", Method::POST, &path, Some(body), Retry::Once)
             .await
             .map(drop)
     }
@@ -183,13 +244,15 @@ impl LettaClient {
         limit: u32,
     ) -> Result<Vec<Value>, LettaError> {
         let path = format!("/v1/agents/{agent_id}/messages?limit={limit}&order=desc");
-        self.json("list messages", Method::GET, &path, None).await
+        self.json("list messages", Method::GET, &path, None, Retry::Idempotent)
+            .await
     }
 
     /// One run.
     pub async fn run(&self, run_id: &str) -> Result<Run, LettaError> {
         let path = format!("/v1/runs/{run_id}");
-        self.json("read run", Method::GET, &path, None).await
+        self.json("read run", Method::GET, &path, None, Retry::Idempotent)
+            .await
     }
 
     async fn json<T: DeserializeOwned>(
@@ -198,8 +261,9 @@ impl LettaClient {
         method: Method,
         path: &str,
         body: Option<Value>,
+        retry: Retry,
     ) -> Result<T, LettaError> {
-        match self.call(what, method, path, body).await? {
+        match self.call(what, method, path, body, retry).await? {
             Answer::Json(v) => serde_json::from_value(v).map_err(|e| LettaError::Decode {
                 what,
                 message: e.to_string(),
@@ -218,6 +282,7 @@ impl LettaClient {
         method: Method,
         path: &str,
         body: Option<Value>,
+        retry: Retry,
     ) -> Result<Answer, LettaError> {
         let url = format!("{}{path}", self.base);
         let mut attempt = 0;
@@ -228,7 +293,7 @@ impl LettaClient {
                 Err(Attempt::Final(e)) => return Err(e),
                 Err(Attempt::Again(t)) => t,
             };
-            if attempt > self.max_retries {
+            if retry == Retry::Once || attempt > self.max_retries {
                 return Err(LettaError::Exhausted {
                     what,
                     attempts: attempt,

@@ -145,9 +145,9 @@ impl WorkspaceSync {
         &self.shared.client
     }
 
-    /// A task moved out of the queue (started, or failed to): records what Handoff owes its
-    /// agent — a workspace block and, unless opted out, one notification — and starts its
-    /// writer. Only Letta agents (`agent-<uuid>`) are owed anything.
+    /// A task starts running: records what Handoff owes its agent — a workspace block and,
+    /// unless opted out, one notification — and starts its writer (a task started again after
+    /// a restart keeps its record). Only Letta agents (`agent-<uuid>`) are owed anything.
     pub async fn task_started(&self, task: &Task) -> Result<(), StoreError> {
         if !task.agent_id.is_letta_agent() || task.status == TaskStatus::Cancelled {
             return Ok(());

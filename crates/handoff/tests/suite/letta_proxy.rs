@@ -88,7 +88,7 @@ impl Proxy {
             .unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let upstream = upstream.trim_end_matches('/').to_owned();
-        let client = reqwest::Client::new();
+        let client = handoff_letta::testing::http();
         let accept_state = state.clone();
         runtime.spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
