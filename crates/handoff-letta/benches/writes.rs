@@ -1,7 +1,8 @@
 //! Letta writes and bytes per task, coalesced (Handoff's writer: at most one block write per
 //! `min_update_interval`, status changes at once) against one write per event (the older
 //! server's design), for tasks emitting 10, 1,000 and 100,000 events over the same 5 s, in the
-//! same run, against a REAL Letta server (`scripts/letta/up.sh`, or `HANDOFF_BENCH_LETTA_URL`).
+//! same run, against a REAL Letta server (`HANDOFF_TEST_LETTA_URL`, or the one
+//! `scripts/letta/up.sh` starts).
 //!
 //! The baseline sends its writes for 10 and 1,000 events; for 100,000 it builds the same
 //! values and counts them without sending (at the measured write rate that would take longer
@@ -204,7 +205,12 @@ async fn per_event(url: &str, agent: &AgentId, n: u64) -> (u64, u64, Option<Dura
         at: unix_millis_now(),
     };
     let send = n <= SEND_UP_TO;
-    let client = LettaClient::new(&config(url)).unwrap();
+    // The older design had no rate limit of its own: do not hold the baseline to ours.
+    let client = LettaClient::new(&LettaConfig {
+        requests_per_second: 100_000,
+        ..config(url)
+    })
+    .unwrap();
     let block = if send {
         let block = client
             .create_block(&NewBlock {
