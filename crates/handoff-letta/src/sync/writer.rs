@@ -150,14 +150,10 @@ impl Writer<'_> {
                     self.record.last_error = None;
                 }
                 Err(Fail::Halt(h)) => return Err(h),
-                Err(Fail::Letta(e))
-                    if e.is_permanent() && self.record.phase == BlockPhase::Creating =>
-                {
-                    return self.abandon(&e).await;
-                }
+                // The agent is gone or Letta refuses the request itself: trying again cannot help.
+                Err(Fail::Letta(e)) if e.is_permanent() => return self.abandon(&e).await,
                 Err(Fail::Letta(e)) => {
-                    self.failed(&e, &snapshot).await?;
-                    if self.record.phase.is_done() {
+                    if self.failed(&e, &snapshot).await? {
                         return Ok(());
                     }
                     // Keep the reason to write: the next pass must happen.
@@ -359,8 +355,9 @@ impl Writer<'_> {
         self.last_write = Some(Instant::now());
     }
 
-    /// Records a failed attempt; gives up (abandons the block) once the task's retention ended.
-    async fn failed(&mut self, e: &LettaError, snapshot: &TaskSnapshot) -> Result<(), Halt> {
+    /// Records a failed attempt; gives up (abandons the block, and returns true) once the
+    /// task's retention ended.
+    async fn failed(&mut self, e: &LettaError, snapshot: &TaskSnapshot) -> Result<bool, Halt> {
         self.failures += 1;
         let first = self.record.last_error.is_none();
         self.record.last_error = Some(e.to_string());
@@ -369,7 +366,8 @@ impl Writer<'_> {
             .gives_up_at(snapshot.task.completed_at)
             .is_some_and(|end| unix_millis_now() > end)
         {
-            return self.abandon(e).await;
+            self.abandon(e).await?;
+            return Ok(true);
         }
         self.save().await?;
         if first {
@@ -385,7 +383,7 @@ impl Writer<'_> {
                 )
                 .await;
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Gives the block up for good (the agent is gone, or retention ended).
