@@ -6,7 +6,7 @@ use handoff_task::{EventKind, TaskId};
 
 use crate::{
     TaskSnapshot,
-    block::{clip_bytes, clip_chars, duration_text},
+    block::{clip_bytes, duration_text, title},
 };
 
 /// Bytes of output or summary previewed.
@@ -39,17 +39,11 @@ impl Notice {
             (Some(start), Some(end)) => format!(" after {}", duration_text(end - start)),
             _ => String::new(),
         };
-        let title = task
-            .description
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("(no description)");
         let mut text = format!(
             "[Handoff] Task {} {}{took}.\nTask: {}\n",
             task.id,
             task.status.as_str(),
-            clip_chars(title, TITLE_CHARS)
+            title(&task.description, TITLE_CHARS)
         );
         let preview = preview(s);
         if !preview.is_empty() {

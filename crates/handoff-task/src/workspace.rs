@@ -154,6 +154,26 @@ pub struct WorkspaceRecord {
 }
 
 impl WorkspaceRecord {
+    /// The record of a task whose block is still to be created, made at `now` (Unix ms).
+    pub fn new(task_id: TaskId, agent_id: AgentId, notify: NotifyState, now: i64) -> Self {
+        Self {
+            label: Self::label_for(&task_id),
+            task_id,
+            agent_id,
+            block_id: None,
+            phase: BlockPhase::Creating,
+            notify,
+            notify_run_id: None,
+            writes: 0,
+            bytes_written: 0,
+            detach_at: None,
+            delete_at: None,
+            last_error: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
     /// The block label of a task: unique per agent, so a second task never collides (409).
     pub fn label_for(task: &TaskId) -> String {
         format!("handoff_{task}")

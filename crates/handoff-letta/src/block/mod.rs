@@ -9,7 +9,7 @@ mod value;
 pub use fit::fit_value;
 pub use value::WorkspaceValue;
 
-pub(crate) use text::{clip_bytes, clip_chars, duration_text, iso};
+pub(crate) use text::{clip_bytes, clip_chars, duration_text, iso, title};
 
 /// The block's description: how the agent should read it (Letta shows it beside the value).
 pub const BLOCK_DESCRIPTION: &str = "Handoff task workspace (read-only; Handoff rewrites it). \

@@ -23,6 +23,16 @@ pub(crate) fn clip_bytes(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
+/// A task's title: the first non-empty line of its description, clipped to `max` characters.
+pub(crate) fn title(description: &str, max: usize) -> String {
+    let line = description
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("(no description)");
+    clip_chars(line, max)
+}
+
 /// Unix milliseconds as an RFC 3339 UTC time (seconds precision).
 pub(crate) fn iso(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)

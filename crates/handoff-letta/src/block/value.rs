@@ -5,7 +5,7 @@ use handoff_task::{EventKind, TaskStatus};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{clip_chars, duration_text, iso};
+use super::{clip_chars, duration_text, iso, title};
 use crate::TaskSnapshot;
 
 /// The version of the value's shape; bumped when a field changes meaning.
@@ -185,13 +185,7 @@ impl WorkspaceValue {
 /// The task's title and where it stands, in a sentence or two.
 fn summary(s: &TaskSnapshot) -> String {
     let task = &s.task;
-    let title = task
-        .description
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("(no description)");
-    let title = clip_chars(title, TITLE_CHARS);
+    let title = title(&task.description, TITLE_CHARS);
     let ran = task
         .started_at
         .map(|start| duration_text(task.completed_at.unwrap_or(s.at) - start));

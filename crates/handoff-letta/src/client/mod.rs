@@ -139,58 +139,31 @@ impl LettaClient {
     /// Replaces a block's value.
     pub async fn update_block(&self, block_id: &str, value: &str) -> Result<(), LettaError> {
         let path = format!("/v1/blocks/{block_id}");
-        let body = json!({ "value": value });
-        self.call(
+        self.act(
             "update block",
             Method::PATCH,
             &path,
-            Some(body),
-            Retry::Idempotent,
+            Some(json!({ "value": value })),
         )
         .await
-        .map(drop)
     }
 
     /// Attaches a block to an agent's core memory (attaching it again is harmless).
     pub async fn attach_block(&self, agent_id: &str, block_id: &str) -> Result<(), LettaError> {
         let path = format!("/v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}");
-        self.call(
-            "attach block",
-            Method::PATCH,
-            &path,
-            None,
-            Retry::Idempotent,
-        )
-        .await
-        .map(drop)
+        self.act("attach block", Method::PATCH, &path, None).await
     }
 
     /// Detaches a block from an agent's core memory.
     pub async fn detach_block(&self, agent_id: &str, block_id: &str) -> Result<(), LettaError> {
         let path = format!("/v1/agents/{agent_id}/core-memory/blocks/detach/{block_id}");
-        self.call(
-            "detach block",
-            Method::PATCH,
-            &path,
-            None,
-            Retry::Idempotent,
-        )
-        .await
-        .map(drop)
+        self.act("detach block", Method::PATCH, &path, None).await
     }
 
     /// Deletes a block.
     pub async fn delete_block(&self, block_id: &str) -> Result<(), LettaError> {
         let path = format!("/v1/blocks/{block_id}");
-        self.call(
-            "delete block",
-            Method::DELETE,
-            &path,
-            None,
-            Retry::Idempotent,
-        )
-        .await
-        .map(drop)
+        self.act("delete block", Method::DELETE, &path, None).await
     }
 
     /// The blocks attached to an agent's core memory.
@@ -253,6 +226,19 @@ impl LettaClient {
         let path = format!("/v1/runs/{run_id}");
         self.json("read run", Method::GET, &path, None, Retry::Idempotent)
             .await
+    }
+
+    /// An idempotent call whose answer carries nothing Handoff needs.
+    async fn act(
+        &self,
+        what: &'static str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(), LettaError> {
+        self.call(what, method, path, body, Retry::Idempotent)
+            .await
+            .map(drop)
     }
 
     async fn json<T: DeserializeOwned>(

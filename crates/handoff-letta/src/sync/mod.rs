@@ -20,8 +20,9 @@ use std::{
 use handoff_config::LettaConfig;
 use handoff_store::{Store, StoreError};
 use handoff_task::{
-    BlockPhase, NotifyState, Task, TaskId, TaskStatus, WorkspaceRecord, unix_millis_now,
+    EventKind, NewEvent, NotifyState, Task, TaskId, TaskStatus, WorkspaceRecord, unix_millis_now,
 };
+use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -93,6 +94,13 @@ impl Shared {
         slot
     }
 
+    /// Adds a note about Letta to the task's history (`step` names what happened, for readers
+    /// of the event's data).
+    pub async fn note(&self, task: &TaskId, step: &str, message: String) {
+        let event = NewEvent::new(EventKind::Log, message).with_data(json!({ "letta": step }));
+        self.source.note(task, event).await;
+    }
+
     /// The longest the final write and the notification are retried for a task that ended at
     /// `completed_at`.
     pub fn gives_up_at(&self, completed_at: Option<i64>) -> Option<i64> {
@@ -154,26 +162,12 @@ impl WorkspaceSync {
         }
         let now = unix_millis_now();
         let wanted = self.shared.config.notify && task.options.notify;
-        let record = WorkspaceRecord {
-            task_id: task.id.clone(),
-            agent_id: task.agent_id.clone(),
-            label: WorkspaceRecord::label_for(&task.id),
-            block_id: None,
-            phase: BlockPhase::Creating,
-            notify: if wanted {
-                NotifyState::Pending
-            } else {
-                NotifyState::Off
-            },
-            notify_run_id: None,
-            writes: 0,
-            bytes_written: 0,
-            detach_at: None,
-            delete_at: None,
-            last_error: None,
-            created_at: now,
-            updated_at: now,
+        let notify = if wanted {
+            NotifyState::Pending
+        } else {
+            NotifyState::Off
         };
+        let record = WorkspaceRecord::new(task.id.clone(), task.agent_id.clone(), notify, now);
         self.shared.store.insert_workspace(&record).await?;
         self.shared.ensure_writer(&task.id).mark(true);
         Ok(())

@@ -5,8 +5,8 @@
 
 use std::{sync::Arc, time::Duration};
 
-use handoff_task::{EventKind, NewEvent, NotifyState, WorkspaceRecord, unix_millis_now};
-use serde_json::{Value, json};
+use handoff_task::{NotifyState, WorkspaceRecord, unix_millis_now};
+use serde_json::Value;
 
 use super::{EVENTS_READ, Shared, writer::Halt};
 use crate::{LettaError, NewMessage, Notice, client::Backoff};
@@ -67,7 +67,8 @@ pub(crate) async fn deliver(
                 record.notify_run_id = run.flatten();
                 record.last_error = None;
                 save(shared, record).await?;
-                note(shared, record, "Letta: completion notification delivered").await;
+                let message = "Letta: completion notification delivered".to_owned();
+                shared.note(&record.task_id, "notified", message).await;
                 return Ok(());
             }
             Err(LettaError::Stopped { .. }) => return Err(Halt::Stopping),
@@ -75,12 +76,8 @@ pub(crate) async fn deliver(
                 record.notify = NotifyState::Failed;
                 record.last_error = Some(e.to_string());
                 save(shared, record).await?;
-                note(
-                    shared,
-                    record,
-                    &format!("Letta: notification not delivered: {e}"),
-                )
-                .await;
+                let message = format!("Letta: notification not delivered: {e}");
+                shared.note(&record.task_id, "not_notified", message).await;
                 return Ok(());
             }
             Err(e) => {
@@ -156,19 +153,10 @@ async fn save(shared: &Shared, record: &mut WorkspaceRecord) -> Result<(), Halt>
     Ok(shared.store.put_workspace(record).await?)
 }
 
-async fn note(shared: &Shared, record: &WorkspaceRecord, message: &str) {
-    shared
-        .source
-        .note(
-            &record.task_id,
-            NewEvent::new(EventKind::Log, message)
-                .with_data(json!({ "letta": "notification", "state": record.notify.as_str() })),
-        )
-        .await;
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -8,9 +8,7 @@ use std::{
     time::Duration,
 };
 
-use handoff_task::{
-    BlockPhase, EventKind, NewEvent, NotifyState, WorkspaceRecord, unix_millis_now,
-};
+use handoff_task::{BlockPhase, NotifyState, WorkspaceRecord, unix_millis_now};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -256,19 +254,12 @@ impl Writer<'_> {
         self.record.last_error = None;
         self.save().await?;
         let block_id = self.record.block_id.clone().unwrap_or_default();
+        let message = format!(
+            "Letta: workspace block {} attached to {} ({block_id})",
+            self.record.label, self.record.agent_id
+        );
         self.shared
-            .source
-            .note(
-                &self.record.task_id,
-                NewEvent::new(
-                    EventKind::Log,
-                    format!(
-                        "Letta: workspace block {} attached to {} ({block_id})",
-                        self.record.label, self.record.agent_id
-                    ),
-                )
-                .with_data(json!({ "letta": "block_attached", "block_id": block_id })),
-            )
+            .note(&self.record.task_id, "block_attached", message)
             .await;
         // The value may be stale by now (the block was found, not made): write it again.
         if self.last_value.as_deref() != Some(value.as_str()) {
@@ -371,16 +362,9 @@ impl Writer<'_> {
         }
         self.save().await?;
         if first {
+            let message = format!("Letta: workspace block not updated yet, retrying: {e}");
             self.shared
-                .source
-                .note(
-                    &self.record.task_id,
-                    NewEvent::new(
-                        EventKind::Log,
-                        format!("Letta: workspace block not updated yet, retrying: {e}"),
-                    )
-                    .with_data(json!({ "letta": "retrying" })),
-                )
+                .note(&self.record.task_id, "retrying", message)
                 .await;
         }
         Ok(false)
@@ -401,16 +385,9 @@ impl Writer<'_> {
         }
         self.record.last_error = Some(e.to_string());
         self.save().await?;
+        let message = format!("Letta: gave up on the workspace block: {e}");
         self.shared
-            .source
-            .note(
-                &self.record.task_id,
-                NewEvent::new(
-                    EventKind::Log,
-                    format!("Letta: gave up on the workspace block: {e}"),
-                )
-                .with_data(json!({ "letta": "abandoned" })),
-            )
+            .note(&self.record.task_id, "abandoned", message)
             .await;
         Ok(())
     }

@@ -5,23 +5,12 @@ use super::SqliteStore;
 use crate::Store;
 
 fn record(created_at: i64) -> WorkspaceRecord {
-    let task_id = TaskId::generate().unwrap();
-    WorkspaceRecord {
-        label: WorkspaceRecord::label_for(&task_id),
-        task_id,
-        agent_id: AgentId::parse("agent-597b5756-2915-4560-ba6b-91005f085166").unwrap(),
-        block_id: None,
-        phase: BlockPhase::Creating,
-        notify: NotifyState::Pending,
-        notify_run_id: None,
-        writes: 0,
-        bytes_written: 0,
-        detach_at: None,
-        delete_at: None,
-        last_error: None,
+    WorkspaceRecord::new(
+        TaskId::generate().unwrap(),
+        AgentId::parse("agent-597b5756-2915-4560-ba6b-91005f085166").unwrap(),
+        NotifyState::Pending,
         created_at,
-        updated_at: created_at,
-    }
+    )
 }
 
 #[tokio::test]
