@@ -272,8 +272,16 @@ fn five_thousand_events_make_few_block_writes_and_no_notification_when_opted_out
     let agent = create_agent("busy");
     let proxy = Proxy::start(letta_url(), Vec::new());
     let server = start_with(&env(&proxy.url, &[]));
-    // 100 bursts of 50 lines, 0.1 s apart: 5,000 output events in about 10 s.
-    let script = "for i in $(seq 1 100); do seq 1 50 | sed \"s/^/event $i./\"; sleep 0.1; done";
+    // 100 bursts of 50 lines, paced by the clock: 5,000 output events in 10 s, however
+    // loaded the machine is.
+    let script = r#"python3 - <<'EOF'
+import sys, time
+start = time.time()
+for burst in range(100):
+    sys.stdout.write("".join(f"event {burst}.{i}\n" for i in range(50)))
+    sys.stdout.flush()
+    time.sleep(max(0.0, start + (burst + 1) * 0.1 - time.time()))
+EOF"#;
     let id = task_id(&call(
         &server,
         &agent,
