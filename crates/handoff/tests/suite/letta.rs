@@ -474,3 +474,69 @@ fn letta_faults_still_end_with_the_final_state_and_one_notification() {
         "only Letta's V1 routes"
     );
 }
+
+#[test]
+fn many_busy_tasks_stay_within_the_letta_budget() {
+    let agent = create_agent("pressure");
+    let proxy = Proxy::start(letta_url(), Vec::new());
+    let server = start_with(&env(
+        &proxy.url,
+        &[
+            ("HANDOFF_MAX_CONCURRENT_TASKS", "30"),
+            ("HANDOFF_MAX_CONCURRENT_PER_AGENT", "30"),
+            ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0"),
+            ("HANDOFF_LETTA_MAX_CONCURRENT_REQUESTS", "2"),
+            ("HANDOFF_LETTA_REQUESTS_PER_SECOND", "15"),
+        ],
+    ));
+    // 30 tasks, each printing a line every 50 ms for 3 s.
+    let submit: Vec<Value> = (0..30)
+        .map(|i| {
+            json!({"name": "execute_task", "arguments": {
+                "task_description": format!("for j in $(seq 1 60); do echo task {i} line $j; sleep 0.05; done"),
+                "notify": false,
+            }})
+        })
+        .collect();
+    let ids: Vec<String> = super::mcp::calls(&server, &agent, Value::Array(submit))
+        .iter()
+        .map(task_id)
+        .collect();
+    for id in &ids {
+        wait_status_for(
+            &server,
+            &agent,
+            id,
+            &["completed"],
+            Duration::from_secs(120),
+        );
+    }
+    // Every block still ends with its final state, however long the queue at Handoff's side.
+    for id in &ids {
+        let label = format!("handoff_{id}");
+        eventually("every final write", Duration::from_secs(180), || {
+            let b = attached_block(&agent, &label)?;
+            let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+            (v["status"] == "completed").then_some(())
+        });
+    }
+    let seen = proxy.seen();
+    assert!(
+        proxy.most_in_flight() <= 2,
+        "{} calls in flight at once",
+        proxy.most_in_flight()
+    );
+    // The budget admits a one-second burst, then 15 per second: no one-second window holds
+    // more than twice the rate.
+    let busiest = seen
+        .iter()
+        .map(|a| {
+            seen.iter()
+                .filter(|b| b.at >= a.at && b.at < a.at + Duration::from_secs(1))
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(busiest <= 30, "{busiest} calls started within one second");
+    assert!(seen.len() > 30 * 3, "only {} calls", seen.len());
+}

@@ -3,8 +3,11 @@
 //! dropped connection, or a dropped connection before or after the request reached Letta.
 
 use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
 };
 
 use bytes::Bytes;
@@ -43,6 +46,8 @@ pub struct Seen {
     pub body: String,
     /// The `Authorization` header.
     pub authorization: Option<String>,
+    /// When it arrived.
+    pub at: Instant,
     /// The fault applied, if any.
     pub fault: Option<Fault>,
 }
@@ -51,6 +56,25 @@ pub struct Seen {
 struct State {
     rules: Mutex<Vec<Rule>>,
     seen: Mutex<Vec<Seen>>,
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
+}
+
+/// Counts a request in flight until dropped.
+struct InFlight<'a>(&'a State);
+
+impl<'a> InFlight<'a> {
+    fn new(state: &'a State) -> Self {
+        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        state.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        Self(state)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl State {
@@ -81,7 +105,7 @@ impl Proxy {
             .unwrap();
         let state = Arc::new(State {
             rules: Mutex::new(rules),
-            seen: Mutex::default(),
+            ..State::default()
         });
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -113,6 +137,11 @@ impl Proxy {
         }
     }
 
+    /// The most requests that were in flight at once.
+    pub fn most_in_flight(&self) -> usize {
+        self.state.most_in_flight.load(Ordering::SeqCst)
+    }
+
     /// Every request so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.state.seen.lock().unwrap().clone()
@@ -125,6 +154,7 @@ async fn handle(
     upstream: String,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::io::Error> {
+    let _counted = InFlight::new(&state);
     let method = req.method().as_str().to_owned();
     let path = req
         .uri()
@@ -146,6 +176,7 @@ async fn handle(
             .get("authorization")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned),
+        at: Instant::now(),
         fault,
     });
     let dropped = || std::io::Error::other("injected: connection dropped");
