@@ -540,3 +540,51 @@ fn many_busy_tasks_stay_within_the_letta_budget() {
     assert!(busiest <= 30, "{busiest} calls started within one second");
     assert!(seen.len() > 30 * 3, "only {} calls", seen.len());
 }
+
+#[test]
+fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
+    let agent = create_agent("crash");
+    // The notification reaches Letta but its answer is lost; Handoff dies before retrying.
+    let proxy = Proxy::start(
+        letta_url(),
+        vec![Rule {
+            method: "POST",
+            path: "/messages/async",
+            times: 1,
+            fault: Fault::DropAfter,
+        }],
+    );
+    let first = env(&proxy.url, &[]);
+    let server = start_with(&first);
+    let id = task_id(&call(
+        &server,
+        &agent,
+        "execute_task",
+        json!({"task_description": "echo done"}),
+    ));
+    eventually("the notification attempt", Duration::from_secs(60), || {
+        proxy
+            .seen()
+            .iter()
+            .any(|s| s.path.ends_with("/messages/async"))
+            .then_some(())
+    });
+    let dir = server.kill9();
+
+    // The next process finds the message by its otid instead of sending another.
+    let second = env(letta_url(), &[]);
+    let pairs: Vec<(&str, &str)> = second.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = start_in(dir, &pairs);
+    eventually(
+        "the resumed writer's verdict",
+        Duration::from_secs(60),
+        || {
+            history(&server, &agent, &id)["events"]
+                .to_string()
+                .contains("notification delivered")
+                .then_some(())
+        },
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(notifications(&agent, &id), 1);
+}
