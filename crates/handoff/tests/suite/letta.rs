@@ -314,6 +314,7 @@ EOF"#;
     let block_id = block["id"].as_str().unwrap();
     let seen = proxy.seen();
     let writes = values_sent(&seen, block_id);
+    eprintln!("{} block writes for {total} events", writes.len());
     assert!(
         (2..=15).contains(&writes.len()),
         "{} block writes for {total} events",
@@ -587,4 +588,35 @@ fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
     );
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(notifications(&agent, &id), 1);
+}
+
+#[test]
+fn notifications_work_without_workspace_blocks() {
+    let agent = create_agent("noblocks");
+    let proxy = Proxy::start(letta_url(), Vec::new());
+    let server = start_with(&env(
+        &proxy.url,
+        &[("HANDOFF_LETTA_WORKSPACE_BLOCKS", "false")],
+    ));
+    let id = task_id(&call(
+        &server,
+        &agent,
+        "execute_task",
+        json!({"task_description": "echo without a block"}),
+    ));
+    wait_status_for(
+        &server,
+        &agent,
+        &id,
+        &["completed"],
+        Duration::from_secs(60),
+    );
+    eventually("the notification", Duration::from_secs(60), || {
+        (notifications(&agent, &id) == 1).then_some(())
+    });
+    assert!(attached_block(&agent, &format!("handoff_{id}")).is_none());
+    assert!(
+        !proxy.seen().iter().any(|s| s.path.contains("blocks")),
+        "no block calls at all"
+    );
 }
