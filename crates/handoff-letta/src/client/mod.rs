@@ -96,14 +96,7 @@ impl LettaClient {
 
     /// `GET /v1/health/`.
     pub async fn health(&self) -> Result<Health, LettaError> {
-        self.json(
-            "health",
-            Method::GET,
-            "/v1/health/",
-            None,
-            Retry::Idempotent,
-        )
-        .await
+        self.read("health", "/v1/health/").await
     }
 
     /// Creates a block (not attached to anyone yet).
@@ -125,15 +118,13 @@ impl LettaClient {
     /// Blocks carrying `label` (Handoff's labels are unique per task, so at most one is ours).
     pub async fn blocks_labelled(&self, label: &str) -> Result<Vec<Block>, LettaError> {
         let path = format!("/v1/blocks/?label={label}&limit=50");
-        self.json("list blocks", Method::GET, &path, None, Retry::Idempotent)
-            .await
+        self.read("list blocks", &path).await
     }
 
     /// One block by id (works after it was detached).
     pub async fn block(&self, block_id: &str) -> Result<Block, LettaError> {
         let path = format!("/v1/blocks/{block_id}");
-        self.json("read block", Method::GET, &path, None, Retry::Idempotent)
-            .await
+        self.read("read block", &path).await
     }
 
     /// Replaces a block's value.
@@ -169,14 +160,7 @@ impl LettaClient {
     /// The blocks attached to an agent's core memory.
     pub async fn agent_blocks(&self, agent_id: &str) -> Result<Vec<Block>, LettaError> {
         let path = format!("/v1/agents/{agent_id}/core-memory/blocks");
-        self.json(
-            "list agent blocks",
-            Method::GET,
-            &path,
-            None,
-            Retry::Idempotent,
-        )
-        .await
+        self.read("list agent blocks", &path).await
     }
 
     /// Sends one message through the async endpoint (a background agent run).
@@ -217,14 +201,22 @@ impl LettaClient {
         limit: u32,
     ) -> Result<Vec<Value>, LettaError> {
         let path = format!("/v1/agents/{agent_id}/messages?limit={limit}&order=desc");
-        self.json("list messages", Method::GET, &path, None, Retry::Idempotent)
-            .await
+        self.read("list messages", &path).await
     }
 
     /// One run.
     pub async fn run(&self, run_id: &str) -> Result<Run, LettaError> {
         let path = format!("/v1/runs/{run_id}");
-        self.json("read run", Method::GET, &path, None, Retry::Idempotent)
+        self.read("read run", &path).await
+    }
+
+    /// A read.
+    async fn read<T: DeserializeOwned>(
+        &self,
+        what: &'static str,
+        path: &str,
+    ) -> Result<T, LettaError> {
+        self.json(what, Method::GET, path, None, Retry::Idempotent)
             .await
     }
 

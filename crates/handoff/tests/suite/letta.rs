@@ -123,6 +123,11 @@ fn env(letta: &str, extra: &[(&'static str, &'static str)]) -> Vec<(&'static str
     all
 }
 
+/// Submits `arguments` to `execute_task` as `agent`; the task id.
+fn submit(server: &Server, agent: &str, arguments: Value) -> String {
+    task_id(&call(server, agent, "execute_task", arguments))
+}
+
 fn start_with(env: &[(&'static str, String)]) -> Server {
     let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     start(&pairs)
@@ -181,12 +186,11 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
         ],
     );
     let server = start_with(&env);
-    let id = task_id(&call(
+    let id = submit(
         &server,
         &agent,
-        "execute_task",
         json!({"task_description": "for i in $(seq 1 12); do echo step $i; sleep 0.4; done"}),
-    ));
+    );
     let label = format!("handoff_{id}");
 
     // Attached with the right label, description and limit, and running.
@@ -282,12 +286,11 @@ for burst in range(100):
     sys.stdout.flush()
     time.sleep(max(0.0, start + (burst + 1) * 0.1 - time.time()))
 EOF"#;
-    let id = task_id(&call(
+    let id = submit(
         &server,
         &agent,
-        "execute_task",
         json!({"task_description": script, "notify": false}),
-    ));
+    );
     wait_status_for(
         &server,
         &agent,
@@ -427,12 +430,11 @@ fn letta_faults_still_end_with_the_final_state_and_one_notification() {
             ("HANDOFF_LETTA_BLOCK_RETENTION_SECS", "2"),
         ],
     ));
-    let id = task_id(&call(
+    let id = submit(
         &server,
         &agent,
-        "execute_task",
         json!({"task_description": "for i in $(seq 1 10); do echo tick $i; sleep 0.3; done"}),
-    ));
+    );
     wait_status_for(
         &server,
         &agent,
@@ -557,12 +559,7 @@ fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
     );
     let first = env(&proxy.url, &[]);
     let server = start_with(&first);
-    let id = task_id(&call(
-        &server,
-        &agent,
-        "execute_task",
-        json!({"task_description": "echo done"}),
-    ));
+    let id = submit(&server, &agent, json!({"task_description": "echo done"}));
     eventually("the notification attempt", Duration::from_secs(60), || {
         proxy
             .seen()
@@ -598,12 +595,11 @@ fn notifications_work_without_workspace_blocks() {
         &proxy.url,
         &[("HANDOFF_LETTA_WORKSPACE_BLOCKS", "false")],
     ));
-    let id = task_id(&call(
+    let id = submit(
         &server,
         &agent,
-        "execute_task",
         json!({"task_description": "echo without a block"}),
-    ));
+    );
     wait_status_for(
         &server,
         &agent,
