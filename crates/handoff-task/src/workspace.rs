@@ -48,11 +48,6 @@ impl BlockPhase {
         }
     }
 
-    /// Whether nothing more will happen to the block.
-    pub fn is_done(self) -> bool {
-        matches!(self, BlockPhase::Deleted | BlockPhase::Abandoned)
-    }
-
     /// Whether the task's writer still has work (create, update, final write).
     pub fn is_live(self) -> bool {
         matches!(self, BlockPhase::Creating | BlockPhase::Attached)

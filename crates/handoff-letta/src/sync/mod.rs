@@ -104,9 +104,19 @@ impl Shared {
     /// The longest the final write and the notification are retried for a task that ended at
     /// `completed_at`.
     pub fn gives_up_at(&self, completed_at: Option<i64>) -> Option<i64> {
-        let retention = i64::try_from(self.task_retention.as_millis()).unwrap_or(i64::MAX);
-        completed_at.map(|at| at.saturating_add(retention))
+        completed_at.map(|at| at.saturating_add(millis(self.task_retention)))
     }
+
+    /// Stores `record`, stamped as changed now.
+    pub async fn save(&self, record: &mut WorkspaceRecord) -> Result<(), StoreError> {
+        record.updated_at = unix_millis_now();
+        self.store.put_workspace(record).await
+    }
+}
+
+/// A duration in whole milliseconds, saturating.
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The Letta integration of one Handoff process. Cheap to clone.

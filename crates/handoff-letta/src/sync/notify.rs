@@ -40,7 +40,7 @@ pub(crate) async fn deliver(
     else {
         record.notify = NotifyState::Failed;
         record.last_error = Some("the task was purged before its notification".to_owned());
-        return save(shared, record).await;
+        return Ok(shared.save(record).await?);
     };
     if !snapshot.task.status.is_terminal() {
         return Ok(());
@@ -66,7 +66,7 @@ pub(crate) async fn deliver(
                 record.notify = NotifyState::Sent;
                 record.notify_run_id = run.flatten();
                 record.last_error = None;
-                save(shared, record).await?;
+                shared.save(record).await?;
                 let message = "Letta: completion notification delivered".to_owned();
                 shared.note(&record.task_id, "notified", message).await;
                 return Ok(());
@@ -75,7 +75,7 @@ pub(crate) async fn deliver(
             Err(e) if e.is_permanent() => {
                 record.notify = NotifyState::Failed;
                 record.last_error = Some(e.to_string());
-                save(shared, record).await?;
+                shared.save(record).await?;
                 let message = format!("Letta: notification not delivered: {e}");
                 shared.note(&record.task_id, "not_notified", message).await;
                 return Ok(());
@@ -88,10 +88,10 @@ pub(crate) async fn deliver(
                     .is_some_and(|end| unix_millis_now() > end)
                 {
                     record.notify = NotifyState::Failed;
-                    save(shared, record).await?;
+                    shared.save(record).await?;
                     return Ok(());
                 }
-                save(shared, record).await?;
+                shared.save(record).await?;
                 tokio::select! {
                     () = tokio::time::sleep(RETRY.wait(failures).max(SETTLE)) => {}
                     () = shared.stop.cancelled() => return Err(Halt::Stopping),
@@ -146,11 +146,6 @@ fn is_notice(message: &Value, otid: &str, header: &str) -> bool {
         _ => String::new(),
     };
     content.contains(header)
-}
-
-async fn save(shared: &Shared, record: &mut WorkspaceRecord) -> Result<(), Halt> {
-    record.updated_at = unix_millis_now();
-    Ok(shared.store.put_workspace(record).await?)
 }
 
 #[cfg(test)]

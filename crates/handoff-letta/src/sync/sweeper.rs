@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use handoff_task::{BlockPhase, NotifyState, WorkspaceRecord, unix_millis_now};
 
-use super::{Shared, writer::millis};
+use super::{Shared, millis};
 use crate::LettaError;
 
 /// Records handled per pass.
@@ -68,8 +68,7 @@ async fn handle(shared: &Arc<Shared>, mut record: WorkspaceRecord, now: i64) {
             record.last_error = Some(e.to_string());
         }
     }
-    record.updated_at = unix_millis_now();
-    if let Err(e) = shared.store.put_workspace(&record).await {
+    if let Err(e) = shared.save(&mut record).await {
         tracing::warn!(task = %record.task_id, error = %e, "cannot save the Letta record");
     }
 }

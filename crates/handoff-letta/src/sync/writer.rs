@@ -12,7 +12,7 @@ use handoff_task::{BlockPhase, NotifyState, WorkspaceRecord, unix_millis_now};
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::{EVENTS_READ, Shared, Slot, notify};
+use super::{EVENTS_READ, Shared, Slot, millis, notify};
 use crate::{
     BLOCK_DESCRIPTION, LettaError, NewBlock, TaskSnapshot, WorkspaceValue, client::Backoff,
     fit_value,
@@ -414,12 +414,6 @@ impl Writer<'_> {
     }
 
     async fn save(&mut self) -> Result<(), Halt> {
-        self.record.updated_at = unix_millis_now();
-        Ok(self.shared.store.put_workspace(&self.record).await?)
+        Ok(self.shared.save(&mut self.record).await?)
     }
-}
-
-/// A duration in whole milliseconds, saturating.
-pub(crate) fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

@@ -128,9 +128,27 @@ fn submit(server: &Server, agent: &str, arguments: Value) -> String {
     task_id(&call(server, agent, "execute_task", arguments))
 }
 
+fn pairs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
 fn start_with(env: &[(&'static str, String)]) -> Server {
-    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    start(&pairs)
+    start(&pairs(env))
+}
+
+/// Starts Handoff again in a killed server's directory.
+fn restart_with(dir: tempfile::TempDir, env: &[(&'static str, String)]) -> Server {
+    start_in(dir, &pairs(env))
+}
+
+/// A block's value, parsed.
+fn value_of(block: &Value) -> Option<Value> {
+    serde_json::from_str(block["value"].as_str()?).ok()
+}
+
+/// A block's value read by its id (works after detach).
+fn value_by_id(block_id: &str) -> Option<Value> {
+    value_of(&letta("GET", &format!("/v1/blocks/{block_id}"), None).1)
 }
 
 /// Every block value Handoff sent (creates and updates) for `label`'s block.
@@ -200,14 +218,13 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
     assert_eq!(block["description"], handoff_letta::BLOCK_DESCRIPTION);
     assert_eq!(block["limit"], LIMIT);
     let block_id = block["id"].as_str().unwrap().to_owned();
-    let first: Value = serde_json::from_str(block["value"].as_str().unwrap()).unwrap();
+    let first = value_of(&block).unwrap();
     assert_eq!(first["version"], 1);
     assert_eq!(first["task_id"], id.as_str());
 
     // Updated while it runs: later steps show up while the status is still running.
     eventually("a running update", Duration::from_secs(30), || {
-        let (_, b) = letta("GET", &format!("/v1/blocks/{block_id}"), None);
-        let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+        let v = value_by_id(&block_id)?;
         (v["status"] == "running" && v.to_string().contains("step 5")).then_some(())
     });
 
@@ -223,8 +240,7 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
         "the final state in the block",
         Duration::from_secs(30),
         || {
-            let (_, b) = letta("GET", &format!("/v1/blocks/{block_id}"), None);
-            let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+            let v = value_by_id(&block_id)?;
             (v["status"] == "completed").then_some(())
         },
     );
@@ -238,8 +254,7 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
         "detached too early"
     );
     let dir = server.kill9();
-    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let server = start_in(dir, &pairs);
+    let server = restart_with(dir, &env);
     eventually("the detach", Duration::from_secs(30), || {
         attached_block(&agent, &label).is_none().then_some(())
     });
@@ -301,7 +316,7 @@ EOF"#;
     let label = format!("handoff_{id}");
     let block = eventually("the final write", Duration::from_secs(30), || {
         let b = attached_block(&agent, &label)?;
-        let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+        let v = value_of(&b)?;
         (v["status"] == "completed").then_some(b)
     });
     let total = ok(&call(
@@ -448,7 +463,7 @@ fn letta_faults_still_end_with_the_final_state_and_one_notification() {
         Duration::from_secs(90),
         || {
             let b = attached_block(&agent, &label)?;
-            let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+            let v = value_of(&b)?;
             (v["status"] == "completed" && v.to_string().contains("tick 10")).then_some(b)
         },
     );
@@ -519,7 +534,7 @@ fn many_busy_tasks_stay_within_the_letta_budget() {
         let label = format!("handoff_{id}");
         eventually("every final write", Duration::from_secs(180), || {
             let b = attached_block(&agent, &label)?;
-            let v: Value = serde_json::from_str(b["value"].as_str()?).ok()?;
+            let v = value_of(&b)?;
             (v["status"] == "completed").then_some(())
         });
     }
@@ -570,9 +585,7 @@ fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
     let dir = server.kill9();
 
     // The next process finds the message by its otid instead of sending another.
-    let second = env(letta_url(), &[]);
-    let pairs: Vec<(&str, &str)> = second.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let server = start_in(dir, &pairs);
+    let server = restart_with(dir, &env(letta_url(), &[]));
     eventually(
         "the resumed writer's verdict",
         Duration::from_secs(60),
