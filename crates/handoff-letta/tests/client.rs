@@ -128,6 +128,48 @@ async fn a_message_is_found_again_by_its_otid() {
 }
 
 #[tokio::test]
+async fn an_async_message_is_stored_only_when_its_run_ends() {
+    // The fact the notification's duplicate check rests on: while the run is active the message
+    // is not in the agent's history, and the run is listed as active, made after it was sent.
+    let url = testing::letta_url();
+    let c = client(&url);
+    let agent = testing::create_agent(&url, "client-runs").await;
+    let otid = format!("handoff-slow-test-{}", std::process::id());
+    let sent_at = handoff_task::unix_millis_now();
+    let run = c
+        .send_message_async(
+            &agent,
+            &NewMessage {
+                role: "user".into(),
+                // The scripted model holds its reply to this for 8 s (model-script.json).
+                content: "HANDOFF-SLOW-REPLY from the client test".into(),
+                otid: otid.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    let active = c.active_runs(&agent).await.unwrap();
+    let listed = active
+        .iter()
+        .find(|r| r.id == run.id)
+        .expect("the run is active");
+    let made = listed.created_at_millis().expect("a run time that parses");
+    assert!((made - sent_at).abs() < 60_000, "{listed:?}");
+    let stored =
+        |messages: Vec<serde_json::Value>| messages.iter().any(|m| m["otid"] == otid.as_str());
+    assert!(!stored(c.recent_messages(&agent, 50).await.unwrap()));
+
+    for _ in 0..120 {
+        if c.active_runs(&agent).await.unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(c.active_runs(&agent).await.unwrap().is_empty());
+    assert!(stored(c.recent_messages(&agent, 50).await.unwrap()));
+}
+
+#[tokio::test]
 async fn unknown_agents_and_unreachable_servers_are_typed_errors() {
     let url = testing::letta_url();
     let c = client(&url);

@@ -74,8 +74,11 @@ impl FromStr for BlockPhase {
 /// Whether the agent is (still) owed its completion notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NotifyState {
-    /// One message is owed once the task ends.
+    /// One message is owed once the task ends; none has been attempted.
     Pending,
+    /// Still owed, and an attempt was made whose outcome Handoff never heard: the message may
+    /// have reached Letta, so look for it before sending again.
+    Sending,
     /// The message reached Letta. Never sent again.
     Sent,
     /// Not wanted (the task's `notify: false`, or notifications are off).
@@ -86,8 +89,9 @@ pub enum NotifyState {
 
 impl NotifyState {
     /// Every state.
-    pub const ALL: [NotifyState; 4] = [
+    pub const ALL: [NotifyState; 5] = [
         NotifyState::Pending,
+        NotifyState::Sending,
         NotifyState::Sent,
         NotifyState::Off,
         NotifyState::Failed,
@@ -97,10 +101,16 @@ impl NotifyState {
     pub fn as_str(self) -> &'static str {
         match self {
             NotifyState::Pending => "pending",
+            NotifyState::Sending => "sending",
             NotifyState::Sent => "sent",
             NotifyState::Off => "off",
             NotifyState::Failed => "failed",
         }
+    }
+
+    /// Whether the message is still owed (none attempted, or one whose outcome is unknown).
+    pub fn is_owed(self) -> bool {
+        matches!(self, NotifyState::Pending | NotifyState::Sending)
     }
 }
 

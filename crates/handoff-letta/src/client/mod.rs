@@ -204,6 +204,12 @@ impl LettaClient {
         self.read("list messages", &path).await
     }
 
+    /// The agent's runs still waiting or under way (`created` or `running`), newest first.
+    pub async fn active_runs(&self, agent_id: &str) -> Result<Vec<Run>, LettaError> {
+        let path = format!("/v1/runs/?agent_id={agent_id}&active=true&order=desc&limit=50");
+        self.read("list active runs", &path).await
+    }
+
     /// One run.
     pub async fn run(&self, run_id: &str) -> Result<Run, LettaError> {
         let path = format!("/v1/runs/{run_id}");

@@ -70,6 +70,23 @@ pub struct Run {
     /// `created`, `running`, `completed`, `failed`, …
     #[serde(default)]
     pub status: Option<String>,
+    /// When Letta made it (ISO 8601; Letta 0.16 writes some times without a zone, meaning UTC).
+    #[serde(default)]
+    pub created_at: Option<String>,
+}
+
+impl Run {
+    /// `created_at` as Unix ms, when it parses.
+    pub fn created_at_millis(&self) -> Option<i64> {
+        let text = self.created_at.as_deref()?;
+        chrono::DateTime::parse_from_rfc3339(text)
+            .map(|t| t.timestamp_millis())
+            .or_else(|_| {
+                chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
+                    .map(|t| t.and_utc().timestamp_millis())
+            })
+            .ok()
+    }
 }
 
 /// Letta's error detail from a body, or the body itself, clipped for messages.
@@ -93,6 +110,19 @@ pub(crate) fn detail(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_times_parse_with_or_without_a_zone() {
+        let run = |at: &str| Run {
+            id: "run-1".to_owned(),
+            status: None,
+            created_at: Some(at.to_owned()),
+        };
+        let zoned = run("2026-11-23T20:39:57.436053Z").created_at_millis();
+        assert_eq!(zoned, Some(1_795_466_397_436));
+        assert_eq!(run("2026-11-23T20:39:57.436053").created_at_millis(), zoned);
+        assert_eq!(run("yesterday").created_at_millis(), None);
+    }
 
     #[test]
     fn details_come_from_letta_json_or_the_text() {

@@ -1,7 +1,8 @@
 //! The completion notification: exactly one message per task, even across lost answers and
-//! restarts. Before every send Handoff looks for the message in the agent's recent history (by
-//! its fixed `otid`, or its header line), so an attempt that reached Letta without Handoff
-//! hearing back is never repeated; the outcome is stored before anything else happens.
+//! restarts. The record says `sending` before every attempt. Once an attempt's outcome is
+//! unknown, Handoff waits for the agent's runs since the task ended to finish (an async send
+//! stores its message only when its run ends), then looks for the message in the agent's recent
+//! history (by its fixed `otid`, or its header line); only if it is not there is it sent again.
 
 use std::{sync::Arc, time::Duration};
 
@@ -20,16 +21,26 @@ const RETRY: Backoff = Backoff {
     cap: Duration::from_secs(60),
 };
 
-/// The shortest wait before looking again: time for a background run to store the message an
-/// unanswered attempt carried, so the search before the next send sees it.
-const SETTLE: Duration = Duration::from_secs(2);
+/// The shortest wait between attempts.
+const FLOOR: Duration = Duration::from_secs(2);
+
+/// The longest wait for the agent's runs to end before looking for an earlier attempt: a run
+/// that outlives it is the agent's own work, not a stuck notification.
+const QUIET_CAP: Duration = Duration::from_secs(120);
+
+/// How often the agent's active runs are listed while waiting for them.
+const QUIET_POLL: Duration = Duration::from_millis(500);
+
+/// How far Letta's clock may lag Handoff's for a run to still count as made after the task
+/// ended.
+const CLOCK_SKEW_MS: i64 = 60_000;
 
 /// Sends the task's notification if one is owed and the task has ended.
 pub(crate) async fn deliver(
     shared: &Arc<Shared>,
     record: &mut WorkspaceRecord,
 ) -> Result<(), Halt> {
-    if record.notify != NotifyState::Pending {
+    if !record.notify.is_owed() {
         return Ok(());
     }
     let Some(snapshot) = shared
@@ -55,10 +66,19 @@ pub(crate) async fn deliver(
         otid: notice.otid.clone(),
     };
     let mut failures = 0u32;
+    let ended = snapshot.task.completed_at.unwrap_or_else(unix_millis_now);
     loop {
-        let outcome = match delivered(shared, &agent, &notice.otid, &header).await {
+        let earlier = match record.notify {
+            NotifyState::Sending => landed(shared, &agent, &notice.otid, &header, ended).await,
+            _ => Ok(false),
+        };
+        let outcome = match earlier {
             Ok(true) => Ok(None),
-            Ok(false) => send(shared, &agent, &message).await.map(Some),
+            Ok(false) => {
+                record.notify = NotifyState::Sending;
+                shared.save(record).await?;
+                send(shared, &agent, &message).await.map(Some)
+            }
             Err(e) => Err(e),
         };
         match outcome {
@@ -93,7 +113,7 @@ pub(crate) async fn deliver(
                 }
                 shared.save(record).await?;
                 tokio::select! {
-                    () = tokio::time::sleep(RETRY.wait(failures).max(SETTLE)) => {}
+                    () = tokio::time::sleep(RETRY.wait(failures).max(FLOOR)) => {}
                     () = shared.stop.cancelled() => return Err(Halt::Stopping),
                 }
             }
@@ -120,15 +140,42 @@ async fn send(
     }
 }
 
-/// Whether the agent's recent messages already hold this notification.
-async fn delivered(
+/// Whether an earlier attempt reached the agent: once the agent's runs since the task ended
+/// (`ended`, Unix ms) have finished, its recent messages hold the notification.
+async fn landed(
     shared: &Shared,
     agent: &str,
     otid: &str,
     header: &str,
+    ended: i64,
 ) -> Result<bool, LettaError> {
+    quiet(shared, agent, ended.saturating_sub(CLOCK_SKEW_MS)).await?;
     let messages = shared.client.recent_messages(agent, SEARCH_DEPTH).await?;
     Ok(messages.iter().any(|m| is_notice(m, otid, header)))
+}
+
+/// Waits, up to [`QUIET_CAP`], until the agent has no run made since `since` (Unix ms) still
+/// waiting or under way. A server without the run list is not waited for.
+async fn quiet(shared: &Shared, agent: &str, since: i64) -> Result<(), LettaError> {
+    let give_up = tokio::time::Instant::now() + QUIET_CAP;
+    loop {
+        let runs = match shared.client.active_runs(agent).await {
+            Ok(runs) => runs,
+            Err(LettaError::NotFound { detail, .. }) if detail == "Not Found" => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        // A run whose time does not parse might be ours: wait for it too.
+        let busy = runs
+            .iter()
+            .any(|r| r.created_at_millis().is_none_or(|at| at >= since));
+        if !busy || tokio::time::Instant::now() >= give_up {
+            return Ok(());
+        }
+        tokio::select! {
+            () = tokio::time::sleep(QUIET_POLL) => {}
+            () = shared.stop.cancelled() => return Err(LettaError::Stopped { what: "wait for runs" }),
+        }
+    }
 }
 
 /// A stored message is the notification if it kept our otid or carries our header line.

@@ -4,7 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use handoff_task::{BlockPhase, NotifyState, WorkspaceRecord, unix_millis_now};
+use handoff_task::{BlockPhase, WorkspaceRecord, unix_millis_now};
 
 use super::{Shared, millis};
 use crate::LettaError;
@@ -54,7 +54,7 @@ async fn handle(shared: &Arc<Shared>, mut record: WorkspaceRecord, now: i64) {
         }
         BlockPhase::Final if due(record.detach_at) => detach(shared, &mut record, now).await,
         BlockPhase::Detached if due(record.delete_at) => delete(shared, &mut record).await,
-        _ if record.notify == NotifyState::Pending => {
+        _ if record.notify.is_owed() => {
             shared.ensure_writer(&record.task_id);
             return;
         }

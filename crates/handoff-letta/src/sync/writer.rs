@@ -379,7 +379,7 @@ impl Writer<'_> {
         } else {
             BlockPhase::Abandoned
         };
-        if matches!(e, LettaError::NotFound { .. }) && self.record.notify == NotifyState::Pending {
+        if matches!(e, LettaError::NotFound { .. }) && self.record.notify.is_owed() {
             // The agent itself is gone: nobody to notify.
             self.record.notify = NotifyState::Failed;
         }
@@ -400,7 +400,7 @@ impl Writer<'_> {
             BlockPhase::Abandoned
         };
         self.record.detach_at = Some(unix_millis_now());
-        if self.record.notify == NotifyState::Pending {
+        if self.record.notify.is_owed() {
             self.record.notify = NotifyState::Failed;
         }
         self.save().await

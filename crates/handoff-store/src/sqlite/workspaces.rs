@@ -122,7 +122,7 @@ pub(super) async fn due(
     limit: u32,
 ) -> Result<Vec<WorkspaceRecord>, StoreError> {
     let rows = sqlx::query(select_workspaces!(
-        "phase IN ('creating', 'attached') OR notify = 'pending' \
+        "phase IN ('creating', 'attached') OR notify IN ('pending', 'sending') \
          OR (phase = 'final' AND detach_at <= ?) OR (phase = 'detached' AND delete_at <= ?) \
          ORDER BY updated_at LIMIT ?"
     ))
@@ -148,7 +148,7 @@ pub(super) async fn next_due(read: &SqlitePool) -> Result<Option<i64>, StoreErro
 pub(super) async fn purge(conn: &mut SqliteConnection, before: i64) -> Result<u64, StoreError> {
     let done = sqlx::query(
         "DELETE FROM letta_workspaces WHERE phase IN ('deleted', 'abandoned') \
-         AND notify <> 'pending' AND updated_at < ?",
+         AND notify NOT IN ('pending', 'sending') AND updated_at < ?",
     )
     .bind(before)
     .execute(conn)

@@ -562,7 +562,10 @@ fn many_busy_tasks_stay_within_the_letta_budget() {
 #[test]
 fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
     let agent = create_agent("crash");
-    // The notification reaches Letta but its answer is lost; Handoff dies before retrying.
+    // The notification reaches Letta but its answer is lost; Handoff dies before retrying. The
+    // scripted model holds the agent's reply to it for 8 s (scripts/letta/model-script.json),
+    // and Letta stores an async message only when its run ends: the next process starts while
+    // the message is not yet in the agent's history.
     let proxy = Proxy::start(
         letta_url(),
         vec![Rule {
@@ -572,9 +575,14 @@ fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
             fault: Fault::DropAfter,
         }],
     );
-    let first = env(&proxy.url, &[]);
+    let as_user = [("HANDOFF_LETTA_NOTIFY_ROLE", "user")];
+    let first = env(&proxy.url, &as_user);
     let server = start_with(&first);
-    let id = submit(&server, &agent, json!({"task_description": "echo done"}));
+    let id = submit(
+        &server,
+        &agent,
+        json!({"task_description": "echo HANDOFF-SLOW-REPLY done"}),
+    );
     eventually("the notification attempt", Duration::from_secs(60), || {
         proxy
             .seen()
@@ -584,8 +592,9 @@ fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
     });
     let dir = server.kill9();
 
-    // The next process finds the message by its otid instead of sending another.
-    let server = restart_with(dir, &env(letta_url(), &[]));
+    // The next process waits for the agent's run, finds the message by its otid and does not
+    // send another.
+    let server = restart_with(dir, &env(letta_url(), &as_user));
     eventually(
         "the resumed writer's verdict",
         Duration::from_secs(60),
@@ -596,7 +605,15 @@ fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
                 .then_some(())
         },
     );
-    std::thread::sleep(Duration::from_secs(3));
+    eventually("the agent's runs to end", Duration::from_secs(60), || {
+        let (status, runs) = letta(
+            "GET",
+            &format!("/v1/runs/?agent_id={agent}&active=true"),
+            None,
+        );
+        assert_eq!(status, 200, "{runs}");
+        (runs.as_array().is_some_and(Vec::is_empty)).then_some(())
+    });
     assert_eq!(notifications(&agent, &id), 1);
 }
 
