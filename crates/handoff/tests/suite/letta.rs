@@ -199,7 +199,7 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
     let env = env(
         &proxy.url,
         &[
-            ("HANDOFF_LETTA_DETACH_DELAY_SECS", "8"),
+            ("HANDOFF_LETTA_DETACH_DELAY_SECS", "15"),
             ("HANDOFF_LETTA_BLOCK_RETENTION_SECS", "3"),
         ],
     );
