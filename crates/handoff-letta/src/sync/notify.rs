@@ -28,8 +28,12 @@ const FLOOR: Duration = Duration::from_secs(2);
 /// that outlives it is the agent's own work, not a stuck notification.
 const QUIET_CAP: Duration = Duration::from_secs(120);
 
-/// How often the agent's active runs are listed while waiting for them.
-const QUIET_POLL: Duration = Duration::from_millis(500);
+/// How often the agent's active runs are listed while waiting for them: soon at first, then
+/// less often, so a long wait costs few calls from the shared budget.
+const QUIET_POLL: Backoff = Backoff {
+    base: Duration::from_millis(500),
+    cap: Duration::from_secs(5),
+};
 
 /// How far Letta's clock may lag Handoff's for a run to still count as made after the task
 /// ended.
@@ -158,6 +162,7 @@ async fn landed(
 /// waiting or under way. A server without the run list is not waited for.
 async fn quiet(shared: &Shared, agent: &str, since: i64) -> Result<(), LettaError> {
     let give_up = tokio::time::Instant::now() + QUIET_CAP;
+    let mut polls = 0u32;
     loop {
         let runs = match shared.client.active_runs(agent).await {
             Ok(runs) => runs,
@@ -171,8 +176,9 @@ async fn quiet(shared: &Shared, agent: &str, since: i64) -> Result<(), LettaErro
         if !busy || tokio::time::Instant::now() >= give_up {
             return Ok(());
         }
+        polls += 1;
         tokio::select! {
-            () = tokio::time::sleep(QUIET_POLL) => {}
+            () = tokio::time::sleep(QUIET_POLL.wait(polls)) => {}
             () = shared.stop.cancelled() => return Err(LettaError::Stopped { what: "wait for runs" }),
         }
     }

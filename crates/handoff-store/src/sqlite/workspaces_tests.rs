@@ -58,7 +58,20 @@ async fn due_records_are_the_ones_with_work() {
     let mut done = record(5);
     done.phase = BlockPhase::Deleted;
     done.notify = NotifyState::Sent;
-    for r in [&live, &waiting_detach, &owed_notice, &waiting_delete, &done] {
+    // An attempt of unknown outcome is still owed.
+    let mut unknown_notice = record(6);
+    unknown_notice.phase = BlockPhase::Detached;
+    unknown_notice.notify = NotifyState::Sending;
+    unknown_notice.delete_at = Some(30_000);
+    let all = [
+        &live,
+        &waiting_detach,
+        &owed_notice,
+        &waiting_delete,
+        &done,
+        &unknown_notice,
+    ];
+    for r in all {
         store.put_workspace(r).await.unwrap();
     }
     let ids = |rs: Vec<WorkspaceRecord>| {
@@ -66,7 +79,11 @@ async fn due_records_are_the_ones_with_work() {
         ids.sort();
         ids
     };
-    let mut expect = vec![live.task_id.clone(), owed_notice.task_id.clone()];
+    let mut expect = vec![
+        live.task_id.clone(),
+        owed_notice.task_id.clone(),
+        unknown_notice.task_id.clone(),
+    ];
     expect.sort();
     assert_eq!(ids(store.workspaces_due(5_000, 100).await.unwrap()), expect);
     expect.push(waiting_detach.task_id.clone());
