@@ -67,12 +67,10 @@ impl LettaError {
         )
     }
 
-    /// Whether the request may have reached Letta and taken effect although no answer came.
-    pub fn outcome_unknown(&self) -> bool {
-        matches!(
-            self,
-            LettaError::Exhausted { .. } | LettaError::Decode { .. }
-        )
+    /// Whether the server lacks the route itself (an older or trimmed Letta): its 404 says
+    /// just "Not Found", where an unknown agent, block or run is named.
+    pub fn is_missing_route(&self) -> bool {
+        matches!(self, LettaError::NotFound { detail, .. } if detail == "Not Found")
     }
 }
 
@@ -81,4 +79,25 @@ impl LettaError {
 pub(crate) struct Transient {
     pub message: String,
     pub retry_after: Option<Duration>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_route_is_told_from_a_missing_agent() {
+        let not_found = |detail: &str| LettaError::NotFound {
+            what: "send message (async)",
+            detail: detail.to_owned(),
+        };
+        assert!(not_found("Not Found").is_missing_route());
+        assert!(!not_found("Agent agent-1 not found").is_missing_route());
+        let refused = LettaError::Refused {
+            what: "list active runs",
+            status: 405,
+            detail: "Not Found".to_owned(),
+        };
+        assert!(!refused.is_missing_route());
+    }
 }

@@ -23,6 +23,9 @@ pub struct Notice {
     pub text: String,
     /// The key Letta stores with it, so Handoff can tell whether it already arrived.
     pub otid: String,
+    /// Its opening words, which name the task: a stored copy without the otid is still
+    /// recognised by them.
+    pub header: String,
 }
 
 /// The offline threading id of a task's completion message: the same on every attempt and
@@ -39,9 +42,9 @@ impl Notice {
             (Some(start), Some(end)) => format!(" after {}", duration_text(end - start)),
             _ => String::new(),
         };
+        let header = format!("[Handoff] Task {} ", task.id);
         let mut text = format!(
-            "[Handoff] Task {} {}{took}.\nTask: {}\n",
-            task.id,
+            "{header}{}{took}.\nTask: {}\n",
             task.status.as_str(),
             title(&task.description, TITLE_CHARS)
         );
@@ -66,6 +69,7 @@ impl Notice {
         Self {
             text,
             otid: notice_otid(&task.id),
+            header,
         }
     }
 }

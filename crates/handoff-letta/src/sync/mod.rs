@@ -101,10 +101,11 @@ impl Shared {
         self.source.note(task, event).await;
     }
 
-    /// The longest the final write and the notification are retried for a task that ended at
-    /// `completed_at`.
-    pub fn gives_up_at(&self, completed_at: Option<i64>) -> Option<i64> {
-        completed_at.map(|at| at.saturating_add(millis(self.task_retention)))
+    /// Whether the final write and the notification of a task that ended at `completed_at`
+    /// are past retrying: its retention is over.
+    pub fn retention_over(&self, completed_at: Option<i64>) -> bool {
+        completed_at
+            .is_some_and(|at| unix_millis_now() > at.saturating_add(millis(self.task_retention)))
     }
 
     /// Stores `record`, stamped as changed now.

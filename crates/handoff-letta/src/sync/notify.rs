@@ -62,7 +62,6 @@ pub(crate) async fn deliver(
     }
     let label = record.block_id.as_ref().map(|_| record.label.as_str());
     let notice = Notice::for_task(&snapshot, label);
-    let header = format!("[Handoff] Task {} ", record.task_id);
     let agent = record.agent_id.as_str().to_owned();
     let message = NewMessage {
         role: shared.config.notify_role.as_str().to_owned(),
@@ -73,14 +72,17 @@ pub(crate) async fn deliver(
     let ended = snapshot.task.completed_at.unwrap_or_else(unix_millis_now);
     loop {
         let earlier = match record.notify {
-            NotifyState::Sending => landed(shared, &agent, &notice.otid, &header, ended).await,
+            NotifyState::Sending => landed(shared, &agent, &notice, ended).await,
             _ => Ok(false),
         };
         let outcome = match earlier {
             Ok(true) => Ok(None),
             Ok(false) => {
-                record.notify = NotifyState::Sending;
-                shared.save(record).await?;
+                // A retry is already stored as `sending` (the failure was saved with it).
+                if record.notify != NotifyState::Sending {
+                    record.notify = NotifyState::Sending;
+                    shared.save(record).await?;
+                }
                 send(shared, &agent, &message).await.map(Some)
             }
             Err(e) => Err(e),
@@ -107,10 +109,7 @@ pub(crate) async fn deliver(
             Err(e) => {
                 failures += 1;
                 record.last_error = Some(e.to_string());
-                if shared
-                    .gives_up_at(snapshot.task.completed_at)
-                    .is_some_and(|end| unix_millis_now() > end)
-                {
+                if shared.retention_over(snapshot.task.completed_at) {
                     record.notify = NotifyState::Failed;
                     shared.save(record).await?;
                     return Ok(());
@@ -134,8 +133,7 @@ async fn send(
 ) -> Result<Option<String>, LettaError> {
     match shared.client.send_message_async(agent, message).await {
         Ok(run) => Ok(Some(run.id)),
-        // A route the server lacks says just "Not Found"; an unknown agent names the agent.
-        Err(LettaError::NotFound { detail, .. }) if detail == "Not Found" => shared
+        Err(e) if e.is_missing_route() => shared
             .client
             .send_message(agent, message)
             .await
@@ -149,13 +147,14 @@ async fn send(
 async fn landed(
     shared: &Shared,
     agent: &str,
-    otid: &str,
-    header: &str,
+    notice: &Notice,
     ended: i64,
 ) -> Result<bool, LettaError> {
     quiet(shared, agent, ended.saturating_sub(CLOCK_SKEW_MS)).await?;
     let messages = shared.client.recent_messages(agent, SEARCH_DEPTH).await?;
-    Ok(messages.iter().any(|m| is_notice(m, otid, header)))
+    Ok(messages
+        .iter()
+        .any(|m| is_notice(m, &notice.otid, &notice.header)))
 }
 
 /// Waits, up to [`QUIET_CAP`], until the agent has no run made since `since` (Unix ms) still
@@ -166,7 +165,7 @@ async fn quiet(shared: &Shared, agent: &str, since: i64) -> Result<(), LettaErro
     loop {
         let runs = match shared.client.active_runs(agent).await {
             Ok(runs) => runs,
-            Err(LettaError::NotFound { detail, .. }) if detail == "Not Found" => return Ok(()),
+            Err(e) if e.is_missing_route() => return Ok(()),
             Err(e) => return Err(e),
         };
         // A run whose time does not parse might be ours: wait for it too.

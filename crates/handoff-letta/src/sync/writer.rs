@@ -352,11 +352,7 @@ impl Writer<'_> {
         self.failures += 1;
         let first = self.record.last_error.is_none();
         self.record.last_error = Some(e.to_string());
-        if self
-            .shared
-            .gives_up_at(snapshot.task.completed_at)
-            .is_some_and(|end| unix_millis_now() > end)
-        {
+        if self.shared.retention_over(snapshot.task.completed_at) {
             self.abandon(e).await?;
             return Ok(true);
         }
@@ -372,13 +368,7 @@ impl Writer<'_> {
 
     /// Gives the block up for good (the agent is gone, or retention ended).
     async fn abandon(&mut self, e: &LettaError) -> Result<(), Halt> {
-        self.record.phase = if self.record.block_id.is_some() {
-            // Still try to detach and delete what exists.
-            self.record.detach_at = Some(unix_millis_now());
-            BlockPhase::Final
-        } else {
-            BlockPhase::Abandoned
-        };
+        self.remove_soon();
         if matches!(e, LettaError::NotFound { .. }) && self.record.notify.is_owed() {
             // The agent itself is gone: nobody to notify.
             self.record.notify = NotifyState::Failed;
@@ -394,16 +384,22 @@ impl Writer<'_> {
 
     /// The task was purged while its writer ran: schedule the block's removal now.
     async fn task_gone(&mut self) -> Result<(), Halt> {
-        self.record.phase = if self.record.block_id.is_some() {
-            BlockPhase::Final
-        } else {
-            BlockPhase::Abandoned
-        };
-        self.record.detach_at = Some(unix_millis_now());
+        self.remove_soon();
         if self.record.notify.is_owed() {
             self.record.notify = NotifyState::Failed;
         }
         self.save().await
+    }
+
+    /// Ends the block's life early: a block that exists is detached (and later deleted) at
+    /// the sweeper's next pass; a record without one is done.
+    fn remove_soon(&mut self) {
+        if self.record.block_id.is_some() {
+            self.record.phase = BlockPhase::Final;
+            self.record.detach_at = Some(unix_millis_now());
+        } else {
+            self.record.phase = BlockPhase::Abandoned;
+        }
     }
 
     async fn pause_after_failure(&self) -> Result<(), Halt> {

@@ -128,6 +128,13 @@ fn submit(server: &Server, agent: &str, arguments: Value) -> String {
     task_id(&call(server, agent, "execute_task", arguments))
 }
 
+/// Submits `arguments` as `agent` and waits, up to `within`, for the task to complete; its id.
+fn run_to_completion(server: &Server, agent: &str, arguments: Value, within: Duration) -> String {
+    let id = submit(server, agent, arguments);
+    wait_status_for(server, agent, &id, &["completed"], within);
+    id
+}
+
 fn pairs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
@@ -301,16 +308,10 @@ for burst in range(100):
     sys.stdout.flush()
     time.sleep(max(0.0, start + (burst + 1) * 0.1 - time.time()))
 EOF"#;
-    let id = submit(
+    let id = run_to_completion(
         &server,
         &agent,
         json!({"task_description": script, "notify": false}),
-    );
-    wait_status_for(
-        &server,
-        &agent,
-        &id,
-        &["completed"],
         Duration::from_secs(90),
     );
     let label = format!("handoff_{id}");
@@ -445,16 +446,10 @@ fn letta_faults_still_end_with_the_final_state_and_one_notification() {
             ("HANDOFF_LETTA_BLOCK_RETENTION_SECS", "2"),
         ],
     ));
-    let id = submit(
+    let id = run_to_completion(
         &server,
         &agent,
         json!({"task_description": "for i in $(seq 1 10); do echo tick $i; sleep 0.3; done"}),
-    );
-    wait_status_for(
-        &server,
-        &agent,
-        &id,
-        &["completed"],
         Duration::from_secs(60),
     );
     let label = format!("handoff_{id}");
@@ -625,16 +620,10 @@ fn notifications_work_without_workspace_blocks() {
         &proxy.url,
         &[("HANDOFF_LETTA_WORKSPACE_BLOCKS", "false")],
     ));
-    let id = submit(
+    let id = run_to_completion(
         &server,
         &agent,
         json!({"task_description": "echo without a block"}),
-    );
-    wait_status_for(
-        &server,
-        &agent,
-        &id,
-        &["completed"],
         Duration::from_secs(60),
     );
     eventually("the notification", Duration::from_secs(60), || {
