@@ -6,6 +6,7 @@
 //! resolved setting remembers which layer set it, and an invalid value is an error that names
 //! the variable, file key or flag it came from.
 
+mod auth;
 mod completion;
 mod error;
 mod layers;
@@ -18,9 +19,10 @@ mod secret;
 mod spec;
 mod tools;
 
+pub use auth::{TokenGrant, TokenGrants, TokenRole};
 pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
 pub use error::ConfigError;
-pub use handoff_policy::{PermissionAction, PermissionRule};
+pub use handoff_task::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use letta::{LettaConfig, NotifyRole};
 pub use model::{

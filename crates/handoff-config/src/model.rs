@@ -61,8 +61,13 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Exact origins that receive CORS headers.
     pub cors_origins: Vec<String>,
-    /// Bearer token required on `/mcp` when set.
+    /// Bearer token required on `/mcp` when set; its holder is a gateway (it names the agent
+    /// per call).
     pub auth_token: Option<Secret>,
+    /// Bearer tokens and whom each stands for (`auth.tokens`).
+    pub tokens: crate::TokenGrants,
+    /// The agent a caller that names none acts as (clients that send no `x-agent-id`).
+    pub default_agent: Option<handoff_task::AgentId>,
     /// Largest accepted request body.
     pub max_body_bytes: ByteSize,
     /// Idle legacy sessions are closed after this.

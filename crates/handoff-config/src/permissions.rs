@@ -4,7 +4,7 @@
 //! matching rule wins, as in OpenCode, so a broad rule goes first and exceptions after. The
 //! rules are judged by `handoff_policy`; this module only reads them.
 
-use handoff_policy::{PermissionAction, PermissionRule};
+use handoff_task::{PermissionAction, PermissionRule};
 use serde::{Deserialize, Serialize};
 
 use crate::parse::FromRaw;

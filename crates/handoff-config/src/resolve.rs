@@ -43,6 +43,17 @@ macro_rules! render_display {
 }
 render_display!(u16, u32, u64, f64, bool, String, ByteSize, Secret);
 
+impl Render for crate::TokenGrants {
+    fn render(&self) -> String {
+        let roles: Vec<&str> = self.0.iter().map(|g| g.role.as_str()).collect();
+        format!(
+            "{} token(s): {} (tokens masked)",
+            roles.len(),
+            roles.join(", ")
+        )
+    }
+}
+
 impl Render for PathBuf {
     fn render(&self) -> String {
         self.display().to_string()
@@ -311,6 +322,16 @@ impl Config {
         let cors_origins = r.get("server.cors_origins", Vec::<String>::new())?;
         let cors_origins = r.check("server.cors_origins", cors_origins, valid_origins)?;
         let auth_token = r.optional::<Secret>("server.auth_token")?;
+        let tokens = r.get("auth.tokens", crate::TokenGrants::default())?;
+        let default_agent = r.optional::<String>("auth.default_agent")?;
+        let default_agent = r.check("auth.default_agent", default_agent, |agent| {
+            agent.as_deref().map_or(Ok(()), |a| {
+                handoff_task::AgentId::parse(a)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            })
+        })?;
+        let default_agent = default_agent.and_then(|a| handoff_task::AgentId::parse(&a).ok());
         let max_body_bytes = r.get("server.max_body_bytes", ByteSize(4 << 20))?;
         let idle = r.get("server.session_idle_timeout_secs", 1800u64)?;
         let grace = r.get("server.shutdown_grace_secs", 10u64)?;
@@ -327,6 +348,8 @@ impl Config {
             allowed_origins,
             cors_origins,
             auth_token,
+            tokens,
+            default_agent,
             max_body_bytes,
             session_idle_timeout: Duration::from_secs(idle),
             shutdown_grace: Duration::from_secs(grace),

@@ -15,7 +15,7 @@ use std::{
 use handoff_config::{Config, LoadOptions};
 use handoff_engine::{Engine, EngineMetrics, SubmitRequest};
 use handoff_runner::{CommandConfig, CommandExecutor, ExecutorRegistry, PromptVia};
-use handoff_store::{ClaimLimits, InsertOutcome, SqliteStore, StatusChange, Store};
+use handoff_store::{ClaimLimits, InsertOutcome, SqliteStore, StatusChange, Store, TaskStore};
 use handoff_task::{AgentId, EventKind, NewTask, TaskId, TaskOptions, TaskStatus, unix_millis_now};
 use serde_json::json;
 

@@ -1,15 +1,21 @@
-//! Steering tasks: cancel, pause, resume, and messages into a running executor.
+//! Steering tasks from outside: cancel, pause, resume, messages and answers. Each checks the
+//! caller owns the task, records what was asked, and hands the rest to the task's supervisor
+//! through the command seam; a task with no supervisor (queued, or its run vanished) is
+//! settled here from the store.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
-use handoff_runner::{Capabilities, RunControl, RunnerError};
-use handoff_task::{AgentId, EventKind, MessageType, NewEvent, Task, TaskId, TaskStatus};
+use handoff_runner::{InputAnswer, InputRequest};
+use handoff_task::{
+    AgentId, EventKind, MessageType, NewEvent, Principal, Task, TaskId, TaskStatus,
+};
 use serde_json::{Value, json};
 
-use crate::{Engine, EngineError, engine::StopReason};
+use crate::{
+    Engine, EngineError,
+    supervisor::{CommandReply, TaskCommand, TaskCommands, parse_approval},
+};
 
-/// How long a message or control waits for a just-claimed run to finish starting.
-const START_WAIT: Duration = Duration::from_secs(5);
 /// Slack beyond the grace period for a cancelled run to settle.
 const SETTLE_SLACK: Duration = Duration::from_secs(10);
 
@@ -31,31 +37,6 @@ impl Control {
             Control::Cancel => "cancel",
             Control::Pause => "pause",
             Control::Resume => "resume",
-        }
-    }
-}
-
-/// What a steering request needs from the executor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Steer {
-    Pause,
-    Resume,
-    Message,
-}
-
-impl Steer {
-    fn name(self) -> &'static str {
-        match self {
-            Steer::Pause => "pause",
-            Steer::Resume => "resume",
-            Steer::Message => "messages",
-        }
-    }
-
-    fn supported_by(self, caps: Capabilities) -> bool {
-        match self {
-            Steer::Pause | Steer::Resume => caps.pause,
-            Steer::Message => caps.messages,
         }
     }
 }
@@ -85,6 +66,11 @@ pub struct MessageReceipt {
 }
 
 impl Engine {
+    /// The seam commands travel through to a task's supervisor.
+    fn commands(&self) -> &dyn TaskCommands {
+        &self.inner.supervisors
+    }
+
     /// Applies a control action.
     pub async fn control(
         &self,
@@ -93,7 +79,7 @@ impl Engine {
         control: Control,
         reason: Option<String>,
     ) -> Result<ControlReceipt, EngineError> {
-        let task = self.owned(agent, id).await?;
+        let task = self.steerable(&Principal::Agent(agent.clone()), id).await?;
         let reason = reason.unwrap_or_else(|| format!("{} requested by {agent}", control.as_str()));
         if task.status.is_terminal() {
             return Ok(ControlReceipt {
@@ -102,80 +88,62 @@ impl Engine {
                 changed: false,
             });
         }
-        self.record(
-            id,
-            NewEvent::new(
-                EventKind::Control,
-                format!("{}: {reason}", control.as_str()),
+        self.inner
+            .record(
+                id,
+                NewEvent::new(
+                    EventKind::Control,
+                    format!("{}: {reason}", control.as_str()),
+                )
+                .with_data(json!({ "control": control.as_str(), "reason": reason, "by": agent })),
             )
-            .with_data(json!({ "control": control.as_str(), "reason": reason, "by": agent })),
-        )
-        .await?;
+            .await?;
         match control {
             Control::Cancel => self.cancel(task, reason).await,
-            Control::Pause => self.pause(task).await,
-            Control::Resume => self.resume(task).await,
+            Control::Pause | Control::Resume => self.freeze(task, control).await,
         }
     }
 
     async fn cancel(&self, task: Task, reason: String) -> Result<ControlReceipt, EngineError> {
         let inner = &self.inner;
-        if task.status == TaskStatus::Queued {
-            let error = format!("cancelled: {reason}");
-            if let Some(task) = inner
+        let error = format!("cancelled: {reason}");
+        if task.status == TaskStatus::Queued
+            && let Some(task) = inner
                 .change_status(
                     &task,
                     TaskStatus::Cancelled,
                     error.clone(),
                     None,
-                    Some(error),
+                    Some(error.clone()),
                 )
                 .await?
-            {
-                return Ok(ControlReceipt {
-                    task,
-                    changed: true,
-                    message: "cancelled before it started".to_owned(),
-                });
-            }
-            // Claimed meanwhile: stop the run like any other.
+        {
+            return Ok(ControlReceipt {
+                task,
+                changed: true,
+                message: "cancelled before it started".to_owned(),
+            });
         }
-        let known = {
-            let mut live = inner.live();
-            live.get_mut(&task.id).map(|run| {
-                run.stop
-                    .get_or_insert(StopReason::Cancelled(reason.clone()));
-                run.control.clone()
-            })
+        // Claimed meanwhile, or running: its supervisor stops the run.
+        let command = TaskCommand::Cancel {
+            reason: reason.clone(),
         };
-        let grace = inner.config.tasks.cancel_grace;
-        match known {
-            Some(Some(control)) => {
-                let stopped = control.cancel(grace).await;
-                inner
-                    .metrics
-                    .executor_call(&task.executor, "cancel", stopped.is_ok());
-                stopped?;
-            }
-            // Starting: the run sees the stop flag as soon as the executor is up.
-            Some(None) => {}
+        if self.commands().send(&task.id, command).await?.is_none() {
             // Nothing in this process runs it (its run vanished): settle it directly.
-            None => {
-                let current = self.owned(&task.agent_id, &task.id).await?;
-                if !current.status.is_terminal() {
-                    let error = format!("cancelled: {reason}");
-                    inner
-                        .change_status(
-                            &current,
-                            TaskStatus::Cancelled,
-                            error.clone(),
-                            None,
-                            Some(error),
-                        )
-                        .await?;
-                }
+            let current = self.owned(&task.agent_id, &task.id).await?;
+            if !current.status.is_terminal() {
+                inner
+                    .change_status(
+                        &current,
+                        TaskStatus::Cancelled,
+                        error.clone(),
+                        None,
+                        Some(error),
+                    )
+                    .await?;
             }
         }
+        let grace = inner.config.tasks.cancel_grace;
         let task = inner.wait_settled(&task.id, grace + SETTLE_SLACK).await?;
         Ok(ControlReceipt {
             message: if task.status == TaskStatus::Cancelled {
@@ -191,62 +159,52 @@ impl Engine {
         })
     }
 
-    async fn pause(&self, task: Task) -> Result<ControlReceipt, EngineError> {
-        match task.status {
-            TaskStatus::Paused => Ok(ControlReceipt {
-                message: "already paused".to_owned(),
+    async fn freeze(&self, task: Task, control: Control) -> Result<ControlReceipt, EngineError> {
+        let (command, already) = match control {
+            Control::Pause => (TaskCommand::Pause, TaskStatus::Paused),
+            _ => (TaskCommand::Resume, TaskStatus::Running),
+        };
+        if task.status == already {
+            return Ok(ControlReceipt {
+                message: format!("already {}", already.as_str()),
                 task,
                 changed: false,
-            }),
-            TaskStatus::Running => {
-                let control = self.steering(&task, Steer::Pause).await?;
-                let paused = control.pause().await;
-                self.inner
-                    .metrics
-                    .executor_call(&task.executor, "pause", paused.is_ok());
-                paused.map_err(|e| finished_or(e, &task))?;
-                let task = self.moved(&task, TaskStatus::Paused, "paused").await?;
-                Ok(ControlReceipt {
-                    task,
-                    changed: true,
-                    message: "paused; the executor's processes are frozen".to_owned(),
-                })
-            }
-            other => Err(EngineError::Conflict(format!(
-                "a task that is {other} cannot be paused (only running tasks can)"
-            ))),
+            });
         }
-    }
-
-    async fn resume(&self, task: Task) -> Result<ControlReceipt, EngineError> {
-        match task.status {
-            TaskStatus::Running => Ok(ControlReceipt {
-                message: "already running".to_owned(),
+        match self.commands().send(&task.id, command).await? {
+            Some(CommandReply::Steered {
                 task,
-                changed: false,
+                changed,
+                message,
+            }) => Ok(ControlReceipt {
+                task,
+                changed,
+                message,
             }),
-            TaskStatus::Paused => {
-                let control = self.steering(&task, Steer::Resume).await?;
-                let resumed = control.resume().await;
-                self.inner
-                    .metrics
-                    .executor_call(&task.executor, "resume", resumed.is_ok());
-                resumed.map_err(|e| finished_or(e, &task))?;
-                let task = self.moved(&task, TaskStatus::Running, "resumed").await?;
-                Ok(ControlReceipt {
-                    task,
-                    changed: true,
-                    message: "resumed".to_owned(),
-                })
+            Some(other) => Err(EngineError::Internal(format!(
+                "unexpected reply to {}: {other:?}",
+                control.as_str()
+            ))),
+            None if task.status == TaskStatus::Queued => {
+                let (verb, only) = match control {
+                    Control::Pause => ("paused", "running"),
+                    _ => ("resumed", "paused"),
+                };
+                Err(EngineError::Conflict(format!(
+                    "a task that is queued cannot be {verb} (only {only} tasks can)"
+                )))
             }
-            other => Err(EngineError::Conflict(format!(
-                "a task that is {other} cannot be resumed (only paused tasks can)"
+            None => Err(EngineError::Conflict(format!(
+                "task {} has no run in this server to {}",
+                task.id,
+                control.as_str()
             ))),
         }
     }
 
     /// Sends a message into a task: recorded always, delivered when the executor is running and
-    /// can take messages, attached to the prompt when the task is still queued.
+    /// can take messages, attached to the prompt when the task is still queued. An approval
+    /// message answers the oldest pending request when the task waits for one.
     pub async fn message(
         &self,
         agent: &AgentId,
@@ -255,42 +213,33 @@ impl Engine {
         message: String,
         metadata: Option<Value>,
     ) -> Result<MessageReceipt, EngineError> {
-        let task = self.owned(agent, id).await?;
+        let task = self.steerable(&Principal::Agent(agent.clone()), id).await?;
         if task.status.is_terminal() {
             return Err(EngineError::Conflict(format!(
                 "task {id} has already finished ({}); messages can no longer reach it",
                 task.status
             )));
         }
-        let waiting = self
-            .inner
-            .live()
-            .get(&task.id)
-            .is_some_and(|run| !run.pending.is_empty());
+        let waiting = !self.inner.store.input_requests(id).await?.is_empty();
         let (delivered, note) = if message_type == MessageType::Approval && waiting {
-            let request = self.approve(&task, agent, &message).await?;
+            let answer = parse_approval(&message)?;
+            let request = self.answer(agent, &task, answer).await?;
             (
                 true,
                 format!("answered the executor's request: {}", request.title),
             )
         } else if task.status.is_active() {
-            match self.steering(&task, Steer::Message).await {
-                Ok(control) => {
-                    let sent = control
-                        .send_message(&format!("[{message_type}] {message}"))
-                        .await;
-                    self.inner
-                        .metrics
-                        .executor_call(&task.executor, "message", sent.is_ok());
-                    match sent {
-                        Ok(()) => {
-                            // A new instruction from the caller: the loop guard starts over.
-                            self.inner.policy.reset(&task.id);
-                            (true, "delivered to the running executor".to_owned())
-                        }
-                        Err(e) => (false, format!("recorded, not delivered: {e}")),
-                    }
-                }
+            let text = format!("[{message_type}] {message}");
+            match self
+                .commands()
+                .send(id, TaskCommand::Message { text })
+                .await
+            {
+                Ok(Some(CommandReply::Message { delivered, note })) => (delivered, note),
+                Ok(_) => (
+                    false,
+                    format!("recorded, not delivered: task {id} has no run in this server"),
+                ),
                 Err(e) => (false, format!("recorded, not delivered: {e}")),
             }
         } else {
@@ -301,6 +250,7 @@ impl Engine {
             )
         };
         let seq = self
+            .inner
             .record(
                 id,
                 NewEvent::new(EventKind::Message, message).with_data(json!({
@@ -319,72 +269,36 @@ impl Engine {
         })
     }
 
-    /// The running executor's steering handle, once it has started, if it supports `steer`.
-    async fn steering(
+    /// Answers one of the task's pending requests (the oldest when the answer names none) —
+    /// for callers that already hold a typed answer, such as an MCP Tasks `tasks/update`.
+    pub async fn answer_input(
         &self,
+        agent: &AgentId,
+        id: &TaskId,
+        answer: InputAnswer,
+    ) -> Result<InputRequest, EngineError> {
+        let task = self.steerable(&Principal::Agent(agent.clone()), id).await?;
+        self.answer(agent, &task, answer).await
+    }
+
+    async fn answer(
+        &self,
+        agent: &AgentId,
         task: &Task,
-        steer: Steer,
-    ) -> Result<Arc<dyn RunControl>, EngineError> {
-        let deadline = tokio::time::Instant::now() + START_WAIT;
-        loop {
-            let state = self
-                .inner
-                .live()
-                .get(&task.id)
-                .map(|run| (run.control.clone(), run.capabilities));
-            match state {
-                Some((Some(control), caps)) => {
-                    if !steer.supported_by(caps) {
-                        return Err(RunnerError::Unsupported {
-                            executor: task.executor.clone(),
-                            action: steer.name(),
-                        }
-                        .into());
-                    }
-                    return Ok(control);
-                }
-                Some((None, _)) if tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                _ => {
-                    return Err(EngineError::Conflict(format!(
-                        "task {} has no run in this server to {}",
-                        task.id,
-                        steer.name()
-                    )));
-                }
-            }
+        answer: InputAnswer,
+    ) -> Result<InputRequest, EngineError> {
+        let command = TaskCommand::Answer {
+            answer,
+            by: agent.clone(),
+        };
+        match self.commands().send(&task.id, command).await? {
+            Some(CommandReply::Answered(request)) => Ok(request),
+            Some(other) => Err(EngineError::Internal(format!(
+                "unexpected reply to an answer: {other:?}"
+            ))),
+            None => Err(EngineError::Conflict(
+                "the task has no running executor to answer".to_owned(),
+            )),
         }
-    }
-
-    async fn moved(&self, task: &Task, to: TaskStatus, reason: &str) -> Result<Task, EngineError> {
-        match self
-            .inner
-            .change_status(task, to, reason, None, None)
-            .await?
-        {
-            Some(task) => Ok(task),
-            None => {
-                let now = self.owned(&task.agent_id, &task.id).await?;
-                Err(EngineError::Conflict(format!(
-                    "task changed to {} meanwhile",
-                    now.status
-                )))
-            }
-        }
-    }
-
-    async fn record(&self, id: &TaskId, event: NewEvent) -> Result<i64, EngineError> {
-        self.inner.record(id, event).await
-    }
-}
-
-/// A run that ended between the status read and the signal is a conflict, not a failure.
-fn finished_or(error: RunnerError, task: &Task) -> EngineError {
-    match error {
-        RunnerError::Finished => {
-            EngineError::Conflict(format!("task {} finished meanwhile", task.id))
-        }
-        other => other.into(),
     }
 }

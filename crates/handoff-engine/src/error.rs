@@ -9,6 +9,9 @@ pub enum EngineError {
     /// No such task for this agent (other agents' tasks are reported the same way).
     #[error("task {0} not found")]
     NotFound(String),
+    /// The caller may read the task but not do this to it (an observer steering).
+    #[error("{0}")]
+    Forbidden(String),
     /// An argument is unacceptable; `field` names it.
     #[error("{field}: {message}")]
     Invalid {

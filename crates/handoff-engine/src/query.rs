@@ -1,5 +1,5 @@
 use handoff_store::TaskFilter;
-use handoff_task::{AgentId, Artifact, Task, TaskEvent, TaskId, TaskStatus};
+use handoff_task::{AgentId, Artifact, Principal, Task, TaskEvent, TaskId, TaskStatus};
 
 use crate::{Engine, EngineError};
 
@@ -57,7 +57,79 @@ pub struct History {
     pub artifacts: Vec<Artifact>,
 }
 
+/// Everything an observer shows of one task at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overview {
+    /// The task.
+    pub task: Task,
+    /// Its latest events, oldest first.
+    pub recent_events: Vec<TaskEvent>,
+    /// Events recorded in all.
+    pub total_events: u64,
+    /// Its stored outputs.
+    pub artifacts: Vec<Artifact>,
+    /// Requests of the executor waiting for an answer, oldest first.
+    pub pending_input: Vec<handoff_runner::InputRequest>,
+    /// The completion evaluator's conclusion (or its latest progress), when it ran.
+    pub completion: Option<serde_json::Value>,
+}
+
 impl Engine {
+    /// The task, if `caller` may read it (tasks it may not read look nonexistent).
+    pub async fn readable(&self, caller: &Principal, id: &TaskId) -> Result<Task, EngineError> {
+        match self.inner.store.get_task(id).await? {
+            Some(task) if caller.can_read(&task) => Ok(task),
+            _ => Err(EngineError::NotFound(id.to_string())),
+        }
+    }
+
+    /// The task, if `caller` may steer it; a task it may only read is refused as such.
+    pub async fn steerable(&self, caller: &Principal, id: &TaskId) -> Result<Task, EngineError> {
+        let task = self.readable(caller, id).await?;
+        if !caller.can_steer(&task) {
+            return Err(EngineError::Forbidden(format!(
+                "{caller} observes task {id} but may not steer it"
+            )));
+        }
+        Ok(task)
+    }
+
+    /// The task with its latest `events` events, its outputs and open requests, as one look.
+    pub async fn overview(
+        &self,
+        caller: &Principal,
+        id: &TaskId,
+        events: u32,
+    ) -> Result<Overview, EngineError> {
+        let task = self.readable(caller, id).await?;
+        let store = &self.inner.store;
+        let mut recent_events = store
+            .recent_events(id, events.max(CONCLUSION_EVENTS))
+            .await?;
+        let completion = evaluator_conclusion(&recent_events);
+        let shown = recent_events.len().saturating_sub(events as usize);
+        recent_events.drain(..shown);
+        Ok(Overview {
+            total_events: store.events(id, 0, 0).await?.1,
+            artifacts: store.artifacts(id).await?,
+            pending_input: self.pending_input(id).await?,
+            task,
+            recent_events,
+            completion,
+        })
+    }
+
+    /// Adds `caller`'s note to the task's history (an integration saying what it did).
+    pub async fn note(
+        &self,
+        caller: &Principal,
+        id: &TaskId,
+        event: handoff_task::NewEvent,
+    ) -> Result<i64, EngineError> {
+        self.steerable(caller, id).await?;
+        self.inner.record(id, event).await
+    }
+
     /// The task, if it exists and belongs to `agent` (others' tasks look nonexistent).
     pub async fn owned(&self, agent: &AgentId, id: &TaskId) -> Result<Task, EngineError> {
         match self.inner.store.get_task(id).await? {
@@ -66,21 +138,16 @@ impl Engine {
         }
     }
 
-    /// Status, recent events and queue position.
+    /// Status, recent events and queue position (for the owner and the task's observers).
     pub async fn status(&self, agent: &AgentId, id: &TaskId) -> Result<StatusView, EngineError> {
-        let task = self.owned(agent, id).await?;
+        let task = self.readable(&Principal::Agent(agent.clone()), id).await?;
         let recent_events = self.inner.store.recent_events(id, RECENT_EVENTS).await?;
         let queue_position = if task.status == TaskStatus::Queued {
             self.inner.store.queue_position(id).await?
         } else {
             None
         };
-        let pending_input = self
-            .inner
-            .live()
-            .get(id)
-            .map(|run| run.pending.clone())
-            .unwrap_or_default();
+        let pending_input = self.pending_input(id).await?;
         // The evaluator's last word is among the task's last few events.
         let completion = evaluator_conclusion(
             &self
@@ -98,6 +165,22 @@ impl Engine {
         })
     }
 
+    /// The requests the task's executor waits on, as stored, oldest first.
+    async fn pending_input(
+        &self,
+        id: &TaskId,
+    ) -> Result<Vec<handoff_runner::InputRequest>, EngineError> {
+        let stored = self.inner.store.input_requests(id).await?;
+        stored
+            .into_iter()
+            .map(|p| {
+                serde_json::from_value(p.request).map_err(|e| {
+                    EngineError::Internal(format!("stored request {}: {e}", p.request_id))
+                })
+            })
+            .collect()
+    }
+
     /// The task's last `n` events, oldest first.
     pub async fn recent_events(
         &self,
@@ -105,7 +188,7 @@ impl Engine {
         id: &TaskId,
         n: u32,
     ) -> Result<Vec<TaskEvent>, EngineError> {
-        self.owned(agent, id).await?;
+        self.readable(&Principal::Agent(agent.clone()), id).await?;
         Ok(self.inner.store.recent_events(id, n).await?)
     }
 
@@ -118,7 +201,7 @@ impl Engine {
         limit: u32,
         include_artifacts: bool,
     ) -> Result<History, EngineError> {
-        let task = self.owned(agent, id).await?;
+        let task = self.readable(&Principal::Agent(agent.clone()), id).await?;
         let (events, total_events) = self.inner.store.events(id, offset, limit).await?;
         let artifacts = if include_artifacts {
             self.inner.store.artifacts(id).await?
@@ -157,7 +240,7 @@ impl Engine {
         id: &TaskId,
         path: Option<&str>,
     ) -> Result<crate::FileListing, EngineError> {
-        let task = self.owned(agent, id).await?;
+        let task = self.readable(&Principal::Agent(agent.clone()), id).await?;
         crate::files::list(std::path::Path::new(&task.workdir), path).await
     }
 
@@ -170,7 +253,7 @@ impl Engine {
         offset: u64,
         max_bytes: Option<u64>,
     ) -> Result<crate::FileChunk, EngineError> {
-        let task = self.owned(agent, id).await?;
+        let task = self.readable(&Principal::Agent(agent.clone()), id).await?;
         let max = max_bytes.unwrap_or(crate::files::DEFAULT_READ_BYTES);
         crate::files::read(std::path::Path::new(&task.workdir), path, offset, max).await
     }

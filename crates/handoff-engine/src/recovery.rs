@@ -6,16 +6,12 @@ use std::{path::PathBuf, sync::Arc};
 use handoff_runner::RunSpec;
 use handoff_task::{EventKind, NewEvent, TaskStatus, unix_millis_now};
 
-use crate::{
-    EngineError,
-    engine::{Inner, LiveRun},
-    run,
-};
+use crate::{EngineError, lifecycle, state::EngineState};
 
 /// Why an unfinished task was failed at start-up.
 pub(crate) const INTERRUPTED: &str = "interrupted: server restarted";
 
-pub(crate) async fn reconcile(inner: &Arc<Inner>) -> Result<(), EngineError> {
+pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineError> {
     let orphans = inner.store.tasks_in(&TaskStatus::ACTIVE).await?;
     let (mut reattached, mut requeued, mut failed) = (0, 0, 0);
     for task in orphans {
@@ -31,16 +27,15 @@ pub(crate) async fn reconcile(inner: &Arc<Inner>) -> Result<(), EngineError> {
                 };
                 match executor.reattach(spec, state).await {
                     Ok(Some(run)) => {
-                        inner.live().insert(
-                            task.id.clone(),
-                            LiveRun {
-                                control: None,
-                                capabilities: executor.capabilities(),
-                                stop: None,
-                                pending: Vec::new(),
-                            },
-                        );
-                        inner.runs.spawn(run::drive(inner.clone(), task, Some(run)));
+                        // What the run asked before the restart is still waiting.
+                        let asked = inner.store.input_requests(&task.id).await?;
+                        let link =
+                            inner
+                                .supervisors
+                                .spawn(inner, &task, executor.capabilities(), asked);
+                        inner
+                            .runs
+                            .spawn(lifecycle::drive(inner.clone(), task, Some(run), link));
                         reattached += 1;
                         continue;
                     }

@@ -5,12 +5,12 @@ use std::{path::Path, sync::Arc, time::Duration};
 
 use handoff_task::unix_millis_now;
 
-use crate::engine::Inner;
+use crate::state::EngineState;
 
 const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 const BATCH: u32 = 500;
 
-pub(crate) async fn run(inner: Arc<Inner>) {
+pub(crate) async fn run(inner: Arc<EngineState>) {
     loop {
         match sweep(&inner).await {
             Ok(0) => {}
@@ -25,7 +25,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
 }
 
 /// One sweep; returns how many tasks were purged.
-pub(crate) async fn sweep(inner: &Inner) -> Result<usize, crate::EngineError> {
+pub(crate) async fn sweep(inner: &EngineState) -> Result<usize, crate::EngineError> {
     let retention = i64::try_from(inner.config.tasks.retention.as_millis()).unwrap_or(i64::MAX);
     let before = unix_millis_now().saturating_sub(retention);
     let mut total = 0;

@@ -1,19 +1,19 @@
+//! The scheduler: claims queued tasks while slots are free and hands each to a new
+//! supervisor and run driver.
+
 use std::{sync::Arc, time::Duration};
 
 use handoff_runner::Capabilities;
 use handoff_store::ClaimLimits;
 use handoff_task::unix_millis_now;
 
-use crate::{
-    engine::{Inner, LiveRun},
-    run,
-};
+use crate::{lifecycle, state::EngineState};
 
 /// How often the queue is looked at without a wake-up (another instance may have freed a slot).
 const POLL: Duration = Duration::from_secs(1);
 
 /// Claims queued tasks while slots are free and starts a supervised run for each.
-pub(crate) async fn run(inner: Arc<Inner>) {
+pub(crate) async fn run(inner: Arc<EngineState>) {
     let limits = ClaimLimits {
         max_active: inner.config.tasks.max_concurrent,
         max_active_per_agent: inner.config.tasks.max_concurrent_per_agent,
@@ -22,17 +22,14 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         while !inner.shutdown.is_cancelled() {
             match inner.store.claim_next(limits, unix_millis_now()).await {
                 Ok(Some(task)) => {
-                    let _ = inner.changes.send((task.id.clone(), task.status));
-                    inner.live().insert(
-                        task.id.clone(),
-                        LiveRun {
-                            control: None,
-                            capabilities: Capabilities::default(),
-                            stop: None,
-                            pending: Vec::new(),
-                        },
-                    );
-                    inner.runs.spawn(run::drive(inner.clone(), task, None));
+                    inner.outbox.status(&task.id, task.status);
+                    let link =
+                        inner
+                            .supervisors
+                            .spawn(&inner, &task, Capabilities::default(), Vec::new());
+                    inner
+                        .runs
+                        .spawn(lifecycle::drive(inner.clone(), task, None, link));
                 }
                 Ok(None) => break,
                 Err(e) => {

@@ -190,7 +190,7 @@ impl Engine {
             .await?
         {
             InsertOutcome::Created(task) => {
-                let _ = inner.changes.send((task.id.clone(), task.status));
+                inner.outbox.status(&task.id, task.status);
                 inner.wake.notify_one();
                 (task, true)
             }

@@ -22,7 +22,7 @@ use handoff_letta::{
     BLOCK_DESCRIPTION, LettaClient, NewBlock, SourceError, TaskSnapshot, TaskSource, WorkspaceSync,
     WorkspaceValue, fit_value,
 };
-use handoff_store::{SqliteStore, StatusChange, Store};
+use handoff_store::{SqliteStore, StatusChange, Store, WorkspaceStore};
 use handoff_task::{
     AgentId, BlockPhase, EventKind, NewEvent, NewTask, Task, TaskEvent, TaskId, TaskOptions,
     TaskStatus, unix_millis_now,
@@ -114,14 +114,15 @@ async fn coalesced(
     dir: &std::path::Path,
     n: u64,
 ) -> (u64, u64, Duration) {
-    let store: Arc<dyn Store> = Arc::new(
+    let sqlite = Arc::new(
         SqliteStore::open(&dir.join(format!("c{n}.db")))
             .await
             .unwrap(),
     );
+    let store: Arc<dyn Store> = sqlite.clone();
     let sync = WorkspaceSync::start(
         config(url),
-        store.clone(),
+        sqlite.clone(),
         Arc::new(StoreSource(store.clone())),
         Duration::from_secs(3600),
     )
@@ -158,7 +159,7 @@ async fn coalesced(
     .await;
     sync.touch(&task.id, true);
     let record = loop {
-        let r = store.workspace(&task.id).await.unwrap().unwrap();
+        let r = sqlite.workspace(&task.id).await.unwrap().unwrap();
         if r.phase == BlockPhase::Final {
             break r;
         }

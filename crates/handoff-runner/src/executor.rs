@@ -29,7 +29,7 @@ pub struct RunSpec {
     pub workdir: PathBuf,
     /// The rules the executor may apply itself without asking Handoff (its static part);
     /// `None` keeps the executor's configured ruleset.
-    pub preset_rules: Option<Vec<handoff_policy::PermissionRule>>,
+    pub preset_rules: Option<Vec<handoff_task::PermissionRule>>,
     /// The run may be continued after it ends ([`Executor::resume`]): the executor keeps its
     /// session until [`Executor::release`].
     pub continuable: bool,

@@ -70,7 +70,9 @@ pub struct App {
 
 impl App {
     /// Opens the store, reconciles tasks left by a previous run, starts the engine and
-    /// registers the tools.
+    /// registers the tools. A process serving for good holds the data dir's
+    /// [`crate::DataDirLock`] first: the reconciling takes over every task the store says is
+    /// running.
     pub async fn start(config: Config) -> Result<Self, AppError> {
         let config = Arc::new(config);
         let status = ServiceStatus::new();
@@ -127,12 +129,13 @@ impl App {
                 }
             });
         }
-        let engine =
-            Engine::start(config.clone(), Arc::new(store), executors, engine_metrics).await?;
-        if let Some(letta) = engine.letta() {
+        let store = Arc::new(store);
+        let engine = Engine::new(config.clone(), store.clone(), executors, engine_metrics)?;
+        let letta = crate::integrations::LettaPlugin::start(&config, &engine, store)?;
+        if let Some(letta) = &letta {
             // Letta is optional to tasks (writes and notifications wait and retry), so an
             // unreachable server is reported, not a reason to refuse traffic.
-            let client = letta.client().clone();
+            let client = letta.sync().client().clone();
             let status = status.clone();
             let url = config.letta.api_url.clone().unwrap_or_default();
             tokio::spawn(async move {
@@ -145,6 +148,11 @@ impl App {
                 status.set_component("letta", true, detail);
             });
         }
+        let integrations = letta
+            .into_iter()
+            .map(|plugin| Arc::new(plugin) as Arc<dyn handoff_engine::Integration>)
+            .collect();
+        engine.run(integrations).await?;
 
         let spill = SpillDir::under(&config.data_dir);
         let mut registry = ToolRegistry::new();
@@ -157,6 +165,10 @@ impl App {
             &engine,
             config.tasks.sync_wait,
             config.features.async_execute,
+            tasks::RepeatedSubmissions::new(
+                config.tools.loop_guard,
+                config.tools.loop_guard_window,
+            ),
         )?;
         let read_only: Vec<&'static str> = registry
             .definitions()
@@ -167,10 +179,10 @@ impl App {
             .permissions(Arc::new(RulePermissions::new(
                 &config.tools.permissions.rules,
             )))
-            .loop_guard(Arc::new(CallLoopGuard::new(
-                config.tools.loop_guard,
-                config.tools.loop_guard_window,
-            )))
+            .loop_guard(Arc::new(
+                CallLoopGuard::new(config.tools.loop_guard, config.tools.loop_guard_window)
+                    .except(tasks::JUDGE_OWN_REPEATS),
+            ))
             .hooks(Arc::new(CommandHooks::new(
                 HookRunner::new(config.hooks.clone()),
                 config.data_dir.clone(),
@@ -218,6 +230,7 @@ impl App {
             self.handles.clone(),
             relay,
             default_agent,
+            self.config.server.default_agent.clone(),
         )
     }
 

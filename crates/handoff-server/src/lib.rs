@@ -8,10 +8,13 @@ pub mod doctor;
 pub mod edge;
 mod executors;
 mod http;
+mod integrations;
 pub mod isolation;
+mod lock;
 mod mcp;
 mod serve;
 
 pub use app::{App, AppError};
+pub use lock::{DataDirLock, LOCK_FILE, LockError};
 pub use mcp::HandoffMcp;
 pub use serve::{ServeError, ServerHandle, router, serve_http, serve_stdio};

@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use handoff_task::{
     AgentId, Approval, Artifact, ArtifactBody, ArtifactKind, AuditRecord, ExitInfo, NewEvent,
-    NewTask, Task, TaskEvent, TaskId, TaskStatus, WorkspaceRecord,
+    NewTask, PendingInput, Task, TaskEvent, TaskId, TaskStatus, WorkspaceRecord,
 };
 use serde_json::Value;
 
@@ -92,9 +92,16 @@ pub struct NewArtifact {
     pub body: ArtifactBody,
 }
 
-/// Durable storage of tasks, their events and artifacts.
+/// Everything the engine stores: tasks with their events, artifacts and open requests, and
+/// the approvals and audit trail that govern them. Integrations keep their own records
+/// elsewhere ([`WorkspaceStore`] for Letta).
+pub trait Store: TaskStore + ApprovalStore {}
+
+impl<T: TaskStore + ApprovalStore + ?Sized> Store for T {}
+
+/// Durable storage of tasks, their events, artifacts and the requests waiting for an answer.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new `queued` task in one transaction: an unexpired idempotency key of the same
     /// agent returns the existing task; a full backlog refuses; otherwise the task, its key and
     /// its first status event are written together (a refused insert leaves nothing behind).
@@ -190,6 +197,27 @@ pub trait Store: Send + Sync + 'static {
     /// the caller can remove their directories and spilled files.
     async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError>;
 
+    /// Stores a request of the task's executor that waits for an answer (replacing one with
+    /// the same id).
+    async fn put_input_request(&self, input: &PendingInput) -> Result<(), StoreError>;
+
+    /// Removes one answered or withdrawn request; false if it was not stored.
+    async fn delete_input_request(
+        &self,
+        task: &TaskId,
+        request_id: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// The task's requests waiting for an answer, oldest first.
+    async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError>;
+
+    /// Removes every request of the task (its run is gone).
+    async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError>;
+}
+
+/// Standing approvals and the audit trail of permission decisions.
+#[async_trait]
+pub trait ApprovalStore: Send + Sync + 'static {
     /// Stores a standing approval.
     async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError>;
 
@@ -220,7 +248,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Audit records matching `filter`, newest first.
     async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError>;
+}
 
+/// The Letta integration's records: one workspace block and notification per task.
+#[async_trait]
+pub trait WorkspaceStore: Send + Sync + 'static {
     /// Stores `record` unless its task already has one; returns the record now stored.
     async fn insert_workspace(
         &self,

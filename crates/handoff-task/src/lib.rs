@@ -1,6 +1,7 @@
 //! Handoff's task domain, shared by every layer: who asks ([`AgentId`]), what a task is
 //! ([`Task`], [`TaskId`]), which states it moves through and which moves are legal
-//! ([`TaskStatus`]), and what it leaves behind ([`TaskEvent`], [`Artifact`]).
+//! ([`TaskStatus`]), what it leaves behind ([`TaskEvent`], [`Artifact`]), and the permission
+//! rules a caller or operator writes ([`PermissionRule`]; `handoff-policy` judges them).
 
 mod agent;
 mod approval;
@@ -8,6 +9,9 @@ mod artifact;
 mod completion;
 mod event;
 mod id;
+mod input;
+mod permission;
+mod principal;
 mod status;
 mod task;
 mod workspace;
@@ -18,6 +22,9 @@ pub use artifact::{Artifact, ArtifactBody, ArtifactKind};
 pub use completion::{CompletionBudget, CompletionPolicy, CompletionSpec};
 pub use event::{EventKind, NewEvent, TaskEvent};
 pub use id::{InvalidTaskId, TaskId};
+pub use input::PendingInput;
+pub use permission::{PermissionAction, PermissionRule};
+pub use principal::Principal;
 pub use status::{IllegalTransition, TaskStatus, UnknownStatus};
 pub use task::{ExitInfo, MessageType, NewTask, Task, TaskOptions, unix_millis_now};
 pub use workspace::{BlockPhase, NotifyState, WorkspaceRecord};

@@ -33,7 +33,7 @@ pub struct TaskOptions {
     /// The caller's own permission rules for this task (they tighten, never lift, the
     /// operator's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub permissions: Vec<handoff_policy::PermissionRule>,
+    pub permissions: Vec<crate::PermissionRule>,
     /// Tell the owning Letta agent when the task ends (one message); `false` opts out.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub notify: bool,

@@ -48,8 +48,11 @@ pub struct ToolContext {
     pub call_id: String,
     /// The transport's request id (JSON-RPC id), for logs.
     pub request_id: String,
-    /// The caller's identity from the transport (`x-agent-id`), before any argument override.
+    /// The caller's identity as the edge established it (token, `x-agent-id`, stdio flag); an
+    /// `agent_id` argument may only repeat it, or choose one when it is unset.
     pub agent_id: Option<AgentId>,
+    /// The agent a caller that establishes no identity and names none acts as.
+    pub fallback_agent: Option<AgentId>,
     /// Transport session, when the protocol era has one.
     pub session_id: Option<String>,
     /// Cancelled when the caller cancels or disconnects.
@@ -95,6 +98,7 @@ impl ToolContext {
             call_id: call_id.into(),
             request_id: request_id.into(),
             agent_id: None,
+            fallback_agent: None,
             session_id: None,
             cancel: CancellationToken::new(),
             deadline: None,
@@ -115,6 +119,12 @@ impl ToolContext {
     /// Sets the caller's identity.
     pub fn with_agent(mut self, agent_id: Option<AgentId>) -> Self {
         self.agent_id = agent_id;
+        self
+    }
+
+    /// Sets the agent a caller that names none acts as.
+    pub fn with_fallback_agent(mut self, agent: Option<AgentId>) -> Self {
+        self.fallback_agent = agent;
         self
     }
 

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use serde::Serialize;
+use handoff_protocol::{ToolErrorBody, codes};
 
 /// Why a tool call did not produce a result. Mapped to MCP in one place (the server crate).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -52,7 +52,7 @@ pub enum ToolError {
     /// Handoff is at capacity; try again later.
     #[error("{message}")]
     Busy {
-        /// Machine-readable code, e.g. `QUEUE_FULL`.
+        /// Machine-readable code, e.g. [`codes::QUEUE_FULL`].
         code: &'static str,
         /// Human explanation.
         message: String,
@@ -79,42 +79,27 @@ pub enum ToolError {
     },
 }
 
-/// The JSON body a tool error is reported with (`isError: true` results).
-#[derive(Debug, Serialize, PartialEq)]
-pub struct ToolErrorBody {
-    /// Stable machine-readable code.
-    pub code: &'static str,
-    /// Human explanation.
-    pub message: String,
-    /// The JSON pointer of a bad argument.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pointer: Option<String>,
-    /// Suggested wait before retrying, in milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_after_ms: Option<u64>,
-}
-
 impl ToolError {
     /// Stable machine-readable code of this error.
     pub fn code(&self) -> &'static str {
         match self {
-            ToolError::UnknownTool { .. } => "UNKNOWN_TOOL",
-            ToolError::InvalidArguments { .. } => "INVALID_ARGUMENTS",
-            ToolError::Denied { .. } => "DENIED",
-            ToolError::Timeout { .. } => "TIMEOUT",
-            ToolError::Cancelled { .. } => "CANCELLED",
-            ToolError::NotFound { .. } => "NOT_FOUND",
+            ToolError::UnknownTool { .. } => codes::UNKNOWN_TOOL,
+            ToolError::InvalidArguments { .. } => codes::INVALID_ARGUMENTS,
+            ToolError::Denied { .. } => codes::DENIED,
+            ToolError::Timeout { .. } => codes::TIMEOUT,
+            ToolError::Cancelled { .. } => codes::CANCELLED,
+            ToolError::NotFound { .. } => codes::NOT_FOUND,
             ToolError::Busy { code, .. } => code,
-            ToolError::Conflict { .. } => "CONFLICT",
-            ToolError::Unsupported { .. } => "UNSUPPORTED",
-            ToolError::Internal { .. } => "INTERNAL",
+            ToolError::Conflict { .. } => codes::CONFLICT,
+            ToolError::Unsupported { .. } => codes::UNSUPPORTED,
+            ToolError::Internal { .. } => codes::INTERNAL,
         }
     }
 
     /// The JSON body reported to the caller.
     pub fn body(&self) -> ToolErrorBody {
         ToolErrorBody {
-            code: self.code(),
+            code: self.code().to_owned(),
             message: self.to_string(),
             pointer: match self {
                 ToolError::InvalidArguments { pointer, .. } => Some(pointer.clone()),
@@ -127,6 +112,42 @@ impl ToolError {
                 } => Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
                 _ => None,
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn bodies_are_the_protocol_s_error_bodies() {
+        let busy = ToolError::Busy {
+            code: codes::QUEUE_FULL,
+            message: "the queue is full".into(),
+            retry_after: Some(Duration::from_millis(1500)),
+        };
+        assert_eq!(
+            serde_json::to_value(busy.body()).unwrap(),
+            json!({"code": "QUEUE_FULL", "message": "the queue is full", "retry_after_ms": 1500})
+        );
+        let invalid = ToolError::InvalidArguments {
+            tool: "ping".into(),
+            pointer: "/message".into(),
+            message: "too long".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(invalid.body()).unwrap(),
+            json!({
+                "code": "INVALID_ARGUMENTS",
+                "message": "invalid arguments for tool `ping`: /message: too long",
+                "pointer": "/message"
+            })
+        );
+        for error in [busy, invalid, ToolError::NotFound { what: "x".into() }] {
+            assert!(codes::ALL.contains(&error.code()), "{}", error.code());
         }
     }
 }

@@ -4,7 +4,9 @@
 //! a typed output), one [`ToolContext`] per call, and one [`Pipeline`] that every call passes
 //! through in a fixed order — resolve, visibility, loop guard, before-hooks, validation,
 //! permission, execution (deadline + cancellation), output limits, after-hooks, audit — whatever
-//! transport it arrived on.
+//! transport it arrived on. The tools' wire types (arguments, results, error codes, names)
+//! live in `handoff-protocol`; this crate holds the behaviour behind them. Nothing here is
+//! durable: registries, pipelines and task handles live in memory and read the engine's store.
 
 pub mod builtin;
 mod context;
@@ -20,7 +22,8 @@ pub mod tasks;
 pub use context::{NoProgress, ProgressReporter, ResultMeta, TaskObserver, ToolContext};
 pub use declare::{Tool, ToolAnnotations, ToolDefinition};
 pub use error::ToolError;
+pub use handoff_protocol::{SchemaError, ToolErrorBody};
 pub use handoff_task::{AgentId, InvalidAgentId};
 pub use pipeline::{CallOutcome, CallRequest, Pipeline, PipelineBuilder};
 pub use registry::{RegistryError, ToolRegistry};
-pub use schema::{SchemaError, ValidationFailure};
+pub use schema::ValidationFailure;

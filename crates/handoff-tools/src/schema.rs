@@ -1,17 +1,8 @@
-//! Schema generation (deterministic, client-friendly) and argument validation against it.
+//! Argument validation against the schemas `handoff-protocol` generates (deterministic,
+//! client-friendly).
 
-use schemars::{JsonSchema, generate::SchemaSettings};
+pub(crate) use handoff_protocol::{SchemaError, object_schema_for};
 use serde_json::{Map, Value};
-
-/// A tool's schema could not be generated or compiled (a programming error, caught by tests).
-#[derive(Debug, thiserror::Error)]
-#[error("schema for {type_name}: {message}")]
-pub struct SchemaError {
-    /// The Rust type whose schema failed.
-    pub type_name: &'static str,
-    /// What went wrong.
-    pub message: String,
-}
 
 /// The first problem found in a tool's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,68 +11,6 @@ pub struct ValidationFailure {
     pub pointer: String,
     /// What was expected there.
     pub message: String,
-}
-
-/// `format` values that are JSON Schema standard; others (schemars' `uint32`, `double`…) make
-/// some clients warn, so they are dropped.
-const STANDARD_FORMATS: &[&str] = &[
-    "date-time",
-    "date",
-    "time",
-    "duration",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "uri",
-    "uri-reference",
-    "uuid",
-    "regex",
-    "json-pointer",
-];
-
-/// The object schema of `T`, inlined (no `$ref`), without `$schema`, non-standard formats or
-/// titles, so every MCP client (Ajv draft-07 in the TypeScript SDK included) can use it.
-pub(crate) fn object_schema_for<T: JsonSchema>() -> Result<Map<String, Value>, SchemaError> {
-    let type_name = std::any::type_name::<T>();
-    let mut settings = SchemaSettings::draft2020_12();
-    settings.inline_subschemas = true;
-    settings.meta_schema = None;
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    let mut value = schema.to_value();
-    normalize(&mut value);
-    let Value::Object(mut map) = value else {
-        return Err(SchemaError {
-            type_name,
-            message: "schema is not an object".to_owned(),
-        });
-    };
-    if map.get("type") != Some(&Value::String("object".to_owned())) {
-        return Err(SchemaError {
-            type_name,
-            message: "tool arguments and outputs must be JSON objects".to_owned(),
-        });
-    }
-    map.entry("properties")
-        .or_insert_with(|| Value::Object(Map::new()));
-    Ok(map)
-}
-
-fn normalize(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.remove("$schema");
-            map.remove("title");
-            if let Some(Value::String(format)) = map.get("format")
-                && !STANDARD_FORMATS.contains(&format.as_str())
-            {
-                map.remove("format");
-            }
-            map.values_mut().for_each(normalize);
-        }
-        Value::Array(items) => items.iter_mut().for_each(normalize),
-        _ => {}
-    }
 }
 
 /// Compiles a validator for a generated schema.
@@ -148,6 +77,7 @@ fn escape_pointer(segment: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schemars::JsonSchema;
     use serde::Deserialize;
     use serde_json::json;
 

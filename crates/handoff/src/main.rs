@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use handoff_config::{Config, LoadOptions};
-use handoff_server::{App, serve_http, serve_stdio};
+use handoff_server::{App, DataDirLock, serve_http, serve_stdio};
 use handoff_tools::AgentId;
 use tokio_util::sync::CancellationToken;
 
@@ -127,6 +127,9 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         .map(AgentId::parse)
         .transpose()
         .context("--agent-id")?;
+    // Before the store opens: start-up recovery would take over a live instance's tasks. Held
+    // until this function returns, after the last run has settled.
+    let _lock = DataDirLock::acquire(&config.data_dir)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         // Listening before anything starts: a SIGTERM that arrives while the engine starts, or

@@ -10,7 +10,7 @@ use handoff_llm::LlmClient;
 use handoff_task::Task;
 
 use super::{Settings, evidence, record_judge};
-use crate::{EngineError, engine::Inner};
+use crate::{EngineError, state::EngineState};
 
 /// What is being assessed: the whole task, or one sub-task of a plan.
 pub(crate) struct Goal<'a> {
@@ -46,7 +46,7 @@ pub(crate) struct Assessment {
 
 /// Assesses `goal` now; `judge` is used unless the policy is `checks`.
 pub(crate) async fn assess(
-    inner: &Inner,
+    inner: &EngineState,
     task: &Task,
     settings: &Settings,
     judge: Option<&LlmClient>,

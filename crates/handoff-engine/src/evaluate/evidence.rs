@@ -12,7 +12,7 @@ use handoff_task::{EventKind, Task, TaskEvent};
 use serde_json::Value;
 
 use super::Settings;
-use crate::{EngineError, engine::Inner};
+use crate::{EngineError, state::EngineState};
 
 /// Longest a verify command may run.
 const CHECK_LIMIT: Duration = Duration::from_secs(600);
@@ -84,7 +84,7 @@ impl Evidence {
 
 /// Gathers the evidence for `task` now.
 pub(crate) async fn gather(
-    inner: &Inner,
+    inner: &EngineState,
     task: &Task,
     settings: &Settings,
 ) -> Result<Evidence, EngineError> {

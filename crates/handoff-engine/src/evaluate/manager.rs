@@ -19,11 +19,7 @@ use super::{
     assess::{Goal, assess},
     continuable_spec, continuation_prompt, release, resume, settings,
 };
-use crate::{
-    EngineError,
-    engine::Inner,
-    run::{Finish, follow},
-};
+use crate::{EngineError, finish::Finish, follow::follow, state::EngineState};
 
 /// Retries of one sub-task after its first attempt.
 const SUBTASK_RETRIES: u32 = 2;
@@ -39,7 +35,7 @@ struct Done {
 
 /// Runs `task` as a managed plan; `prompt` is its composed prompt.
 pub(crate) async fn run(
-    inner: &Arc<Inner>,
+    inner: &Arc<EngineState>,
     task: &Task,
     executor: &Arc<dyn Executor>,
     prompt: &str,
@@ -213,7 +209,7 @@ pub(crate) async fn run(
 
 /// Asks for a valid ledger (3 attempts), recording it.
 async fn plan(
-    inner: &Inner,
+    inner: &EngineState,
     task: &Task,
     client: &LlmClient,
     prompt: &str,
@@ -287,7 +283,7 @@ fn context_pack(prompt: &str, ledger: &TaskLedger, sub: &SubTask, done: &[Done])
 
 /// Starts a fresh session with `prompt` and follows it to its end.
 async fn start(
-    inner: &Arc<Inner>,
+    inner: &Arc<EngineState>,
     task: &Task,
     executor: &Arc<dyn Executor>,
     prompt: &str,
@@ -314,7 +310,12 @@ fn outcome(status: CompletionStatus, reason: &str, cycles: u32) -> CompletionOut
     }
 }
 
-async fn note(inner: &Inner, task: &Task, message: String, data: Value) -> Result<(), EngineError> {
+async fn note(
+    inner: &EngineState,
+    task: &Task,
+    message: String,
+    data: Value,
+) -> Result<(), EngineError> {
     inner
         .record(
             &task.id,
@@ -327,7 +328,7 @@ async fn note(inner: &Inner, task: &Task, message: String, data: Value) -> Resul
 
 /// Records the final outcome and turns it into the task's end.
 async fn conclude(
-    inner: &Inner,
+    inner: &EngineState,
     task: &Task,
     outcome: CompletionOutcome,
 ) -> Result<Finish, EngineError> {

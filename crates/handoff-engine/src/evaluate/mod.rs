@@ -24,8 +24,9 @@ use serde_json::{Value, json};
 
 use crate::{
     EngineError,
-    engine::Inner,
-    run::{Finish, follow, stopped},
+    finish::{Finish, stopped},
+    follow::follow,
+    state::EngineState,
 };
 
 /// A task's effective verification settings.
@@ -41,7 +42,7 @@ pub(crate) struct Settings {
 }
 
 /// The task's settings: its own where given, else the server's.
-pub(crate) fn settings(inner: &Inner, task: &Task) -> Settings {
+pub(crate) fn settings(inner: &EngineState, task: &Task) -> Settings {
     let server = &inner.config.completion;
     let spec = task.options.completion.clone().unwrap_or_default();
     let budget = spec.budget.unwrap_or(server.budget);
@@ -64,7 +65,7 @@ pub(crate) fn settings(inner: &Inner, task: &Task) -> Settings {
 }
 
 /// Whether the task's executor session must outlive its first run (it may be continued).
-pub(crate) fn continuable(inner: &Inner, task: &Task) -> bool {
+pub(crate) fn continuable(inner: &EngineState, task: &Task) -> bool {
     settings(inner, task).policy != CompletionPolicy::None
 }
 
@@ -73,7 +74,7 @@ const RESUME_ATTEMPTS: u32 = 3;
 
 /// Verifies a finished run and continues it until it is verified or given up.
 pub(crate) async fn verify(
-    inner: &Arc<Inner>,
+    inner: &Arc<EngineState>,
     task: &Task,
     executor: &Arc<dyn Executor>,
     mut state: Option<Value>,
@@ -87,7 +88,10 @@ pub(crate) async fn verify(
     }
     let mut evaluation = Evaluation::new(&settings);
     let outcome = loop {
-        let stop = inner.live().get(&task.id).and_then(|r| r.stop.clone());
+        let stop = match inner.supervisors.link(&task.id) {
+            Some(link) => link.stop_reason().await,
+            None => Some(crate::finish::StopReason::Shutdown),
+        };
         if let Some(stop) = stop {
             release(executor, state.as_ref()).await;
             return Ok(stopped(stop, task, finish.exit));
@@ -230,7 +234,7 @@ pub(crate) async fn verify(
 
 /// Records the evaluator's final word (shown by get_task_status as `completion`).
 pub(crate) async fn record_outcome(
-    inner: &Inner,
+    inner: &EngineState,
     task: &Task,
     outcome: &CompletionOutcome,
 ) -> Result<(), EngineError> {
@@ -328,7 +332,7 @@ pub(crate) fn continuation_prompt(remaining: &[String], judge: &str, replan: boo
 
 /// Continues the executor's session, with back-off when it will not at once.
 pub(crate) async fn resume(
-    inner: &Inner,
+    inner: &EngineState,
     task: &Task,
     executor: &Arc<dyn Executor>,
     state: Option<&Value>,
@@ -369,7 +373,7 @@ pub(crate) async fn resume(
 }
 
 /// A run of `task` with `prompt` whose session stays open for continuations.
-pub(crate) fn continuable_spec(inner: &Inner, task: &Task, prompt: &str) -> RunSpec {
+pub(crate) fn continuable_spec(inner: &EngineState, task: &Task, prompt: &str) -> RunSpec {
     RunSpec {
         task_id: task.id.clone(),
         prompt: prompt.to_owned(),
@@ -390,7 +394,7 @@ pub(crate) async fn release(executor: &Arc<dyn Executor>, state: Option<&Value>)
 
 /// Records the judge's verdict (or why there is none) as an evaluator event.
 pub(crate) async fn record_judge(
-    inner: &Inner,
+    inner: &EngineState,
     task: &Task,
     cycle: u32,
     judgement: &Judgement,

@@ -2,5 +2,8 @@ mod common;
 mod control;
 mod files;
 mod lifecycle;
+mod races;
 mod recovery;
+mod rig;
 mod scheduling;
+mod scripted;

@@ -1,6 +1,6 @@
 use std::{os::unix::process::CommandExt, time::Duration};
 
-use handoff_store::{ClaimLimits, InsertOutcome, SqliteStore, Store};
+use handoff_store::{ClaimLimits, InsertOutcome, SqliteStore, TaskStore};
 use handoff_task::{NewTask, TaskId, TaskOptions, TaskStatus, unix_millis_now};
 use serde_json::json;
 

@@ -18,7 +18,7 @@ use std::{
 };
 
 use handoff_config::LettaConfig;
-use handoff_store::{Store, StoreError};
+use handoff_store::{StoreError, WorkspaceStore};
 use handoff_task::{
     EventKind, NewEvent, NotifyState, Task, TaskId, TaskStatus, WorkspaceRecord, unix_millis_now,
 };
@@ -56,7 +56,7 @@ impl Slot {
 pub(crate) struct Shared {
     pub config: LettaConfig,
     pub client: LettaClient,
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn WorkspaceStore>,
     pub source: Arc<dyn TaskSource>,
     /// How long finished tasks are kept: the final write and the notification are retried
     /// until then.
@@ -138,7 +138,7 @@ impl WorkspaceSync {
     /// Starts the sweeper, which also resumes whatever an earlier process left unfinished.
     pub fn start(
         config: LettaConfig,
-        store: Arc<dyn Store>,
+        store: Arc<dyn WorkspaceStore>,
         source: Arc<dyn TaskSource>,
         task_retention: Duration,
     ) -> Result<Self, LettaError> {

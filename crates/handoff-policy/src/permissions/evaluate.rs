@@ -4,10 +4,11 @@
 
 use serde::Serialize;
 
+use handoff_task::{PermissionAction, PermissionRule};
+
 use super::{
     command::split_command,
     pattern::{Pattern, is_command_permission, is_path_permission, normalize_command},
-    rule::{PermissionAction, PermissionRule},
     stack::{Layer, RuleStack},
 };
 

@@ -3,10 +3,9 @@
 //! blanket, unconditional one is decided there; everything else — patterns, agent or project
 //! rules, the task's own rules, anything a PreToolUse hook must see — is asked of Handoff.
 
-use super::{
-    rule::{PermissionAction, PermissionRule},
-    stack::RuleStack,
-};
+use handoff_task::{PermissionAction, PermissionRule};
+
+use super::stack::RuleStack;
 
 /// OpenCode's permission names.
 pub const OPENCODE_PERMISSIONS: [&str; 15] = [

@@ -3,10 +3,9 @@
 use serde::{Deserialize, Serialize};
 use wildmatch::WildMatch;
 
-use super::{
-    pattern::{Pattern, is_path_permission},
-    rule::{PermissionAction, PermissionRule},
-};
+use handoff_task::{PermissionAction, PermissionRule};
+
+use super::pattern::{Pattern, is_path_permission};
 
 /// Where a rule comes from; later layers come later in the list (and so win ties).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ use axum::{
     middleware::Next,
     response::Response,
 };
-use handoff_config::ServerConfig;
+use handoff_config::{ServerConfig, TokenRole};
 use handoff_tools::AgentId;
 use http::{HeaderValue, Method, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
@@ -28,7 +28,8 @@ use self::{
     origin::{Origin, OriginRule},
 };
 
-/// The caller's agent identity from the `x-agent-id` header, validated at the edge.
+/// The caller's agent identity, decided at the edge: the agent a token is bound to, or the
+/// `x-agent-id` header of a gateway token (or of an open server without tokens).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallerIdentity(pub Option<AgentId>);
 
@@ -42,7 +43,8 @@ pub struct BadOriginRule(String);
 pub struct EdgePolicy {
     allowed_hosts: Vec<String>,
     origins: Vec<OriginRule>,
-    token: Option<String>,
+    /// Accepted bearer tokens and whom each stands for; none configured: an open server.
+    tokens: Vec<(String, TokenRole)>,
     max_body_bytes: usize,
 }
 
@@ -58,7 +60,18 @@ impl EdgePolicy {
         Ok(Self {
             allowed_hosts: config.allowed_hosts.clone(),
             origins,
-            token: config.auth_token.as_ref().map(|t| t.expose().to_owned()),
+            tokens: config
+                .auth_token
+                .iter()
+                .map(|t| (t.expose().to_owned(), TokenRole::Gateway))
+                .chain(
+                    config
+                        .tokens
+                        .0
+                        .iter()
+                        .map(|g| (g.token.expose().to_owned(), g.role.clone())),
+                )
+                .collect(),
             max_body_bytes: usize::try_from(config.max_body_bytes.bytes()).unwrap_or(usize::MAX),
         })
     }
@@ -137,19 +150,28 @@ pub(crate) async fn guard(
         Ok(None) => {}
     }
 
-    if let Some(token) = &policy.token {
+    let role = if policy.tokens.is_empty() {
+        TokenRole::Gateway
+    } else {
         match header_str(&request, header::AUTHORIZATION) {
             Ok(Some(value)) => {
                 let presented = value.strip_prefix("Bearer ").unwrap_or_default();
-                if !constant_time_eq(presented.as_bytes(), token.as_bytes()) {
-                    return unauthorized("Unauthorized: invalid bearer token", true);
+                // Every token is compared, so the time taken says nothing about which matched.
+                let matched = policy
+                    .tokens
+                    .iter()
+                    .filter(|(token, _)| constant_time_eq(presented.as_bytes(), token.as_bytes()))
+                    .fold(None, |found, (_, role)| found.or(Some(role.clone())));
+                match matched {
+                    Some(role) => role,
+                    None => return unauthorized("Unauthorized: invalid bearer token", true),
                 }
             }
             _ => return unauthorized("Unauthorized: bearer token required", false),
         }
-    }
+    };
 
-    let identity = match request.headers().get("x-agent-id").map(|v| v.to_str()) {
+    let header = match request.headers().get("x-agent-id").map(|v| v.to_str()) {
         None => None,
         Some(Ok(text)) => match AgentId::parse(text) {
             Ok(agent) => Some(agent),
@@ -170,6 +192,14 @@ pub(crate) async fn guard(
                 Value::Null,
             );
         }
+    };
+    let identity = match (role, header) {
+        // A token bound to one agent speaks for that agent only.
+        (TokenRole::Agent(bound), Some(claimed)) if claimed != bound => {
+            return forbidden("Forbidden: x-agent-id is not the agent this token belongs to");
+        }
+        (TokenRole::Agent(bound), _) => Some(bound),
+        (TokenRole::Gateway, header) => header,
     };
     request.extensions_mut().insert(CallerIdentity(identity));
 

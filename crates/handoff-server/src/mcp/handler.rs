@@ -53,6 +53,8 @@ pub struct HandoffMcp {
     relay: Arc<ElicitationRelay>,
     /// Identity for transports without headers (stdio).
     default_agent: Option<AgentId>,
+    /// The agent a caller that establishes and names none acts as (`auth.default_agent`).
+    fallback_agent: Option<AgentId>,
 }
 
 impl HandoffMcp {
@@ -63,12 +65,14 @@ impl HandoffMcp {
         handles: TaskHandles,
         relay: Arc<ElicitationRelay>,
         default_agent: Option<AgentId>,
+        fallback_agent: Option<AgentId>,
     ) -> Self {
         Self {
             pipeline,
             handles,
             relay,
             default_agent,
+            fallback_agent,
         }
     }
 
@@ -147,6 +151,7 @@ impl ServerHandler for HandoffMcp {
             ctx.id.to_string(),
         )
         .with_agent(agent.clone())
+        .with_fallback_agent(self.fallback_agent.clone())
         .with_session(session_id(&ctx))
         .with_cancel(ctx.ct.clone())
         .with_task_handle(as_task);
@@ -195,7 +200,10 @@ impl ServerHandler for HandoffMcp {
         request: GetTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let agent = tasks::require_agent(self.caller(&ctx), &request.task_id)?;
+        let agent = tasks::require_agent(
+            self.caller(&ctx).or_else(|| self.fallback_agent.clone()),
+            &request.task_id,
+        )?;
         let handle = self
             .handles
             .get(&agent, &request.task_id)
@@ -209,7 +217,10 @@ impl ServerHandler for HandoffMcp {
         request: UpdateTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let agent = tasks::require_agent(self.caller(&ctx), &request.task_id)?;
+        let agent = tasks::require_agent(
+            self.caller(&ctx).or_else(|| self.fallback_agent.clone()),
+            &request.task_id,
+        )?;
         tasks::update(
             &self.handles,
             &agent,
@@ -224,7 +235,10 @@ impl ServerHandler for HandoffMcp {
         request: CancelTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let agent = tasks::require_agent(self.caller(&ctx), &request.task_id)?;
+        let agent = tasks::require_agent(
+            self.caller(&ctx).or_else(|| self.fallback_agent.clone()),
+            &request.task_id,
+        )?;
         self.handles
             .cancel(&agent, &request.task_id)
             .await

@@ -10,6 +10,7 @@ use std::{
     time::Duration,
 };
 
+use handoff_engine::TaskNotice;
 use handoff_task::{AgentId, TaskId, TaskStatus};
 use handoff_tools::handles::{HandleState, TaskHandles};
 use rmcp::{Peer, RoleServer};
@@ -76,10 +77,10 @@ impl ElicitationRelay {
                 change = changes.recv() => change,
             };
             match change {
-                Ok((id, status)) if status.is_terminal() => {
+                Ok(TaskNotice::Status(id, status)) if status.is_terminal() => {
                     self.lock().remove(&id);
                 }
-                Ok((id, TaskStatus::InputRequired)) => {
+                Ok(TaskNotice::Status(id, TaskStatus::InputRequired)) => {
                     if self.lock().contains_key(&id) {
                         tokio::spawn(self.clone().ask(id));
                     }

@@ -2,6 +2,7 @@ mod common;
 mod edge;
 mod isolation;
 mod metrics;
+mod repeats;
 mod sessions;
 mod stateless;
 mod tasks_ext;

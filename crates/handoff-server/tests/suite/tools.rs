@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{call, start};
+use super::common::{Reply, call, start};
 
 fn error_body(reply: &super::common::Reply) -> Value {
     let result = &reply.body["result"];
@@ -66,7 +66,7 @@ async fn unknown_tool_is_a_clear_protocol_error() {
 }
 
 #[tokio::test]
-async fn agent_header_fills_agent_id_and_explicit_argument_wins() {
+async fn agent_header_fills_agent_id_and_an_argument_cannot_override_it() {
     let server = start(&[]).await;
     let header = [("x-agent-id", "agent-597b5756")];
     let session = server.initialize(&header).await;
@@ -77,17 +77,14 @@ async fn agent_header_fills_agent_id_and_explicit_argument_wins() {
         filled.body["result"]["structuredContent"]["agent_id"],
         "agent-597b5756"
     );
-    let explicit = server
+    let other = server
         .session_call(
             &session,
             &header,
             &call(2, "ping", json!({"agent_id": "agent-explicit"})),
         )
         .await;
-    assert_eq!(
-        explicit.body["result"]["structuredContent"]["agent_id"],
-        "agent-explicit"
-    );
+    assert_eq!(error_body(&other)["error"]["pointer"], "/agent_id");
     let bad = server
         .session_call(
             &session,
@@ -96,6 +93,82 @@ async fn agent_header_fills_agent_id_and_explicit_argument_wins() {
         )
         .await;
     assert_eq!(error_body(&bad)["error"]["pointer"], "/agent_id");
+    // Without any identity from the edge the argument names the caller (open server).
+    let bare = server.initialize(&[]).await;
+    let chosen = server
+        .session_call(
+            &bare,
+            &[],
+            &call(4, "ping", json!({"agent_id": "agent-explicit"})),
+        )
+        .await;
+    assert_eq!(
+        chosen.body["result"]["structuredContent"]["agent_id"],
+        "agent-explicit"
+    );
+}
+
+/// Tokens of three callers: two agents and a gateway acting for many.
+const TOKENS: &str = r#"[
+    {"token": "token-of-agent-a-0001", "role": "agent", "agent_id": "agent-a"},
+    {"token": "token-of-agent-b-0002", "role": "agent", "agent_id": "agent-b"},
+    {"token": "token-of-gateway-0003", "role": "gateway"}
+]"#;
+
+#[tokio::test]
+async fn tokens_decide_who_calls() {
+    let server = start(&[("HANDOFF_AUTH_TOKENS", TOKENS)]).await;
+    let who = |reply: &Reply| reply.body["result"]["structuredContent"]["agent_id"].clone();
+    let a = [("authorization", "Bearer token-of-agent-a-0001")];
+    let session = server.initialize(&a).await;
+    let own = server
+        .session_call(&session, &a, &call(1, "ping", json!({})))
+        .await;
+    assert_eq!(who(&own), "agent-a");
+    // An agent token cannot speak for another agent by argument…
+    let by_argument = server
+        .session_call(
+            &session,
+            &a,
+            &call(2, "ping", json!({"agent_id": "agent-b"})),
+        )
+        .await;
+    assert_eq!(error_body(&by_argument)["error"]["pointer"], "/agent_id");
+    // …nor by header.
+    let as_b = [
+        ("authorization", "Bearer token-of-agent-a-0001"),
+        ("x-agent-id", "agent-b"),
+    ];
+    let by_header = server
+        .session_call(&session, &as_b, &call(3, "ping", json!({})))
+        .await;
+    assert_eq!(by_header.status, 403, "{:?}", by_header.body);
+    // A gateway names the agent per call, and keeps them apart.
+    for agent in ["agent-a", "agent-b"] {
+        let gateway = [
+            ("authorization", "Bearer token-of-gateway-0003"),
+            ("x-agent-id", agent),
+        ];
+        let session = server.initialize(&gateway).await;
+        let reply = server
+            .session_call(&session, &gateway, &call(4, "ping", json!({})))
+            .await;
+        assert_eq!(who(&reply), agent);
+        let other = server
+            .session_call(
+                &session,
+                &gateway,
+                &call(5, "ping", json!({"agent_id": "agent-c"})),
+            )
+            .await;
+        assert_eq!(error_body(&other)["error"]["pointer"], "/agent_id");
+    }
+    // An unknown token is refused before anything else.
+    let wrong = [("authorization", "Bearer token-of-nobody-0004")];
+    let refused = server
+        .session_call(&session, &wrong, &call(6, "ping", json!({})))
+        .await;
+    assert_eq!(refused.status, 401);
 }
 
 #[tokio::test]

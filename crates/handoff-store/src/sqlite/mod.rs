@@ -12,6 +12,7 @@
 
 mod approvals;
 mod events;
+mod inputs;
 mod rows;
 mod tasks;
 mod workspaces;
@@ -22,8 +23,8 @@ use std::{path::Path, time::Duration};
 
 use async_trait::async_trait;
 use handoff_task::{
-    AgentId, Approval, Artifact, AuditRecord, NewEvent, NewTask, Task, TaskEvent, TaskId,
-    TaskStatus, WorkspaceRecord,
+    AgentId, Approval, Artifact, AuditRecord, NewEvent, NewTask, PendingInput, Task, TaskEvent,
+    TaskId, TaskStatus, WorkspaceRecord,
 };
 use serde_json::Value;
 use sqlx::{
@@ -33,8 +34,8 @@ use sqlx::{
 };
 
 use crate::{
-    AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact, StatusChange, Store,
-    StoreError, TaskFilter, TaskPage,
+    ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact,
+    StatusChange, StoreError, TaskFilter, TaskPage, TaskStore, WorkspaceStore,
 };
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
@@ -105,7 +106,7 @@ impl SqliteStore {
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl TaskStore for SqliteStore {
     async fn insert_task(
         &self,
         task: &NewTask,
@@ -238,6 +239,32 @@ impl Store for SqliteStore {
         Ok(purged)
     }
 
+    async fn put_input_request(&self, input: &PendingInput) -> Result<(), StoreError> {
+        let mut conn = self.write.acquire().await?;
+        inputs::put(&mut conn, input).await
+    }
+
+    async fn delete_input_request(
+        &self,
+        task: &TaskId,
+        request_id: &str,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.write.acquire().await?;
+        inputs::delete(&mut conn, task, request_id).await
+    }
+
+    async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
+        inputs::of_task(&self.read, task).await
+    }
+
+    async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
+        let mut conn = self.write.acquire().await?;
+        inputs::clear(&mut conn, task).await
+    }
+}
+
+#[async_trait]
+impl ApprovalStore for SqliteStore {
     async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         approvals::insert(&mut tx, approval).await?;
@@ -283,7 +310,10 @@ impl Store for SqliteStore {
     async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         approvals::audit(&self.read, filter).await
     }
+}
 
+#[async_trait]
+impl WorkspaceStore for SqliteStore {
     async fn insert_workspace(
         &self,
         record: &WorkspaceRecord,

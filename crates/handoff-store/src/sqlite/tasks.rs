@@ -216,6 +216,10 @@ pub(super) async fn set_status(
         return Ok(None);
     };
     let task = task_from_row(&row)?;
+    if change.to.is_terminal() {
+        // A finished task has nobody left to answer.
+        super::inputs::clear(conn, id).await?;
+    }
 
     let mut data = json!({ "from": change.from.as_str(), "to": change.to.as_str() });
     if let Some(error) = &change.error {
@@ -255,6 +259,8 @@ pub(super) async fn requeue(
         return Ok(None);
     };
     let task = task_from_row(&row)?;
+    // The run that asked is gone; a re-run asks again.
+    super::inputs::clear(conn, id).await?;
     let data = json!({ "from": from.as_str(), "to": "queued" });
     append(conn, id, at, &[status_event(reason, data)]).await?;
     Ok(Some(task))

@@ -2,7 +2,7 @@ use handoff_task::{AgentId, BlockPhase, NotifyState, TaskId, WorkspaceRecord};
 use tempfile::TempDir;
 
 use super::SqliteStore;
-use crate::Store;
+use crate::WorkspaceStore;
 
 fn record(created_at: i64) -> WorkspaceRecord {
     WorkspaceRecord::new(

@@ -4,51 +4,13 @@ use std::{
     time::{Instant, SystemTime},
 };
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use handoff_protocol::{
+    builtin::{ComponentReport, HealthArgs, HealthReport, TaskCounts},
+    names,
+};
 
 use super::{VERSION, unix_millis};
 use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
-
-/// One subsystem's readiness (store, executors, Letta, transports).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct ComponentReport {
-    /// Subsystem name.
-    pub name: String,
-    /// Whether it can do its job now.
-    pub ready: bool,
-    /// One line on its state.
-    pub detail: String,
-}
-
-/// Task counts, reported once the task engine is running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct TaskCounts {
-    /// Tasks running now.
-    pub active: u64,
-    /// Tasks waiting for a slot.
-    pub queued: u64,
-}
-
-/// The health report served by the `health` tool and `GET /health`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct HealthReport {
-    /// `ok` when every component is ready, else `degraded`.
-    pub status: String,
-    /// Server name.
-    pub server: String,
-    /// Server version.
-    pub version: String,
-    /// Milliseconds since start.
-    pub uptime_ms: u64,
-    /// Start time, milliseconds since the Unix epoch.
-    pub started_at_ms: u64,
-    /// Each registered subsystem.
-    pub components: Vec<ComponentReport>,
-    /// Task counts (absent until the task engine reports).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tasks: Option<TaskCounts>,
-}
 
 /// Live service state that subsystems update and health reports read.
 #[derive(Debug)]
@@ -119,11 +81,6 @@ impl ServiceStatus {
     }
 }
 
-/// Arguments of `health`: none.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HealthArgs {}
-
 /// `health`: version, uptime, subsystem readiness and task counts.
 #[derive(Debug, Clone)]
 pub struct HealthTool {
@@ -142,7 +99,7 @@ impl Tool for HealthTool {
     type Output = HealthReport;
 
     fn name(&self) -> &'static str {
-        "health"
+        names::HEALTH
     }
 
     fn description(&self) -> &'static str {

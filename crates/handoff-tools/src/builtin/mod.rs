@@ -1,12 +1,18 @@
-//! Tools every Handoff instance serves regardless of which subsystems are enabled.
+//! Tools every Handoff instance serves regardless of which subsystems are enabled (their
+//! arguments and results are wire types in `handoff-protocol`).
 
 mod health;
 mod ping;
 mod tool_output;
 
-pub use health::{ComponentReport, HealthReport, HealthTool, ServiceStatus, TaskCounts};
-pub use ping::{PingArgs, PingOutput, PingTool};
-pub use tool_output::{ReadToolOutputArgs, ReadToolOutputOutput, ReadToolOutputTool};
+// The wire types these tools speak, where they were before `handoff-protocol` existed.
+pub use handoff_protocol::builtin::{
+    ComponentReport, HealthArgs, HealthReport, PingArgs, PingOutput, ReadToolOutputArgs,
+    ReadToolOutputOutput, TaskCounts,
+};
+pub use health::{HealthTool, ServiceStatus};
+pub use ping::PingTool;
+pub use tool_output::ReadToolOutputTool;
 
 /// Handoff's version, as reported by `ping`, `health` and `server/discover`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,44 +1,10 @@
 use handoff_policy::output::{SpillDir, SpillError};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use handoff_protocol::{
+    builtin::{ReadToolOutputArgs, ReadToolOutputOutput},
+    names,
+};
 
-use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
-
-/// Arguments of `read_tool_output`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReadToolOutputArgs {
-    /// Calling agent (defaults to the x-agent-id header).
-    pub agent_id: Option<AgentId>,
-    /// The id a truncation notice named (`tool_` + 32 hex digits).
-    #[schemars(regex(pattern = r"^tool_[0-9a-f]{32}$"))]
-    pub output_id: String,
-    /// Byte offset to read from (default 0).
-    #[schemars(range(min = 0))]
-    pub offset: Option<u64>,
-    /// Bytes to read (default and most: 32 KiB).
-    #[schemars(range(min = 1, max = 32768))]
-    pub limit: Option<u32>,
-    /// Lines to read at most (default 1000, so a page is never cut again).
-    #[schemars(range(min = 1, max = 2000))]
-    pub lines: Option<u32>,
-}
-
-/// Result of `read_tool_output`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ReadToolOutputOutput {
-    /// The output read.
-    pub output_id: String,
-    /// The text from `offset` (whole characters only).
-    pub text: String,
-    /// Where it starts.
-    pub offset: u64,
-    /// The full output's size in bytes.
-    pub total_bytes: u64,
-    /// Where the next page starts; absent at the end.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_offset: Option<u64>,
-}
+use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `read_tool_output`: the rest of a tool result that was cut.
 pub struct ReadToolOutputTool {
@@ -59,7 +25,7 @@ impl Tool for ReadToolOutputTool {
     type Output = ReadToolOutputOutput;
 
     fn name(&self) -> &'static str {
-        "read_tool_output"
+        names::READ_TOOL_OUTPUT
     }
 
     fn description(&self) -> &'static str {

@@ -13,7 +13,7 @@ use handoff_task::{AgentId, TaskId, TaskStatus, unix_millis_now};
 
 pub use state::HandleState;
 
-use crate::tasks::ExecuteTaskOutput;
+use crate::tasks::finished_output;
 
 /// Why a handle operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -101,7 +101,7 @@ impl TaskHandles {
             .saturating_add(u64::try_from(self.retention.as_millis()).unwrap_or(u64::MAX));
         let state = match task.status {
             s if s.is_terminal() => {
-                let output = ExecuteTaskOutput::finished(&self.engine, task).await?;
+                let output = finished_output(&self.engine, task).await?;
                 HandleState::finished(task, output)
             }
             TaskStatus::InputRequired if !view.pending_input.is_empty() => {
@@ -139,9 +139,9 @@ impl TaskHandles {
         }
     }
 
-    /// Every task state change from now on (id and new status), for followers.
-    pub fn follow(&self) -> tokio::sync::broadcast::Receiver<(TaskId, TaskStatus)> {
-        self.engine.changes()
+    /// Every task event and state change from now on, for followers.
+    pub fn follow(&self) -> tokio::sync::broadcast::Receiver<handoff_engine::TaskNotice> {
+        self.engine.subscribe()
     }
 
     /// Asks the task to stop; cooperative, so the handle may show `working` for a moment.

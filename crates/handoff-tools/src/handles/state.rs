@@ -1,10 +1,9 @@
 //! The Tasks extension's five states, mapped from Handoff's eight.
 
 use handoff_engine::StatusView;
+use handoff_protocol::{clip, tasks::ExecuteTaskOutput};
 use handoff_runner::InputRequest;
 use handoff_task::{Task, TaskStatus};
-
-use crate::tasks::ExecuteTaskOutput;
 
 /// Where a handle stands, with what that state carries.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,10 +65,7 @@ impl HandleState {
                     .to_owned()
             }
             status => match view.recent_events.last() {
-                Some(event) => format!(
-                    "{status}: {}",
-                    crate::tasks::clip(&event.message, STATUS_MESSAGE_CHARS)
-                ),
+                Some(event) => format!("{status}: {}", clip(&event.message, STATUS_MESSAGE_CHARS)),
                 None => status.to_string(),
             },
         };

@@ -174,11 +174,11 @@ impl Pipeline {
         }
 
         let mut args = request.arguments.unwrap_or_default();
-        if def.takes_agent_id()
-            && matches!(args.get("agent_id"), None | Some(Value::Null))
-            && let Some(agent) = &ctx.agent_id
-        {
-            args.insert("agent_id".to_owned(), Value::String(agent.to_string()));
+        if def.takes_agent_id() && matches!(args.get("agent_id"), None | Some(Value::Null)) {
+            // The edge's identity, else (no identity at all) the configured default.
+            if let Some(agent) = ctx.agent_id.as_ref().or(ctx.fallback_agent.as_ref()) {
+                args.insert("agent_id".to_owned(), Value::String(agent.to_string()));
+            }
         }
         let args = Value::Object(args);
 
@@ -202,13 +202,21 @@ impl Pipeline {
                 message: failure.message,
             })?;
 
-        // An explicit `agent_id` argument wins over the transport's identity.
+        // Identity is decided at the edge: an `agent_id` argument may repeat it, or choose one
+        // only where the edge established none (an open server or a gateway without a header).
         if let Some(Value::String(explicit)) = args.get("agent_id") {
             let agent = AgentId::parse(explicit).map_err(|e| ToolError::InvalidArguments {
                 tool: def.name.to_owned(),
                 pointer: "/agent_id".to_owned(),
                 message: e.to_string(),
             })?;
+            if ctx.agent_id.as_ref().is_some_and(|known| known != &agent) {
+                return Err(ToolError::InvalidArguments {
+                    tool: def.name.to_owned(),
+                    pointer: "/agent_id".to_owned(),
+                    message: "is not the identity this connection authenticated as; omit it (the x-agent-id header or the token decides who calls)".to_owned(),
+                });
+            }
             trail.agent = Some(agent.clone());
             ctx.agent_id = Some(agent);
         }

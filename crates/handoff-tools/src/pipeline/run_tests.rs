@@ -294,7 +294,7 @@ async fn permission_deny_and_unanswered_ask_refuse() {
 }
 
 #[tokio::test]
-async fn header_identity_fills_agent_id_and_explicit_argument_wins() {
+async fn header_identity_fills_agent_id_and_an_argument_cannot_override_it() {
     let log = Log::default();
     let p = pipeline(Recorder::new(&log));
     let header = AgentId::parse("from-header").unwrap();
@@ -307,15 +307,44 @@ async fn header_identity_fills_agent_id_and_explicit_argument_wins() {
         .unwrap();
     assert_eq!(filled["agent_id"], "from-header");
     assert_eq!(filled["context_agent"], "from-header");
-    let explicit = p
+    let repeated = p
+        .call(
+            ctx().with_agent(Some(header.clone())),
+            call("echo", json!({"text": "x", "agent_id": "from-header"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(repeated["context_agent"], "from-header");
+    let other = p
         .call(
             ctx().with_agent(Some(header)),
+            call("echo", json!({"text": "x", "agent_id": "someone-else"})),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&other, ToolError::InvalidArguments { pointer, message, .. }
+            if pointer == "/agent_id" && !message.contains("someone-else")),
+        "{other:?}"
+    );
+    // No identity from the edge (open server, gateway without a header): the argument chooses.
+    let chosen = p
+        .call(
+            ctx(),
             call("echo", json!({"text": "x", "agent_id": "explicit"})),
         )
         .await
         .unwrap();
-    assert_eq!(explicit["agent_id"], "explicit");
-    assert_eq!(explicit["context_agent"], "explicit");
+    assert_eq!(chosen["context_agent"], "explicit");
+    // Nothing at all: the configured default.
+    let default = p
+        .call(
+            ctx().with_fallback_agent(Some(AgentId::parse("fallback").unwrap())),
+            call("echo", json!({"text": "x"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(default["context_agent"], "fallback");
     let bad = p
         .call(
             ctx(),

@@ -1,5 +1,7 @@
 //! The loop guard over Handoff's tool calls, per agent. Reading tools are exempt: polling a
-//! task's status with the same arguments is how an agent waits, not a loop.
+//! task's status with the same arguments is how an agent waits, not a loop. So are tools that
+//! judge their own repeats with facts this stage cannot see before the call (`execute_task`
+//! counts only identical submissions still active).
 
 use std::{sync::Mutex, time::Duration};
 
@@ -15,6 +17,7 @@ use crate::{
 #[derive(Debug)]
 pub struct CallLoopGuard {
     detector: Mutex<Detector>,
+    exempt: &'static [&'static str],
 }
 
 impl CallLoopGuard {
@@ -22,13 +25,20 @@ impl CallLoopGuard {
     pub fn new(ladder: Ladder, window: Duration) -> Self {
         Self {
             detector: Mutex::new(Detector::new(ladder).with_window(window)),
+            exempt: &[],
         }
+    }
+
+    /// Leaves the calls of `tools` (canonical names) uncounted: they judge their own repeats.
+    pub fn except(mut self, tools: &'static [&'static str]) -> Self {
+        self.exempt = tools;
+        self
     }
 }
 
 impl LoopGuard for CallLoopGuard {
     fn check(&self, ctx: &ToolContext, tool: &ToolDefinition, args: &Value) -> GuardVerdict {
-        if tool.annotations.read_only {
+        if tool.annotations.read_only || self.exempt.contains(&tool.name) {
             return GuardVerdict::Proceed;
         }
         let session = ctx

@@ -234,6 +234,29 @@ async fn the_loop_guard_refuses_repeats_of_changing_calls_but_not_reads() {
     }
 }
 
+#[test]
+fn tools_judging_their_own_repeats_are_left_to_themselves() {
+    use crate::pipeline::{GuardVerdict, LoopGuard};
+
+    let mut registry = ToolRegistry::new();
+    registry.register(Shout { read_only: false }).unwrap();
+    let shout = registry.definitions().next().unwrap();
+    let ctx = as_agent("a");
+    let args = json!({"text": "again"});
+    let counting = CallLoopGuard::new(Ladder::default(), std::time::Duration::from_secs(600));
+    let exempting = CallLoopGuard::new(Ladder::default(), std::time::Duration::from_secs(600))
+        .except(&["shout"]);
+    let verdicts = |guard: &CallLoopGuard| -> Vec<GuardVerdict> {
+        (0..5).map(|_| guard.check(&ctx, shout, &args)).collect()
+    };
+    assert!(matches!(verdicts(&counting)[2], GuardVerdict::Refuse(_)));
+    assert!(
+        verdicts(&exempting)
+            .iter()
+            .all(|v| *v == GuardVerdict::Proceed)
+    );
+}
+
 #[tokio::test]
 async fn a_pre_tool_use_hook_denies_with_its_reason() {
     let data = tempfile::tempdir().unwrap();

@@ -1,27 +1,11 @@
 use handoff_engine::Engine;
-use handoff_task::{Approval, TaskId};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use handoff_protocol::{
+    names,
+    tasks::{ListApprovalsArgs, ListApprovalsOutput, RevokeApprovalArgs, RevokeApprovalOutput},
+};
 
 use super::{caller, failure::tool_error};
-use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
-
-/// Arguments of `list_approvals`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListApprovalsArgs {
-    /// Calling agent (defaults to the x-agent-id header); only its approvals are listed.
-    pub agent_id: Option<AgentId>,
-    /// Only approvals given in this task.
-    pub task_id: Option<TaskId>,
-}
-
-/// Result of `list_approvals`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ListApprovalsOutput {
-    /// Standing approvals, oldest first.
-    pub approvals: Vec<Approval>,
-}
+use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `list_approvals`: the standing approvals you gave your tasks' executors.
 pub struct ListApprovalsTool {
@@ -40,7 +24,7 @@ impl Tool for ListApprovalsTool {
     type Output = ListApprovalsOutput;
 
     fn name(&self) -> &'static str {
-        "list_approvals"
+        names::LIST_APPROVALS
     }
 
     fn description(&self) -> &'static str {
@@ -69,26 +53,6 @@ impl Tool for ListApprovalsTool {
     }
 }
 
-/// Arguments of `revoke_approval`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RevokeApprovalArgs {
-    /// Calling agent (defaults to the x-agent-id header).
-    pub agent_id: Option<AgentId>,
-    /// The approval (`id` from list_approvals).
-    #[schemars(regex(pattern = r"^ap_[0-9a-f]{32}$"))]
-    pub approval_id: String,
-}
-
-/// Result of `revoke_approval`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct RevokeApprovalOutput {
-    /// The approval that was removed.
-    pub revoked: Approval,
-    /// What happens now.
-    pub message: String,
-}
-
 /// `revoke_approval`: removes a standing approval.
 pub struct RevokeApprovalTool {
     engine: Engine,
@@ -106,7 +70,7 @@ impl Tool for RevokeApprovalTool {
     type Output = RevokeApprovalOutput;
 
     fn name(&self) -> &'static str {
-        "revoke_approval"
+        names::REVOKE_APPROVAL
     }
 
     fn description(&self) -> &'static str {

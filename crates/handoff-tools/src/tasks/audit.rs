@@ -1,36 +1,11 @@
 use handoff_engine::{Engine, MAX_AUDIT_PAGE};
-use handoff_task::{AuditRecord, TaskId};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use handoff_protocol::{
+    names,
+    tasks::{GetAuditLogArgs, GetAuditLogOutput},
+};
 
 use super::{caller, failure::tool_error};
-use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
-
-/// Arguments of `get_audit_log`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GetAuditLogArgs {
-    /// Calling agent (defaults to the x-agent-id header); only its records are read.
-    pub agent_id: Option<AgentId>,
-    /// Only decisions about this task (its executor's requests and tool calls naming it).
-    pub task_id: Option<TaskId>,
-    /// `next_before_seq` of the previous page.
-    #[schemars(range(min = 1))]
-    pub before_seq: Option<i64>,
-    /// Page size (default 50, at most 500).
-    #[schemars(range(min = 1, max = 500))]
-    pub limit: Option<u32>,
-}
-
-/// Result of `get_audit_log`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct GetAuditLogOutput {
-    /// Decisions, newest first.
-    pub records: Vec<AuditRecord>,
-    /// Pass as `before_seq` for older records; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_before_seq: Option<i64>,
-}
+use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `get_audit_log`: every permission decision about your calls and your tasks' executors.
 pub struct GetAuditLogTool {
@@ -49,7 +24,7 @@ impl Tool for GetAuditLogTool {
     type Output = GetAuditLogOutput;
 
     fn name(&self) -> &'static str {
-        "get_audit_log"
+        names::GET_AUDIT_LOG
     }
 
     fn description(&self) -> &'static str {

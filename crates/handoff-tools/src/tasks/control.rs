@@ -1,50 +1,11 @@
 use handoff_engine::{Control, Engine};
-use handoff_task::{TaskId, TaskStatus};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use handoff_protocol::{
+    names,
+    tasks::{ControlAction, SendTaskControlArgs, SendTaskControlOutput},
+};
 
 use super::{caller, failure::tool_error};
-use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
-
-/// A control action on the wire.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ControlAction {
-    /// Stop the task for good (graceful, then forced).
-    Cancel,
-    /// Freeze a running task.
-    Pause,
-    /// Unfreeze a paused task.
-    Resume,
-}
-
-/// Arguments of `send_task_control`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SendTaskControlArgs {
-    /// Calling agent (defaults to the x-agent-id header).
-    pub agent_id: Option<AgentId>,
-    /// The task.
-    pub task_id: TaskId,
-    /// What to do.
-    pub control: ControlAction,
-    /// Why (recorded in the task history).
-    #[schemars(length(max = 2000))]
-    pub reason: Option<String>,
-}
-
-/// Result of `send_task_control`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct SendTaskControlOutput {
-    /// The task.
-    pub task_id: String,
-    /// Its state afterwards.
-    pub status: TaskStatus,
-    /// False when it already was in the asked-for state.
-    pub changed: bool,
-    /// What happened.
-    pub message: String,
-}
+use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `send_task_control`: cancel, pause or resume a task.
 pub struct SendTaskControlTool {
@@ -63,7 +24,7 @@ impl Tool for SendTaskControlTool {
     type Output = SendTaskControlOutput;
 
     fn name(&self) -> &'static str {
-        "send_task_control"
+        names::SEND_TASK_CONTROL
     }
 
     fn description(&self) -> &'static str {

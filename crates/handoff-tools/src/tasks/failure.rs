@@ -1,4 +1,5 @@
 use handoff_engine::EngineError;
+use handoff_protocol::codes;
 use handoff_runner::RunnerError;
 
 use crate::ToolError;
@@ -16,16 +17,20 @@ pub(super) fn tool_error(tool: &str, error: EngineError) -> ToolError {
             message,
         },
         EngineError::QueueFull { retry_after, .. } => ToolError::Busy {
-            code: "QUEUE_FULL",
+            code: codes::QUEUE_FULL,
             message: text,
             retry_after: Some(retry_after),
         },
         EngineError::RateLimited { retry_after, .. } => ToolError::Busy {
-            code: "RATE_LIMITED",
+            code: codes::RATE_LIMITED,
             message: text,
             retry_after: Some(retry_after),
         },
         EngineError::Conflict(message) => ToolError::Conflict { message },
+        EngineError::Forbidden(reason) => ToolError::Denied {
+            tool: tool.to_owned(),
+            reason,
+        },
         EngineError::Runner(RunnerError::Unsupported { .. }) => {
             ToolError::Unsupported { message: text }
         }

@@ -1,64 +1,12 @@
 use handoff_engine::Engine;
-use handoff_task::{Artifact, ArtifactBody, ArtifactKind, TaskId};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use handoff_protocol::{
+    EventView, TaskView, names,
+    tasks::{ARTIFACT_VIEW_BYTES, ArtifactView, GetTaskHistoryArgs, GetTaskHistoryOutput},
+};
+use handoff_task::{Artifact, ArtifactBody};
 
-use super::{EventView, TaskView, caller, failure::tool_error};
-use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
-
-/// Bytes of an artifact shown inline; the rest is reported, never silently dropped.
-const ARTIFACT_VIEW_BYTES: u64 = 64 << 10;
-
-/// Arguments of `get_task_history`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GetTaskHistoryArgs {
-    /// Calling agent (defaults to the x-agent-id header).
-    pub agent_id: Option<AgentId>,
-    /// The task.
-    pub task_id: TaskId,
-    /// Events to skip (default 0).
-    #[schemars(range(min = 0))]
-    pub events_offset: Option<u64>,
-    /// Events to return (default 100, at most 1000).
-    #[schemars(range(min = 1, max = 1000))]
-    pub events_limit: Option<u32>,
-    /// Also return the stored outputs (first 64 KiB of each, with their full size).
-    pub include_artifacts: Option<bool>,
-}
-
-/// A stored output as shown.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ArtifactView {
-    /// What it holds.
-    pub kind: ArtifactKind,
-    /// Full size in bytes.
-    pub size: u64,
-    /// The executor produced more than the server keeps (tasks.artifact_max_bytes).
-    pub capped: bool,
-    /// The first 64 KiB (lossy UTF-8).
-    pub content: String,
-    /// `content` is only the beginning.
-    pub truncated: bool,
-}
-
-/// Result of `get_task_history`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct GetTaskHistoryOutput {
-    /// The task.
-    pub task: TaskView,
-    /// The requested page of events, in order.
-    pub events: Vec<EventView>,
-    /// Events recorded in total.
-    pub total_events: u64,
-    /// Offset of this page.
-    pub events_offset: u64,
-    /// More events follow this page.
-    pub has_more: bool,
-    /// Stored outputs (when asked for).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub artifacts: Option<Vec<ArtifactView>>,
-}
+use super::{caller, failure::tool_error};
+use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `get_task_history`: the full, paged record of a task.
 pub struct GetTaskHistoryTool {
@@ -77,7 +25,7 @@ impl Tool for GetTaskHistoryTool {
     type Output = GetTaskHistoryOutput;
 
     fn name(&self) -> &'static str {
-        "get_task_history"
+        names::GET_TASK_HISTORY
     }
 
     fn description(&self) -> &'static str {

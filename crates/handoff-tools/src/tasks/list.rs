@@ -1,36 +1,11 @@
 use handoff_engine::Engine;
-use handoff_task::TaskStatus;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use handoff_protocol::{
+    TaskView, names,
+    tasks::{ListTasksArgs, ListTasksOutput},
+};
 
-use super::{TaskView, caller, failure::tool_error};
-use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
-
-/// Arguments of `list_tasks`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListTasksArgs {
-    /// Calling agent (defaults to the x-agent-id header); only its tasks are listed.
-    pub agent_id: Option<AgentId>,
-    /// Only tasks in this state.
-    pub status: Option<TaskStatus>,
-    /// Page size (default 50, at most 200).
-    #[schemars(range(min = 1, max = 200))]
-    pub limit: Option<u32>,
-    /// `next_cursor` of the previous page.
-    #[schemars(regex(pattern = r"^c[0-9]{1,19}$"))]
-    pub cursor: Option<String>,
-}
-
-/// Result of `list_tasks`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ListTasksOutput {
-    /// Tasks, newest first.
-    pub tasks: Vec<TaskView>,
-    /// Pass as `cursor` for the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
+use super::{caller, failure::tool_error};
+use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `list_tasks`: your tasks, newest first, paged.
 pub struct ListTasksTool {
@@ -49,7 +24,7 @@ impl Tool for ListTasksTool {
     type Output = ListTasksOutput;
 
     fn name(&self) -> &'static str {
-        "list_tasks"
+        names::LIST_TASKS
     }
 
     fn description(&self) -> &'static str {

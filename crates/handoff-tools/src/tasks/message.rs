@@ -1,45 +1,28 @@
 use handoff_engine::Engine;
-use handoff_task::{MessageType, TaskId, TaskStatus};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use handoff_protocol::{
+    names,
+    tasks::{SendTaskMessageArgs, SendTaskMessageOutput},
+};
+use serde_json::Value;
 
 use super::{caller, failure::tool_error};
-use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
+use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
 
-/// Arguments of `send_task_message`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SendTaskMessageArgs {
-    /// Calling agent (defaults to the x-agent-id header).
-    pub agent_id: Option<AgentId>,
-    /// The task.
-    pub task_id: TaskId,
-    /// What to tell the working agent; for message_type approval, the answer to its pending
-    /// request: {"decision":"allow"|"deny","scope"?:"once"|"always","message"?:"…","request_id"?:"…"}
-    /// or the word allow / deny.
-    #[schemars(length(min = 1, max = 65536))]
-    pub message: String,
-    /// What kind of message it is (default update).
-    pub message_type: Option<MessageType>,
-    /// Free-form JSON object recorded with the message.
-    pub metadata: Option<Map<String, Value>>,
-}
-
-/// Result of `send_task_message`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct SendTaskMessageOutput {
-    /// The task.
-    pub task_id: String,
-    /// Its state when the message arrived.
-    pub status: TaskStatus,
-    /// The message's event number in the task history.
-    pub event_seq: i64,
-    /// The running executor received it.
-    pub delivered: bool,
-    /// What happened to the message.
-    pub note: String,
-}
+/// What agents read: the only place they learn the approval answer's format, so it names
+/// exactly what the engine's parser accepts.
+const DESCRIPTION: &str = "Send a message (feedback, a correction, new requirements, an \
+    answer…) to one of your tasks. A running executor receives it at once; a queued task gets \
+    it with its prompt. When the task is input_required (its executor asks for permission or an \
+    answer; see the pending request in get_task_status/get_task_history), answer with \
+    message_type approval and message {\"decision\":\"allow\"|\"deny\",\"scope\":\"once\"|\
+    \"task\"|\"project\",\"patterns\":[\"…\"],\"message\":\"…\",\"request_id\":\"…\"}, where only \
+    decision is required: scope once (default) allows this request only, task (or always) also \
+    the same permission and subjects for the rest of this task, project also in your later \
+    tasks in this project until revoke_approval; patterns, with scope task or project, are \
+    wildcards to approve instead of exactly what was asked (e.g. \"ls *\"), each covering \
+    something asked; message is your answer to a question or why you deny; request_id answers a \
+    pending request other than the oldest. The words allow or deny alone also work. Every \
+    message is recorded in the task history.";
 
 /// `send_task_message`: tells a task's executor something while it works.
 pub struct SendTaskMessageTool {
@@ -58,16 +41,11 @@ impl Tool for SendTaskMessageTool {
     type Output = SendTaskMessageOutput;
 
     fn name(&self) -> &'static str {
-        "send_task_message"
+        names::SEND_TASK_MESSAGE
     }
 
     fn description(&self) -> &'static str {
-        "Send a message (feedback, a correction, new requirements, an answer…) to one of your \
-         tasks. A running executor receives it at once; a queued task gets it with its prompt. \
-         When the task is input_required (its executor asks for permission or an answer; see \
-         the pending request in get_task_status/get_task_history), answer with message_type \
-         approval and message {\"decision\":\"allow\"|\"deny\",\"scope\":\"once\"|\"always\",\
-         \"message\":\"…\"} (or just allow / deny). Every message is recorded in the task history."
+        DESCRIPTION
     }
 
     fn annotations(&self) -> ToolAnnotations {
@@ -101,5 +79,54 @@ impl Tool for SendTaskMessageTool {
             delivered: receipt.delivered,
             note: receipt.note,
         })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use handoff_protocol::{object_schema_for, tasks::SendTaskMessageArgs};
+    use handoff_runner::{Decision, InputAnswer, Scope};
+
+    use super::DESCRIPTION;
+
+    /// Every field and scope the engine's approval parser accepts, as they appear on the wire.
+    fn accepted() -> Vec<String> {
+        let answer = InputAnswer {
+            decision: Decision::Allow,
+            scope: Scope::Once,
+            message: Some(String::new()),
+            request_id: Some(String::new()),
+            patterns: vec![String::new()],
+        };
+        let fields = serde_json::to_value(answer).unwrap();
+        let mut words: Vec<String> = fields.as_object().unwrap().keys().cloned().collect();
+        for scope in [Scope::Once, Scope::Task, Scope::Project] {
+            // A new scope fails to compile here until the description names it.
+            match scope {
+                Scope::Once | Scope::Task | Scope::Project => {}
+            }
+            words.push(
+                serde_json::to_value(scope)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            );
+        }
+        words
+    }
+
+    #[test]
+    fn the_description_and_schema_name_every_approval_field_and_scope() {
+        let schema = object_schema_for::<SendTaskMessageArgs>().unwrap();
+        let message_doc = schema["properties"]["message"]["description"]
+            .as_str()
+            .unwrap();
+        for text in [DESCRIPTION, message_doc] {
+            for word in accepted() {
+                assert!(text.contains(&format!("\"{word}\"")), "{word}: {text}");
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The task tools: thin adapters from validated arguments to the task engine, and from engine
-//! results to the views agents read. Names are kept from the older server so existing agents
-//! keep working.
+//! results to the views agents read. The arguments, results and views themselves are wire types
+//! in `handoff-protocol`; names are kept from the older server so existing agents keep working.
 
 mod approvals;
 mod audit;
@@ -11,8 +11,8 @@ mod files;
 mod history;
 mod list;
 mod message;
+mod repeats;
 mod status;
-mod views;
 
 use std::time::Duration;
 
@@ -20,30 +20,39 @@ use handoff_engine::Engine;
 
 pub use approvals::{ListApprovalsTool, RevokeApprovalTool};
 pub use audit::GetAuditLogTool;
-pub use control::{ControlAction, SendTaskControlTool};
-pub use execute::{ExecuteTaskOutput, ExecuteTaskTool};
+pub use control::SendTaskControlTool;
+pub use execute::ExecuteTaskTool;
+pub(crate) use execute::finished_output;
 pub use files::{GetTaskFilesTool, ReadTaskFileTool};
 pub use history::GetTaskHistoryTool;
 pub use list::ListTasksTool;
 pub use message::SendTaskMessageTool;
+pub use repeats::{JUDGE_OWN_REPEATS, RepeatedSubmissions};
+// The wire types these tools speak, where they were before `handoff-protocol` existed.
+pub use handoff_protocol::{
+    EventView, TaskView,
+    tasks::{ControlAction, ExecuteTaskOutput},
+};
 pub use status::GetTaskStatusTool;
-pub(crate) use views::clip;
-pub use views::{EventView, TaskView};
 
 use crate::{AgentId, RegistryError, ToolError, ToolRegistry};
 
-/// Registers every task tool against `engine`; `sync_wait` bounds `execute_task {sync: true}`.
+/// Registers every task tool against `engine`; `sync_wait` bounds `execute_task {sync: true}`,
+/// `repeats` judges identical submissions (the pipeline's loop guard must leave
+/// [`JUDGE_OWN_REPEATS`] to it).
 pub fn register(
     registry: &mut ToolRegistry,
     engine: &Engine,
     sync_wait: Duration,
     async_allowed: bool,
+    repeats: RepeatedSubmissions,
 ) -> Result<(), RegistryError> {
     registry
         .register(ExecuteTaskTool::new(
             engine.clone(),
             sync_wait,
             async_allowed,
+            repeats,
         ))?
         .register(GetTaskStatusTool::new(engine.clone()))?
         .register(GetTaskHistoryTool::new(engine.clone()))?
@@ -78,10 +87,10 @@ fn caller(tool: &str, agent: Option<AgentId>) -> Result<AgentId, ToolError> {
 
 #[cfg(test)]
 mod tests {
+    use handoff_protocol::tasks::*;
     use schemars::JsonSchema;
     use serde_json::{Value, json};
 
-    use super::*;
     use crate::schema::object_schema_for;
 
     fn schemas<A: JsonSchema, O: JsonSchema>() -> Value {
@@ -97,47 +106,44 @@ mod tests {
         for (name, value) in [
             (
                 "execute_task",
-                schemas::<execute::ExecuteTaskArgs, execute::ExecuteTaskOutput>(),
+                schemas::<ExecuteTaskArgs, ExecuteTaskOutput>(),
             ),
             (
                 "get_task_status",
-                schemas::<status::GetTaskStatusArgs, status::GetTaskStatusOutput>(),
+                schemas::<GetTaskStatusArgs, GetTaskStatusOutput>(),
             ),
             (
                 "get_task_history",
-                schemas::<history::GetTaskHistoryArgs, history::GetTaskHistoryOutput>(),
+                schemas::<GetTaskHistoryArgs, GetTaskHistoryOutput>(),
             ),
-            (
-                "list_tasks",
-                schemas::<list::ListTasksArgs, list::ListTasksOutput>(),
-            ),
+            ("list_tasks", schemas::<ListTasksArgs, ListTasksOutput>()),
             (
                 "send_task_message",
-                schemas::<message::SendTaskMessageArgs, message::SendTaskMessageOutput>(),
+                schemas::<SendTaskMessageArgs, SendTaskMessageOutput>(),
             ),
             (
                 "send_task_control",
-                schemas::<control::SendTaskControlArgs, control::SendTaskControlOutput>(),
+                schemas::<SendTaskControlArgs, SendTaskControlOutput>(),
             ),
             (
                 "get_task_files",
-                schemas::<files::GetTaskFilesArgs, files::GetTaskFilesOutput>(),
+                schemas::<GetTaskFilesArgs, GetTaskFilesOutput>(),
             ),
             (
                 "read_task_file",
-                schemas::<files::ReadTaskFileArgs, files::ReadTaskFileOutput>(),
+                schemas::<ReadTaskFileArgs, ReadTaskFileOutput>(),
             ),
             (
                 "list_approvals",
-                schemas::<approvals::ListApprovalsArgs, approvals::ListApprovalsOutput>(),
+                schemas::<ListApprovalsArgs, ListApprovalsOutput>(),
             ),
             (
                 "revoke_approval",
-                schemas::<approvals::RevokeApprovalArgs, approvals::RevokeApprovalOutput>(),
+                schemas::<RevokeApprovalArgs, RevokeApprovalOutput>(),
             ),
             (
                 "get_audit_log",
-                schemas::<audit::GetAuditLogArgs, audit::GetAuditLogOutput>(),
+                schemas::<GetAuditLogArgs, GetAuditLogOutput>(),
             ),
         ] {
             insta::assert_json_snapshot!(format!("{name}_schema"), value);
@@ -146,7 +152,7 @@ mod tests {
 
     #[test]
     fn inputs_are_closed_and_outputs_are_objects() {
-        let value = schemas::<execute::ExecuteTaskArgs, execute::ExecuteTaskOutput>();
+        let value = schemas::<ExecuteTaskArgs, ExecuteTaskOutput>();
         assert_eq!(value["input"]["additionalProperties"], false);
         assert_eq!(value["input"]["required"], json!(["task_description"]));
         assert_eq!(value["output"]["type"], "object");

@@ -10,5 +10,6 @@ mod mcp;
 mod mcp_tasks;
 mod opencode_recovery;
 mod raw_mcp;
+mod single_instance;
 mod tasks;
 mod tool_pipeline;

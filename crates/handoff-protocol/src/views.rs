@@ -1,15 +1,17 @@
-use handoff_task::{ExitInfo, Task, TaskEvent, TaskStatus, unix_millis_now};
+//! Tasks and events as the tools show them: the store's records, with long text clipped.
+
+use handoff_task::{EventKind, ExitInfo, Task, TaskEvent, TaskStatus, unix_millis_now};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Characters of an event message shown in views (the full text stays in the store).
-pub(super) const EVENT_MESSAGE_CHARS: usize = 2000;
+pub const EVENT_MESSAGE_CHARS: usize = 2000;
 /// Characters of the task description shown in views.
-const DESCRIPTION_CHARS: usize = 500;
+pub const DESCRIPTION_CHARS: usize = 500;
 
 /// A task as tools show it.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskView {
     /// Task id.
     pub task_id: String,
@@ -69,14 +71,14 @@ impl From<&Task> for TaskView {
 }
 
 /// An event as tools show it.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EventView {
     /// Position in the task's log, from 1.
     pub seq: i64,
     /// When (Unix ms).
     pub at_ms: i64,
     /// What it records.
-    pub kind: handoff_task::EventKind,
+    pub kind: EventKind,
     /// One line (clipped to 2000 characters; the store keeps it whole).
     pub message: String,
     /// Structured details.
@@ -96,7 +98,7 @@ impl From<&TaskEvent> for EventView {
 }
 
 /// Cuts `text` to `max` characters, saying how much was left out.
-pub(crate) fn clip(text: &str, max: usize) -> String {
+pub fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some((cut, _)) => format!("{}… [{} more bytes]", &text[..cut], text.len() - cut),

@@ -1,4 +1,5 @@
-//! One permission rule and the three actions it can name.
+//! One permission rule and the three actions it can name: plain data, read from configuration
+//! and from a task's submission, judged by `handoff-policy`.
 
 use serde::{Deserialize, Serialize};
 

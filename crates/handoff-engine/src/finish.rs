@@ -1,0 +1,75 @@
+//! How a run ends: the reasons Handoff stops a run itself, and the outcome written down when
+//! the run is over.
+
+use handoff_task::{ExitInfo, Task, TaskStatus};
+
+/// Why a run stopped by a server shutdown failed.
+const SHUT_DOWN: &str = "interrupted: server shut down";
+
+/// Why a run is being stopped by Handoff rather than ending on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// A `cancel` control.
+    Cancelled(String),
+    /// The deadline passed.
+    Timeout,
+    /// The server is shutting down.
+    Shutdown,
+    /// The loop guard saw the executor repeat itself, or a hook asked to stop.
+    Stuck(String),
+}
+
+/// How a run ended, before it is written down.
+pub(crate) struct Finish {
+    pub(crate) status: TaskStatus,
+    pub(crate) reason: String,
+    pub(crate) exit: Option<ExitInfo>,
+    pub(crate) error: Option<String>,
+    /// Back to the queue instead (server shutdown of a task that opted in to re-running).
+    pub(crate) requeue: bool,
+}
+
+impl Finish {
+    pub(crate) fn failed(error: impl Into<String>) -> Self {
+        let error = error.into();
+        Self {
+            status: TaskStatus::Failed,
+            reason: error.clone(),
+            exit: None,
+            error: Some(error),
+            requeue: false,
+        }
+    }
+}
+
+/// The end of a run Handoff stopped.
+pub(crate) fn stopped(stop: StopReason, task: &Task, exit: Option<ExitInfo>) -> Finish {
+    match stop {
+        StopReason::Cancelled(reason) => Finish {
+            status: TaskStatus::Cancelled,
+            reason: format!("cancelled: {reason}"),
+            exit,
+            error: Some(format!("cancelled: {reason}")),
+            requeue: false,
+        },
+        StopReason::Stuck(reason) => Finish {
+            exit,
+            ..Finish::failed(format!("stuck: {reason}"))
+        },
+        StopReason::Shutdown => Finish {
+            requeue: task.options.requeue_on_restart,
+            exit,
+            ..Finish::failed(SHUT_DOWN)
+        },
+        StopReason::Timeout => {
+            let error = format!("timed out after {}ms", task.options.timeout_ms);
+            Finish {
+                status: TaskStatus::Timeout,
+                reason: error.clone(),
+                exit,
+                error: Some(error),
+                requeue: false,
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Following one run of a task (the first, or a continuation) to its end: its events are
+//! recorded in batches, its output kept as artifacts, its requests handed to the supervisor,
+//! its deadline and the loop guard enforced — the stop itself is the supervisor's.
+
+use std::{sync::Arc, time::Duration};
+
+use handoff_policy::loop_guard::Step;
+use handoff_runner::{Run, RunControl, RunEvent};
+use handoff_task::{ArtifactKind, EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::{
+    EngineError,
+    artifacts::ArtifactSink,
+    finish::{Finish, StopReason, stopped},
+    state::EngineState,
+    supervisor::RunLink,
+};
+
+/// Events written to the store per batch at most.
+const BATCH: usize = 256;
+
+/// Follows one run (first or continued) of the task to its end: records where it runs, makes
+/// it the live run (stopping it at once when Handoff already decided to), and supervises it.
+/// Returns how it ended and its recorded state.
+pub(crate) async fn follow(
+    inner: &Arc<EngineState>,
+    task: &Task,
+    executor: &Arc<dyn handoff_runner::Executor>,
+    run: Run,
+) -> Result<(Finish, Option<serde_json::Value>), EngineError> {
+    let link = inner
+        .supervisors
+        .link(&task.id)
+        .ok_or_else(|| EngineError::Internal(format!("task {} has no supervisor", task.id)))?;
+    inner
+        .store
+        .set_runner_state(&task.id, run.state.as_ref())
+        .await?;
+    let state = run.state.clone();
+    let control: Arc<dyn RunControl> = Arc::from(run.control);
+    // A stop decided while the executor was starting is carried out by the supervisor now.
+    link.attach(control, executor.capabilities()).await;
+    let finish = supervise(inner, task, run.events, &link).await?;
+    Ok((finish, state))
+}
+
+/// Acts on the loop guard's step for one executor tool call: a warning and a denial are
+/// recorded (from the deny step on, that tool's permission requests are denied, so the agent
+/// reads why in the tool's result); the stop step ends the task as stuck.
+fn guard_step(tool: &str, step: &Step, batch: &mut Vec<NewEvent>) -> Option<StopReason> {
+    let message = step.message(tool)?;
+    let level = match step {
+        Step::Proceed => return None,
+        Step::Warn { .. } => "warn",
+        Step::Deny { .. } => "deny",
+        Step::Stop { .. } => "stop",
+    };
+    batch.push(
+        NewEvent::new(EventKind::Log, message.clone())
+            .with_data(json!({ "loop_guard": level, "tool": tool })),
+    );
+    matches!(step, Step::Stop { .. }).then_some(StopReason::Stuck(message))
+}
+
+/// Records the run's events until it ends; returns how it ended.
+async fn supervise(
+    inner: &Arc<EngineState>,
+    task: &Task,
+    mut events: tokio::sync::mpsc::Receiver<RunEvent>,
+    link: &RunLink,
+) -> Result<Finish, EngineError> {
+    let timeout = Duration::from_millis(task.options.timeout_ms);
+    // A re-attached run keeps its original deadline.
+    let elapsed = task
+        .started_at
+        .map_or(0, |start| unix_millis_now().saturating_sub(start));
+    let remaining =
+        timeout.saturating_sub(Duration::from_millis(u64::try_from(elapsed).unwrap_or(0)));
+    let deadline = Instant::now() + remaining;
+    let spill = inner.artifacts_dir.join(task.id.as_str());
+    let inline = inner.config.tasks.artifact_inline_bytes.bytes();
+    let max = inner.config.tasks.artifact_max_bytes.bytes();
+    let mut stdout = ArtifactSink::new(ArtifactKind::Output, spill.join("output.txt"), inline, max);
+    let mut stderr = ArtifactSink::new(ArtifactKind::Log, spill.join("log.txt"), inline, max);
+    let mut buffer = Vec::with_capacity(BATCH);
+    let mut deadline_hit = false;
+
+    let outcome = loop {
+        tokio::select! {
+            n = events.recv_many(&mut buffer, BATCH) => {
+                if n == 0 {
+                    break None;
+                }
+                let mut batch = Vec::with_capacity(n);
+                let mut finished = None;
+                for event in buffer.drain(..) {
+                    match event {
+                        RunEvent::Output { stream, line } => {
+                            let sink = match stream {
+                                handoff_runner::OutputStream::Stdout => &mut stdout,
+                                handoff_runner::OutputStream::Stderr => &mut stderr,
+                            };
+                            sink.push_line(&line).await?;
+                            batch.push(
+                                NewEvent::new(EventKind::Output, line)
+                                    .with_data(json!({ "stream": stream.as_str() })),
+                            );
+                        }
+                        RunEvent::Event(event) => {
+                            if event.kind == EventKind::Tool
+                                && let Some((tool, step)) = inner.policy.tool_call(&task.id, &event.data)
+                                && let Some(stop) = guard_step(&tool, &step, &mut batch)
+                            {
+                                link.stop(stop).await;
+                            }
+                            batch.push(event);
+                        }
+                        RunEvent::InputRequested(request) => {
+                            flush(inner, task, &mut batch).await?;
+                            link.requested(request).await?;
+                        }
+                        RunEvent::InputSettled { id } => {
+                            flush(inner, task, &mut batch).await?;
+                            link.settled(id).await?;
+                        }
+                        RunEvent::Finished(outcome) => finished = Some(outcome),
+                    }
+                }
+                flush(inner, task, &mut batch).await?;
+                if let Some(outcome) = finished {
+                    break Some(outcome);
+                }
+            }
+            () = tokio::time::sleep_until(deadline), if !deadline_hit => {
+                deadline_hit = true;
+                link.stop(StopReason::Timeout).await;
+            }
+        }
+    };
+
+    if let Some(text) = outcome.as_ref().and_then(|o| o.output.as_deref()) {
+        // Executors without a stdout stream report their final answer instead.
+        stdout.push_line(text).await?;
+    }
+    let mut sinks = vec![stdout, stderr];
+    // Handoff's own baseline diff covers every change, whoever made it; the executor's view is
+    // the fallback.
+    let own = match inner
+        .snapshots
+        .diff(&task.id, std::path::Path::new(&task.workdir))
+        .await
+    {
+        Ok(diff) => diff,
+        Err(e) => {
+            record_note(inner, task, format!("could not compute the diff: {e}")).await?;
+            None
+        }
+    };
+    if let Some(diff) = own
+        .as_deref()
+        .or_else(|| outcome.as_ref().and_then(|o| o.diff.as_deref()))
+    {
+        let mut sink =
+            ArtifactSink::new(ArtifactKind::Diff, spill.join("changes.diff"), inline, max);
+        sink.push_line(diff).await?;
+        sinks.push(sink);
+    }
+    for sink in sinks {
+        if let Some(artifact) = sink.finish().await? {
+            inner
+                .store
+                .put_artifact(&task.id, unix_millis_now(), &artifact)
+                .await?;
+        }
+    }
+
+    let stop = link.stop_reason().await;
+    let exit = outcome.as_ref().and_then(|o| o.exit);
+    Ok(match (stop, outcome) {
+        (Some(stop), _) => stopped(stop, task, exit),
+        (None, Some(outcome)) if outcome.success => Finish {
+            status: TaskStatus::Completed,
+            reason: "completed".to_owned(),
+            exit,
+            error: None,
+            requeue: false,
+        },
+        (None, Some(outcome)) => {
+            let error = outcome
+                .error
+                .unwrap_or_else(|| "the executor reported failure".to_owned());
+            Finish {
+                status: TaskStatus::Failed,
+                reason: error.clone(),
+                exit,
+                error: Some(error),
+                requeue: false,
+            }
+        }
+        (None, None) => Finish::failed("the executor stopped without reporting an outcome"),
+    })
+}
+
+/// Records one of Handoff's own notes on the task.
+pub(crate) async fn record_note(
+    inner: &EngineState,
+    task: &Task,
+    note: String,
+) -> Result<(), EngineError> {
+    inner
+        .record(&task.id, NewEvent::new(EventKind::Log, note))
+        .await
+        .map(drop)
+}
+
+/// Writes the events gathered so far, keeping their order with the status changes that follow.
+async fn flush(
+    inner: &EngineState,
+    task: &Task,
+    batch: &mut Vec<NewEvent>,
+) -> Result<(), EngineError> {
+    if !batch.is_empty() {
+        inner
+            .store
+            .append_events(&task.id, unix_millis_now(), batch)
+            .await?;
+        batch.clear();
+        inner.outbox.events(&task.id);
+    }
+    Ok(())
+}

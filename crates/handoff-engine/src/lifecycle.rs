@@ -1,0 +1,253 @@
+//! The lifecycle of a claimed task: prepare its directory and baseline, start the executor,
+//! follow the run, let the completion evaluator verify (and continue) it, pass the Stop hooks,
+//! and settle the task in a truthful final state. Live steering goes through the run's
+//! supervisor, which this driver reports to and ends.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use handoff_policy::hooks::HookEvent;
+use handoff_runner::{Run, RunSpec};
+use handoff_task::{EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
+use serde_json::json;
+
+use crate::{
+    EngineError,
+    finish::Finish,
+    follow::{follow, record_note},
+    state::EngineState,
+    supervisor::RunLink,
+};
+
+/// Runs a claimed (`running`) task to its end. `resumed` is a run re-attached after a restart.
+pub(crate) async fn drive(
+    inner: Arc<EngineState>,
+    task: Task,
+    resumed: Option<Run>,
+    link: RunLink,
+) {
+    // The integrations record what the task's agent is owed before anything else happens.
+    inner.outbox.started(&task).await;
+    let finish = match execute(&inner, &task, resumed).await {
+        Ok(finish) => finish,
+        Err(e) => Finish::failed(format!("handoff could not supervise the run: {e}")),
+    };
+    let finish = stop_hooks(&inner, &task, finish).await;
+    let status = finish.status;
+    settle(&inner, &task, finish).await;
+    link.end(&inner.supervisors).await;
+    inner.wake.notify_one();
+    inner.policy.forget(&task.id);
+    let ended = inner
+        .policy
+        .task_hook(HookEvent::TaskEnd, &task, Some(status.as_str()))
+        .await;
+    for error in ended.errors {
+        tracing::warn!(task = %task.id, error = %error, "TaskEnd hook");
+    }
+}
+
+/// Most consecutive Stop-hook blocks honoured before the task ends anyway.
+const MAX_STOP_BLOCKS: u32 = 8;
+
+/// A run that ended normally passes the Stop hooks: a block keeps the task from being
+/// reported completed, with the hook's reason (resuming the executor with it as the next
+/// prompt belongs to the completion evaluator).
+async fn stop_hooks(inner: &Arc<EngineState>, task: &Task, finish: Finish) -> Finish {
+    if finish.status != TaskStatus::Completed {
+        return finish;
+    }
+    let verdict = inner.policy.task_hook(HookEvent::Stop, task, None).await;
+    let Some(reason) = verdict.block.or(verdict.stop) else {
+        return finish;
+    };
+    if !inner.policy.stop_block(&task.id, MAX_STOP_BLOCKS) {
+        return finish;
+    }
+    let message = format!("a Stop hook did not accept the result: {reason}");
+    let event = NewEvent::new(EventKind::Verdict, message.clone())
+        .with_data(json!({ "by": "hook", "event": "Stop", "done": false, "reason": reason }));
+    if let Err(e) = inner.record(&task.id, event).await {
+        tracing::warn!(task = %task.id, error = %e, "could not record the Stop hook verdict");
+    }
+    Finish {
+        exit: finish.exit,
+        ..Finish::failed(message)
+    }
+}
+
+async fn execute(
+    inner: &Arc<EngineState>,
+    task: &Task,
+    resumed: Option<Run>,
+) -> Result<Finish, EngineError> {
+    let Some(executor) = inner.executors.get(&task.executor) else {
+        return Ok(Finish::failed(format!(
+            "executor `{}` is not available on this server",
+            task.executor
+        )));
+    };
+    let run = match resumed {
+        Some(run) => run,
+        None => {
+            let workdir = PathBuf::from(&task.workdir);
+            if let Err(e) = inner
+                .workdirs
+                .prepare(&workdir, task.options.caller_workdir)
+                .await
+            {
+                return Ok(Finish::failed(e));
+            }
+            if let Err(e) = inner.snapshots.baseline(&task.id, &workdir).await {
+                record_note(inner, task, format!("no diff will be kept: {e}")).await?;
+            }
+            let started = inner
+                .policy
+                .task_hook(HookEvent::TaskStart, task, None)
+                .await;
+            if let Some(reason) = started.block.or(started.stop) {
+                inner.snapshots.discard(&task.id).await;
+                return Ok(Finish::failed(format!(
+                    "refused by a TaskStart hook: {reason}"
+                )));
+            }
+            let prompt = compose_prompt(inner, task).await?;
+            if crate::evaluate::settings(inner, task).policy
+                == handoff_task::CompletionPolicy::Manager
+            {
+                return crate::evaluate::manager::run(inner, task, &executor, &prompt).await;
+            }
+            let spec = RunSpec {
+                task_id: task.id.clone(),
+                prompt,
+                workdir,
+                preset_rules: Some(inner.policy.preset_for(task)),
+                continuable: crate::evaluate::continuable(inner, task),
+            };
+            let started = executor.start(spec).await;
+            inner
+                .metrics
+                .executor_call(executor.name(), "start", started.is_ok());
+            match started {
+                Ok(run) => run,
+                Err(e) => {
+                    inner.snapshots.discard(&task.id).await;
+                    return Ok(Finish::failed(format!("could not start the executor: {e}")));
+                }
+            }
+        }
+    };
+    let (finish, state) = follow(inner, task, &executor, run).await?;
+    crate::evaluate::verify(inner, task, &executor, state, finish).await
+}
+
+/// The task description, followed by any messages sent while it waited in the queue.
+async fn compose_prompt(inner: &EngineState, task: &Task) -> Result<String, EngineError> {
+    let (events, _) = inner.store.events(&task.id, 0, 1000).await?;
+    let queued: Vec<String> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Message)
+        .map(|e| {
+            let kind = e
+                .data
+                .get("message_type")
+                .and_then(|v| v.as_str())
+                .unwrap_or("update");
+            format!("- [{kind}] {}", e.message)
+        })
+        .collect();
+    if queued.is_empty() {
+        return Ok(task.description.clone());
+    }
+    inner
+        .record(
+            &task.id,
+            NewEvent::new(
+                EventKind::Log,
+                format!("{} queued message(s) attached to the prompt", queued.len()),
+            ),
+        )
+        .await?;
+    Ok(format!(
+        "{}\n\nMessages received while this task was queued:\n{}",
+        task.description,
+        queued.join("\n")
+    ))
+}
+
+/// Writes the final state. A task that is paused or waiting for input when its run ends passes
+/// through `running` so the state machine stays the single authority.
+async fn settle(inner: &Arc<EngineState>, task: &Task, finish: Finish) {
+    if finish.requeue && requeue(inner, task).await {
+        return;
+    }
+    for _ in 0..5 {
+        let current = match inner.store.get_task(&task.id).await {
+            Ok(Some(current)) => current,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::error!(task = %task.id, error = %e, "could not read task to settle it");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        if current.status.is_terminal() {
+            break;
+        }
+        let step = if current.status.can_become(finish.status) {
+            finish.status
+        } else {
+            TaskStatus::Running
+        };
+        let (reason, exit, error) = if step == finish.status {
+            (finish.reason.clone(), finish.exit, finish.error.clone())
+        } else {
+            ("run ended".to_owned(), None, None)
+        };
+        match inner
+            .change_status(&current, step, reason, exit, error)
+            .await
+        {
+            Ok(Some(updated)) if updated.status.is_terminal() => break,
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::error!(task = %task.id, error = %e, "could not settle task");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    if inner.config.tasks.workdir_cleanup == handoff_config::WorkdirCleanup::OnCompletion
+        && !task.options.caller_workdir
+    {
+        inner
+            .workdirs
+            .remove(std::path::Path::new(&task.workdir))
+            .await;
+    }
+}
+
+/// Puts a task stopped by shutdown back in the queue; false if it was no longer active.
+async fn requeue(inner: &EngineState, task: &Task) -> bool {
+    let Ok(Some(current)) = inner.store.get_task(&task.id).await else {
+        return false;
+    };
+    if !current.status.is_active() {
+        return false;
+    }
+    match inner
+        .store
+        .requeue(
+            &task.id,
+            current.status,
+            unix_millis_now(),
+            "re-queued: server shut down",
+        )
+        .await
+    {
+        Ok(Some(_)) => true,
+        Ok(None) => false,
+        Err(e) => {
+            tracing::error!(task = %task.id, error = %e, "could not re-queue at shutdown");
+            false
+        }
+    }
+}

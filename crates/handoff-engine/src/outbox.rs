@@ -1,0 +1,110 @@
+//! One way out for everything that happens to a task: every appended event and every state
+//! change is published here once, to in-process subscribers (sync waiters, the MCP Tasks
+//! extension, the elicitation relay — a broadcast that may lag, so they re-read the store)
+//! and to the integrations the composition root plugged in (called for every notice, never
+//! dropped).
+
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+use handoff_task::{Task, TaskId, TaskStatus};
+use tokio::sync::broadcast;
+
+/// Notices kept for slow subscribers before they lag (and must re-read the store).
+const BACKLOG: usize = 1024;
+
+/// Something that happened to a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskNotice {
+    /// New events were appended to the task's history.
+    Events(TaskId),
+    /// The task moved to a new state.
+    Status(TaskId, TaskStatus),
+}
+
+impl TaskNotice {
+    /// The task it is about.
+    pub fn task(&self) -> &TaskId {
+        match self {
+            TaskNotice::Events(id) | TaskNotice::Status(id, _) => id,
+        }
+    }
+}
+
+/// A plug-in that follows every task (Letta, Matrix…), built by the composition root.
+#[async_trait]
+pub trait Integration: Send + Sync + 'static {
+    /// A claimed task starts running, before anything else happens to it: record what its
+    /// agent is owed.
+    async fn task_started(&self, task: &Task);
+
+    /// The task has new events. Must be cheap: it runs on the writer's path.
+    fn events_appended(&self, task: &TaskId);
+
+    /// The task moved to `status`. Must be cheap.
+    fn status_changed(&self, task: &TaskId, status: TaskStatus);
+
+    /// The engine stopped its runs; finish or hand over what is in flight.
+    async fn shutdown(&self);
+}
+
+/// The engine's outbox.
+pub(crate) struct Outbox {
+    notices: broadcast::Sender<TaskNotice>,
+    /// Set once, when the engine starts.
+    integrations: OnceLock<Vec<Arc<dyn Integration>>>,
+}
+
+impl Outbox {
+    /// An outbox with no subscribers yet.
+    pub(crate) fn new() -> Self {
+        Self {
+            notices: broadcast::channel(BACKLOG).0,
+            integrations: OnceLock::new(),
+        }
+    }
+
+    /// Plugs in the integrations (once; later calls are ignored).
+    pub(crate) fn plug(&self, integrations: Vec<Arc<dyn Integration>>) {
+        let _ = self.integrations.set(integrations);
+    }
+
+    fn integrations(&self) -> &[Arc<dyn Integration>] {
+        self.integrations.get().map_or(&[], Vec::as_slice)
+    }
+
+    /// Every notice from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<TaskNotice> {
+        self.notices.subscribe()
+    }
+
+    /// Publishes new events of `task`.
+    pub(crate) fn events(&self, task: &TaskId) {
+        for integration in self.integrations() {
+            integration.events_appended(task);
+        }
+        let _ = self.notices.send(TaskNotice::Events(task.clone()));
+    }
+
+    /// Publishes a state change.
+    pub(crate) fn status(&self, task: &TaskId, status: TaskStatus) {
+        for integration in self.integrations() {
+            integration.status_changed(task, status);
+        }
+        let _ = self.notices.send(TaskNotice::Status(task.clone(), status));
+    }
+
+    /// Tells the integrations a task starts running.
+    pub(crate) async fn started(&self, task: &Task) {
+        for integration in self.integrations() {
+            integration.task_started(task).await;
+        }
+    }
+
+    /// Tells the integrations the engine stopped.
+    pub(crate) async fn shutdown(&self) {
+        for integration in self.integrations() {
+            integration.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! The supervisor actor: one task per run, one mailbox, state no one else can reach. Every
+//! command, every report of the driver and every ask timer is handled here one at a time, so
+//! races (cancel vs finish, answer vs timeout, pause vs exit) resolve in mailbox order.
+
+use std::{sync::Arc, time::Duration};
+
+use handoff_runner::{Capabilities, InputRequest, RunControl, RunnerError};
+use handoff_task::{PendingInput, Task, TaskStatus, unix_millis_now};
+use tokio::{
+    sync::{mpsc, oneshot},
+    time::Instant,
+};
+
+use super::{
+    commands::{CommandReply, TaskCommand},
+    relay::Answerer,
+};
+use crate::{EngineError, finish::StopReason, state::EngineState};
+
+/// How long a steering command waits for a just-claimed run's executor to start.
+const START_WAIT: Duration = Duration::from_secs(5);
+
+/// A reply to whoever sent a message.
+pub(super) type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
+
+/// What a supervisor's mailbox carries.
+pub(crate) enum Msg {
+    /// From outside, through the command seam.
+    Command(TaskCommand, Reply<CommandReply>),
+    /// The executor is up.
+    Attach {
+        control: Arc<dyn RunControl>,
+        capabilities: Capabilities,
+    },
+    /// Handoff decided to stop the run.
+    Stop(StopReason),
+    /// Was a stop decided?
+    StopReason(oneshot::Sender<Option<StopReason>>),
+    /// The executor asks.
+    Requested {
+        request: InputRequest,
+        reply: Reply<()>,
+    },
+    /// The executor settled a request itself.
+    Settled { id: String, reply: Reply<()> },
+    /// The run is over.
+    Ended,
+}
+
+/// A request waiting for an answer, with its ask timer.
+pub(super) struct Pending {
+    pub(super) request: InputRequest,
+    pub(super) expires: Instant,
+}
+
+/// What a steering command needs from the executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Steer {
+    Pause,
+    Resume,
+    Message,
+}
+
+impl Steer {
+    fn name(self) -> &'static str {
+        match self {
+            Steer::Pause => "pause",
+            Steer::Resume => "resume",
+            Steer::Message => "messages",
+        }
+    }
+
+    fn supported_by(self, caps: Capabilities) -> bool {
+        match self {
+            Steer::Pause | Steer::Resume => caps.pause,
+            Steer::Message => caps.messages,
+        }
+    }
+}
+
+/// One run's supervisor.
+pub(crate) struct Supervisor {
+    pub(super) state: Arc<EngineState>,
+    pub(super) task: Task,
+    pub(super) control: Option<Arc<dyn RunControl>>,
+    capabilities: Capabilities,
+    stop: Option<StopReason>,
+    pub(super) pending: Vec<Pending>,
+    /// Commands that need the executor, received while it was still starting.
+    deferred: Vec<(TaskCommand, Reply<CommandReply>)>,
+    defer_until: Option<Instant>,
+}
+
+impl Supervisor {
+    pub(super) fn new(
+        state: Arc<EngineState>,
+        task: Task,
+        capabilities: Capabilities,
+        restored: Vec<PendingInput>,
+    ) -> Self {
+        let now = unix_millis_now();
+        let pending = restored
+            .into_iter()
+            .filter_map(|stored| {
+                let left = u64::try_from(stored.expires_at - now).unwrap_or(0);
+                match serde_json::from_value(stored.request) {
+                    Ok(request) => Some(Pending {
+                        request,
+                        expires: Instant::now() + Duration::from_millis(left),
+                    }),
+                    Err(e) => {
+                        tracing::warn!(task = %task.id, error = %e, "unreadable stored request");
+                        None
+                    }
+                }
+            })
+            .collect();
+        Self {
+            state,
+            task,
+            control: None,
+            capabilities,
+            stop: None,
+            pending,
+            deferred: Vec::new(),
+            defer_until: None,
+        }
+    }
+
+    /// Handles the mailbox and the timers until the run ends.
+    pub(super) async fn run(mut self, mut mailbox: mpsc::Receiver<Msg>) {
+        loop {
+            let expiry = self.pending.iter().map(|p| p.expires).min();
+            let defer = self.defer_until;
+            tokio::select! {
+                msg = mailbox.recv() => match msg {
+                    None | Some(Msg::Ended) => break,
+                    Some(msg) => self.handle(msg).await,
+                },
+                () = sleep_until(expiry), if expiry.is_some() => self.expire().await,
+                () = sleep_until(defer), if defer.is_some() => self.give_up_deferred(),
+            }
+        }
+        self.give_up_deferred();
+    }
+
+    async fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Command(command, reply) => {
+                if self.control.is_none() && !matches!(command, TaskCommand::Cancel { .. }) {
+                    self.deferred.push((command, reply));
+                    self.defer_until
+                        .get_or_insert_with(|| Instant::now() + START_WAIT);
+                    return;
+                }
+                let _ = reply.send(self.command(command).await);
+            }
+            Msg::Attach {
+                control,
+                capabilities,
+            } => {
+                self.control = Some(control);
+                self.capabilities = capabilities;
+                if let Some(stop) = self.stop.clone() {
+                    // Decided while the executor was starting.
+                    self.decide_stop(stop);
+                }
+                self.defer_until = None;
+                for (command, reply) in std::mem::take(&mut self.deferred) {
+                    let _ = reply.send(self.command(command).await);
+                }
+            }
+            Msg::Stop(reason) => self.decide_stop(reason),
+            Msg::StopReason(reply) => {
+                let _ = reply.send(self.stop.clone());
+            }
+            Msg::Requested { request, reply } => {
+                let _ = reply.send(self.requested(request).await);
+            }
+            Msg::Settled { id, reply } => {
+                let _ = reply.send(self.settled(&id).await);
+            }
+            Msg::Ended => {}
+        }
+    }
+
+    async fn command(&mut self, command: TaskCommand) -> Result<CommandReply, EngineError> {
+        match command {
+            TaskCommand::Cancel { reason } => {
+                self.decide_stop(StopReason::Cancelled(reason));
+                Ok(CommandReply::Stopping)
+            }
+            TaskCommand::Pause => self.freeze(true).await,
+            TaskCommand::Resume => self.freeze(false).await,
+            TaskCommand::Message { text } => Ok(self.message(&text).await),
+            TaskCommand::Answer { answer, by } => self
+                .answer(answer, Answerer::Agent(by))
+                .await
+                .map(CommandReply::Answered),
+        }
+    }
+
+    /// The first stop decided stands; the executor is stopped in the background, and the
+    /// driver settles the task with that reason when the run ends.
+    fn decide_stop(&mut self, reason: StopReason) {
+        self.stop.get_or_insert(reason);
+        if let Some(control) = &self.control {
+            let control = control.clone();
+            let grace = self.state.config.tasks.cancel_grace;
+            let executor = self.task.executor.clone();
+            let state = self.state.clone();
+            tokio::spawn(async move {
+                let stopped = control.cancel(grace).await;
+                state
+                    .metrics
+                    .executor_call(&executor, "cancel", stopped.is_ok());
+                if let Err(e) = stopped {
+                    tracing::warn!(error = %e, "stopping a run failed");
+                }
+            });
+        }
+    }
+
+    fn give_up_deferred(&mut self) {
+        self.defer_until = None;
+        for (command, reply) in std::mem::take(&mut self.deferred) {
+            let what = match command {
+                TaskCommand::Pause => "pause",
+                TaskCommand::Resume => "resume",
+                TaskCommand::Message { .. } => "message",
+                TaskCommand::Answer { .. } => "answer",
+                TaskCommand::Cancel { .. } => "cancel",
+            };
+            let _ = reply.send(Err(EngineError::Conflict(format!(
+                "task {} has no started executor to {what}",
+                self.task.id
+            ))));
+        }
+    }
+
+    /// The executor's control, if it supports `steer`.
+    pub(super) fn steering(&self, steer: Steer) -> Result<Arc<dyn RunControl>, EngineError> {
+        let control = self.control.clone().ok_or_else(|| {
+            EngineError::Conflict(format!(
+                "task {} has no started executor to {}",
+                self.task.id,
+                steer.name()
+            ))
+        })?;
+        if !steer.supported_by(self.capabilities) {
+            return Err(RunnerError::Unsupported {
+                executor: self.task.executor.clone(),
+                action: steer.name(),
+            }
+            .into());
+        }
+        Ok(control)
+    }
+
+    /// Pauses (`freeze`) or resumes the executor and moves the task accordingly.
+    async fn freeze(&mut self, freeze: bool) -> Result<CommandReply, EngineError> {
+        let task = self.current().await?;
+        let (from, to, steer, verb) = if freeze {
+            (
+                TaskStatus::Running,
+                TaskStatus::Paused,
+                Steer::Pause,
+                "paused",
+            )
+        } else {
+            (
+                TaskStatus::Paused,
+                TaskStatus::Running,
+                Steer::Resume,
+                "resumed",
+            )
+        };
+        if task.status == to {
+            return Ok(CommandReply::Steered {
+                message: format!("already {}", to.as_str()),
+                task,
+                changed: false,
+            });
+        }
+        if task.status != from {
+            return Err(EngineError::Conflict(format!(
+                "a task that is {} cannot be {verb} (only {} tasks can)",
+                task.status,
+                from.as_str()
+            )));
+        }
+        let control = self.steering(steer)?;
+        let done = if freeze {
+            control.pause().await
+        } else {
+            control.resume().await
+        };
+        self.state
+            .metrics
+            .executor_call(&task.executor, steer.name(), done.is_ok());
+        done.map_err(|e| finished_or(e, &task))?;
+        let task = self.moved(&task, to, verb).await?;
+        Ok(CommandReply::Steered {
+            task,
+            changed: true,
+            message: if freeze {
+                "paused; the executor's processes are frozen".to_owned()
+            } else {
+                "resumed".to_owned()
+            },
+        })
+    }
+
+    async fn message(&mut self, text: &str) -> CommandReply {
+        let sent = match self.steering(Steer::Message) {
+            Ok(control) => {
+                let sent = control.send_message(text).await;
+                self.state
+                    .metrics
+                    .executor_call(&self.task.executor, "message", sent.is_ok());
+                sent.map_err(EngineError::from)
+            }
+            Err(e) => Err(e),
+        };
+        match sent {
+            Ok(()) => {
+                // A new instruction from the caller: the loop guard starts over.
+                self.state.policy.reset(&self.task.id);
+                CommandReply::Message {
+                    delivered: true,
+                    note: "delivered to the running executor".to_owned(),
+                }
+            }
+            Err(e) => CommandReply::Message {
+                delivered: false,
+                note: format!("recorded, not delivered: {e}"),
+            },
+        }
+    }
+
+    /// The task as stored now.
+    pub(super) async fn current(&self) -> Result<Task, EngineError> {
+        self.state
+            .store
+            .get_task(&self.task.id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(self.task.id.to_string()))
+    }
+
+    async fn moved(&self, task: &Task, to: TaskStatus, reason: &str) -> Result<Task, EngineError> {
+        match self
+            .state
+            .change_status(task, to, reason, None, None)
+            .await?
+        {
+            Some(task) => Ok(task),
+            None => Err(EngineError::Conflict(format!(
+                "task changed to {} meanwhile",
+                self.current().await?.status
+            ))),
+        }
+    }
+}
+
+/// Sleeps until `at`; the caller only polls it when `at` is set.
+async fn sleep_until(at: Option<Instant>) {
+    tokio::time::sleep_until(at.unwrap_or_else(Instant::now)).await;
+}
+
+/// A run that ended between the status read and the signal is a conflict, not a failure.
+fn finished_or(error: RunnerError, task: &Task) -> EngineError {
+    match error {
+        RunnerError::Finished => {
+            EngineError::Conflict(format!("task {} finished meanwhile", task.id))
+        }
+        other => other.into(),
+    }
+}

@@ -1,0 +1,82 @@
+//! The run driver's side of its supervisor: what the lifecycle reports (the executor is up,
+//! it asked something, Handoff decided to stop it) and asks (was a stop decided?).
+
+use std::sync::Arc;
+
+use handoff_runner::{Capabilities, InputRequest, RunControl};
+use handoff_task::TaskId;
+use tokio::sync::{mpsc, oneshot};
+
+use super::actor::Msg;
+use crate::{EngineError, finish::StopReason};
+
+/// A handle on one run's supervisor, held by the run's driver.
+#[derive(Clone)]
+pub(crate) struct RunLink {
+    id: TaskId,
+    tx: mpsc::Sender<Msg>,
+}
+
+fn gone() -> EngineError {
+    EngineError::Internal("the run's supervisor stopped".to_owned())
+}
+
+impl RunLink {
+    pub(super) fn new(id: TaskId, tx: mpsc::Sender<Msg>) -> Self {
+        Self { id, tx }
+    }
+
+    /// The executor is up: `control` steers it from now on (and stops it at once when Handoff
+    /// already decided to).
+    pub(crate) async fn attach(&self, control: Arc<dyn RunControl>, capabilities: Capabilities) {
+        let msg = Msg::Attach {
+            control: control.clone(),
+            capabilities,
+        };
+        if self.tx.send(msg).await.is_err() {
+            // No supervisor left to carry out a stop: nobody may keep this run going.
+            let _ = control.cancel(std::time::Duration::from_secs(5)).await;
+        }
+    }
+
+    /// Handoff decided to stop the run (deadline, loop guard): the first decision stands.
+    pub(crate) async fn stop(&self, reason: StopReason) {
+        let _ = self.tx.send(Msg::Stop(reason)).await;
+    }
+
+    /// The stop Handoff decided on, if any.
+    pub(crate) async fn stop_reason(&self) -> Option<StopReason> {
+        let (reply, answer) = oneshot::channel();
+        if self.tx.send(Msg::StopReason(reply)).await.is_err() {
+            return Some(StopReason::Shutdown);
+        }
+        answer.await.unwrap_or(Some(StopReason::Shutdown))
+    }
+
+    /// The executor asks for a permission or the owner's words.
+    pub(crate) async fn requested(&self, request: InputRequest) -> Result<(), EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::Requested { request, reply })
+            .await
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    /// The executor settled request `id` itself (answered elsewhere, or withdrawn).
+    pub(crate) async fn settled(&self, id: String) -> Result<(), EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::Settled { id, reply })
+            .await
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    /// The run is over: no command reaches the supervisor any more; it answers what it still
+    /// holds and stops.
+    pub(crate) async fn end(&self, supervisors: &super::Supervisors) {
+        supervisors.remove(&self.id, &self.tx);
+        let _ = self.tx.send(Msg::Ended).await;
+    }
+}

@@ -1,0 +1,55 @@
+//! `health` (and `GET /health`): version, uptime, subsystem readiness and task counts.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{call::tool_call, names};
+
+/// One subsystem's readiness (store, executors, Letta, transports).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ComponentReport {
+    /// Subsystem name.
+    pub name: String,
+    /// Whether it can do its job now.
+    pub ready: bool,
+    /// One line on its state.
+    pub detail: String,
+}
+
+/// Task counts, reported once the task engine is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskCounts {
+    /// Tasks running now.
+    pub active: u64,
+    /// Tasks waiting for a slot.
+    pub queued: u64,
+}
+
+/// The health report served by the `health` tool and `GET /health`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HealthReport {
+    /// `ok` when every component is ready, else `degraded`.
+    pub status: String,
+    /// Server name.
+    pub server: String,
+    /// Server version.
+    pub version: String,
+    /// Milliseconds since start.
+    pub uptime_ms: u64,
+    /// Start time, milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+    /// Each registered subsystem.
+    pub components: Vec<ComponentReport>,
+    /// Task counts (absent until the task engine reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<TaskCounts>,
+}
+
+/// Arguments of `health`: none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HealthArgs {}
+
+tool_call! {
+    HealthArgs => names::HEALTH, HealthReport;
+}

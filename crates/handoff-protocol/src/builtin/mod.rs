@@ -1,0 +1,9 @@
+//! The arguments and results of the tools every Handoff instance serves.
+
+mod health;
+mod ping;
+mod tool_output;
+
+pub use health::{ComponentReport, HealthArgs, HealthReport, TaskCounts};
+pub use ping::{PingArgs, PingOutput};
+pub use tool_output::{ReadToolOutputArgs, ReadToolOutputOutput};

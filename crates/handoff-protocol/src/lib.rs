@@ -1,0 +1,40 @@
+//! Handoff's wire contract, with no engine behind it: what a client (the CLI, the web
+//! dashboard, a test) needs to call Handoff's MCP tools and read their answers.
+//!
+//! - [`names`]: every tool's name; [`ToolCall`] ties an argument type to its tool name and
+//!   result type.
+//! - [`tasks`] and [`builtin`]: each tool's arguments and structured result, with the JSON
+//!   schemas the server publishes ([`object_schema_for`] produces them identically).
+//! - [`TaskView`], [`EventView`]: tasks and events as the tools show them.
+//! - [`codes`] and [`ToolErrorBody`]: failed tool calls; [`jsonrpc`]: protocol errors;
+//!   [`headers`]: what a client may send besides the body.
+//! - The task domain's wire types ([`TaskStatus`] and its names, [`TaskId`], [`AgentId`] …),
+//!   re-exported from `handoff-task` so a client needs this crate only.
+//!
+//! Everything here is plain data: nothing is stored and nothing is kept in memory.
+
+pub mod builtin;
+mod call;
+pub mod codes;
+mod error_body;
+pub mod headers;
+pub mod jsonrpc;
+pub mod names;
+mod schema;
+pub mod tasks;
+mod views;
+
+pub use call::ToolCall;
+pub use error_body::{ToolErrorBody, ToolErrorResult};
+pub use handoff_task::{
+    AgentId, Approval, ApprovalScope, ArtifactKind, AuditRecord, CompletionBudget,
+    CompletionPolicy, CompletionSpec, EventKind, ExitInfo, InvalidAgentId, InvalidTaskId,
+    MessageType, TaskId, TaskStatus,
+};
+pub use schema::{SchemaError, object_schema_for};
+pub use views::{DESCRIPTION_CHARS, EVENT_MESSAGE_CHARS, EventView, TaskView, clip};
+
+#[cfg(test)]
+mod roundtrip_tests;
+#[cfg(test)]
+mod schema_tests;

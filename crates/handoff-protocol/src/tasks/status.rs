@@ -1,0 +1,60 @@
+//! `get_task_status`: where a task stands.
+
+use handoff_task::{AgentId, TaskId};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{EventView, TaskView, call::tool_call, names};
+
+/// Arguments of `get_task_status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetTaskStatusArgs {
+    /// Calling agent (defaults to the x-agent-id header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<AgentId>,
+    /// The task.
+    pub task_id: TaskId,
+}
+
+/// Result of `get_task_status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GetTaskStatusOutput {
+    /// The task.
+    #[serde(flatten)]
+    pub task: TaskView,
+    /// Position in the queue, while queued.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_position: Option<u64>,
+    /// The last five events, oldest first.
+    pub recent_events: Vec<EventView>,
+    /// While input_required: what the executor asks, oldest first. Answer with
+    /// send_task_message, message_type approval.
+    pub pending_input: Vec<PendingInputView>,
+    /// What the completion evaluator concluded: `{status: done|not_done|stuck|max_cycles|
+    /// budget_exhausted|unverified|error, cycles, reason, confidence, remaining[], checks[]}`,
+    /// or `evaluating` while it continues the executor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion: Option<serde_json::Value>,
+}
+
+/// A request of the executor waiting for an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingInputView {
+    /// The request's id (`request_id` in an approval picks it; the oldest is answered otherwise).
+    pub request_id: String,
+    /// `permission` or `question`.
+    pub kind: String,
+    /// The permission asked for (bash, edit, external_directory …); `question` for questions.
+    pub permission: String,
+    /// What it applies to (commands, paths).
+    pub patterns: Vec<String>,
+    /// One line for people.
+    pub title: String,
+    /// The executor's details (tool input, question options).
+    pub detail: serde_json::Value,
+}
+
+tool_call! {
+    GetTaskStatusArgs => names::GET_TASK_STATUS, GetTaskStatusOutput;
+}

@@ -1,0 +1,7 @@
+//! The integrations this instance plugs into the engine: each follows every task through the
+//! engine's outbox and reads through the engine's public queries as an operator principal of
+//! its own, so it sees exactly what `get_task_status` shows and never reaches inside.
+
+mod letta;
+
+pub(crate) use letta::LettaPlugin;
