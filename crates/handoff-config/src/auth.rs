@@ -13,6 +13,9 @@ pub enum TokenRole {
     /// A platform acting for many agents (a Letta server): it names the agent per call with
     /// `x-agent-id` (or, without one, the `agent_id` argument).
     Gateway,
+    /// A person or tool (the CLI, the dashboard) that sees and steers every task; the name is
+    /// recorded as who acted.
+    Operator(AgentId),
 }
 
 impl TokenRole {
@@ -21,6 +24,7 @@ impl TokenRole {
         match self {
             TokenRole::Agent(_) => "agent",
             TokenRole::Gateway => "gateway",
+            TokenRole::Operator(_) => "operator",
         }
     }
 }
@@ -47,6 +51,9 @@ struct RawGrant {
     agent_id: Option<String>,
 }
 
+/// The operator name used when an operator token names none.
+const OPERATOR: &str = "operator";
+
 impl TryFrom<RawGrant> for TokenGrant {
     type Error = String;
 
@@ -62,12 +69,7 @@ impl TryFrom<RawGrant> for TokenGrant {
             ("gateway", Some(_)) => {
                 return Err("a gateway token names its agent per call, not agent_id".to_owned());
             }
-            ("operator", _) => {
-                return Err(
-                    "operator tokens are not accepted yet (they arrive with the CLI and dashboard)"
-                        .to_owned(),
-                );
-            }
+            ("operator", name) => TokenRole::Operator(id(name.unwrap_or(OPERATOR))?),
             (other, _) => {
                 return Err(format!("role `{other}` is not agent, gateway or operator"));
             }
@@ -95,7 +97,8 @@ impl TokenGrants {
     }
 }
 
-const SHAPE: &str = "expected a JSON array of {\"token\", \"role\": agent|gateway, \"agent_id\"?}";
+const SHAPE: &str =
+    "expected a JSON array of {\"token\", \"role\": agent|gateway|operator, \"agent_id\"?}";
 
 impl FromRaw for TokenGrants {
     fn from_text(text: &str) -> Result<Self, String> {
@@ -150,7 +153,8 @@ mod tests {
     fn tokens_parse_with_their_roles() {
         let grants = TokenGrants::from_text(
             r#"[{"token":"aaaaaaaaaaaaaaaa1","role":"agent","agent_id":"agent-a"},
-                {"token":"bbbbbbbbbbbbbbbb2","role":"gateway"}]"#,
+                {"token":"bbbbbbbbbbbbbbbb2","role":"gateway"},
+                {"token":"cccccccccccccccc3","role":"operator"}]"#,
         )
         .unwrap();
         assert_eq!(
@@ -158,6 +162,10 @@ mod tests {
             TokenRole::Agent(AgentId::parse("agent-a").unwrap())
         );
         assert_eq!(grants.0[1].role, TokenRole::Gateway);
+        assert_eq!(
+            grants.0[2].role,
+            TokenRole::Operator(AgentId::parse("operator").unwrap())
+        );
     }
 
     #[test]

@@ -74,7 +74,7 @@ settings! {
     "server.allowed_origins" [env("HANDOFF_ALLOWED_ORIGINS")]: "browser Origins accepted; `http://localhost:*` style, exact scheme/host/port";
     "server.cors_origins" [env("HANDOFF_CORS_ORIGINS")]: "exact Origins that get CORS headers (none by default)";
     "server.auth_token" [env("HANDOFF_AUTH_TOKEN")] secret=true: "bearer token required on /mcp when set";
-    "auth.tokens" [env("HANDOFF_AUTH_TOKENS")] secret=true: "bearer tokens and whom each stands for: JSON array of {token, role: agent|gateway, agent_id?} (agent: bound to agent_id, sees and steers only its tasks; gateway: names the agent per call with x-agent-id, as a Letta server does)";
+    "auth.tokens" [env("HANDOFF_AUTH_TOKENS")] secret=true: "bearer tokens and whom each stands for: JSON array of {token, role: agent|gateway|operator, agent_id?} (agent: bound to agent_id, sees and steers only its tasks; gateway: names the agent per call with x-agent-id, as a Letta server does; operator: sees and steers every task, agent_id is its name)";
     "auth.default_agent" [env("HANDOFF_DEFAULT_AGENT_ID")]: "the agent a caller that names none acts as (a client that sends no x-agent-id, on an open server or with a gateway token)";
     "server.max_body_bytes" [env("HANDOFF_MAX_BODY_BYTES")]: "largest accepted request body";
     "server.session_idle_timeout_secs" [env("HANDOFF_SESSION_IDLE_TIMEOUT_SECS")]: "legacy MCP sessions idle this long are closed";

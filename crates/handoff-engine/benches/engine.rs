@@ -132,12 +132,22 @@ async fn start_latency(engine: &Engine) -> (Summary, Summary) {
             .await
             .unwrap();
         let task = engine
-            .wait(&agent, &submitted.task.id, Duration::from_secs(30))
+            .wait(
+                &handoff_task::Principal::Agent(agent.clone()),
+                &submitted.task.id,
+                Duration::from_secs(30),
+            )
             .await
             .unwrap();
         assert_eq!(task.status, TaskStatus::Completed);
         let history = engine
-            .history(&agent, &task.id, 0, 100, false)
+            .history(
+                &handoff_task::Principal::Agent(agent.clone()),
+                &task.id,
+                0,
+                100,
+                false,
+            )
             .await
             .unwrap();
         let line = history
@@ -228,7 +238,10 @@ async fn status_latency(
         store.get_task(id).await.unwrap().unwrap();
         store_ms.push(at.elapsed().as_secs_f64() * 1e3);
         let at = Instant::now();
-        engine.status(&agent, id).await.unwrap();
+        engine
+            .status(&handoff_task::Principal::Agent(agent.clone()), id)
+            .await
+            .unwrap();
         engine_ms.push(at.elapsed().as_secs_f64() * 1e3);
     }
     (summarize(engine_ms), summarize(store_ms))
@@ -252,7 +265,15 @@ async fn list_latency(engine: &Engine, store: &SqliteStore) -> (Summary, Summary
             .unwrap();
         store_ms.push(at.elapsed().as_secs_f64() * 1e3);
         let at = Instant::now();
-        engine.list(&agent, vec![], 50, None).await.unwrap();
+        engine
+            .list(
+                &handoff_task::Principal::Agent(agent.clone()),
+                vec![],
+                50,
+                None,
+            )
+            .await
+            .unwrap();
         engine_ms.push(at.elapsed().as_secs_f64() * 1e3);
     }
     (summarize(engine_ms), summarize(store_ms))

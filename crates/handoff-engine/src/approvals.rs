@@ -1,7 +1,7 @@
 //! The agent's view of its standing approvals and of the audit trail.
 
 use handoff_store::AuditFilter;
-use handoff_task::{AgentId, Approval, AuditRecord, TaskId};
+use handoff_task::{AgentId, Approval, AuditRecord, Principal, TaskId};
 
 use crate::{Engine, EngineError};
 
@@ -16,7 +16,8 @@ impl Engine {
         task: Option<&TaskId>,
     ) -> Result<Vec<Approval>, EngineError> {
         if let Some(task) = task {
-            self.owned(agent, task).await?;
+            self.steerable(&Principal::Agent(agent.clone()), task)
+                .await?;
         }
         Ok(self.inner.store.list_approvals(agent, task).await?)
     }
@@ -45,7 +46,8 @@ impl Engine {
         limit: u32,
     ) -> Result<Vec<AuditRecord>, EngineError> {
         if let Some(task) = task {
-            self.owned(agent, task).await?;
+            self.steerable(&Principal::Agent(agent.clone()), task)
+                .await?;
         }
         Ok(self
             .inner

@@ -74,12 +74,13 @@ impl Engine {
     /// Applies a control action.
     pub async fn control(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         id: &TaskId,
         control: Control,
         reason: Option<String>,
     ) -> Result<ControlReceipt, EngineError> {
-        let task = self.steerable(&Principal::Agent(agent.clone()), id).await?;
+        let task = self.steerable(caller, id).await?;
+        let agent = caller.name();
         let reason = reason.unwrap_or_else(|| format!("{} requested by {agent}", control.as_str()));
         if task.status.is_terminal() {
             return Ok(ControlReceipt {
@@ -130,7 +131,9 @@ impl Engine {
         };
         if self.commands().send(&task.id, command).await?.is_none() {
             // Nothing in this process runs it (its run vanished): settle it directly.
-            let current = self.owned(&task.agent_id, &task.id).await?;
+            let current = self
+                .steerable(&Principal::Agent(task.agent_id.clone()), &task.id)
+                .await?;
             if !current.status.is_terminal() {
                 inner
                     .change_status(
@@ -177,7 +180,7 @@ impl Engine {
                 changed,
                 message,
             }) => Ok(ControlReceipt {
-                task,
+                task: *task,
                 changed,
                 message,
             }),
@@ -207,13 +210,14 @@ impl Engine {
     /// message answers the oldest pending request when the task waits for one.
     pub async fn message(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         id: &TaskId,
         message_type: MessageType,
         message: String,
         metadata: Option<Value>,
     ) -> Result<MessageReceipt, EngineError> {
-        let task = self.steerable(&Principal::Agent(agent.clone()), id).await?;
+        let task = self.steerable(caller, id).await?;
+        let agent = caller.name();
         if task.status.is_terminal() {
             return Err(EngineError::Conflict(format!(
                 "task {id} has already finished ({}); messages can no longer reach it",
@@ -273,12 +277,12 @@ impl Engine {
     /// for callers that already hold a typed answer, such as an MCP Tasks `tasks/update`.
     pub async fn answer_input(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         id: &TaskId,
         answer: InputAnswer,
     ) -> Result<InputRequest, EngineError> {
-        let task = self.steerable(&Principal::Agent(agent.clone()), id).await?;
-        self.answer(agent, &task, answer).await
+        let task = self.steerable(caller, id).await?;
+        self.answer(caller.name(), &task, answer).await
     }
 
     async fn answer(

@@ -2,6 +2,18 @@
 //! idempotency), dispatches queued tasks to executors within the concurrency limits, supervises
 //! each run (events, artifacts, deadline), applies controls and messages, answers queries with
 //! ownership checks, and reconciles the store after a restart.
+//!
+//! Concurrency model. Durable: every task, event, artifact, approval, audit record and every
+//! request waiting for an answer lives in the store, written before anything is published — a
+//! restarted process (or, later, another instance) finds all of it there. In memory: one
+//! supervisor actor per run in this process (`supervisor`) owns the run's live state — the
+//! executor's control handle and capabilities, Handoff's stop decision, the pending requests'
+//! ask timers — and is reached only through its mailbox: by the run's driver (`lifecycle`,
+//! `follow`, `evaluate`) through a link, and by everyone else through the [`TaskCommands`]
+//! seam. The registry holds only mailboxes. Every event and state change goes out once through
+//! the outbox (`outbox`): a broadcast for in-process followers and direct calls to the
+//! [`Integration`] plug-ins. Modules depend one way: `engine` (start-up) → `scheduler` /
+//! `recovery` → `lifecycle` → `evaluate` → `follow` → `finish`, all over `state`.
 
 mod approvals;
 mod artifacts;

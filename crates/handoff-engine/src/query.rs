@@ -1,5 +1,5 @@
 use handoff_store::TaskFilter;
-use handoff_task::{AgentId, Artifact, Principal, Task, TaskEvent, TaskId, TaskStatus};
+use handoff_task::{Artifact, Principal, Task, TaskEvent, TaskId, TaskStatus};
 
 use crate::{Engine, EngineError};
 
@@ -130,17 +130,9 @@ impl Engine {
         self.inner.record(id, event).await
     }
 
-    /// The task, if it exists and belongs to `agent` (others' tasks look nonexistent).
-    pub async fn owned(&self, agent: &AgentId, id: &TaskId) -> Result<Task, EngineError> {
-        match self.inner.store.get_task(id).await? {
-            Some(task) if &task.agent_id == agent => Ok(task),
-            _ => Err(EngineError::NotFound(id.to_string())),
-        }
-    }
-
     /// Status, recent events and queue position (for the owner and the task's observers).
-    pub async fn status(&self, agent: &AgentId, id: &TaskId) -> Result<StatusView, EngineError> {
-        let task = self.readable(&Principal::Agent(agent.clone()), id).await?;
+    pub async fn status(&self, caller: &Principal, id: &TaskId) -> Result<StatusView, EngineError> {
+        let task = self.readable(caller, id).await?;
         let recent_events = self.inner.store.recent_events(id, RECENT_EVENTS).await?;
         let queue_position = if task.status == TaskStatus::Queued {
             self.inner.store.queue_position(id).await?
@@ -184,24 +176,24 @@ impl Engine {
     /// The task's last `n` events, oldest first.
     pub async fn recent_events(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         id: &TaskId,
         n: u32,
     ) -> Result<Vec<TaskEvent>, EngineError> {
-        self.readable(&Principal::Agent(agent.clone()), id).await?;
+        self.readable(caller, id).await?;
         Ok(self.inner.store.recent_events(id, n).await?)
     }
 
     /// A page of events (and optionally the artifacts).
     pub async fn history(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         id: &TaskId,
         offset: u64,
         limit: u32,
         include_artifacts: bool,
     ) -> Result<History, EngineError> {
-        let task = self.readable(&Principal::Agent(agent.clone()), id).await?;
+        let task = self.readable(caller, id).await?;
         let (events, total_events) = self.inner.store.events(id, offset, limit).await?;
         let artifacts = if include_artifacts {
             self.inner.store.artifacts(id).await?
@@ -216,16 +208,19 @@ impl Engine {
         })
     }
 
-    /// The agent's tasks, newest first.
+    /// The caller's tasks (an operator's: every agent's), newest first.
     pub async fn list(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         statuses: Vec<TaskStatus>,
         limit: u32,
         before_seq: Option<i64>,
     ) -> Result<handoff_store::TaskPage, EngineError> {
         let filter = TaskFilter {
-            agent_id: Some(agent.clone()),
+            agent_id: match caller {
+                Principal::Agent(agent) => Some(agent.clone()),
+                Principal::Operator(_) => None,
+            },
             statuses,
             limit,
             before_seq,
@@ -236,24 +231,24 @@ impl Engine {
     /// Lists a task's working directory.
     pub async fn files(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         id: &TaskId,
         path: Option<&str>,
     ) -> Result<crate::FileListing, EngineError> {
-        let task = self.readable(&Principal::Agent(agent.clone()), id).await?;
+        let task = self.readable(caller, id).await?;
         crate::files::list(std::path::Path::new(&task.workdir), path).await
     }
 
     /// Reads part of a file in a task's working directory.
     pub async fn read_file(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         id: &TaskId,
         path: &str,
         offset: u64,
         max_bytes: Option<u64>,
     ) -> Result<crate::FileChunk, EngineError> {
-        let task = self.readable(&Principal::Agent(agent.clone()), id).await?;
+        let task = self.readable(caller, id).await?;
         let max = max_bytes.unwrap_or(crate::files::DEFAULT_READ_BYTES);
         crate::files::read(std::path::Path::new(&task.workdir), path, offset, max).await
     }

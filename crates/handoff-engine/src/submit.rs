@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use handoff_store::{IdempotencyClaim, InsertOutcome};
-use handoff_task::{AgentId, NewTask, Task, TaskId, TaskOptions, unix_millis_now};
+use handoff_task::{AgentId, NewTask, Principal, Task, TaskId, TaskOptions, unix_millis_now};
 use serde_json::Value;
 
 use crate::{Engine, EngineError};
@@ -215,11 +215,11 @@ impl Engine {
     /// Waits up to `limit` for a task to finish; returns its latest state either way.
     pub async fn wait(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         id: &TaskId,
         limit: Duration,
     ) -> Result<Task, EngineError> {
-        self.owned(agent, id).await?;
+        self.readable(caller, id).await?;
         self.inner.wait_settled(id, limit).await
     }
 }

@@ -6,6 +6,8 @@
 //! enforced inside one store transaction, so a second implementation (PostgreSQL) can keep the
 //! same guarantees across several Handoff instances.
 
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 mod error;
 mod sqlite;
 mod store;

@@ -51,6 +51,9 @@ pub struct ToolContext {
     /// The caller's identity as the edge established it (token, `x-agent-id`, stdio flag); an
     /// `agent_id` argument may only repeat it, or choose one when it is unset.
     pub agent_id: Option<AgentId>,
+    /// The edge authenticated an operator (`agent_id` is its name): it sees and steers every
+    /// task, and an `agent_id` argument names whose tasks it acts on.
+    pub operator: bool,
     /// The agent a caller that establishes no identity and names none acts as.
     pub fallback_agent: Option<AgentId>,
     /// Transport session, when the protocol era has one.
@@ -98,6 +101,7 @@ impl ToolContext {
             call_id: call_id.into(),
             request_id: request_id.into(),
             agent_id: None,
+            operator: false,
             fallback_agent: None,
             session_id: None,
             cancel: CancellationToken::new(),
@@ -119,6 +123,12 @@ impl ToolContext {
     /// Sets the caller's identity.
     pub fn with_agent(mut self, agent_id: Option<AgentId>) -> Self {
         self.agent_id = agent_id;
+        self
+    }
+
+    /// Marks the caller as an operator named by `agent_id`.
+    pub fn with_operator(mut self, operator: bool) -> Self {
+        self.operator = operator;
         self
     }
 

@@ -278,7 +278,7 @@ impl Supervisor {
         if task.status == to {
             return Ok(CommandReply::Steered {
                 message: format!("already {}", to.as_str()),
-                task,
+                task: Box::new(task),
                 changed: false,
             });
         }
@@ -301,7 +301,7 @@ impl Supervisor {
         done.map_err(|e| finished_or(e, &task))?;
         let task = self.moved(&task, to, verb).await?;
         Ok(CommandReply::Steered {
-            task,
+            task: Box::new(task),
             changed: true,
             message: if freeze {
                 "paused; the executor's processes are frozen".to_owned()

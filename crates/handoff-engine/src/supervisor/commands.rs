@@ -41,8 +41,8 @@ pub enum CommandReply {
     Stopping,
     /// A pause or resume was applied (or already in place).
     Steered {
-        /// The task afterwards.
-        task: Task,
+        /// The task afterwards (boxed: replies travel by value through the mailbox).
+        task: Box<Task>,
         /// False when it already was in the asked-for state.
         changed: bool,
         /// What happened, in words.

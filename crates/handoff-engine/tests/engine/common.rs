@@ -13,6 +13,11 @@ pub struct Harness {
     pub dir: TempDir,
 }
 
+/// The engine's view of an agent calling as itself.
+pub fn as_agent(id: &AgentId) -> handoff_task::Principal {
+    handoff_task::Principal::Agent(id.clone())
+}
+
 pub fn agent(name: &str) -> AgentId {
     AgentId::parse(name).unwrap()
 }
@@ -82,7 +87,7 @@ impl Harness {
         let task = self
             .engine
             // Generous: under a loaded machine (CI compiling beside the tests) a run can be slow.
-            .wait(&agent(who), id, Duration::from_secs(90))
+            .wait(&as_agent(&agent(who)), id, Duration::from_secs(90))
             .await
             .unwrap();
         assert!(task.status.is_terminal(), "{id} still {}", task.status);
@@ -92,7 +97,12 @@ impl Harness {
     /// Polls until the task is in `status`.
     pub async fn wait_status(&self, who: &str, id: &TaskId, status: TaskStatus) -> Task {
         for _ in 0..400 {
-            let task = self.engine.owned(&agent(who), id).await.unwrap();
+            let task = self
+                .engine
+                .status(&as_agent(&agent(who)), id)
+                .await
+                .map(|v| v.task)
+                .unwrap();
             if task.status == status {
                 return task;
             }
@@ -116,7 +126,7 @@ impl Harness {
     pub async fn outputs(&self, who: &str, id: &TaskId) -> Vec<String> {
         let history = self
             .engine
-            .history(&agent(who), id, 0, 1000, false)
+            .history(&as_agent(&agent(who)), id, 0, 1000, false)
             .await
             .unwrap();
         history
@@ -132,7 +142,7 @@ impl Harness {
         for _ in 0..400 {
             let history = self
                 .engine
-                .history(&agent(who), id, 0, 1000, false)
+                .history(&as_agent(&agent(who)), id, 0, 1000, false)
                 .await
                 .unwrap();
             if let Some(pid) = history

@@ -3,7 +3,7 @@ use std::time::Duration;
 use handoff_engine::{Control, EngineError};
 use handoff_task::{MessageType, TaskStatus};
 
-use super::common::{agent, alive, start};
+use super::common::{agent, alive, as_agent, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_kills_the_whole_process_group() {
@@ -20,7 +20,7 @@ async fn cancel_kills_the_whole_process_group() {
     let receipt = h
         .engine
         .control(
-            &agent("a"),
+            &as_agent(&agent("a")),
             &id,
             Control::Cancel,
             Some("changed my mind".into()),
@@ -37,7 +37,7 @@ async fn cancel_kills_the_whole_process_group() {
     assert!(!alive(child), "grandchild {child} survived");
     let again = h
         .engine
-        .control(&agent("a"), &id, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &id, Control::Cancel, None)
         .await
         .unwrap();
     assert!(!again.changed, "cancel is idempotent");
@@ -56,18 +56,18 @@ async fn a_queued_task_is_cancelled_without_running() {
         .id;
     let receipt = h
         .engine
-        .control(&agent("a"), &queued, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &queued, Control::Cancel, None)
         .await
         .unwrap();
     assert_eq!(receipt.task.status, TaskStatus::Cancelled);
     let err = h
         .engine
-        .control(&agent("a"), &queued, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &queued, Control::Pause, None)
         .await
         .unwrap();
     assert!(!err.changed);
     h.engine
-        .control(&agent("a"), &blocker, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &blocker, Control::Cancel, None)
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -88,7 +88,7 @@ async fn pause_freezes_and_resume_thaws() {
     h.wait_output("a", &id, |l| l == "tick 3").await;
     let paused = h
         .engine
-        .control(&agent("a"), &id, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &id, Control::Pause, None)
         .await
         .unwrap();
     assert_eq!(paused.task.status, TaskStatus::Paused);
@@ -102,14 +102,14 @@ async fn pause_freezes_and_resume_thaws() {
     );
     let again = h
         .engine
-        .control(&agent("a"), &id, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &id, Control::Pause, None)
         .await
         .unwrap();
     assert!(!again.changed, "pause is idempotent");
 
     let resumed = h
         .engine
-        .control(&agent("a"), &id, Control::Resume, None)
+        .control(&as_agent(&agent("a")), &id, Control::Resume, None)
         .await
         .unwrap();
     assert_eq!(resumed.task.status, TaskStatus::Running);
@@ -117,7 +117,7 @@ async fn pause_freezes_and_resume_thaws() {
     h.wait_output("a", &id, |l| l == next).await;
     let cancelled = h
         .engine
-        .control(&agent("a"), &id, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &id, Control::Cancel, None)
         .await
         .unwrap();
     assert_eq!(cancelled.task.status, TaskStatus::Cancelled);
@@ -130,12 +130,12 @@ async fn a_paused_task_can_be_cancelled() {
     let pid = h.pid("a", &id).await;
     h.wait_output("a", &id, |l| l == "up").await;
     h.engine
-        .control(&agent("a"), &id, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &id, Control::Pause, None)
         .await
         .unwrap();
     let receipt = h
         .engine
-        .control(&agent("a"), &id, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &id, Control::Cancel, None)
         .await
         .unwrap();
     assert_eq!(receipt.task.status, TaskStatus::Cancelled);
@@ -154,7 +154,7 @@ async fn messages_reach_the_running_executor() {
     let receipt = h
         .engine
         .message(
-            &agent("a"),
+            &as_agent(&agent("a")),
             &id,
             MessageType::Guidance,
             "use tabs".into(),
@@ -187,7 +187,7 @@ async fn messages_to_a_queued_task_join_its_prompt() {
     let receipt = h
         .engine
         .message(
-            &agent("a"),
+            &as_agent(&agent("a")),
             &id,
             MessageType::RequirementChange,
             "also add tests".into(),
@@ -198,13 +198,13 @@ async fn messages_to_a_queued_task_join_its_prompt() {
     assert!(!receipt.delivered);
     assert!(receipt.note.contains("queued"));
     h.engine
-        .control(&agent("a"), &blocker, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &blocker, Control::Cancel, None)
         .await
         .unwrap();
     assert_eq!(h.wait_done("a", &id).await.status, TaskStatus::Completed);
     let prompt = h
         .engine
-        .read_file(&agent("a"), &id, "prompt.txt", 0, None)
+        .read_file(&as_agent(&agent("a")), &id, "prompt.txt", 0, None)
         .await
         .unwrap();
     let text = prompt.content.unwrap();
@@ -222,24 +222,24 @@ async fn controls_that_do_not_fit_the_state_are_conflicts() {
     let queued = h.submit("a", "true").await.task.id;
     let err = h
         .engine
-        .control(&agent("a"), &queued, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &queued, Control::Pause, None)
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");
     let err = h
         .engine
-        .control(&agent("a"), &queued, Control::Resume, None)
+        .control(&as_agent(&agent("a")), &queued, Control::Resume, None)
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");
     let resumed = h
         .engine
-        .control(&agent("a"), &running, Control::Resume, None)
+        .control(&as_agent(&agent("a")), &running, Control::Resume, None)
         .await
         .unwrap();
     assert!(!resumed.changed, "resume of a running task is a no-op");
     h.engine
-        .control(&agent("a"), &running, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &running, Control::Cancel, None)
         .await
         .unwrap();
 }

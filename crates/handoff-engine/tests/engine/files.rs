@@ -1,7 +1,7 @@
 use handoff_engine::{EngineError, FileKind, SubmitRequest};
 use handoff_task::TaskStatus;
 
-use super::common::{agent, script, start};
+use super::common::{agent, as_agent, script, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_tools_stay_inside_the_task_directory() {
@@ -15,7 +15,11 @@ async fn file_tools_stay_inside_the_task_directory() {
     let id = h.submit("a", &text).await.task.id;
     assert_eq!(h.wait_done("a", &id).await.status, TaskStatus::Completed);
 
-    let listing = h.engine.files(&agent("a"), &id, None).await.unwrap();
+    let listing = h
+        .engine
+        .files(&as_agent(&agent("a")), &id, None)
+        .await
+        .unwrap();
     let entries: Vec<_> = listing
         .entries
         .iter()
@@ -32,7 +36,7 @@ async fn file_tools_stay_inside_the_task_directory() {
     );
     let chunk = h
         .engine
-        .read_file(&agent("a"), &id, "src/main.rs", 0, None)
+        .read_file(&as_agent(&agent("a")), &id, "src/main.rs", 0, None)
         .await
         .unwrap();
     assert_eq!(chunk.content.as_deref(), Some("fn main() {}\n"));
@@ -44,14 +48,18 @@ async fn file_tools_stay_inside_the_task_directory() {
         "/etc/passwd",
         "src/../../x",
     ] {
-        match h.engine.read_file(&agent("a"), &id, bad, 0, None).await {
+        match h
+            .engine
+            .read_file(&as_agent(&agent("a")), &id, bad, 0, None)
+            .await
+        {
             Err(EngineError::Invalid { .. }) => {}
             other => panic!("{bad}: {other:?}"),
         }
     }
     assert!(
         h.engine
-            .files(&agent("a"), &id, Some("escape"))
+            .files(&as_agent(&agent("a")), &id, Some("escape"))
             .await
             .is_err()
     );

@@ -3,7 +3,7 @@ use std::time::Duration;
 use handoff_engine::{Control, EngineError};
 use handoff_task::{ArtifactBody, ArtifactKind, EventKind, TaskStatus};
 
-use super::common::{agent, alive, script, start};
+use super::common::{agent, alive, as_agent, script, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_successful_run_records_everything() {
@@ -17,7 +17,7 @@ async fn a_successful_run_records_everything() {
 
     let history = h
         .engine
-        .history(&agent("a"), &task.id, 0, 100, true)
+        .history(&as_agent(&agent("a")), &task.id, 0, 100, true)
         .await
         .unwrap();
     let statuses: Vec<_> = history
@@ -74,7 +74,7 @@ async fn terminal_states_never_change() {
     for control in [Control::Cancel, Control::Pause, Control::Resume] {
         let receipt = h
             .engine
-            .control(&agent("a"), &id, control, None)
+            .control(&as_agent(&agent("a")), &id, control, None)
             .await
             .unwrap();
         assert!(!receipt.changed);
@@ -82,7 +82,13 @@ async fn terminal_states_never_change() {
     }
     let err = h
         .engine
-        .message(&agent("a"), &id, Default::default(), "late".into(), None)
+        .message(
+            &as_agent(&agent("a")),
+            &id,
+            Default::default(),
+            "late".into(),
+            None,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");
@@ -122,7 +128,11 @@ async fn bad_submissions_are_refused_with_the_field_named() {
             other => panic!("{expected}: {other:?}"),
         }
     }
-    let page = h.engine.list(&agent("a"), vec![], 10, None).await.unwrap();
+    let page = h
+        .engine
+        .list(&as_agent(&agent("a")), vec![], 10, None)
+        .await
+        .unwrap();
     assert!(
         page.tasks.is_empty(),
         "refused submissions leave nothing behind"
@@ -135,22 +145,22 @@ async fn agents_see_only_their_own_tasks() {
     let id = h.submit("owner", "sleep 0.2").await.task.id;
     let stranger = agent("stranger");
     assert!(matches!(
-        h.engine.status(&stranger, &id).await,
+        h.engine.status(&as_agent(&stranger), &id).await,
         Err(EngineError::NotFound(_))
     ));
     assert!(matches!(
         h.engine
-            .control(&stranger, &id, Control::Cancel, None)
+            .control(&as_agent(&stranger), &id, Control::Cancel, None)
             .await,
         Err(EngineError::NotFound(_))
     ));
     assert!(matches!(
-        h.engine.files(&stranger, &id, None).await,
+        h.engine.files(&as_agent(&stranger), &id, None).await,
         Err(EngineError::NotFound(_))
     ));
     assert!(
         h.engine
-            .list(&stranger, vec![], 10, None)
+            .list(&as_agent(&stranger), vec![], 10, None)
             .await
             .unwrap()
             .tasks
@@ -212,7 +222,7 @@ async fn large_outputs_are_kept_whole_in_a_file() {
     assert_eq!(h.wait_done("a", &id).await.status, TaskStatus::Completed);
     let history = h
         .engine
-        .history(&agent("a"), &id, 0, 10, true)
+        .history(&as_agent(&agent("a")), &id, 0, 10, true)
         .await
         .unwrap();
     let output = &history.artifacts[0];
@@ -245,13 +255,13 @@ async fn retention_purges_finished_tasks_and_their_directories() {
 
     assert_eq!(h.engine.purge_expired().await.unwrap(), 1);
     assert!(matches!(
-        h.engine.status(&agent("a"), &done.id).await,
+        h.engine.status(&as_agent(&agent("a")), &done.id).await,
         Err(EngineError::NotFound(_))
     ));
     assert!(!std::path::Path::new(&done.workdir).exists());
     assert_eq!(
         h.engine
-            .status(&agent("a"), &running.id)
+            .status(&as_agent(&agent("a")), &running.id)
             .await
             .unwrap()
             .task
@@ -260,7 +270,7 @@ async fn retention_purges_finished_tasks_and_their_directories() {
         "unfinished tasks are never purged"
     );
     h.engine
-        .control(&agent("a"), &running.id, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &running.id, Control::Cancel, None)
         .await
         .unwrap();
 }

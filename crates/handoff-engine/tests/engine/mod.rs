@@ -1,9 +1,13 @@
+mod asks;
 mod common;
 mod control;
 mod files;
+mod gated;
 mod lifecycle;
 mod races;
 mod recovery;
+mod restarts;
 mod rig;
 mod scheduling;
 mod scripted;
+mod shutdown;

@@ -4,7 +4,7 @@ use handoff_store::{ClaimLimits, InsertOutcome, SqliteStore, TaskStore};
 use handoff_task::{NewTask, TaskId, TaskOptions, TaskStatus, unix_millis_now};
 use serde_json::json;
 
-use super::common::{agent, alive, config, start_in};
+use super::common::{agent, alive, as_agent, config, start_in};
 
 fn new_task(description: &str, requeue: bool) -> NewTask {
     NewTask {
@@ -83,7 +83,12 @@ async fn a_restart_accounts_for_every_task_and_kills_leftovers() {
     store.close().await;
 
     let h = start_in(dir, &[]).await;
-    let interrupted = h.engine.owned(&agent("a"), &ids[0]).await.unwrap();
+    let interrupted = h
+        .engine
+        .status(&as_agent(&agent("a")), &ids[0])
+        .await
+        .map(|v| v.task)
+        .unwrap();
     assert_eq!(interrupted.status, TaskStatus::Failed);
     assert_eq!(
         interrupted.error.as_deref(),
@@ -139,10 +144,20 @@ async fn shutdown_stops_runs_and_says_so() {
     h.wait_status("a", &again, TaskStatus::Running).await;
 
     h.engine.shutdown().await;
-    let task = h.engine.owned(&agent("a"), &stopped).await.unwrap();
+    let task = h
+        .engine
+        .status(&as_agent(&agent("a")), &stopped)
+        .await
+        .map(|v| v.task)
+        .unwrap();
     assert_eq!(task.status, TaskStatus::Failed);
     assert_eq!(task.error.as_deref(), Some("interrupted: server shut down"));
     assert!(!alive(leader) && !alive(child));
-    let task = h.engine.owned(&agent("a"), &again).await.unwrap();
+    let task = h
+        .engine
+        .status(&as_agent(&agent("a")), &again)
+        .await
+        .map(|v| v.task)
+        .unwrap();
     assert_eq!(task.status, TaskStatus::Queued, "opted in to re-running");
 }

@@ -4,24 +4,28 @@
 
 use std::sync::Arc;
 
-use handoff_engine::{Engine, EngineMetrics, SubmitRequest, TaskNotice};
+use handoff_engine::{Control, ControlReceipt, Engine, EngineError, EngineMetrics, SubmitRequest};
 use handoff_runner::{Capabilities, ExecutorRegistry};
 use handoff_store::{SqliteStore, Store};
-use handoff_task::{Task, TaskEvent, TaskId, TaskStatus};
+use handoff_task::{Principal, Task, TaskEvent, TaskId, TaskStatus};
 use tempfile::TempDir;
-use tokio::sync::broadcast;
+use tokio::{sync::broadcast, task::JoinHandle};
 
 use super::{
     common::{agent, config},
     scripted::{HANG, NAME, Script, ScriptedExecutor},
 };
 
+/// The owner of every task in these tests.
+pub fn owner() -> Principal {
+    Principal::Agent(agent("a"))
+}
+
 /// Everything a race test holds.
 pub struct Rig {
     pub engine: Engine,
     pub script: Script,
     pub dir: TempDir,
-    notices: broadcast::Receiver<TaskNotice>,
 }
 
 /// Settings for the fake: it is the default executor, and a run that ends well is done
@@ -61,15 +65,13 @@ pub async fn rig_with(
     let (executor, script) = ScriptedExecutor::new(capabilities);
     let mut executors = ExecutorRegistry::new();
     executors.register(executor);
-    let engine = Engine::new(config, store, executors, EngineMetrics::unregistered()).unwrap();
-    // Subscribed before anything runs, so no notice is missed.
-    let notices = engine.subscribe();
-    engine.run(Vec::new()).await.unwrap();
+    let engine = Engine::start(config, store, executors, EngineMetrics::unregistered())
+        .await
+        .unwrap();
     Rig {
         engine,
         script,
         dir,
-        notices,
     }
 }
 
@@ -92,47 +94,69 @@ impl Rig {
         .await
     }
 
-    /// Waits until the stored task satisfies `done`, re-reading it on each of its notices.
-    pub async fn until(&mut self, id: &TaskId, done: impl Fn(&Task, &[TaskEvent]) -> bool) {
-        let wait = async {
-            loop {
-                let history = self
-                    .engine
-                    .history(&agent("a"), id, 0, 10_000, false)
-                    .await
-                    .unwrap();
-                if done(&history.task, &history.events) {
-                    return;
-                }
-                loop {
-                    match self.notices.recv().await {
-                        Ok(notice) if notice.task() == id => break,
-                        Ok(_) => continue,
-                        Err(broadcast::error::RecvError::Lagged(_)) => break,
-                        Err(broadcast::error::RecvError::Closed) => panic!("engine gone"),
-                    }
-                }
-            }
-        };
-        tokio::time::timeout(HANG, wait)
-            .await
-            .unwrap_or_else(|_| panic!("{id} never reached the awaited state"));
+    /// Applies `control` in the background (a cancel waits for the run to settle).
+    pub fn control(
+        &self,
+        id: &TaskId,
+        control: Control,
+        reason: &str,
+    ) -> JoinHandle<Result<ControlReceipt, EngineError>> {
+        let (engine, id, reason) = (self.engine.clone(), id.clone(), reason.to_owned());
+        tokio::spawn(async move { engine.control(&owner(), &id, control, Some(reason)).await })
+    }
+
+    /// Waits until the stored task satisfies `done`.
+    pub async fn until(&self, id: &TaskId, done: impl Fn(&Task, &[TaskEvent]) -> bool) {
+        until(&self.engine, id, done).await;
     }
 
     /// Waits until the task is in `status`.
-    pub async fn until_status(&mut self, id: &TaskId, status: TaskStatus) {
+    pub async fn until_status(&self, id: &TaskId, status: TaskStatus) {
         self.until(id, |task, _| task.status == status).await;
     }
 
     /// Waits until an event of the task satisfies `pred`.
-    pub async fn until_event(&mut self, id: &TaskId, pred: impl Fn(&TaskEvent) -> bool) {
-        self.until(id, |_, events| events.iter().any(&pred)).await;
+    pub async fn until_event(&self, id: &TaskId, pred: impl Fn(&TaskEvent) -> bool) {
+        until_event(&self.engine, id, pred).await;
     }
 
     /// Waits until the task has ended.
-    pub async fn until_done(&mut self, id: &TaskId) {
+    pub async fn until_done(&self, id: &TaskId) {
         self.until(id, |task, _| task.status.is_terminal()).await;
     }
+}
+
+/// Waits until the stored task satisfies `done`, re-reading it on each of its notices.
+pub async fn until(engine: &Engine, id: &TaskId, done: impl Fn(&Task, &[TaskEvent]) -> bool) {
+    // Subscribed before the first read, so no change after it goes unnoticed.
+    let mut notices = engine.subscribe();
+    let wait = async {
+        loop {
+            let history = engine
+                .history(&owner(), id, 0, 10_000, false)
+                .await
+                .unwrap();
+            if done(&history.task, &history.events) {
+                return;
+            }
+            loop {
+                match notices.recv().await {
+                    Ok(notice) if notice.task() == id => break,
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(broadcast::error::RecvError::Closed) => panic!("engine gone"),
+                }
+            }
+        }
+    };
+    tokio::time::timeout(HANG, wait)
+        .await
+        .unwrap_or_else(|_| panic!("{id} never reached the awaited state"));
+}
+
+/// Waits until an event of the task satisfies `pred`.
+pub async fn until_event(engine: &Engine, id: &TaskId, pred: impl Fn(&TaskEvent) -> bool) {
+    until(engine, id, |_, events| events.iter().any(&pred)).await;
 }
 
 /// One look at a task: its row's state and error, and the events recorded since the last look
@@ -170,7 +194,7 @@ impl Trail {
     /// The task now, and what was recorded since the last step.
     pub async fn step(&mut self, engine: &Engine) -> Step {
         let history = engine
-            .history(&agent("a"), &self.id, self.seen, 10_000, false)
+            .history(&owner(), &self.id, self.seen, 10_000, false)
             .await
             .unwrap();
         self.seen += history.events.len() as u64;

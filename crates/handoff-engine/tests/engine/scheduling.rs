@@ -3,7 +3,7 @@ use std::time::Duration;
 use handoff_engine::{EngineError, SubmitRequest};
 use handoff_task::TaskStatus;
 
-use super::common::{Harness, agent, script, start};
+use super::common::{Harness, agent, as_agent, script, start};
 
 /// A script that waits until the gate file exists.
 fn gated(gate: &std::path::Path, then: &str) -> String {
@@ -110,7 +110,7 @@ async fn per_agent_limit_lets_other_agents_through() {
     h.wait_status("x", &x1, TaskStatus::Running).await;
     h.wait_status("y", &y1, TaskStatus::Running).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let status = h.engine.status(&agent("x"), &x2).await.unwrap();
+    let status = h.engine.status(&as_agent(&agent("x")), &x2).await.unwrap();
     assert_eq!(status.task.status, TaskStatus::Queued);
     assert_eq!(status.queue_position, Some(1));
     std::fs::write(&gate, "").unwrap();

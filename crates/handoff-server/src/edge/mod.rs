@@ -30,8 +30,13 @@ use self::{
 
 /// The caller's agent identity, decided at the edge: the agent a token is bound to, or the
 /// `x-agent-id` header of a gateway token (or of an open server without tokens).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallerIdentity(pub Option<AgentId>);
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CallerIdentity {
+    /// The agent (or, for an operator, its name).
+    pub agent: Option<AgentId>,
+    /// An operator token: it sees and steers every task.
+    pub operator: bool,
+}
 
 /// Why the edge policy could not be built from config.
 #[derive(Debug, thiserror::Error)]
@@ -198,10 +203,21 @@ pub(crate) async fn guard(
         (TokenRole::Agent(bound), Some(claimed)) if claimed != bound => {
             return forbidden("Forbidden: x-agent-id is not the agent this token belongs to");
         }
-        (TokenRole::Agent(bound), _) => Some(bound),
-        (TokenRole::Gateway, header) => header,
+        (TokenRole::Agent(bound), _) => CallerIdentity {
+            agent: Some(bound),
+            operator: false,
+        },
+        (TokenRole::Gateway, header) => CallerIdentity {
+            agent: header,
+            operator: false,
+        },
+        // An operator acts as itself; whose tasks it means is an argument of each call.
+        (TokenRole::Operator(name), _) => CallerIdentity {
+            agent: Some(name),
+            operator: true,
+        },
     };
-    request.extensions_mut().insert(CallerIdentity(identity));
+    request.extensions_mut().insert(identity);
 
     let mut method = RpcMethod::for_http(request.method());
     if request.method() == Method::POST {

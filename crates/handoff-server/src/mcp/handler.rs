@@ -23,6 +23,7 @@ use super::{
     tasks,
 };
 use crate::edge::CallerIdentity;
+use handoff_task::Principal;
 
 /// The tool whose calls become protocol-level tasks for clients that declare the extension.
 const TASK_TOOL: &str = "execute_task";
@@ -76,13 +77,30 @@ impl HandoffMcp {
         }
     }
 
-    /// The caller's identity: the edge-validated `x-agent-id` header, else the default.
-    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Option<AgentId> {
-        ctx.extensions
+    /// The caller's identity as the edge decided it, else the transport's default (stdio).
+    fn identity(&self, ctx: &RequestContext<RoleServer>) -> CallerIdentity {
+        let edge = ctx
+            .extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<CallerIdentity>())
-            .and_then(|identity| identity.0.clone())
-            .or_else(|| self.default_agent.clone())
+            .cloned()
+            .unwrap_or_default();
+        CallerIdentity {
+            agent: edge.agent.or_else(|| self.default_agent.clone()),
+            operator: edge.operator,
+        }
+    }
+
+    /// The caller as a principal, for the MCP Tasks methods: an operator, else the agent the
+    /// edge established (or the configured default).
+    fn principal(&self, ctx: &RequestContext<RoleServer>) -> Option<Principal> {
+        let identity = self.identity(ctx);
+        match (identity.operator, identity.agent) {
+            (true, Some(name)) => Some(Principal::Operator(name)),
+            (_, agent) => agent
+                .or_else(|| self.fallback_agent.clone())
+                .map(Principal::Agent),
+        }
     }
 }
 
@@ -109,7 +127,7 @@ impl ServerHandler for HandoffMcp {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let agent = self.caller(&ctx);
+        let agent = self.identity(&ctx).agent;
         let tools = self
             .pipeline
             .list(agent.as_ref())
@@ -127,7 +145,7 @@ impl ServerHandler for HandoffMcp {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let agent = self.caller(&ctx);
+        let identity = self.identity(&ctx);
         // The server alone decides: only execute_task becomes a task, and only for a
         // 2026-07-28 request that declares the extension. Legacy sessions keep the tool flow
         // even when they listed the extension at initialize: clients such as the Inspector
@@ -150,7 +168,8 @@ impl ServerHandler for HandoffMcp {
             uuid::Uuid::new_v4().simple().to_string(),
             ctx.id.to_string(),
         )
-        .with_agent(agent.clone())
+        .with_agent(identity.agent.clone())
+        .with_operator(identity.operator)
         .with_fallback_agent(self.fallback_agent.clone())
         .with_session(session_id(&ctx))
         .with_cancel(ctx.ct.clone())
@@ -179,10 +198,10 @@ impl ServerHandler for HandoffMcp {
             .and_then(|value| value.get("task_id"))
             .and_then(Value::as_str)
             .and_then(|id| TaskId::parse(id).ok());
-        if let (Some(id), Some(agent), true) = (&created, &agent, as_task) {
-            // Stored before submit returned, so the handle is durable; a task owned by someone
-            // else (agent_id argument) gets the plain result: this caller could not poll it.
-            match self.handles.get(agent, id.as_str()).await {
+        if let (Some(id), Some(caller), true) = (&created, self.principal(&ctx), as_task) {
+            // Stored before submit returned, so the handle is durable; a task this caller could
+            // not poll gets the plain result.
+            match self.handles.get(&caller, id.as_str()).await {
                 Ok(handle) => return Ok(CallToolResponse::Task(tasks::created(&handle))),
                 Err(error) => tracing::debug!(task = %id, %error, "no task handle"),
             }
@@ -200,10 +219,7 @@ impl ServerHandler for HandoffMcp {
         request: GetTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let agent = tasks::require_agent(
-            self.caller(&ctx).or_else(|| self.fallback_agent.clone()),
-            &request.task_id,
-        )?;
+        let agent = tasks::require_agent(self.principal(&ctx), &request.task_id)?;
         let handle = self
             .handles
             .get(&agent, &request.task_id)
@@ -217,10 +233,7 @@ impl ServerHandler for HandoffMcp {
         request: UpdateTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let agent = tasks::require_agent(
-            self.caller(&ctx).or_else(|| self.fallback_agent.clone()),
-            &request.task_id,
-        )?;
+        let agent = tasks::require_agent(self.principal(&ctx), &request.task_id)?;
         tasks::update(
             &self.handles,
             &agent,
@@ -235,10 +248,7 @@ impl ServerHandler for HandoffMcp {
         request: CancelTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let agent = tasks::require_agent(
-            self.caller(&ctx).or_else(|| self.fallback_agent.clone()),
-            &request.task_id,
-        )?;
+        let agent = tasks::require_agent(self.principal(&ctx), &request.task_id)?;
         self.handles
             .cancel(&agent, &request.task_id)
             .await

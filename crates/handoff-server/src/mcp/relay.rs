@@ -11,7 +11,7 @@ use std::{
 };
 
 use handoff_engine::TaskNotice;
-use handoff_task::{AgentId, TaskId, TaskStatus};
+use handoff_task::{AgentId, Principal, TaskId, TaskStatus};
 use handoff_tools::handles::{HandleState, TaskHandles};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
@@ -104,7 +104,8 @@ impl ElicitationRelay {
             let Some(agent) = self.lock().get(&id).map(|f| f.agent.clone()) else {
                 return;
             };
-            let handle = match self.handles.get(&agent, id.as_str()).await {
+            let owner = Principal::Agent(agent.clone());
+            let handle = match self.handles.get(&owner, id.as_str()).await {
                 Ok(handle) => handle,
                 Err(error) => {
                     tracing::debug!(task = %id, %error, "elicitation relay lost the task");
@@ -141,7 +142,7 @@ impl ElicitationRelay {
                     let answer = elicit::answer(request.kind, &result);
                     if let Err(error) = self
                         .handles
-                        .answer(&agent, id.as_str(), &request.id, answer)
+                        .answer(&owner, id.as_str(), &request.id, answer)
                         .await
                     {
                         tracing::warn!(task = %id, %error, "elicited answer not delivered");

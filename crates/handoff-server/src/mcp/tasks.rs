@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use handoff_task::AgentId;
+use handoff_task::Principal;
 use handoff_tools::handles::{Handle, HandleError, HandleState, TaskHandles};
 use rmcp::{
     ErrorData as McpError,
@@ -111,7 +111,7 @@ fn iso(ms: i64) -> String {
 /// name no pending request are ignored, as the extension says.
 pub(crate) async fn update(
     handles: &TaskHandles,
-    agent: &AgentId,
+    agent: &Principal,
     task_id: &str,
     responses: InputResponses,
 ) -> Result<(), McpError> {
@@ -152,7 +152,10 @@ pub(crate) fn to_mcp(error: HandleError) -> McpError {
 }
 
 /// The identity every `tasks/*` call is checked against; without one no task is visible.
-pub(crate) fn require_agent(agent: Option<AgentId>, task_id: &str) -> Result<AgentId, McpError> {
+pub(crate) fn require_agent(
+    agent: Option<Principal>,
+    task_id: &str,
+) -> Result<Principal, McpError> {
     agent.ok_or_else(|| to_mcp(HandleError::unknown(task_id)))
 }
 

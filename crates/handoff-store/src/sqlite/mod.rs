@@ -16,8 +16,6 @@ mod inputs;
 mod rows;
 mod tasks;
 mod workspaces;
-#[cfg(test)]
-mod workspaces_tests;
 
 use std::{path::Path, time::Duration};
 

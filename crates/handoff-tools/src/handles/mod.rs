@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use handoff_engine::{Control, Engine, EngineError};
 use handoff_runner::{InputAnswer, InputRequest};
-use handoff_task::{AgentId, TaskId, TaskStatus, unix_millis_now};
+use handoff_task::{Principal, TaskId, TaskStatus, unix_millis_now};
 
 pub use state::HandleState;
 
@@ -84,7 +84,7 @@ impl TaskHandles {
     }
 
     /// The handle of `id` as `agent` may see it (owner only).
-    pub async fn get(&self, agent: &AgentId, id: &str) -> Result<Handle, HandleError> {
+    pub async fn get(&self, agent: &Principal, id: &str) -> Result<Handle, HandleError> {
         let id = parse(id)?;
         let view = self.engine.status(agent, &id).await?;
         let task = &view.task;
@@ -125,7 +125,7 @@ impl TaskHandles {
     /// (answers to unknown keys are ignored, as the Tasks extension says).
     pub async fn answer(
         &self,
-        agent: &AgentId,
+        agent: &Principal,
         id: &str,
         key: &str,
         mut answer: InputAnswer,
@@ -145,7 +145,7 @@ impl TaskHandles {
     }
 
     /// Asks the task to stop; cooperative, so the handle may show `working` for a moment.
-    pub async fn cancel(&self, agent: &AgentId, id: &str) -> Result<(), HandleError> {
+    pub async fn cancel(&self, agent: &Principal, id: &str) -> Result<(), HandleError> {
         let id = parse(id)?;
         self.engine
             .control(

@@ -210,15 +210,19 @@ impl Pipeline {
                 pointer: "/agent_id".to_owned(),
                 message: e.to_string(),
             })?;
-            if ctx.agent_id.as_ref().is_some_and(|known| known != &agent) {
+            if ctx.operator {
+                // An operator stays itself; the argument names whose tasks it acts on.
+                trail.agent = ctx.agent_id.clone();
+            } else if ctx.agent_id.as_ref().is_some_and(|known| known != &agent) {
                 return Err(ToolError::InvalidArguments {
                     tool: def.name.to_owned(),
                     pointer: "/agent_id".to_owned(),
                     message: "is not the identity this connection authenticated as; omit it (the x-agent-id header or the token decides who calls)".to_owned(),
                 });
+            } else {
+                trail.agent = Some(agent.clone());
+                ctx.agent_id = Some(agent);
             }
-            trail.agent = Some(agent.clone());
-            ctx.agent_id = Some(agent);
         }
 
         trail.stage = "permission";

@@ -40,13 +40,13 @@ impl Tool for ListApprovalsTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: ListApprovalsArgs,
     ) -> Result<ListApprovalsOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let approvals = self
             .engine
-            .list_approvals(&agent, args.task_id.as_ref())
+            .list_approvals(agent.name(), args.task_id.as_ref())
             .await
             .map_err(|e| tool_error(self.name(), e))?;
         Ok(ListApprovalsOutput { approvals })
@@ -88,13 +88,13 @@ impl Tool for RevokeApprovalTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: RevokeApprovalArgs,
     ) -> Result<RevokeApprovalOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let revoked = self
             .engine
-            .revoke_approval(&agent, &args.approval_id)
+            .revoke_approval(agent.name(), &args.approval_id)
             .await
             .map_err(|e| tool_error(self.name(), e))?;
         let message = format!(

@@ -39,14 +39,14 @@ impl Tool for GetAuditLogTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: GetAuditLogArgs,
     ) -> Result<GetAuditLogOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let limit = args.limit.unwrap_or(50).min(MAX_AUDIT_PAGE);
         let records = self
             .engine
-            .audit(&agent, args.task_id.as_ref(), args.before_seq, limit)
+            .audit(agent.name(), args.task_id.as_ref(), args.before_seq, limit)
             .await
             .map_err(|e| tool_error(self.name(), e))?;
         let next_before_seq = (records.len() == limit as usize)

@@ -44,10 +44,10 @@ impl Tool for SendTaskControlTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: SendTaskControlArgs,
     ) -> Result<SendTaskControlOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let control = match args.control {
             ControlAction::Cancel => Control::Cancel,
             ControlAction::Pause => Control::Pause,

@@ -5,11 +5,11 @@ use handoff_protocol::{
     EVENT_MESSAGE_CHARS, clip, names,
     tasks::{ExecuteTaskArgs, ExecuteTaskOutput},
 };
-use handoff_task::{EventKind, Task, TaskStatus};
+use handoff_task::{EventKind, Principal, Task, TaskStatus};
 use serde_json::Value;
 
 use super::{caller, failure::tool_error, repeats::RepeatedSubmissions};
-use crate::{AgentId, Tool, ToolAnnotations, ToolContext, ToolError};
+use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// How often a `sync` call reports progress while it waits.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
@@ -75,7 +75,12 @@ impl Tool for ExecuteTaskTool {
         args: ExecuteTaskArgs,
     ) -> Result<ExecuteTaskOutput, ToolError> {
         let name = self.name();
-        let agent = caller(name, args.agent_id.clone())?;
+        let caller = caller(&ctx, name, args.agent_id.clone())?;
+        // An operator submits for the agent it names (for itself when it names none).
+        let agent = match (&caller, &args.agent_id) {
+            (Principal::Operator(_), Some(owner)) => owner.clone(),
+            _ => caller.name().clone(),
+        };
         // A task-handle caller polls by itself; waiting here would only hold its request open.
         let sync = !ctx.task_handle && (args.sync.unwrap_or(false) || !self.async_allowed);
         let identity = RepeatedSubmissions::identity(&agent, &args)?;
@@ -106,7 +111,7 @@ impl Tool for ExecuteTaskTool {
             loop {
                 let step = PROGRESS_EVERY.min(until.saturating_duration_since(Instant::now()));
                 let waited = tokio::select! {
-                    waited = self.engine.wait(&agent, &task.id, step) => waited,
+                    waited = self.engine.wait(&caller, &task.id, step) => waited,
                     () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled { tool: name.to_owned() }),
                 };
                 task = waited.map_err(|e| tool_error(name, e))?;
@@ -122,7 +127,7 @@ impl Tool for ExecuteTaskTool {
             }
         }
         let output_tail = if sync && task.status.is_terminal() {
-            output_tail(&self.engine, &agent, &task.id)
+            output_tail(&self.engine, &caller, &task.id)
                 .await
                 .map_err(|e| tool_error(name, e))?
         } else {
@@ -157,7 +162,8 @@ pub(crate) async fn finished_output(
     engine: &Engine,
     task: &Task,
 ) -> Result<ExecuteTaskOutput, EngineError> {
-    let output_tail = output_tail(engine, &task.agent_id, &task.id).await?;
+    let owner = Principal::Agent(task.agent_id.clone());
+    let output_tail = output_tail(engine, &owner, &task.id).await?;
     Ok(ExecuteTaskOutput::for_task(
         task,
         true,
@@ -197,7 +203,7 @@ fn finished_message(task: &Task) -> String {
 /// The last output lines of a task.
 async fn output_tail(
     engine: &Engine,
-    agent: &AgentId,
+    agent: &Principal,
     id: &handoff_task::TaskId,
 ) -> Result<Vec<String>, EngineError> {
     // Output lines sit just before the final status event; a window a bit larger than the

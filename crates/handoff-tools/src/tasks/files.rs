@@ -40,10 +40,10 @@ impl Tool for GetTaskFilesTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: GetTaskFilesArgs,
     ) -> Result<GetTaskFilesOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let listing = self
             .engine
             .files(&agent, &args.task_id, args.path.as_deref())
@@ -89,10 +89,10 @@ impl Tool for ReadTaskFileTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: ReadTaskFileArgs,
     ) -> Result<ReadTaskFileOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let chunk = self
             .engine
             .read_file(

@@ -39,10 +39,10 @@ impl Tool for GetTaskHistoryTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: GetTaskHistoryArgs,
     ) -> Result<GetTaskHistoryOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let offset = args.events_offset.unwrap_or(0);
         let include = args.include_artifacts.unwrap_or(false);
         let history = self

@@ -37,10 +37,10 @@ impl Tool for ListTasksTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: ListTasksArgs,
     ) -> Result<ListTasksOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let before = match args.cursor.as_deref() {
             None => None,
             Some(cursor) => Some(

@@ -57,10 +57,10 @@ impl Tool for SendTaskMessageTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: SendTaskMessageArgs,
     ) -> Result<SendTaskMessageOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let receipt = self
             .engine
             .message(

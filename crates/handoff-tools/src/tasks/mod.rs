@@ -35,7 +35,9 @@ pub use handoff_protocol::{
 };
 pub use status::GetTaskStatusTool;
 
-use crate::{AgentId, RegistryError, ToolError, ToolRegistry};
+use handoff_task::Principal;
+
+use crate::{AgentId, RegistryError, ToolContext, ToolError, ToolRegistry};
 
 /// Registers every task tool against `engine`; `sync_wait` bounds `execute_task {sync: true}`,
 /// `repeats` judges identical submissions (the pipeline's loop guard must leave
@@ -76,12 +78,18 @@ fn read_only() -> crate::ToolAnnotations {
     }
 }
 
-/// The calling agent: the `agent_id` argument (the pipeline fills it from `x-agent-id`).
-fn caller(tool: &str, agent: Option<AgentId>) -> Result<AgentId, ToolError> {
-    agent.ok_or_else(|| ToolError::InvalidArguments {
+/// The caller: an operator as the edge decided, else the agent the `agent_id` argument names
+/// (the pipeline filled it from the edge's identity and refused any other).
+fn caller(ctx: &ToolContext, tool: &str, agent: Option<AgentId>) -> Result<Principal, ToolError> {
+    if ctx.operator
+        && let Some(name) = &ctx.agent_id
+    {
+        return Ok(Principal::Operator(name.clone()));
+    }
+    agent.map(Principal::Agent).ok_or_else(|| ToolError::InvalidArguments {
         tool: tool.to_owned(),
         pointer: "/agent_id".to_owned(),
-        message: "required: pass agent_id or send the x-agent-id header".to_owned(),
+        message: "required: send the x-agent-id header (or pass agent_id where no identity is established)".to_owned(),
     })
 }
 

@@ -117,8 +117,11 @@ impl RepeatedSubmissions {
 /// Whether the task is still queued, running, paused or waiting for input (a purged task is
 /// not).
 async fn is_active(engine: &Engine, agent: &AgentId, id: &TaskId) -> Result<bool, ToolError> {
-    match engine.owned(agent, id).await {
-        Ok(task) => Ok(!task.status.is_terminal()),
+    match engine
+        .status(&handoff_task::Principal::Agent(agent.clone()), id)
+        .await
+    {
+        Ok(view) => Ok(!view.task.status.is_terminal()),
         Err(EngineError::NotFound(_)) => Ok(false),
         Err(e) => Err(tool_error(TOOL, e)),
     }

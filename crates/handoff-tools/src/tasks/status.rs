@@ -39,10 +39,10 @@ impl Tool for GetTaskStatusTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: GetTaskStatusArgs,
     ) -> Result<GetTaskStatusOutput, ToolError> {
-        let agent = caller(self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name(), args.agent_id)?;
         let view = self
             .engine
             .status(&agent, &args.task_id)

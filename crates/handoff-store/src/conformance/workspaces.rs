@@ -1,8 +1,8 @@
-use handoff_task::{AgentId, BlockPhase, NotifyState, TaskId, WorkspaceRecord};
-use tempfile::TempDir;
+//! The Letta integration's per-task workspace records.
 
-use super::SqliteStore;
-use crate::WorkspaceStore;
+use handoff_task::{AgentId, BlockPhase, NotifyState, TaskId, WorkspaceRecord};
+
+use super::ConformanceStore;
 
 fn record(created_at: i64) -> WorkspaceRecord {
     WorkspaceRecord::new(
@@ -13,10 +13,9 @@ fn record(created_at: i64) -> WorkspaceRecord {
     )
 }
 
-#[tokio::test]
-async fn records_round_trip_and_insert_keeps_the_first() {
-    let dir = TempDir::new().unwrap();
-    let store = SqliteStore::open(&dir.path().join("h.db")).await.unwrap();
+/// A workspace record keeps every field through `put_workspace`, and a second insert keeps what
+/// is stored.
+pub async fn records_round_trip_and_insert_keeps_the_first<S: ConformanceStore>(store: S) {
     let first = record(1_000);
     assert_eq!(store.insert_workspace(&first).await.unwrap(), first);
 
@@ -40,10 +39,9 @@ async fn records_round_trip_and_insert_keeps_the_first() {
     assert_eq!(store.insert_workspace(&first).await.unwrap(), changed);
 }
 
-#[tokio::test]
-async fn due_records_are_the_ones_with_work() {
-    let dir = TempDir::new().unwrap();
-    let store = SqliteStore::open(&dir.path().join("h.db")).await.unwrap();
+/// Only records with work to do are due, scheduled ones once their time comes, and the next due
+/// time is the earliest schedule.
+pub async fn due_records_are_the_ones_with_work<S: ConformanceStore>(store: S) {
     let live = record(1);
     let mut waiting_detach = record(2);
     waiting_detach.phase = BlockPhase::Final;

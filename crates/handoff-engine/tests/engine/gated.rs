@@ -1,0 +1,234 @@
+//! The SQLite store with one seam for races: a claim can be held right after it committed, so
+//! the test acts while a task is `running` in the store but its run is not set up yet.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+
+use async_trait::async_trait;
+use handoff_store::{
+    ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact,
+    SqliteStore, StatusChange, StoreError, TaskFilter, TaskPage, TaskStore,
+};
+use handoff_task::{
+    AgentId, Approval, Artifact, AuditRecord, NewEvent, NewTask, PendingInput, Task, TaskEvent,
+    TaskId, TaskStatus,
+};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::scripted::HANG;
+
+/// A store whose claims can be held.
+pub struct GatedStore {
+    inner: SqliteStore,
+    hold: AtomicBool,
+    claims: mpsc::UnboundedSender<(Task, oneshot::Sender<()>)>,
+}
+
+/// The test's side: the claims held, each released by dropping (or sending on) its sender.
+pub struct Claims {
+    store: Arc<GatedStore>,
+    rx: mpsc::UnboundedReceiver<(Task, oneshot::Sender<()>)>,
+}
+
+impl GatedStore {
+    pub fn new(inner: SqliteStore) -> (Arc<Self>, Claims) {
+        let (claims, rx) = mpsc::unbounded_channel();
+        let store = Arc::new(Self {
+            inner,
+            hold: AtomicBool::new(false),
+            claims,
+        });
+        (store.clone(), Claims { store, rx })
+    }
+}
+
+impl Claims {
+    /// Claims from now on wait, once committed, for the test.
+    pub fn hold(&self) {
+        self.store.hold.store(true, Ordering::SeqCst);
+    }
+
+    /// The next claim committed and held.
+    pub async fn next(&mut self) -> (Task, oneshot::Sender<()>) {
+        tokio::time::timeout(HANG, self.rx.recv())
+            .await
+            .expect("nothing was claimed")
+            .expect("the store is gone")
+    }
+}
+
+#[async_trait]
+impl TaskStore for GatedStore {
+    async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError> {
+        let claimed = self.inner.claim_next(limits, at).await?;
+        if let Some(task) = &claimed
+            && self.hold.load(Ordering::SeqCst)
+        {
+            let (release, released) = oneshot::channel();
+            let _ = self.claims.send((task.clone(), release));
+            let _ = released.await;
+        }
+        Ok(claimed)
+    }
+
+    async fn insert_task(
+        &self,
+        task: &NewTask,
+        idempotency: Option<&IdempotencyClaim>,
+        max_queued: u32,
+    ) -> Result<InsertOutcome, StoreError> {
+        self.inner.insert_task(task, idempotency, max_queued).await
+    }
+
+    async fn find_idempotent(
+        &self,
+        agent: &AgentId,
+        claim: &IdempotencyClaim,
+    ) -> Result<Option<Task>, StoreError> {
+        self.inner.find_idempotent(agent, claim).await
+    }
+
+    async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        self.inner.get_task(id).await
+    }
+
+    async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
+        self.inner.list_tasks(filter).await
+    }
+
+    async fn set_status(
+        &self,
+        id: &TaskId,
+        change: &StatusChange,
+    ) -> Result<Option<Task>, StoreError> {
+        self.inner.set_status(id, change).await
+    }
+
+    async fn requeue(
+        &self,
+        id: &TaskId,
+        from: TaskStatus,
+        at: i64,
+        reason: &str,
+    ) -> Result<Option<Task>, StoreError> {
+        self.inner.requeue(id, from, at, reason).await
+    }
+
+    async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError> {
+        self.inner.set_runner_state(id, state).await
+    }
+
+    async fn append_events(
+        &self,
+        id: &TaskId,
+        at: i64,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>, StoreError> {
+        self.inner.append_events(id, at, events).await
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        offset: u64,
+        limit: u32,
+    ) -> Result<(Vec<TaskEvent>, u64), StoreError> {
+        self.inner.events(id, offset, limit).await
+    }
+
+    async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
+        self.inner.recent_events(id, n).await
+    }
+
+    async fn put_artifact(
+        &self,
+        id: &TaskId,
+        at: i64,
+        artifact: &NewArtifact,
+    ) -> Result<(), StoreError> {
+        self.inner.put_artifact(id, at, artifact).await
+    }
+
+    async fn artifacts(&self, id: &TaskId) -> Result<Vec<Artifact>, StoreError> {
+        self.inner.artifacts(id).await
+    }
+
+    async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
+        self.inner.count_by_status().await
+    }
+
+    async fn queue_position(&self, id: &TaskId) -> Result<Option<u64>, StoreError> {
+        self.inner.queue_position(id).await
+    }
+
+    async fn tasks_in(&self, statuses: &[TaskStatus]) -> Result<Vec<Task>, StoreError> {
+        self.inner.tasks_in(statuses).await
+    }
+
+    async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError> {
+        self.inner.purge_terminal(before, limit).await
+    }
+
+    async fn put_input_request(&self, input: &PendingInput) -> Result<(), StoreError> {
+        self.inner.put_input_request(input).await
+    }
+
+    async fn delete_input_request(
+        &self,
+        task: &TaskId,
+        request_id: &str,
+    ) -> Result<bool, StoreError> {
+        self.inner.delete_input_request(task, request_id).await
+    }
+
+    async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
+        self.inner.input_requests(task).await
+    }
+
+    async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
+        self.inner.clear_input_requests(task).await
+    }
+}
+
+#[async_trait]
+impl ApprovalStore for GatedStore {
+    async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError> {
+        self.inner.insert_approval(approval).await
+    }
+
+    async fn approvals_for_task(
+        &self,
+        agent: &AgentId,
+        task: &TaskId,
+        project: &str,
+    ) -> Result<Vec<Approval>, StoreError> {
+        self.inner.approvals_for_task(agent, task, project).await
+    }
+
+    async fn list_approvals(
+        &self,
+        agent: &AgentId,
+        task: Option<&TaskId>,
+    ) -> Result<Vec<Approval>, StoreError> {
+        self.inner.list_approvals(agent, task).await
+    }
+
+    async fn revoke_approval(
+        &self,
+        agent: &AgentId,
+        id: &str,
+    ) -> Result<Option<Approval>, StoreError> {
+        self.inner.revoke_approval(agent, id).await
+    }
+
+    async fn append_audit(&self, record: &AuditRecord) -> Result<i64, StoreError> {
+        self.inner.append_audit(record).await
+    }
+
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        self.inner.audit(filter).await
+    }
+}
