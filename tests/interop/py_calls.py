@@ -1,6 +1,7 @@
 """Runs a list of tool calls through the official Python MCP SDK (one session).
 
-usage: py_calls.py URL AGENT_ID < calls.json
+usage: py_calls.py URL AGENT_ID [TOKEN] < calls.json
+AGENT_ID `-` sends no x-agent-id header; TOKEN is sent as a bearer token.
 calls.json is a JSON array; each item is {"name": ..., "arguments": {...}} or
 {"parallel": [call, ...]} (sent concurrently). Prints a JSON array with one result per call:
 {"is_error": bool, "structured": {...} | null, "text": "...", "progress": [messages]} (a list for
@@ -36,9 +37,14 @@ async def call(client, item):
     }
 
 
-async def main(url, agent):
+async def main(url, agent, token=None):
     calls = json.load(sys.stdin)
-    http = create_mcp_http_client(headers={"x-agent-id": agent})
+    headers = {}
+    if agent != "-":
+        headers["x-agent-id"] = agent
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    http = create_mcp_http_client(headers=headers)
     results = []
     async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
         for item in calls:
@@ -52,4 +58,4 @@ async def main(url, agent):
 if __name__ == "__main__":
     # If this client ever hangs, its stack shows where (the test harness prints stderr).
     faulthandler.dump_traceback_later(45, exit=True)
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(*sys.argv[1:4]))

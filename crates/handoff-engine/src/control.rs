@@ -129,7 +129,12 @@ impl Engine {
         let command = TaskCommand::Cancel {
             reason: reason.clone(),
         };
-        if self.commands().send(&task.id, command).await?.is_none() {
+        if self
+            .commands()
+            .send(&task.id, command.clone())
+            .await?
+            .is_none()
+        {
             // Nothing in this process runs it (its run vanished): settle it directly.
             let current = self
                 .steerable(&Principal::Agent(task.agent_id.clone()), &task.id)
@@ -145,6 +150,10 @@ impl Engine {
                     )
                     .await?;
             }
+            // The task may have been between its claim and its supervisor: a supervisor that
+            // appeared meanwhile stops the run; one that appears later sees the task ended and
+            // never starts it.
+            self.commands().send(&task.id, command).await?;
         }
         let grace = inner.config.tasks.cancel_grace;
         let task = inner.wait_settled(&task.id, grace + SETTLE_SLACK).await?;

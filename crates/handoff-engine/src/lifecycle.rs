@@ -25,6 +25,10 @@ pub(crate) async fn drive(
     resumed: Option<Run>,
     link: RunLink,
 ) {
+    if resumed.is_none() && ended_while_claimed(&inner, &task).await {
+        link.end(&inner.supervisors).await;
+        return;
+    }
     // The integrations record what the task's agent is owed before anything else happens.
     inner.outbox.started(&task).await;
     let finish = match execute(&inner, &task, resumed).await {
@@ -44,6 +48,23 @@ pub(crate) async fn drive(
     for error in ended.errors {
         tracing::warn!(task = %task.id, error = %error, "TaskEnd hook");
     }
+}
+
+/// A cancel that found no supervisor (the task was between its claim and its run) settled the
+/// task itself: its run must never start.
+async fn ended_while_claimed(inner: &EngineState, task: &Task) -> bool {
+    let current = match inner.store.get_task(&task.id).await {
+        Ok(Some(current)) if current.status.is_terminal() => current,
+        _ => return false,
+    };
+    let note = format!(
+        "not started: the task was {} while it was being claimed",
+        current.status
+    );
+    if let Err(e) = record_note(inner, task, note).await {
+        tracing::warn!(task = %task.id, error = %e, "could not record why the run never started");
+    }
+    true
 }
 
 /// Most consecutive Stop-hook blocks honoured before the task ends anyway.
@@ -243,7 +264,10 @@ async fn requeue(inner: &EngineState, task: &Task) -> bool {
         )
         .await
     {
-        Ok(Some(_)) => true,
+        Ok(Some(queued)) => {
+            inner.outbox.status(&queued.id, queued.status);
+            true
+        }
         Ok(None) => false,
         Err(e) => {
             tracing::error!(task = %task.id, error = %e, "could not re-queue at shutdown");

@@ -53,12 +53,12 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
         let now = unix_millis_now();
         match task.status.after_restart(task.options.requeue_on_restart) {
             TaskStatus::Queued => {
-                if inner
+                if let Some(queued) = inner
                     .store
                     .requeue(&task.id, task.status, now, "re-queued: server restarted")
                     .await?
-                    .is_some()
                 {
+                    inner.outbox.status(&queued.id, queued.status);
                     requeued += 1;
                 }
             }

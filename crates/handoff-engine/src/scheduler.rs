@@ -7,7 +7,7 @@ use handoff_runner::Capabilities;
 use handoff_store::ClaimLimits;
 use handoff_task::unix_millis_now;
 
-use crate::{lifecycle, state::EngineState};
+use crate::{finish::StopReason, lifecycle, state::EngineState};
 
 /// How often the queue is looked at without a wake-up (another instance may have freed a slot).
 const POLL: Duration = Duration::from_secs(1);
@@ -19,7 +19,13 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
         max_active_per_agent: inner.config.tasks.max_concurrent_per_agent,
     };
     loop {
-        while !inner.shutdown.is_cancelled() {
+        loop {
+            // Counted as a run from before the shutdown check until the claimed task's run is
+            // tracked, so a shutdown meanwhile waits for it.
+            let _claiming = inner.runs.token();
+            if inner.shutdown.is_cancelled() {
+                break;
+            }
             match inner.store.claim_next(limits, unix_millis_now()).await {
                 Ok(Some(task)) => {
                     inner.outbox.status(&task.id, task.status);
@@ -27,6 +33,10 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
                         inner
                             .supervisors
                             .spawn(&inner, &task, Capabilities::default(), Vec::new());
+                    if inner.shutdown.is_cancelled() {
+                        // The shutdown may have told the supervisors to stop before this one.
+                        link.stop(StopReason::Shutdown).await;
+                    }
                     inner
                         .runs
                         .spawn(lifecycle::drive(inner.clone(), task, None, link));

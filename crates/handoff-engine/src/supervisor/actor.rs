@@ -130,7 +130,12 @@ impl Supervisor {
     /// Handles the mailbox and the timers until the run ends.
     pub(super) async fn run(mut self, mut mailbox: mpsc::Receiver<Msg>) {
         loop {
-            let expiry = self.pending.iter().map(|p| p.expires).min();
+            // A request restored after a restart can only be denied to an attached executor:
+            // its timer waits for the attach rather than fail and forget the request.
+            let expiry = self
+                .control
+                .as_ref()
+                .and(self.pending.iter().map(|p| p.expires).min());
             let defer = self.defer_until;
             tokio::select! {
                 msg = mailbox.recv() => match msg {

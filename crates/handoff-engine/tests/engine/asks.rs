@@ -36,7 +36,11 @@ async fn asking(
     rig.until_status(&id, TaskStatus::InputRequired).await;
     let timer_set = Instant::now();
     let view = rig.engine.status(&owner(), &id).await.unwrap();
-    assert_eq!(view.pending_input, [request.clone()], "shown from the store");
+    assert_eq!(
+        view.pending_input,
+        [request.clone()],
+        "shown from the store"
+    );
     (id, run, trail, timer_set)
 }
 
@@ -50,7 +54,11 @@ fn answer(request: &str, decision: Decision, message: Option<&str>) -> Call {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_owner_answers_before_the_timer() {
-    let mut rig = rig(&[("HANDOFF_PERMISSION_RULES", RULES)], Capabilities::default()).await;
+    let mut rig = rig(
+        &[("HANDOFF_PERMISSION_RULES", RULES)],
+        Capabilities::default(),
+    )
+    .await;
     let request = permission("p1", "rm -rf build");
     let (id, mut run, mut trail, _) = asking(&mut rig, &request, false).await;
     assert_eq!(
@@ -105,7 +113,11 @@ async fn the_owner_answers_before_the_timer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_answer_is_one_deny_by_the_timer() {
-    let mut rig = rig(&[("HANDOFF_ASK_TIMEOUT_SECS", "1")], Capabilities::default()).await;
+    let mut rig = rig(
+        &[("HANDOFF_ASK_TIMEOUT_SECS", "1")],
+        Capabilities::default(),
+    )
+    .await;
     let request = question("q1", "which colour?");
     let (id, mut run, mut trail, _) = asking(&mut rig, &request, false).await;
     trail.step(&rig.engine).await;
@@ -142,7 +154,11 @@ async fn no_answer_is_one_deny_by_the_timer() {
 /// longer pending, so the timer has nothing to deny.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_in_delivery_outlives_the_timer() {
-    let mut rig = rig(&[("HANDOFF_ASK_TIMEOUT_SECS", "1")], Capabilities::default()).await;
+    let mut rig = rig(
+        &[("HANDOFF_ASK_TIMEOUT_SECS", "1")],
+        Capabilities::default(),
+    )
+    .await;
     let request = question("q1", "which colour?");
     let (id, mut run, mut trail, timer_set) = asking(&mut rig, &request, true).await;
     trail.step(&rig.engine).await;
@@ -187,7 +203,11 @@ async fn an_answer_in_delivery_outlives_the_timer() {
 /// nothing left to answer, and the executor hears exactly one answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_after_the_timer_fired_is_refused() {
-    let mut rig = rig(&[("HANDOFF_ASK_TIMEOUT_SECS", "1")], Capabilities::default()).await;
+    let mut rig = rig(
+        &[("HANDOFF_ASK_TIMEOUT_SECS", "1")],
+        Capabilities::default(),
+    )
+    .await;
     let request = question("q1", "which colour?");
     let (id, mut run, mut trail, _) = asking(&mut rig, &request, true).await;
     trail.step(&rig.engine).await;

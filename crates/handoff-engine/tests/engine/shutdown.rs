@@ -136,11 +136,7 @@ async fn a_shutdown_during_a_claim_stops_the_claimed_run() {
         )
     );
     // Nothing of the run may go on after the shutdown: never started, or stopped.
-    let started = rig
-        .script
-        .calls
-        .log()
-        .contains(&Call::Start(id.clone()));
+    let started = rig.script.calls.log().contains(&Call::Start(id.clone()));
     if started {
         let mut run = rig.script.next_run().await;
         assert_eq!(run.calls.next().await.call, Call::Cancel);

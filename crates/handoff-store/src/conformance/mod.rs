@@ -32,6 +32,8 @@
 //!
 //! The opener may be any expression callable with no arguments, e.g. `|| async { … }`; within
 //! this crate write `crate::store_conformance!(open)`. The store is dropped before the guard.
+//! To run the suite only where a server is available, put the invocation in a module gated by
+//! `#[cfg(...)]` (a feature or `--cfg`).
 //! Tests that depend on one implementation's internals (files, pools, raw rows) stay with it.
 
 // Test code built into the library when another crate enables `conformance`: a failed step

@@ -72,6 +72,7 @@ pub async fn purge_removes_only_old_terminal_tasks_with_their_rows<S: Conformanc
     for id in [&recent.id, &running.id, &queued.id] {
         assert!(store.get_task(id).await.unwrap().is_some());
     }
+    // The portable view of "its key went with it"; stores check their own rows separately.
     assert!(
         store
             .find_idempotent(&agent("agent-a"), &key("old", 0))

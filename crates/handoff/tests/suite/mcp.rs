@@ -12,6 +12,11 @@ use super::harness::{Server, require, run_client};
 
 /// Runs `calls` in one Python SDK session as `agent`; one result per call.
 pub fn calls(server: &Server, agent: &str, calls: Value) -> Vec<Value> {
+    calls_with(server, agent, None, calls)
+}
+
+/// Runs `calls` with the `x-agent-id` header `agent` (`-`: none) and an optional bearer token.
+pub fn calls_with(server: &Server, agent: &str, token: Option<&str>, calls: Value) -> Vec<Value> {
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, Ordering::SeqCst);
     let input = server
@@ -22,6 +27,7 @@ pub fn calls(server: &Server, agent: &str, calls: Value) -> Vec<Value> {
     command
         .arg(require("py_calls.py"))
         .args([&server.url, agent])
+        .args(token)
         .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
     let output = run_client(command, "Python SDK tool calls");
     let text = String::from_utf8_lossy(&output.stdout);

@@ -2,6 +2,7 @@ mod cli;
 mod completion;
 mod executors;
 mod harness;
+mod identity;
 mod interop;
 mod isolation;
 mod letta;

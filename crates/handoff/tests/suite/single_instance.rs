@@ -106,15 +106,20 @@ fn a_second_instance_on_the_same_data_dir_refuses_and_leaves_the_first_alone() {
     let server = start(&SCRIPT_EXECUTOR);
     let data = server.dir().join("data");
     let (started, gate) = (server.dir().join("started"), server.dir().join("gate"));
+    let fds = server.dir().join("fds");
     let client = Raw2026::new(&server.url, "agent-a");
     let script = format!(
-        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; echo finished",
+        "ls -l /proc/$$/fd > '{}'; touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; echo finished",
+        fds.display(),
         started.display(),
         gate.display()
     );
     let created = client.execute(&script);
     let task = created["taskId"].as_str().unwrap().to_owned();
     wait_for_file(&started);
+    // Executors never inherit the lock: one outliving a crashed Handoff must not hold it.
+    let open = std::fs::read_to_string(&fds).unwrap();
+    assert!(!open.contains(handoff_server::LOCK_FILE), "{open}");
 
     let pid = server.child.id();
     assert_refused(&second_instance(&data, &["--port", "0"]), &data, pid);
