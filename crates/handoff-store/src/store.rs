@@ -16,7 +16,7 @@ pub struct IdempotencyClaim {
     pub not_before: i64,
 }
 
-/// The result of [`Store::insert_task`].
+/// The result of [`TaskStore::insert_task`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum InsertOutcome {
     /// A new task was stored (status `queued`, with a `queued` status event as seq 1).
@@ -30,7 +30,7 @@ pub enum InsertOutcome {
     },
 }
 
-/// Concurrency limits for [`Store::claim_next`]. Paused and input-required tasks hold slots.
+/// Concurrency limits for [`TaskStore::claim_next`]. Paused and input-required tasks hold slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimLimits {
     /// Active tasks across all agents.
@@ -39,7 +39,7 @@ pub struct ClaimLimits {
     pub max_active_per_agent: u32,
 }
 
-/// A state change for [`Store::set_status`].
+/// A state change for [`TaskStore::set_status`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusChange {
     /// The state the caller believes the task is in; the change applies only if it still is.
@@ -57,7 +57,7 @@ pub struct StatusChange {
     pub reason: String,
 }
 
-/// Which tasks [`Store::list_tasks`] returns, newest first.
+/// Which tasks [`TaskStore::list_tasks`] returns, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TaskFilter {
     /// Only this agent's tasks.
@@ -70,7 +70,7 @@ pub struct TaskFilter {
     pub before_seq: Option<i64>,
 }
 
-/// One page of [`Store::list_tasks`].
+/// One page of [`TaskStore::list_tasks`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskPage {
     /// The tasks, newest first.

@@ -1,5 +1,6 @@
-//! The SQLite store with one seam for races: a claim can be held right after it committed, so
-//! the test acts while a task is `running` in the store but its run is not set up yet.
+//! The SQLite store with seams for races: a claim can be held right after it committed, so the
+//! test acts while a task is `running` in the store but its run is not set up yet; a move to
+//! `cancelled` can be held before it is written.
 
 use std::sync::{
     Arc,
@@ -20,43 +21,93 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::scripted::HANG;
 
-/// A store whose claims can be held.
-pub struct GatedStore {
-    inner: SqliteStore,
-    hold: AtomicBool,
-    claims: mpsc::UnboundedSender<(Task, oneshot::Sender<()>)>,
+/// One point of the store that can be held.
+struct Hold {
+    on: AtomicBool,
+    tx: mpsc::UnboundedSender<(TaskId, oneshot::Sender<()>)>,
 }
 
-/// The test's side: the claims held, each released by dropping (or sending on) its sender.
-pub struct Claims {
+impl Hold {
+    fn new() -> (Self, mpsc::UnboundedReceiver<(TaskId, oneshot::Sender<()>)>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let hold = Self {
+            on: AtomicBool::new(false),
+            tx,
+        };
+        (hold, rx)
+    }
+
+    /// Waits for the test's release when held.
+    async fn pass(&self, id: &TaskId) {
+        if self.on.load(Ordering::SeqCst) {
+            let (release, released) = oneshot::channel();
+            let _ = self.tx.send((id.clone(), release));
+            let _ = released.await;
+        }
+    }
+}
+
+/// A store whose claims (once committed) and cancellations (before they are written) can be
+/// held.
+pub struct GatedStore {
+    inner: SqliteStore,
+    claims: Hold,
+    cancels: Hold,
+}
+
+type Held = mpsc::UnboundedReceiver<(TaskId, oneshot::Sender<()>)>;
+
+/// The test's side: each held point is released by dropping (or sending on) its sender.
+pub struct Gates {
     store: Arc<GatedStore>,
-    rx: mpsc::UnboundedReceiver<(Task, oneshot::Sender<()>)>,
+    claims: Held,
+    cancels: Held,
 }
 
 impl GatedStore {
-    pub fn new(inner: SqliteStore) -> (Arc<Self>, Claims) {
-        let (claims, rx) = mpsc::unbounded_channel();
+    pub fn new(inner: SqliteStore) -> (Arc<Self>, Gates) {
+        let (claims, claimed) = Hold::new();
+        let (cancels, cancelling) = Hold::new();
         let store = Arc::new(Self {
             inner,
-            hold: AtomicBool::new(false),
             claims,
+            cancels,
         });
-        (store.clone(), Claims { store, rx })
+        let gates = Gates {
+            store: store.clone(),
+            claims: claimed,
+            cancels: cancelling,
+        };
+        (store, gates)
     }
 }
 
-impl Claims {
+async fn next(held: &mut Held, what: &str) -> (TaskId, oneshot::Sender<()>) {
+    tokio::time::timeout(HANG, held.recv())
+        .await
+        .unwrap_or_else(|_| panic!("nothing was {what}"))
+        .expect("the store is gone")
+}
+
+impl Gates {
     /// Claims from now on wait, once committed, for the test.
-    pub fn hold(&self) {
-        self.store.hold.store(true, Ordering::SeqCst);
+    pub fn hold_claims(&self) {
+        self.store.claims.on.store(true, Ordering::SeqCst);
+    }
+
+    /// Moves to `cancelled` from now on wait, before they are written, for the test.
+    pub fn hold_cancels(&self) {
+        self.store.cancels.on.store(true, Ordering::SeqCst);
     }
 
     /// The next claim committed and held.
-    pub async fn next(&mut self) -> (Task, oneshot::Sender<()>) {
-        tokio::time::timeout(HANG, self.rx.recv())
-            .await
-            .expect("nothing was claimed")
-            .expect("the store is gone")
+    pub async fn next_claim(&mut self) -> (TaskId, oneshot::Sender<()>) {
+        next(&mut self.claims, "claimed").await
+    }
+
+    /// The next cancellation held before it was written.
+    pub async fn next_cancel(&mut self) -> (TaskId, oneshot::Sender<()>) {
+        next(&mut self.cancels, "cancelled").await
     }
 }
 
@@ -64,12 +115,8 @@ impl Claims {
 impl TaskStore for GatedStore {
     async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError> {
         let claimed = self.inner.claim_next(limits, at).await?;
-        if let Some(task) = &claimed
-            && self.hold.load(Ordering::SeqCst)
-        {
-            let (release, released) = oneshot::channel();
-            let _ = self.claims.send((task.clone(), release));
-            let _ = released.await;
+        if let Some(task) = &claimed {
+            self.claims.pass(&task.id).await;
         }
         Ok(claimed)
     }
@@ -104,6 +151,9 @@ impl TaskStore for GatedStore {
         id: &TaskId,
         change: &StatusChange,
     ) -> Result<Option<Task>, StoreError> {
+        if change.to == TaskStatus::Cancelled {
+            self.cancels.pass(id).await;
+        }
         self.inner.set_status(id, change).await
     }
 

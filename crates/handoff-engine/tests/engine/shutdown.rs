@@ -10,19 +10,20 @@ use handoff_task::{TaskId, TaskStatus};
 use serde_json::json;
 
 use super::{
-    gated::{Claims, GatedStore},
+    gated::{GatedStore, Gates},
     rig::{Rig, Trail, rig, rig_with, settings, step, until_event},
     scripted::{Call, Kind},
 };
 
-async fn gated_rig() -> (Rig, Claims) {
+/// An engine whose claims are held.
+async fn gated_rig() -> (Rig, Gates) {
     let dir = tempfile::tempdir().unwrap();
     let config = Arc::new(settings(&dir, &[]));
     let store = SqliteStore::open(&config.database_path()).await.unwrap();
-    let (store, claims) = GatedStore::new(store);
-    claims.hold();
+    let (store, gates) = GatedStore::new(store);
+    gates.hold_claims();
     let rig = rig_with(dir, config, store, Capabilities::default()).await;
-    (rig, claims)
+    (rig, gates)
 }
 
 fn task(requeue_on_restart: bool) -> SubmitRequest {
@@ -108,10 +109,10 @@ async fn a_shutdown_while_the_executor_starts_requeues_a_task_that_opted_in() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shutdown_during_a_claim_stops_the_claimed_run() {
-    let (mut rig, mut claims) = gated_rig().await;
+    let (mut rig, mut gates) = gated_rig().await;
     let id = rig.submit(task(false)).await;
-    let (claimed, release) = claims.next().await;
-    assert_eq!(claimed.id, id);
+    let (claimed, release) = gates.next_claim().await;
+    assert_eq!(claimed, id);
 
     let engine = rig.engine.clone();
     let mut shutdown = pin!(engine.shutdown());
@@ -145,9 +146,9 @@ async fn a_shutdown_during_a_claim_stops_the_claimed_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_during_a_claim_keeps_the_run_from_starting() {
-    let (mut rig, mut claims) = gated_rig().await;
+    let (mut rig, mut gates) = gated_rig().await;
     let id = rig.submit(task(false)).await;
-    let (_, release) = claims.next().await;
+    let (_, release) = gates.next_claim().await;
     let receipt = rig
         .control(&id, Control::Cancel, "stop")
         .await
@@ -183,4 +184,35 @@ async fn a_cancel_during_a_claim_keeps_the_run_from_starting() {
         )
     );
     assert!(rig.script.calls.log().is_empty());
+}
+
+/// The other order: the cancel found no supervisor, but the run was set up (and its executor
+/// started) before the cancel was written. The cancel must still reach the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_written_after_the_run_was_set_up_stops_it() {
+    let (mut rig, mut gates) = gated_rig().await;
+    gates.hold_cancels();
+    let id = rig.submit(task(false)).await;
+    let (_, claim) = gates.next_claim().await;
+    let cancel = rig.control(&id, Control::Cancel, "stop");
+    let (_, write) = gates.next_cancel().await;
+    drop(claim);
+    let mut run = rig.script.next_run().await;
+    drop(write);
+    assert_eq!(run.calls.next().await.call, Call::Cancel);
+    let receipt = cancel.await.unwrap().unwrap();
+    assert!(receipt.changed, "{}", receipt.message);
+    assert_eq!(
+        Trail::new(&id).step(&rig.engine).await,
+        step(
+            TaskStatus::Cancelled,
+            Some("cancelled: stop"),
+            &[
+                "status: queued",
+                "status: running",
+                "control: cancel: stop",
+                "status: cancelled: stop"
+            ]
+        )
+    );
 }

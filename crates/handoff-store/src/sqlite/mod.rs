@@ -1,4 +1,4 @@
-//! The embedded [`Store`]: one SQLite file in WAL mode.
+//! The embedded store: one SQLite file in WAL mode, implementing every store trait.
 //!
 //! Write serialization: every write goes through a pool of exactly one connection, and every
 //! multi-statement write runs in a `BEGIN IMMEDIATE` transaction on it. The single connection
@@ -44,7 +44,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Concurrent readers; WAL readers never block the writer or each other.
 const READERS: u32 = 8;
 
-/// The SQLite implementation of [`Store`]; cheap to clone (the clones share both pools).
+/// The SQLite implementation of [`crate::Store`] and [`crate::WorkspaceStore`]; cheap to clone (the clones share both pools).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     /// Exactly one connection: the serialization point for all writes.

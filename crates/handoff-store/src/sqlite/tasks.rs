@@ -39,7 +39,7 @@ async fn count_in(conn: &mut SqliteConnection, statuses: &[TaskStatus]) -> Resul
     Ok(qb.build_query_scalar().fetch_one(&mut *conn).await?)
 }
 
-/// See [`crate::Store::find_idempotent`].
+/// See [`crate::TaskStore::find_idempotent`].
 pub(super) async fn find_idempotent(
     conn: &mut SqliteConnection,
     agent: &AgentId,
@@ -60,7 +60,7 @@ pub(super) async fn find_idempotent(
     }
 }
 
-/// See [`crate::Store::insert_task`]. Check order matters: a duplicate submission is answered
+/// See [`crate::TaskStore::insert_task`]. Check order matters: a duplicate submission is answered
 /// even when the queue is full, and a refused one writes nothing (no key captured).
 pub(super) async fn insert(
     conn: &mut SqliteConnection,
@@ -127,7 +127,7 @@ pub(super) async fn insert(
     Ok(InsertOutcome::Created(created))
 }
 
-/// See [`crate::Store::claim_next`].
+/// See [`crate::TaskStore::claim_next`].
 pub(super) async fn claim(
     conn: &mut SqliteConnection,
     limits: ClaimLimits,
@@ -179,7 +179,7 @@ pub(super) async fn claim(
     Ok(Some(task))
 }
 
-/// See [`crate::Store::set_status`].
+/// See [`crate::TaskStore::set_status`].
 pub(super) async fn set_status(
     conn: &mut SqliteConnection,
     id: &TaskId,
@@ -235,7 +235,7 @@ pub(super) async fn set_status(
     Ok(Some(task))
 }
 
-/// See [`crate::Store::requeue`].
+/// See [`crate::TaskStore::requeue`].
 pub(super) async fn requeue(
     conn: &mut SqliteConnection,
     id: &TaskId,
@@ -266,7 +266,7 @@ pub(super) async fn requeue(
     Ok(Some(task))
 }
 
-/// See [`crate::Store::purge_terminal`]. Events, artifacts and idempotency keys go with their
+/// See [`crate::TaskStore::purge_terminal`]. Events, artifacts and idempotency keys go with their
 /// task through `ON DELETE CASCADE`.
 pub(super) async fn purge(
     conn: &mut SqliteConnection,
@@ -307,7 +307,7 @@ pub(super) async fn get(read: &SqlitePool, id: &TaskId) -> Result<Option<Task>, 
     fetch_task(&mut conn, id.as_str()).await
 }
 
-/// See [`crate::Store::list_tasks`].
+/// See [`crate::TaskStore::list_tasks`].
 pub(super) async fn list(read: &SqlitePool, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
     // A zero-size page with a cursor would make a paging client loop forever.
     if filter.limit == 0 {
@@ -352,7 +352,7 @@ pub(super) async fn list(read: &SqlitePool, filter: &TaskFilter) -> Result<TaskP
     })
 }
 
-/// See [`crate::Store::count_by_status`].
+/// See [`crate::TaskStore::count_by_status`].
 pub(super) async fn count_by_status(
     read: &SqlitePool,
 ) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
@@ -368,7 +368,7 @@ pub(super) async fn count_by_status(
     Ok(counts)
 }
 
-/// See [`crate::Store::queue_position`].
+/// See [`crate::TaskStore::queue_position`].
 pub(super) async fn queue_position(
     read: &SqlitePool,
     id: &TaskId,
@@ -400,7 +400,7 @@ pub(super) async fn queue_position(
     Ok(Some(to_u64(ahead) + 1))
 }
 
-/// See [`crate::Store::tasks_in`].
+/// See [`crate::TaskStore::tasks_in`].
 pub(super) async fn tasks_in(
     read: &SqlitePool,
     statuses: &[TaskStatus],
