@@ -153,6 +153,7 @@ impl Engine {
             // The task may have been between its claim and its supervisor: a supervisor that
             // appeared meanwhile stops the run; one that appears later sees the task ended and
             // never starts it.
+            self.commands().send(&task.id, command).await?;
         }
         let grace = inner.config.tasks.cancel_grace;
         let task = inner.wait_settled(&task.id, grace + SETTLE_SLACK).await?;

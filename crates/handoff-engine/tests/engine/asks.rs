@@ -38,7 +38,7 @@ async fn asking(
     let view = rig.engine.status(&owner(), &id).await.unwrap();
     assert_eq!(
         view.pending_input,
-        [request.clone()],
+        std::slice::from_ref(request),
         "shown from the store"
     );
     (id, run, trail, timer_set)
@@ -251,4 +251,35 @@ async fn an_answer_after_the_timer_fired_is_refused() {
         )
     );
     assert_eq!(run.calls.log(), [denied]);
+}
+
+/// The executor withdraws its request (answered elsewhere): nothing is left to answer or to
+/// deny, and the task works on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_executor_settles_needs_no_answer() {
+    let mut rig = rig(&[], Capabilities::default()).await;
+    let request = question("q1", "which colour?");
+    let (id, run, mut trail, _) = asking(&mut rig, &request, false).await;
+    trail.step(&rig.engine).await;
+    run.settled("q1").await;
+    rig.until_status(&id, TaskStatus::Running).await;
+    let view = rig.engine.status(&owner(), &id).await.unwrap();
+    assert!(view.pending_input.is_empty());
+    assert_eq!(
+        trail.step(&rig.engine).await,
+        step(
+            TaskStatus::Running,
+            None,
+            &["status: request settled by the executor"]
+        )
+    );
+    let err = rig
+        .engine
+        .answer_input(&owner(), &id, InputAnswer::allow_once())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Conflict(_)), "{err}");
+    assert!(run.succeed().await);
+    rig.until_done(&id).await;
+    assert!(run.calls.log().is_empty(), "{:?}", run.calls.log());
 }

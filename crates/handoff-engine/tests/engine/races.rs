@@ -21,7 +21,9 @@ const STEERABLE: Capabilities = Capabilities {
 async fn live(rig: &mut Rig) -> (TaskId, RunHandle, Trail) {
     let id = rig.submit_task().await;
     let run = rig.script.next_run().await;
+    assert_eq!(run.prompt, "do the work");
     assert_eq!(rig.script.calls.next().await.call, Call::Start(id.clone()));
+    run.tool("edit").await;
     run.output("working").await;
     rig.until_event(&id, |e| e.message == "working").await;
     let mut trail = Trail::new(&id);
@@ -30,7 +32,12 @@ async fn live(rig: &mut Rig) -> (TaskId, RunHandle, Trail) {
         step(
             TaskStatus::Running,
             None,
-            &["status: queued", "status: running", "output: working"]
+            &[
+                "status: queued",
+                "status: running",
+                "tool: tool edit",
+                "output: working"
+            ]
         )
     );
     (id, run, trail)

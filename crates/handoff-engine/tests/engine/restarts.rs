@@ -161,7 +161,7 @@ async fn a_restarted_engine_shows_and_takes_the_answer_to_what_was_asked() {
     let mut run = rig.script.next_run().await;
     let view = rig.engine.status(&owner(), &id).await.unwrap();
     assert_eq!(view.task.status, TaskStatus::InputRequired);
-    assert_eq!(view.pending_input, [request.clone()]);
+    assert_eq!(view.pending_input, std::slice::from_ref(&request));
 
     let receipt = rig
         .engine

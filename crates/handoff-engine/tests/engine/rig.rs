@@ -25,7 +25,8 @@ pub fn owner() -> Principal {
 pub struct Rig {
     pub engine: Engine,
     pub script: Script,
-    pub dir: TempDir,
+    /// Kept so the engine's directory outlives it.
+    pub _dir: TempDir,
 }
 
 /// Settings for the fake: it is the default executor, and a run that ends well is done
@@ -71,7 +72,7 @@ pub async fn rig_with(
     Rig {
         engine,
         script,
-        dir,
+        _dir: dir,
     }
 }
 

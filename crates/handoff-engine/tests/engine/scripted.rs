@@ -88,10 +88,6 @@ pub struct Observed {
 }
 
 impl Observed {
-    pub fn held(&self) -> bool {
-        self.release.is_some()
-    }
-
     /// Lets a held call proceed with the fake's own answer.
     pub fn release(mut self) {
         if let Some(tx) = self.release.take() {
