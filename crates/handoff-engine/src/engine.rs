@@ -14,7 +14,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     EngineError, EngineMetrics,
     finish::StopReason,
-    outbox::{Integration, Outbox, TaskNotice},
+    outbox::{Integration, Outbox, TaskNotice, TaskSubscription},
     rate::SubmissionRate,
     recovery, retention, scheduler,
     snapshot::Snapshots,
@@ -111,6 +111,11 @@ impl Engine {
     /// `Lagged` and should re-read what it follows from the store.
     pub fn subscribe(&self) -> broadcast::Receiver<TaskNotice> {
         self.inner.outbox.subscribe()
+    }
+
+    /// Every event and state change of task `id` from now on.
+    pub fn subscribe_task(&self, id: &handoff_task::TaskId) -> TaskSubscription {
+        self.inner.outbox.subscribe_task(id)
     }
 
     /// Stops taking new work and stops the runs in flight (politely, then by force): they end

@@ -46,7 +46,7 @@ pub use engine::Engine;
 pub use error::EngineError;
 pub use files::{FileChunk, FileEntry, FileKind, FileListing};
 pub use metrics::EngineMetrics;
-pub use outbox::{Integration, TaskNotice};
+pub use outbox::{Integration, Missed, TaskNotice, TaskSubscription};
 pub use query::{History, Overview, StatusView};
 pub use submit::{SubmitRequest, Submitted};
 pub use supervisor::{CommandReply, TaskCommand, TaskCommands};

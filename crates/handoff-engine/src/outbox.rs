@@ -31,6 +31,35 @@ impl TaskNotice {
     }
 }
 
+/// Notices about one task, in order; built on the all-tasks broadcast.
+pub struct TaskSubscription {
+    task: TaskId,
+    notices: broadcast::Receiver<TaskNotice>,
+}
+
+/// Why a subscription yielded no notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missed {
+    /// The subscriber fell behind and notices were dropped: re-read the task from the store.
+    Lagged,
+    /// The engine is gone.
+    Closed,
+}
+
+impl TaskSubscription {
+    /// The next notice about the task.
+    pub async fn next(&mut self) -> Result<TaskNotice, Missed> {
+        loop {
+            match self.notices.recv().await {
+                Ok(notice) if notice.task() == &self.task => return Ok(notice),
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => return Err(Missed::Lagged),
+                Err(broadcast::error::RecvError::Closed) => return Err(Missed::Closed),
+            }
+        }
+    }
+}
+
 /// A plug-in that follows every task (Letta, Matrix…), built by the composition root.
 #[async_trait]
 pub trait Integration: Send + Sync + 'static {
@@ -76,6 +105,14 @@ impl Outbox {
     /// Every notice from now on.
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<TaskNotice> {
         self.notices.subscribe()
+    }
+
+    /// Every notice about `task` from now on.
+    pub(crate) fn subscribe_task(&self, task: &TaskId) -> TaskSubscription {
+        TaskSubscription {
+            task: task.clone(),
+            notices: self.notices.subscribe(),
+        }
     }
 
     /// Publishes new events of `task`.

@@ -133,21 +133,21 @@ impl Engine {
     /// Status, recent events and queue position (for the owner and the task's observers).
     pub async fn status(&self, caller: &Principal, id: &TaskId) -> Result<StatusView, EngineError> {
         let task = self.readable(caller, id).await?;
-        let recent_events = self.inner.store.recent_events(id, RECENT_EVENTS).await?;
+        // One read serves both: the evaluator's last word is among the task's last few events.
+        let mut recent_events = self
+            .inner
+            .store
+            .recent_events(id, CONCLUSION_EVENTS)
+            .await?;
+        let completion = evaluator_conclusion(&recent_events);
+        let shown = recent_events.len().saturating_sub(RECENT_EVENTS as usize);
+        recent_events.drain(..shown);
         let queue_position = if task.status == TaskStatus::Queued {
             self.inner.store.queue_position(id).await?
         } else {
             None
         };
         let pending_input = self.pending_input(id).await?;
-        // The evaluator's last word is among the task's last few events.
-        let completion = evaluator_conclusion(
-            &self
-                .inner
-                .store
-                .recent_events(id, CONCLUSION_EVENTS)
-                .await?,
-        );
         Ok(StatusView {
             completion,
             pending_input,

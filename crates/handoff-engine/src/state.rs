@@ -8,13 +8,13 @@ use handoff_config::Config;
 use handoff_runner::ExecutorRegistry;
 use handoff_store::{StatusChange, Store};
 use handoff_task::{ExitInfo, NewEvent, Task, TaskId, TaskStatus, unix_millis_now};
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::Notify;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     EngineError, EngineMetrics,
     metrics::OutcomeLabels,
-    outbox::{Outbox, TaskNotice},
+    outbox::{Missed, Outbox, TaskNotice},
     rate::SubmissionRate,
     snapshot::Snapshots,
     supervisor::Supervisors,
@@ -105,7 +105,7 @@ impl EngineState {
         id: &TaskId,
         limit: Duration,
     ) -> Result<Task, EngineError> {
-        let mut notices = self.outbox.subscribe();
+        let mut notices = self.outbox.subscribe_task(id);
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let task = self
@@ -118,12 +118,10 @@ impl EngineState {
             }
             // Wake on this task's next state change, on lag (re-read), or at the deadline.
             loop {
-                match tokio::time::timeout_at(deadline, notices.recv()).await {
-                    Err(_) => return Ok(task),
-                    Ok(Ok(TaskNotice::Status(changed, _))) if &changed == id => break,
-                    Ok(Ok(_)) => continue,
-                    Ok(Err(broadcast::error::RecvError::Lagged(_))) => break,
-                    Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(task),
+                match tokio::time::timeout_at(deadline, notices.next()).await {
+                    Err(_) | Ok(Err(Missed::Closed)) => return Ok(task),
+                    Ok(Ok(TaskNotice::Status(..)) | Err(Missed::Lagged)) => break,
+                    Ok(Ok(TaskNotice::Events(_))) => {}
                 }
             }
         }
