@@ -17,6 +17,8 @@ pub struct CheckInput {
     pub open_todos: Vec<String>,
     /// The stuck detector's or loop guard's finding, if any.
     pub stuck: Option<String>,
+    /// Why the last turn looks cut off rather than finished ([`crate::cutoff`]), if it does.
+    pub cut_off: Option<String>,
 }
 
 /// The checks' results and the remaining items they imply.
@@ -61,6 +63,14 @@ pub fn run(input: &CheckInput) -> (Vec<CheckResult>, Vec<String>) {
             detail: format!("{} incomplete", input.open_todos.len()),
         });
     }
+    if let Some(cut_off) = &input.cut_off {
+        remaining.push(format!("finish the work and report what you did: {cut_off}"));
+        results.push(CheckResult {
+            name: "cut_off".to_owned(),
+            passed: false,
+            detail: cut_off.clone(),
+        });
+    }
     if let Some(stuck) = &input.stuck {
         remaining.push(format!("change approach: {stuck}"));
         results.push(CheckResult {
@@ -102,9 +112,11 @@ mod tests {
             diff_empty: true,
             open_todos: vec!["write b.txt".to_owned()],
             stuck: Some("the same action failed 3 times in a row".to_owned()),
+            cut_off: Some("the last model step was cut off (finish reason `length`)".to_owned()),
         };
         let (results, remaining) = run(&input);
-        assert_eq!(results.iter().filter(|r| !r.passed).count(), 5);
+        assert_eq!(results.iter().filter(|r| !r.passed).count(), 6);
+        assert!(remaining.iter().any(|r| r.contains("finish reason `length`")));
         assert!(remaining[0].contains("cargo test") && remaining[0].contains("FAILED"));
         assert!(remaining[1].contains("was killed"));
         assert!(remaining.iter().any(|r| r.contains("no file was changed")));

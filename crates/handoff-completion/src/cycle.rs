@@ -73,11 +73,13 @@ impl CycleState {
         } else {
             self.stalls = self.stalls.saturating_sub(1);
         }
-        if self.cycle >= self.max_cycles {
-            return NextStep::StopMaxCycles;
-        }
+        // Stuck is the truer verdict: with the default 5 cycles the third stall after the
+        // re-plan lands on the last cycle, and it must not be reported as merely out of cycles.
         if self.replanned && self.stalls >= 3 {
             return NextStep::StopStuck;
+        }
+        if self.cycle >= self.max_cycles {
+            return NextStep::StopMaxCycles;
         }
         if !self.replanned && self.stalls >= 2 {
             self.replanned = true;
@@ -139,5 +141,28 @@ mod tests {
         assert_eq!(state.after(&seen(false, 3)), NextStep::Continue);
         assert_eq!(state.after(&seen(false, 4)), NextStep::Continue);
         assert_eq!(state.after(&seen(false, 5)), NextStep::StopStuck);
+    }
+
+    #[test]
+    fn stuck_is_reachable_within_the_default_five_cycles() {
+        let mut state = CycleState::new(5);
+        let steps: Vec<NextStep> = (1..=5).map(|n| state.after(&seen(false, n))).collect();
+        assert_eq!(
+            steps,
+            [
+                NextStep::Continue,
+                NextStep::Replan,
+                NextStep::Continue,
+                NextStep::Continue,
+                NextStep::StopStuck
+            ]
+        );
+    }
+
+    #[test]
+    fn a_task_that_keeps_progressing_still_stops_at_the_cycle_limit() {
+        let mut state = CycleState::new(5);
+        let last = (1..=5).map(|n| state.after(&seen(true, n))).last();
+        assert_eq!(last, Some(NextStep::StopMaxCycles));
     }
 }

@@ -7,11 +7,15 @@
 
 pub mod budget;
 pub mod checks;
+pub mod cutoff;
 pub mod cycle;
 pub mod judge;
 pub mod ledger;
 pub mod outcome;
+pub mod protected;
+pub mod quote;
 pub mod stuck;
+pub mod tests_run;
 
 pub use outcome::{CompletionOutcome, CompletionStatus};
 

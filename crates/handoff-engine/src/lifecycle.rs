@@ -38,6 +38,9 @@ pub(crate) async fn drive(
     let finish = stop_hooks(&inner, &task, finish).await;
     let status = finish.status;
     settle(&inner, &task, finish).await;
+    // Every cycle diffed against this baseline; once settled (or re-queued, which takes a
+    // fresh one) it is no longer needed.
+    inner.snapshots.discard(&task.id).await;
     link.end(&inner.supervisors).await;
     inner.wake.notify_one();
     inner.policy.forget(&task.id);

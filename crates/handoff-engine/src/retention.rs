@@ -35,6 +35,8 @@ pub(crate) async fn sweep(inner: &EngineState) -> Result<usize, crate::EngineErr
             if !task.options.caller_workdir {
                 inner.workdirs.remove(Path::new(&task.workdir)).await;
             }
+            // Settling discards the baseline; one left by a crash goes with its task.
+            inner.snapshots.discard(&task.id).await;
             let spilled = inner.artifacts_dir.join(task.id.as_str());
             if let Err(e) = tokio::fs::remove_dir_all(&spilled).await
                 && e.kind() != std::io::ErrorKind::NotFound

@@ -124,6 +124,7 @@ pub(crate) async fn gather(
             diff_empty: diff.trim().is_empty(),
             open_todos: open,
             stuck: stuck::detect(&steps).map(|rule| rule.describe().to_owned()),
+            cut_off: super::turn::cut_off(&events),
         },
         diff,
         final_message,

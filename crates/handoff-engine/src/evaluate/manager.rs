@@ -95,6 +95,9 @@ pub(crate) async fn run(
             loop {
                 if finish.status != TaskStatus::Completed {
                     release(executor, state.as_ref()).await;
+                    let spent = (turns, (0, None));
+                    super::interrupted::record_interrupted(inner, task, spent, &finish, false)
+                        .await?;
                     return Ok(finish);
                 }
                 let goal = Goal {
@@ -110,7 +113,7 @@ pub(crate) async fn run(
                     done.push(Done {
                         id: sub.id.clone(),
                         summary: seen.summary.clone(),
-                        diff_stat: seen.diff_stat.clone(),
+                        diff_stat: own_changes(&seen.diff_stat, &done),
                     });
                     break;
                 }
@@ -245,6 +248,15 @@ async fn plan(
     )))
 }
 
+/// The lines of `stat` (the whole task's diff stat) the earlier sub-tasks did not already
+/// report: a sub-task's own files.
+fn own_changes(stat: &str, done: &[Done]) -> String {
+    stat.lines()
+        .filter(|line| !done.iter().any(|d| d.diff_stat.lines().any(|l| l == *line)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The compact context of one sub-task's fresh session.
 fn context_pack(prompt: &str, ledger: &TaskLedger, sub: &SubTask, done: &[Done]) -> String {
     let mut pack = format!(
@@ -343,4 +355,21 @@ async fn conclude(
             requeue: false,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sub_task_reports_only_the_files_the_earlier_ones_did_not() {
+        let first = Done {
+            id: "s1".to_owned(),
+            summary: String::new(),
+            diff_stat: "one.txt | +1 -0".to_owned(),
+        };
+        let whole = "one.txt | +1 -0\ntwo.txt | +1 -0";
+        assert_eq!(own_changes(whole, &[]), whole);
+        assert_eq!(own_changes(whole, &[first]), "two.txt | +1 -0");
+    }
 }

@@ -7,7 +7,10 @@
 
 mod assess;
 mod evidence;
+mod inbox;
+pub(crate) mod interrupted;
 pub(crate) mod manager;
+mod turn;
 
 use std::{sync::Arc, time::Duration};
 
@@ -24,7 +27,7 @@ use serde_json::{Value, json};
 
 use crate::{
     EngineError,
-    finish::{Finish, stopped},
+    finish::{Finish, StopReason, stopped},
     follow::follow,
     state::EngineState,
 };
@@ -84,17 +87,26 @@ pub(crate) async fn verify(
     // B1: only a turn that ended normally is evaluated.
     if settings.policy == CompletionPolicy::None || finish.status != TaskStatus::Completed {
         release(executor, state.as_ref()).await;
+        if settings.policy != CompletionPolicy::None {
+            // A coder the loop guard stopped on its first turn is concluded stuck.
+            interrupted::record_interrupted(inner, task, (1, (0, None)), &finish, true).await?;
+        }
         return Ok(finish);
     }
+    let Some(link) = inner.supervisors.link(&task.id) else {
+        release(executor, state.as_ref()).await;
+        return Ok(stopped(StopReason::Shutdown, task, finish.exit));
+    };
+    link.evaluating().await;
     let mut evaluation = Evaluation::new(&settings);
     let outcome = loop {
-        let stop = match inner.supervisors.link(&task.id) {
-            Some(link) => link.stop_reason().await,
-            None => Some(crate::finish::StopReason::Shutdown),
-        };
-        if let Some(stop) = stop {
+        if let Some(stop) = link.stop_reason().await {
             release(executor, state.as_ref()).await;
             return Ok(stopped(stop, task, finish.exit));
+        }
+        let inbox = link.take_messages().await;
+        if !inbox.is_empty() {
+            return inbox::continue_with(inner, task, executor, state, finish, inbox).await;
         }
         let cycle = evaluation.cycles.cycle() + 1;
         let judge = match settings.policy {
@@ -119,7 +131,12 @@ pub(crate) async fn verify(
             replan: evaluation.replan_next,
             run_checks: true,
         };
-        let seen = assess(inner, task, &settings, judge, &goal).await?;
+        // A stop (cancel, deadline) wins over checks and the judge in progress: dropping the
+        // assessment ends its verify commands.
+        let seen = tokio::select! {
+            seen = assess(inner, task, &settings, judge, &goal) => seen?,
+            () = link.stopped() => continue,
+        };
         evaluation.judge_tokens += seen.judge_tokens;
         if let Some(cost) = seen.judge_cost {
             *evaluation.judge_cost.get_or_insert(0.0) += cost;
@@ -224,9 +241,16 @@ pub(crate) async fn verify(
         (finish, state) = follow(inner, task, executor, run).await?;
         if finish.status != TaskStatus::Completed {
             release(executor, state.as_ref()).await;
+            let spent = (evaluation.turns, (evaluation.judge_tokens, evaluation.judge_cost));
+            interrupted::record_interrupted(inner, task, spent, &finish, false).await?;
             return Ok(finish);
         }
     };
+    // A message that arrived while the outcome was decided is new input, not too late.
+    let late = link.conclude().await;
+    if !late.is_empty() {
+        return inbox::continue_with(inner, task, executor, state, finish, late).await;
+    }
     release(executor, state.as_ref()).await;
     record_outcome(inner, task, &outcome).await?;
     Ok(finish_for(outcome, finish))
@@ -300,7 +324,8 @@ impl Evaluation {
     ) -> CompletionOutcome {
         CompletionOutcome {
             status,
-            cycles: self.cycles.cycle() + 1,
+            // One cycle per executor run assessed: a stop after the cycle limit is not one more.
+            cycles: self.turns,
             reason,
             confidence,
             remaining,

@@ -10,6 +10,7 @@ use tokio::{
     sync::{mpsc, oneshot},
     time::Instant,
 };
+use tokio_util::sync::CancellationToken;
 
 use super::{
     commands::{CommandReply, TaskCommand},
@@ -43,8 +44,27 @@ pub(crate) enum Msg {
     },
     /// The executor settled a request itself.
     Settled { id: String, reply: Reply<()> },
+    /// The run ended normally and is being evaluated.
+    Evaluating,
+    /// The evaluator takes the kept messages (and, with `conclude`, ends the evaluation when
+    /// there are none).
+    Messages {
+        conclude: bool,
+        reply: oneshot::Sender<Vec<String>>,
+    },
     /// The run is over.
     Ended,
+}
+
+/// Where the run stands, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Starting or running: messages go to the executor.
+    Live,
+    /// Ended normally, being evaluated: messages are kept for the evaluator.
+    Evaluating,
+    /// The outcome is being written: messages are refused.
+    Concluded,
 }
 
 /// A request waiting for an answer, with its ask timer.
@@ -89,6 +109,11 @@ pub(crate) struct Supervisor {
     /// Commands that need the executor, received while it was still starting.
     deferred: Vec<(TaskCommand, Reply<CommandReply>)>,
     defer_until: Option<Instant>,
+    phase: Phase,
+    /// Messages received while the run was being evaluated, oldest first.
+    kept: Vec<String>,
+    /// Raised when a stop is decided.
+    stopped: CancellationToken,
 }
 
 impl Supervisor {
@@ -97,6 +122,7 @@ impl Supervisor {
         task: Task,
         capabilities: Capabilities,
         restored: Vec<PendingInput>,
+        stopped: CancellationToken,
     ) -> Self {
         let now = unix_millis_now();
         let pending = restored
@@ -124,6 +150,9 @@ impl Supervisor {
             pending,
             deferred: Vec::new(),
             defer_until: None,
+            phase: Phase::Live,
+            kept: Vec::new(),
+            stopped,
         }
     }
 
@@ -166,6 +195,7 @@ impl Supervisor {
             } => {
                 self.control = Some(control);
                 self.capabilities = capabilities;
+                self.phase = Phase::Live;
                 if let Some(stop) = self.stop.clone() {
                     // Decided while the executor was starting.
                     self.decide_stop(stop);
@@ -184,6 +214,14 @@ impl Supervisor {
             }
             Msg::Settled { id, reply } => {
                 let _ = reply.send(self.settled(&id).await);
+            }
+            Msg::Evaluating => self.phase = Phase::Evaluating,
+            Msg::Messages { conclude, reply } => {
+                let kept = std::mem::take(&mut self.kept);
+                if conclude && kept.is_empty() {
+                    self.phase = Phase::Concluded;
+                }
+                let _ = reply.send(kept);
             }
             Msg::Ended => {}
         }
@@ -209,6 +247,7 @@ impl Supervisor {
     /// driver settles the task with that reason when the run ends.
     fn decide_stop(&mut self, reason: StopReason) {
         self.stop.get_or_insert(reason);
+        self.stopped.cancel();
         if let Some(control) = &self.control {
             let control = control.clone();
             let grace = self.state.config.tasks.cancel_grace;
@@ -317,6 +356,24 @@ impl Supervisor {
     }
 
     async fn message(&mut self, text: &str) -> CommandReply {
+        match self.phase {
+            Phase::Live => {}
+            Phase::Evaluating => {
+                // New input after the turn ended: the task is not done; the evaluator resumes
+                // the session with it.
+                self.kept.push(text.to_owned());
+                return CommandReply::Message {
+                    delivered: false,
+                    note: "kept: the run ended and is being evaluated; the session resumes with this message".to_owned(),
+                };
+            }
+            Phase::Concluded => {
+                return CommandReply::Message {
+                    delivered: false,
+                    note: "recorded, not delivered: the task's outcome is being written".to_owned(),
+                };
+            }
+        }
         let sent = match self.steering(Steer::Message) {
             Ok(control) => {
                 let sent = control.send_message(text).await;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use handoff_runner::{Capabilities, InputRequest, RunControl};
 use handoff_task::TaskId;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::actor::Msg;
 use crate::{EngineError, finish::StopReason};
@@ -15,6 +16,7 @@ use crate::{EngineError, finish::StopReason};
 pub(crate) struct RunLink {
     id: TaskId,
     tx: mpsc::Sender<Msg>,
+    stopped: CancellationToken,
 }
 
 fn gone() -> EngineError {
@@ -22,8 +24,43 @@ fn gone() -> EngineError {
 }
 
 impl RunLink {
-    pub(super) fn new(id: TaskId, tx: mpsc::Sender<Msg>) -> Self {
-        Self { id, tx }
+    pub(super) fn new(id: TaskId, tx: mpsc::Sender<Msg>, stopped: CancellationToken) -> Self {
+        Self { id, tx, stopped }
+    }
+
+    /// Resolves once Handoff decided to stop the run (cancel, deadline, shutdown…).
+    pub(crate) async fn stopped(&self) {
+        self.stopped.cancelled().await;
+    }
+
+    /// The run ended normally and is being evaluated: messages from now on are kept for the
+    /// evaluator, which resumes the session with them.
+    pub(crate) async fn evaluating(&self) {
+        let _ = self.tx.send(Msg::Evaluating).await;
+    }
+
+    /// The messages kept since the run ended, oldest first (taken: each is handed over once).
+    pub(crate) async fn take_messages(&self) -> Vec<String> {
+        self.messages(false).await
+    }
+
+    /// The evaluator reached its outcome: the messages still kept (then the evaluation goes on
+    /// with them), or none — and from then on messages are refused, the outcome is final.
+    pub(crate) async fn conclude(&self) -> Vec<String> {
+        self.messages(true).await
+    }
+
+    async fn messages(&self, conclude: bool) -> Vec<String> {
+        let (reply, answer) = oneshot::channel();
+        if self
+            .tx
+            .send(Msg::Messages { conclude, reply })
+            .await
+            .is_err()
+        {
+            return Vec::new();
+        }
+        answer.await.unwrap_or_default()
     }
 
     /// The executor is up: `control` steers it from now on (and stops it at once when Handoff

@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use handoff_runner::Capabilities;
 use handoff_task::{PendingInput, Task, TaskId};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 pub use commands::{CommandReply, TaskCommand, TaskCommands};
 pub(crate) use link::RunLink;
@@ -29,16 +30,24 @@ use crate::{EngineError, finish::StopReason, state::EngineState};
 /// Messages a supervisor's mailbox holds before senders wait.
 const MAILBOX: usize = 64;
 
+/// How a run's supervisor is reached: its mailbox, and the signal it raises once a stop is
+/// decided (so long waits of the driver — verify commands, the judge — end at once).
+#[derive(Clone)]
+struct Mailbox {
+    tx: mpsc::Sender<Msg>,
+    stopped: CancellationToken,
+}
+
 /// The mailboxes of the runs this process supervises.
 #[derive(Default)]
 pub(crate) struct Supervisors {
-    mailboxes: Mutex<HashMap<TaskId, mpsc::Sender<Msg>>>,
+    mailboxes: Mutex<HashMap<TaskId, Mailbox>>,
 }
 
 impl Supervisors {
     /// A poisoned lock only means a panicking thread held it; the map is still consistent
     /// (every update is a single insert or remove).
-    fn mailboxes(&self) -> MutexGuard<'_, HashMap<TaskId, mpsc::Sender<Msg>>> {
+    fn mailboxes(&self) -> MutexGuard<'_, HashMap<TaskId, Mailbox>> {
         self.mailboxes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -52,17 +61,28 @@ impl Supervisors {
         restored: Vec<PendingInput>,
     ) -> RunLink {
         let (tx, rx) = mpsc::channel(MAILBOX);
-        self.mailboxes().insert(task.id.clone(), tx.clone());
-        let supervisor = Supervisor::new(state.clone(), task.clone(), capabilities, restored);
+        let stopped = CancellationToken::new();
+        let mailbox = Mailbox {
+            tx: tx.clone(),
+            stopped: stopped.clone(),
+        };
+        self.mailboxes().insert(task.id.clone(), mailbox);
+        let supervisor = Supervisor::new(
+            state.clone(),
+            task.clone(),
+            capabilities,
+            restored,
+            stopped.clone(),
+        );
         tokio::spawn(supervisor.run(rx));
-        RunLink::new(task.id.clone(), tx)
+        RunLink::new(task.id.clone(), tx, stopped)
     }
 
     /// The driver's link to task `id`'s supervisor.
     pub(crate) fn link(&self, id: &TaskId) -> Option<RunLink> {
         self.mailboxes()
             .get(id)
-            .map(|tx| RunLink::new(id.clone(), tx.clone()))
+            .map(|m| RunLink::new(id.clone(), m.tx.clone(), m.stopped.clone()))
     }
 
     /// Forgets task `id`'s mailbox if it is still `tx` (a later run of the task keeps its own).
@@ -70,7 +90,7 @@ impl Supervisors {
         let mut mailboxes = self.mailboxes();
         if mailboxes
             .get(id)
-            .is_some_and(|known| known.same_channel(tx))
+            .is_some_and(|known| known.tx.same_channel(tx))
         {
             mailboxes.remove(id);
         }
@@ -78,7 +98,7 @@ impl Supervisors {
 
     /// Tells every supervisor to stop its run because the server shuts down.
     pub(crate) async fn stop_all(&self, reason: StopReason) {
-        let all: Vec<_> = self.mailboxes().values().cloned().collect();
+        let all: Vec<_> = self.mailboxes().values().map(|m| m.tx.clone()).collect();
         for tx in all {
             let _ = tx.send(Msg::Stop(reason.clone())).await;
         }
@@ -92,7 +112,7 @@ impl TaskCommands for Supervisors {
         id: &TaskId,
         command: TaskCommand,
     ) -> Result<Option<CommandReply>, EngineError> {
-        let Some(tx) = self.mailboxes().get(id).cloned() else {
+        let Some(tx) = self.mailboxes().get(id).map(|m| m.tx.clone()) else {
             return Ok(None);
         };
         let (reply, answer) = oneshot::channel();

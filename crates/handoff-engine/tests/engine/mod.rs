@@ -1,6 +1,7 @@
 mod asks;
 mod common;
 mod control;
+mod evaluation;
 mod files;
 mod gated;
 mod lifecycle;

@@ -407,6 +407,20 @@ impl Executor for ScriptedExecutor {
             .unwrap_or(Ok(()))
     }
 
+    /// Continues the session: a new run handed to the test, with the continuation prompt.
+    async fn resume(
+        &self,
+        spec: RunSpec,
+        _state: &Value,
+        prompt: &str,
+    ) -> Result<Run, RunnerError> {
+        let spec = RunSpec {
+            prompt: prompt.to_owned(),
+            ..spec
+        };
+        Ok(self.run(&spec))
+    }
+
     async fn release(&self, state: &Value) -> Result<(), RunnerError> {
         self.gates
             .pass(Call::Release(state.clone()))

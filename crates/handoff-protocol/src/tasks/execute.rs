@@ -65,7 +65,8 @@ pub struct ExecuteTaskArgs {
     pub permissions: Option<Vec<TaskRule>>,
     /// How Handoff verifies the task is really done before reporting `completed` (the server's
     /// settings where unset): `policy` none|checks|judge|manager, `verify_commands` that must
-    /// pass, `requires_changes`, `success_criteria` for the judge, `max_cycles`, `budget`.
+    /// pass, `requires_changes`, `success_criteria` for the judge, `max_cycles`, `budget`,
+    /// `protected_paths` the coder must not change, `protected_changes_expected`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion: Option<CompletionSpec>,
 }

@@ -1,0 +1,211 @@
+//! Whether a verify command really tested anything: a runner that found no tests often exits 0
+//! (`--passWithNoTests`, unittest before 3.12, a `cargo test` filter matching nothing, `go test`
+//! on a package whose tests were deleted), which must not count as a pass. Each runner's own
+//! summary lines are read; an output no runner recognises says nothing either way.
+
+/// Why `output` shows that a test runner ran no tests, if a known runner says so.
+pub fn zero_tests(output: &str) -> Option<String> {
+    let runners: [(&str, fn(&str) -> Option<u64>); 6] = [
+        ("cargo test", cargo),
+        ("pytest", pytest),
+        ("unittest", unittest),
+        ("go test", go),
+        ("jest", jest),
+        ("vitest", vitest),
+    ];
+    runners.iter().find_map(|(name, count)| {
+        (count(output) == Some(0)).then(|| format!("{name} ran 0 tests"))
+    })
+}
+
+/// Leading number of `text` (after spaces).
+fn number(text: &str) -> Option<u64> {
+    let text = text.trim_start();
+    let end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    text[..end].parse().ok()
+}
+
+/// The number before `word` in a `N word, M other` list.
+fn count_before(text: &str, word: &str) -> u64 {
+    text.split([',', ';'])
+        .filter_map(|part| {
+            let part = part.trim();
+            let (n, rest) = part.split_once(' ')?;
+            (rest.trim_start().starts_with(word)).then(|| number(n)).flatten()
+        })
+        .sum()
+}
+
+/// `test result: ok. 3 passed; 0 failed; …` — one per test binary, summed.
+fn cargo(output: &str) -> Option<u64> {
+    let results: Vec<u64> = output
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("test result: "))
+        // After the verdict word: `ok. 3 passed; 0 failed; …`.
+        .map(|rest| rest.split_once(". ").map_or(rest, |(_, counts)| counts))
+        .map(|rest| count_before(rest, "passed") + count_before(rest, "failed"))
+        .collect();
+    (!results.is_empty()).then(|| results.iter().sum())
+}
+
+/// `===== 3 passed, 1 failed in 0.12s =====`, `no tests ran in 0.01s`, `3 deselected in …`.
+fn pytest(output: &str) -> Option<u64> {
+    let mut seen = None;
+    for line in output.lines() {
+        let line = line.trim().trim_matches('=').trim();
+        let Some((counts, time)) = line.rsplit_once(" in ") else {
+            continue;
+        };
+        let time = time.split_whitespace().next().unwrap_or("");
+        let timed = time.ends_with('s') && time[..time.len() - 1].parse::<f64>().is_ok();
+        if !timed {
+            continue;
+        }
+        if counts.starts_with("no tests ran") {
+            seen.get_or_insert(0);
+            continue;
+        }
+        let known = [
+            "passed",
+            "failed",
+            "error",
+            "skipped",
+            "deselected",
+            "xfailed",
+            "xpassed",
+        ];
+        let summary = counts.split(", ").all(|part| {
+            part.split_once(' ')
+                .is_some_and(|(n, w)| number(n).is_some() && known.iter().any(|k| w.starts_with(k)))
+        });
+        if summary {
+            let ran = ["passed", "failed", "error", "xfailed", "xpassed"]
+                .iter()
+                .map(|w| count_before(counts, w))
+                .sum::<u64>();
+            *seen.get_or_insert(0) += ran;
+        }
+    }
+    seen
+}
+
+/// `Ran 3 tests in 0.001s`; Python 3.12 adds `NO TESTS RAN`.
+fn unittest(output: &str) -> Option<u64> {
+    let runs: Vec<u64> = output
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Ran "))
+        .filter(|rest| rest.contains(" test"))
+        .filter_map(number)
+        .collect();
+    (!runs.is_empty()).then(|| runs.iter().sum())
+}
+
+/// `ok  pkg 0.1s`, `?  pkg [no test files]`, `ok  pkg 0.1s [no tests to run]` per package.
+fn go(output: &str) -> Option<u64> {
+    let mut seen = None;
+    for line in output.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(first), Some(_package)) = (words.next(), words.next()) else {
+            continue;
+        };
+        if !matches!(first, "ok" | "?" | "FAIL") || !line.contains('\t') {
+            continue;
+        }
+        let empty = line.contains("[no test files]") || line.contains("[no tests to run]");
+        *seen.get_or_insert(0) += u64::from(!empty);
+    }
+    seen
+}
+
+/// `Tests:       1 failed, 2 passed, 3 total`; `No tests found, exiting with code 0`.
+fn jest(output: &str) -> Option<u64> {
+    let mut seen = None;
+    for line in output.lines() {
+        let line = line.trim();
+        if line.starts_with("No tests found") {
+            seen.get_or_insert(0);
+        } else if let Some(rest) = line.strip_prefix("Tests:") {
+            *seen.get_or_insert(0) += count_before(rest, "total");
+        }
+    }
+    seen
+}
+
+/// `Tests  3 passed (3)`, `Tests  no tests`; `No test files found, exiting with code 0`.
+fn vitest(output: &str) -> Option<u64> {
+    let mut seen = None;
+    for line in output.lines() {
+        let line = line.trim();
+        if line.starts_with("No test files found") || line.starts_with("No test suite found") {
+            seen.get_or_insert(0);
+        } else if let Some(rest) = line.strip_prefix("Tests  ") {
+            let total = rest
+                .rsplit_once('(')
+                .and_then(|(_, n)| number(n))
+                .unwrap_or(0);
+            *seen.get_or_insert(0) += total;
+        }
+    }
+    seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_runner_reporting_no_tests_is_recognised() {
+        let zero = [
+            // cargo test with a filter matching nothing: exit 0.
+            "running 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 12 filtered out; finished in 0.00s\n\n   Doc-tests x\n\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n",
+            // pytest: nothing collected, or everything deselected.
+            "============================= test session starts ==============================\ncollected 0 items\n\n============================ no tests ran in 0.01s =============================\n",
+            "collected 3 items / 3 deselected / 0 selected\n\n=========================== 3 deselected in 0.02s ============================\n",
+            // unittest before 3.12 (exit 0) and after (exit 5).
+            "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK\n",
+            "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n",
+            // go test: no test files, or a -run filter matching nothing (exit 0 both).
+            "?   \texample.com/calc\t[no test files]\n",
+            "ok  \texample.com/calc\t0.002s [no tests to run]\n",
+            // jest --passWithNoTests and its summary.
+            "No tests found, exiting with code 0\n",
+            "Test Suites: 0 total\nTests:       0 total\nSnapshots:   0 total\nTime:        0.3 s\n",
+            // vitest --passWithNoTests.
+            "No test files found, exiting with code 0\n",
+            " Test Files  no tests\n      Tests  no tests\n   Start at  10:00:00\n",
+        ];
+        for output in zero {
+            assert!(zero_tests(output).is_some(), "not recognised:\n{output}");
+        }
+    }
+
+    #[test]
+    fn runs_with_tests_and_unknown_output_are_not_flagged() {
+        let real = [
+            "running 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n\nrunning 3 tests\ntest a ... ok\n\ntest result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n",
+            "test result: FAILED. 0 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out\n",
+            "collected 2 items\n\ntest_calc.py ..                                                    [100%]\n\n============================== 2 passed in 0.01s ===============================\n",
+            "1 failed, 1 passed, 1 deselected in 0.05s\n",
+            "...\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n\nOK\n",
+            "ok  \texample.com/calc\t0.002s\n?   \texample.com/cmd\t[no test files]\n",
+            "Test Suites: 1 passed, 1 total\nTests:       2 passed, 2 total\n",
+            " Test Files  1 passed (1)\n      Tests  3 passed (3)\n",
+            "make: Nothing to be done for 'all'.\n",
+            "",
+            "everything ok in 2.5s\n",
+        ];
+        for output in real {
+            assert_eq!(zero_tests(output), None, "flagged:\n{output}");
+        }
+    }
+
+    #[test]
+    fn the_reason_names_the_runner() {
+        assert_eq!(
+            zero_tests("Ran 0 tests in 0.000s\n\nOK\n").as_deref(),
+            Some("unittest ran 0 tests")
+        );
+    }
+}
