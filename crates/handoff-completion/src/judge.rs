@@ -328,7 +328,15 @@ mod tests {
         }
         // Outside every quote, no injected line remains.
         let mut rest = prompt.clone();
-        for name in ["task", "success_criteria", "final_message", "diff_stat", "patch", "todos", "checks"] {
+        for name in [
+            "task",
+            "success_criteria",
+            "final_message",
+            "diff_stat",
+            "patch",
+            "todos",
+            "checks",
+        ] {
             let body = crate::quote::body(&prompt, name).unwrap().to_owned();
             rest = rest.replacen(&body, "", 1);
         }

@@ -5,8 +5,8 @@
 
 /// Programs whose first argument is the script they run.
 const INTERPRETERS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "python", "python3", "node", "ruby", "perl", "php",
-    "deno", "bun", "tsx", "ts-node", "bats",
+    "sh", "bash", "dash", "zsh", "ksh", "python", "python3", "node", "ruby", "perl", "php", "deno",
+    "bun", "tsx", "ts-node", "bats",
 ];
 /// Test runners whose path arguments name the tests they run.
 const RUNNERS: &[&str] = &[
@@ -42,7 +42,10 @@ fn segment_paths(words: &[String], paths: &mut Vec<String>) {
     while let Some((first, tail)) = rest.split_first() {
         let assignment = first.contains('=') && !first.starts_with('-');
         let wrapper = WRAPPERS.contains(&first.as_str());
-        let operand = first.starts_with('-') || first.chars().all(|c| c.is_ascii_digit() || c == '.' || c == 's');
+        let operand = first.starts_with('-')
+            || first
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == 's');
         if !(assignment || wrapper || (operand && rest.len() < words.len())) {
             break;
         }
@@ -188,9 +191,18 @@ mod tests {
             ("sh scripts/verify.sh --strict", &["scripts/verify.sh"]),
             ("bash -e ./run_tests.sh && echo ok", &["run_tests.sh"]),
             ("python3 test_calc.py", &["test_calc.py"]),
-            ("python -m pytest tests/test_calc.py -q", &["tests/test_calc.py"]),
-            ("pytest -q tests/ test_more.py::test_one", &["tests", "test_more.py"]),
-            ("CI=1 timeout 60 npx jest src/calc.test.js", &["src/calc.test.js"]),
+            (
+                "python -m pytest tests/test_calc.py -q",
+                &["tests/test_calc.py"],
+            ),
+            (
+                "pytest -q tests/ test_more.py::test_one",
+                &["tests", "test_more.py"],
+            ),
+            (
+                "CI=1 timeout 60 npx jest src/calc.test.js",
+                &["src/calc.test.js"],
+            ),
             ("node --test test/calc.test.mjs", &["test/calc.test.mjs"]),
             ("node -e 'require(\"./calc\")'", &[]),
             ("make check", &["Makefile", "makefile", "GNUmakefile"]),

@@ -3,9 +3,12 @@
 //! on a package whose tests were deleted), which must not count as a pass. Each runner's own
 //! summary lines are read; an output no runner recognises says nothing either way.
 
+/// Tests one runner's summary lines say it ran (`None`: that runner's summary is absent).
+type Counter = fn(&str) -> Option<u64>;
+
 /// Why `output` shows that a test runner ran no tests, if a known runner says so.
 pub fn zero_tests(output: &str) -> Option<String> {
-    let runners: [(&str, fn(&str) -> Option<u64>); 6] = [
+    let runners: [(&str, Counter); 6] = [
         ("cargo test", cargo),
         ("pytest", pytest),
         ("unittest", unittest),
@@ -13,9 +16,9 @@ pub fn zero_tests(output: &str) -> Option<String> {
         ("jest", jest),
         ("vitest", vitest),
     ];
-    runners.iter().find_map(|(name, count)| {
-        (count(output) == Some(0)).then(|| format!("{name} ran 0 tests"))
-    })
+    runners
+        .iter()
+        .find_map(|(name, count)| (count(output) == Some(0)).then(|| format!("{name} ran 0 tests")))
 }
 
 /// Leading number of `text` (after spaces).
@@ -33,7 +36,9 @@ fn count_before(text: &str, word: &str) -> u64 {
         .filter_map(|part| {
             let part = part.trim();
             let (n, rest) = part.split_once(' ')?;
-            (rest.trim_start().starts_with(word)).then(|| number(n)).flatten()
+            (rest.trim_start().starts_with(word))
+                .then(|| number(n))
+                .flatten()
         })
         .sum()
 }

@@ -20,6 +20,10 @@ pub struct CompletionConfig {
     pub min_confidence: f64,
     /// Default caps.
     pub budget: CompletionBudget,
+    /// Longest one verify command may run (the task's deadline and wall budget bound it too).
+    pub verify_timeout: Duration,
+    /// Files the coder must not change (besides the verify scripts and the files they name).
+    pub protected_paths: Vec<String>,
 }
 
 /// The evaluator's model (judge and manager); unset provider = no judge available.

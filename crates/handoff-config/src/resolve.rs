@@ -578,6 +578,15 @@ impl Config {
                 tokens: r.optional("completion.budget_tokens")?,
                 cost_usd: r.optional("completion.budget_cost_usd")?,
             },
+            verify_timeout: {
+                let secs = r.get("completion.verify_timeout_secs", 600u64)?;
+                Duration::from_secs(r.check(
+                    "completion.verify_timeout_secs",
+                    secs,
+                    at_least_one_u64,
+                )?)
+            },
+            protected_paths: r.get("completion.protected_paths", Vec::<String>::new())?,
         };
         let api_key_env: Option<String> = r.optional("evaluator.api_key_env")?;
         let price_in: Option<f64> = r.optional("evaluator.price_input_per_mtok")?;

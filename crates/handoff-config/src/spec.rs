@@ -137,6 +137,8 @@ settings! {
     "hooks" [env("HANDOFF_HOOKS")]: "external hooks (Claude Code format): [[hooks]] tables or a JSON array of {event: PreToolUse|PostToolUse|Stop|TaskStart|TaskEnd, matcher?, command, timeout_secs?, fail_closed?}";
     "completion.policy" [env("HANDOFF_COMPLETION_POLICY")]: "how tasks are verified before they are reported completed: none, checks (verify commands, changes, todos, stuck flags), judge (checks then an external LLM judge), manager (a plan of sub-tasks, each verified)";
     "completion.verify_commands" [env("HANDOFF_VERIFY_COMMANDS")]: "commands every task must pass in its directory (JSON array, or one command)";
+    "completion.verify_timeout_secs" [env("HANDOFF_VERIFY_TIMEOUT_SECS")]: "longest one verify command may run; the task's remaining deadline and wall budget bound it too, and it is killed with its process group";
+    "completion.protected_paths" [env("HANDOFF_PROTECTED_PATHS")]: "files (comma-separated; a directory covers its files; * and ** globs) a task must not change for its checks to pass, besides the verify scripts and the test files and Makefile they name";
     "completion.max_cycles" [env("HANDOFF_COMPLETION_MAX_CYCLES")]: "evaluation cycles per task at most (the first run plus continuations)";
     "completion.min_confidence" [env("HANDOFF_COMPLETION_MIN_CONFIDENCE")]: "a judge's done below this confidence counts as not done";
     "completion.budget_wall_secs" [env("HANDOFF_BUDGET_WALL_SECS")]: "wall time cap per task across continuations";

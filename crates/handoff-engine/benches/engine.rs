@@ -1,7 +1,9 @@
 //! Task engine figures, each beside a baseline measured in the same run:
 //! - submit → executor-started latency vs. spawning the same process directly;
 //! - `status` latency with 10,000 tasks stored vs. a bare store read;
-//! - submissions per second vs. bare store inserts.
+//! - submissions per second vs. bare store inserts;
+//! - what the completion evaluator adds without a judge (policy `checks`, `requires_changes`)
+//!   to submit → completed, vs. the same task with policy `none`.
 //!
 //! Run: `cargo bench -p handoff-engine --bench engine` (prints a table; asserts nothing).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -23,6 +25,7 @@ const LATENCY_RUNS: usize = 200;
 const STORED_TASKS: usize = 10_000;
 const STATUS_CALLS: usize = 2_000;
 const SUBMISSIONS: usize = 2_000;
+const EVALUATED_RUNS: usize = 50;
 /// Prints the process's own start time in microseconds since the epoch.
 const STAMP: &str = "echo $EPOCHREALTIME";
 
@@ -158,6 +161,55 @@ async fn start_latency(engine: &Engine) -> (Summary, Summary) {
         engine_ms.push((stamp_us(&line.message) - before) / 1e3);
     }
     (summarize(engine_ms), summarize(direct_ms))
+}
+
+/// Submit → completed for a task that writes a file, with `completion` as given.
+async fn completed_ms(engine: &Engine, completion: handoff_task::CompletionSpec) -> f64 {
+    let agent = AgentId::parse("bench").unwrap();
+    let at = Instant::now();
+    let submitted = engine
+        .submit(
+            &agent,
+            SubmitRequest {
+                description: "echo changed > changed.txt".into(),
+                completion: Some(completion),
+                ..SubmitRequest::default()
+            },
+        )
+        .await
+        .unwrap();
+    let task = engine
+        .wait(
+            &handoff_task::Principal::Agent(agent),
+            &submitted.task.id,
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    assert_eq!(task.status, TaskStatus::Completed, "{:?}", task.error);
+    at.elapsed().as_secs_f64() * 1e3
+}
+
+/// Submit → completed with the evaluator (checks, changes required, no judge) vs. without it,
+/// alternating so both see the same machine load.
+async fn evaluator_latency(engine: &Engine) -> (Summary, Summary) {
+    use handoff_task::{CompletionPolicy, CompletionSpec};
+    let mut evaluated = Vec::with_capacity(EVALUATED_RUNS);
+    let mut plain = Vec::with_capacity(EVALUATED_RUNS);
+    for _ in 0..EVALUATED_RUNS {
+        let checks = CompletionSpec {
+            policy: Some(CompletionPolicy::Checks),
+            requires_changes: Some(true),
+            ..CompletionSpec::default()
+        };
+        evaluated.push(completed_ms(engine, checks).await);
+        let none = CompletionSpec {
+            policy: Some(CompletionPolicy::None),
+            ..CompletionSpec::default()
+        };
+        plain.push(completed_ms(engine, none).await);
+    }
+    (summarize(evaluated), summarize(plain))
 }
 
 fn stored_task(agent: &AgentId, i: usize) -> NewTask {
@@ -374,6 +426,19 @@ fn main() {
         println!(
             "{:<44} (baseline: the same page read from the store directly)",
             ""
+        );
+        let (evaluated, plain) = evaluator_latency(&engine).await;
+        row(
+            "submit -> completed, evaluator (no judge)",
+            &evaluated,
+            &plain,
+            "ms",
+        );
+        println!(
+            "{:<44} (baseline: policy `none`; evaluator adds p50 {:.1} ms, p99 {:.1} ms)",
+            "",
+            evaluated.p50 - plain.p50,
+            evaluated.p99 - plain.p99
         );
         let (rate, raw) = throughput(&engine).await;
         println!(

@@ -17,6 +17,8 @@ pub(crate) enum StopReason {
     Shutdown,
     /// The loop guard saw the executor repeat itself, or a hook asked to stop.
     Stuck(String),
+    /// A budget cap (wall, tokens, cost) ran out while the executor was running.
+    Budget(String),
 }
 
 /// How a run ended, before it is written down.
@@ -55,6 +57,10 @@ pub(crate) fn stopped(stop: StopReason, task: &Task, exit: Option<ExitInfo>) -> 
         StopReason::Stuck(reason) => Finish {
             exit,
             ..Finish::failed(format!("stuck: {reason}"))
+        },
+        StopReason::Budget(reason) => Finish {
+            exit,
+            ..Finish::failed(format!("completion: budget_exhausted: {reason}"))
         },
         StopReason::Shutdown => Finish {
             requeue: task.options.requeue_on_restart,

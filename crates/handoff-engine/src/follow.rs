@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use crate::{
     EngineError,
     artifacts::ArtifactSink,
+    evaluate::meter::{self, Meter},
     finish::{Finish, StopReason, stopped},
     state::EngineState,
     supervisor::RunLink,
@@ -86,6 +87,9 @@ async fn supervise(
     let mut stderr = ArtifactSink::new(ArtifactKind::Log, spill.join("log.txt"), inline, max);
     let mut buffer = Vec::with_capacity(BATCH);
     let mut deadline_hit = false;
+    let mut meter = Meter::start(inner, task).await?;
+    let budget_deadline = meter.wall_deadline();
+    let mut budget_hit = false;
 
     let outcome = loop {
         tokio::select! {
@@ -109,8 +113,9 @@ async fn supervise(
                             );
                         }
                         RunEvent::Event(event) => {
+                            meter.add(&event.data);
                             if event.kind == EventKind::Tool
-                                && let Some((tool, step)) = inner.policy.tool_call(&task.id, &event.data)
+                                && let Some((tool, step)) = link.tool_call(event.data.clone()).await
                                 && let Some(stop) = guard_step(&tool, &step, &mut batch)
                             {
                                 link.stop(stop).await;
@@ -132,10 +137,19 @@ async fn supervise(
                 if let Some(outcome) = finished {
                     break Some(outcome);
                 }
+                if !budget_hit && let Some(why) = meter.exhausted() {
+                    budget_hit = true;
+                    stop_for_budget(inner, task, link, why).await?;
+                }
             }
             () = tokio::time::sleep_until(deadline), if !deadline_hit => {
                 deadline_hit = true;
                 link.stop(StopReason::Timeout).await;
+            }
+            () = tokio::time::sleep_until(budget_deadline.unwrap_or(deadline)),
+                if budget_deadline.is_some() && !budget_hit => {
+                budget_hit = true;
+                stop_for_budget(inner, task, link, meter.exhausted_at_wall()).await?;
             }
         }
     };
@@ -145,8 +159,9 @@ async fn supervise(
         stdout.push_line(text).await?;
     }
     let mut sinks = vec![stdout, stderr];
-    // Handoff's own baseline diff covers every change, whoever made it; the executor's view is
-    // the fallback.
+    // Handoff's own baseline diff covers every change, whoever made it, since before the first
+    // run: each run's artifact replaces the last and the final one spans every cycle. The
+    // executor's view is the fallback.
     let own = match inner
         .snapshots
         .diff(&task.id, std::path::Path::new(&task.workdir))
@@ -201,6 +216,18 @@ async fn supervise(
         }
         (None, None) => Finish::failed("the executor stopped without reporting an outcome"),
     })
+}
+
+/// Stops the run because a budget cap ran out, saying so in the task's history.
+async fn stop_for_budget(
+    inner: &EngineState,
+    task: &Task,
+    link: &RunLink,
+    why: String,
+) -> Result<(), EngineError> {
+    inner.record(&task.id, meter::stop_note(&why)).await?;
+    link.stop(StopReason::Budget(why)).await;
+    Ok(())
 }
 
 /// Records one of Handoff's own notes on the task.

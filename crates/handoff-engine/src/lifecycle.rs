@@ -35,7 +35,7 @@ pub(crate) async fn drive(
         Ok(finish) => finish,
         Err(e) => Finish::failed(format!("handoff could not supervise the run: {e}")),
     };
-    let finish = stop_hooks(&inner, &task, finish).await;
+    let finish = stop_hooks(&inner, &link, &task, finish).await;
     let status = finish.status;
     settle(&inner, &task, finish).await;
     // Every cycle diffed against this baseline; once settled (or re-queued, which takes a
@@ -43,10 +43,9 @@ pub(crate) async fn drive(
     inner.snapshots.discard(&task.id).await;
     link.end(&inner.supervisors).await;
     inner.wake.notify_one();
-    inner.policy.forget(&task.id);
     let ended = inner
         .policy
-        .task_hook(HookEvent::TaskEnd, &task, Some(status.as_str()))
+        .task_hook(HookEvent::TaskEnd, &task, Some(status.as_str()), false)
         .await;
     for error in ended.errors {
         tracing::warn!(task = %task.id, error = %error, "TaskEnd hook");
@@ -76,15 +75,24 @@ const MAX_STOP_BLOCKS: u32 = 8;
 /// A run that ended normally passes the Stop hooks: a block keeps the task from being
 /// reported completed, with the hook's reason (resuming the executor with it as the next
 /// prompt belongs to the completion evaluator).
-async fn stop_hooks(inner: &Arc<EngineState>, task: &Task, finish: Finish) -> Finish {
+async fn stop_hooks(
+    inner: &Arc<EngineState>,
+    link: &RunLink,
+    task: &Task,
+    finish: Finish,
+) -> Finish {
     if finish.status != TaskStatus::Completed {
         return finish;
     }
-    let verdict = inner.policy.task_hook(HookEvent::Stop, task, None).await;
+    let active = link.stop_hook_active().await;
+    let verdict = inner
+        .policy
+        .task_hook(HookEvent::Stop, task, None, active)
+        .await;
     let Some(reason) = verdict.block.or(verdict.stop) else {
         return finish;
     };
-    if !inner.policy.stop_block(&task.id, MAX_STOP_BLOCKS) {
+    if !link.stop_block(MAX_STOP_BLOCKS).await {
         return finish;
     }
     let message = format!("a Stop hook did not accept the result: {reason}");
@@ -126,7 +134,7 @@ async fn execute(
             }
             let started = inner
                 .policy
-                .task_hook(HookEvent::TaskStart, task, None)
+                .task_hook(HookEvent::TaskStart, task, None, false)
                 .await;
             if let Some(reason) = started.block.or(started.stop) {
                 inner.snapshots.discard(&task.id).await;

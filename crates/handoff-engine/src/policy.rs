@@ -3,22 +3,17 @@
 //! agent's standing approvals turning asks into allows; a loop guard over the executor's tool
 //! calls; and the static part of the rules handed to executors that can apply it themselves.
 
-use std::{
-    collections::{HashMap, HashSet},
-    path::Path,
-    sync::{Mutex, MutexGuard},
-};
+use std::path::Path;
 
 use handoff_config::{Config, PermissionPolicy};
 use handoff_policy::{
     Grant, Layer, PermissionAction, PermissionRequest, PermissionRule, RuleStack,
     hooks::{HookEvent, HookInput, HookRunner, HookVerdict},
-    loop_guard::{LoopGuard, Step},
     permissions::{is_command_permission, preset_rules, split_command},
 };
 use handoff_runner::InputRequest;
 use handoff_store::Store;
-use handoff_task::{Task, TaskId};
+use handoff_task::Task;
 use serde_json::{Value, json};
 
 use crate::EngineError;
@@ -36,23 +31,12 @@ pub(crate) struct ExecutorDecision {
     pub detail: Value,
 }
 
-/// Rules, hooks and loop guard for every task of one engine.
+/// Rules and hooks for every task of one engine (stateless: each run's loop guard belongs to
+/// its supervisor).
 pub(crate) struct TaskPolicy {
     operator: RuleStack,
     hooks: HookRunner,
-    guard: Mutex<LoopGuard>,
-    state: Mutex<HashMap<TaskId, GuardState>>,
     git_repository: Option<String>,
-}
-
-#[derive(Default)]
-struct GuardState {
-    /// Tool calls already counted (their events repeat as the call progresses).
-    seen: HashSet<String>,
-    /// Permissions whose requests are denied after the loop guard's deny step.
-    denied: HashSet<String>,
-    /// Consecutive Stop-hook blocks.
-    stop_blocks: u32,
 }
 
 /// Claude Code's name for an executor permission, so hooks written for Claude Code match.
@@ -82,26 +66,12 @@ impl TaskPolicy {
         Self {
             operator,
             hooks: HookRunner::new(config.hooks.clone()),
-            guard: Mutex::new(LoopGuard::new(config.tools.loop_guard)),
-            state: Mutex::new(HashMap::new()),
             git_repository: config
                 .tasks
                 .git_repository
                 .as_ref()
                 .map(|p| p.display().to_string()),
         }
-    }
-
-    fn guard(&self) -> MutexGuard<'_, LoopGuard> {
-        self.guard
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn state(&self) -> MutexGuard<'_, HashMap<TaskId, GuardState>> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The rules for `task`: the operator's, then the task's own (the operator's alone, not
@@ -136,11 +106,13 @@ impl TaskPolicy {
     }
 
     /// Runs one hook event for `task` (not tool events; see [`TaskPolicy::decide`]).
+    /// Runs a task-level hook; `stop_hook_active` tells a Stop hook it already refused once.
     pub(crate) async fn task_hook(
         &self,
         event: HookEvent,
         task: &Task,
         status: Option<&str>,
+        stop_hook_active: bool,
     ) -> HookVerdict {
         if !self.hooks.config().has(event) {
             return HookVerdict::default();
@@ -150,23 +122,11 @@ impl TaskPolicy {
         input.agent_id = Some(task.agent_id.to_string());
         input.status = status.map(str::to_owned);
         if event == HookEvent::Stop {
-            input.stop_hook_active = Some(
-                self.state()
-                    .get(&task.id)
-                    .is_some_and(|s| s.stop_blocks > 0),
-            );
+            input.stop_hook_active = Some(stop_hook_active);
         }
         self.hooks
             .run(event, &input, Path::new(&task.workdir))
             .await
-    }
-
-    /// Counts a Stop-hook block; returns whether it may still continue the task (under `cap`).
-    pub(crate) fn stop_block(&self, task: &TaskId, cap: u32) -> bool {
-        let mut state = self.state();
-        let entry = state.entry(task.clone()).or_default();
-        entry.stop_blocks += 1;
-        entry.stop_blocks <= cap
     }
 
     /// Decides one permission request of `task`'s executor.
@@ -176,21 +136,6 @@ impl TaskPolicy {
         task: &Task,
         request: &InputRequest,
     ) -> Result<ExecutorDecision, EngineError> {
-        if self
-            .state()
-            .get(&task.id)
-            .is_some_and(|s| s.denied.contains(&request.permission))
-        {
-            return Ok(ExecutorDecision {
-                action: PermissionAction::Deny,
-                stage: "loop_guard",
-                reason: format!(
-                    "loop guard: {} calls are denied after repeated identical calls; try another approach",
-                    request.permission
-                ),
-                detail: json!({}),
-            });
-        }
         let hook = if self.hooks.config().has(HookEvent::PreToolUse) {
             let mut input = HookInput::new(HookEvent::PreToolUse, task.id.as_str(), &task.workdir);
             input.tool_name = Some(hook_tool_name(&request.permission));
@@ -276,51 +221,6 @@ impl TaskPolicy {
             reason,
             detail,
         })
-    }
-
-    /// Feeds one executor tool event to the loop guard; returns the step reached by a newly
-    /// seen call (repeated events of one call count once).
-    pub(crate) fn tool_call(&self, task: &TaskId, data: &Value) -> Option<(String, Step)> {
-        let tool = data.get("tool").and_then(Value::as_str)?;
-        let input = data.get("input")?;
-        let call = data.get("call_id").and_then(Value::as_str).map_or_else(
-            || handoff_policy::loop_guard::call_key(tool, input),
-            str::to_owned,
-        );
-        if !self
-            .state()
-            .entry(task.clone())
-            .or_default()
-            .seen
-            .insert(call)
-        {
-            return None;
-        }
-        let step = self.guard().check(task.as_str(), tool, input);
-        if matches!(step, Step::Deny { .. } | Step::Stop { .. }) {
-            let permission = if tool == "write" { "edit" } else { tool };
-            self.state()
-                .entry(task.clone())
-                .or_default()
-                .denied
-                .insert(permission.to_owned());
-        }
-        Some((tool.to_owned(), step))
-    }
-
-    /// A caller message arrived: the loop guard starts over for the task.
-    pub(crate) fn reset(&self, task: &TaskId) {
-        self.guard().reset(task.as_str());
-        if let Some(state) = self.state().get_mut(task) {
-            state.denied.clear();
-            state.stop_blocks = 0;
-        }
-    }
-
-    /// The task ended: forget it.
-    pub(crate) fn forget(&self, task: &TaskId) {
-        self.guard().reset(task.as_str());
-        self.state().remove(task);
     }
 }
 

@@ -264,7 +264,11 @@ mod tests {
         let names: Vec<&str> = changed.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["check.sh", "tests/test_a.py"]);
         assert!(changed[0].1.contains("-exit 1") && changed[0].1.contains("+exit 0"));
-        assert!(changed[1].1.contains("deleted file mode"), "{}", changed[1].1);
+        assert!(
+            changed[1].1.contains("deleted file mode"),
+            "{}",
+            changed[1].1
+        );
         assert!(!changed[0].1.contains("calc.py"));
         assert!(snapshots.git_dir(&task).exists(), "the baseline is kept");
     }

@@ -63,7 +63,8 @@ fn execute_task_arguments() {
         "completion": {
             "policy": "judge", "verify_commands": ["cargo test"], "requires_changes": true,
             "success_criteria": ["tests pass"], "max_cycles": 3,
-            "budget": {"wall_ms": 1000, "turns": 2, "tokens": 30, "cost_usd": 0.5}
+            "budget": {"wall_ms": 1000, "turns": 2, "tokens": 30, "cost_usd": 0.5},
+            "protected_paths": ["tests/", "Makefile"], "protected_changes_expected": false
         }
     }));
     assert_eq!(

@@ -7,7 +7,10 @@ use std::{path::Path, process::Stdio, time::Duration};
 use nix::{sys::signal::Signal, unistd::Pid};
 use tokio::io::AsyncReadExt;
 
-use crate::{Isolation, RunnerError, command::confined_command};
+use crate::{
+    Isolation, RunnerError,
+    command::{Confinement, confined_command},
+};
 
 /// Most bytes kept of a check's output (its tail).
 const OUTPUT_TAIL: usize = 16 * 1024;
@@ -33,7 +36,9 @@ impl CheckRunner {
         Self { isolation }
     }
 
-    /// Runs `command` with `sh -c` in `workdir` for task `name`, for at most `limit`.
+    /// Runs `command` with `sh -c` in `workdir` for task `name`, for at most `limit`. Its whole
+    /// process group is killed when it ends, when the limit passes, and when this future is
+    /// dropped (a cancelled assessment leaves nothing running).
     pub async fn run(
         &self,
         name: &str,
@@ -53,10 +58,13 @@ impl CheckRunner {
             program: "sh".to_owned(),
             source,
         })?;
-        let group = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw);
+        let mut guard = GroupGuard {
+            group: child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .map(Pid::from_raw),
+            confinement: Some(confinement),
+        };
         let out: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>> =
             child.stdout.take().map(|p| Box::new(p) as _);
         let err: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>> =
@@ -67,6 +75,7 @@ impl CheckRunner {
             (status, stdout, stderr)
         };
         let outcome = tokio::time::timeout(limit, run).await;
+        let killed = outcome.is_err();
         let result = match outcome {
             Ok((status, stdout, stderr)) => {
                 let mut text = String::from_utf8_lossy(&stdout).into_owned();
@@ -76,19 +85,53 @@ impl CheckRunner {
                     output: tail(&text),
                 }
             }
-            Err(_) => {
-                if let Some(group) = group {
-                    let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
-                }
-                confinement.kill().await;
-                CheckRun {
-                    code: None,
-                    output: format!("killed after {}s", limit.as_secs()),
-                }
-            }
+            Err(_) => CheckRun {
+                code: None,
+                output: format!("killed after {}s", limit.as_secs()),
+            },
         };
-        confinement.remove().await;
+        guard.finish(killed).await;
         Ok(result)
+    }
+}
+
+/// A check's process group and confinement, killed however the check ends — also when the
+/// future running it is dropped, where nothing can be awaited.
+struct GroupGuard {
+    group: Option<Pid>,
+    confinement: Option<Confinement>,
+}
+
+impl GroupGuard {
+    /// Kills what is left of the group (background processes too) and removes the confinement.
+    async fn finish(&mut self, killed: bool) {
+        self.kill_group();
+        if let Some(confinement) = self.confinement.take() {
+            if killed {
+                confinement.kill().await;
+            }
+            confinement.remove().await;
+        }
+    }
+
+    fn kill_group(&mut self) {
+        if let Some(group) = self.group.take() {
+            let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill_group();
+        if let Some(confinement) = self.confinement.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                confinement.kill().await;
+                confinement.remove().await;
+            });
+        }
     }
 }
 
@@ -141,5 +184,45 @@ mod tests {
             .unwrap();
         assert_eq!(slow.code, None);
         assert!(slow.output.contains("killed"));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_check_leaves_no_process_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        let command = format!(
+            "sleep 300 & echo $! > {p}; sleep 300 & echo $! >> {p}; wait",
+            p = pids.display()
+        );
+        let runner = CheckRunner::default();
+        let run = runner.run("t", dir.path(), &command, Duration::from_secs(600));
+        // Dropped mid-run, as a cancel drops the assessment.
+        let dropped = tokio::time::timeout(Duration::from_millis(500), run).await;
+        assert!(dropped.is_err(), "the check should still be running");
+        let text = std::fs::read_to_string(&pids).unwrap();
+        let pids: Vec<i32> = text.lines().map(|l| l.trim().parse().unwrap()).collect();
+        assert_eq!(pids.len(), 2, "{text}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        for pid in pids {
+            while crate::process_group_alive(pid) || alive(pid) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{pid} survived the drop"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// Whether `pid` runs (a zombie awaiting its parent's reaping counts as gone).
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
     }
 }

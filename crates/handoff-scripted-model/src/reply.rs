@@ -18,6 +18,8 @@ pub(crate) struct Reply {
     pub input_tokens: u64,
     /// Estimated completion tokens.
     pub output_tokens: u64,
+    /// Cut off at the output limit.
+    pub truncated: bool,
 }
 
 /// One concrete tool call.
@@ -65,6 +67,7 @@ impl Reply {
             tool_calls,
             input_tokens: estimate_tokens(request_bytes),
             output_tokens: estimate_tokens(output_chars),
+            truncated: turn.truncated,
         }
     }
 

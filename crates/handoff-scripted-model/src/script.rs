@@ -69,6 +69,10 @@ pub struct Turn {
     /// server shuts down).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hang: bool,
+    /// End the reply as cut off at the output limit: finish reason `length` (Chat),
+    /// `max_tokens` (Anthropic), `MAX_TOKENS` (Gemini), status `incomplete` (Responses).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// A tool call the model makes.
@@ -300,5 +304,15 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, ModelError::InvalidStatus { status: 200, .. }));
+    }
+
+    #[test]
+    fn a_turn_can_be_cut_off_at_the_output_limit() {
+        let script = Script::from_json(
+            r#"{"scenarios": [{"match": "x", "turns": [{"text": "half an ans", "truncated": true}]}]}"#,
+        )
+        .unwrap();
+        assert!(script.scenarios[0].turns[0].truncated);
+        assert!(!Turn::text("whole").truncated);
     }
 }

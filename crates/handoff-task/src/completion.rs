@@ -66,10 +66,8 @@ pub struct CompletionSpec {
     /// Files the coder must leave as they were (a directory covers its files; `*`, `**`
     /// globs), instead of the server's `completion.protected_paths`; the verify scripts and the
     /// files they name are protected either way.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected_paths: Option<Vec<String>>,
     /// The task is meant to change the protected files (it edits the tests or the verify
     /// scripts): their changes do not fail the checks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected_changes_expected: Option<bool>,
 }

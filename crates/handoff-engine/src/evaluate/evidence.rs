@@ -2,7 +2,7 @@
 //! the task), the diff against Handoff's own baseline, the executor's last message, todos and
 //! token usage from the event stream, and the stuck detector over its steps.
 
-use std::{path::Path, time::Duration};
+use std::path::Path;
 
 use handoff_completion::{
     checks::CheckInput,
@@ -14,8 +14,6 @@ use serde_json::Value;
 use super::Settings;
 use crate::{EngineError, state::EngineState};
 
-/// Longest a verify command may run.
-const CHECK_LIMIT: Duration = Duration::from_secs(600);
 /// Events looked at (the most recent ones).
 const EVENT_WINDOW: u32 = 2000;
 /// Most bytes of the patch shown to the judge.
@@ -89,17 +87,9 @@ pub(crate) async fn gather(
     settings: &Settings,
 ) -> Result<Evidence, EngineError> {
     let workdir = Path::new(&task.workdir);
-    let mut commands = Vec::new();
-    let checks = inner.executors.checks(&task.executor);
-    for command in &settings.verify_commands {
-        match checks
-            .run(task.id.as_str(), workdir, command, CHECK_LIMIT)
-            .await
-        {
-            Ok(run) => commands.push((command.clone(), run.code, run.output)),
-            Err(e) => commands.push((command.clone(), None, format!("could not run: {e}"))),
-        }
-    }
+    // Before the commands run: what the coder left, not what a check may rewrite.
+    let protected_changes = super::integrity::protected_changes(inner, task, settings).await;
+    let commands = super::integrity::run_commands(inner, task, settings).await;
     let diff = inner
         .snapshots
         .diff(&task.id, workdir)
@@ -125,6 +115,7 @@ pub(crate) async fn gather(
             open_todos: open,
             stuck: stuck::detect(&steps).map(|rule| rule.describe().to_owned()),
             cut_off: super::turn::cut_off(&events),
+            protected_changes,
         },
         diff,
         final_message,

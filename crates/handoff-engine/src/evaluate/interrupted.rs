@@ -34,6 +34,8 @@ pub(crate) async fn record_interrupted(
     };
     let (status, reason) = match stop {
         Some(StopReason::Stuck(why)) => (CompletionStatus::Stuck, why),
+        // A cap that ran out mid-run is concluded like one found between cycles.
+        Some(StopReason::Budget(why)) => (CompletionStatus::BudgetExhausted, why),
         _ if only_stuck => return Ok(()),
         _ => (CompletionStatus::NotDone, finish.reason.clone()),
     };

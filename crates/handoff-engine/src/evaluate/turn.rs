@@ -111,7 +111,11 @@ mod tests {
             event(EventKind::Text, "ok", json!({})),
             step("stop", 1),
             event(EventKind::Verdict, "continuing", json!({})),
-            event(EventKind::Text, "I wrote both files and ran the tests.", json!({})),
+            event(
+                EventKind::Text,
+                "I wrote both files and ran the tests.",
+                json!({}),
+            ),
             step("stop", 12),
         ];
         assert!(cut_off(&events[..5]).unwrap().contains("near-empty"));
@@ -129,7 +133,11 @@ mod tests {
                 "todos",
                 json!({"todos": [{"content": "write b.txt", "status": "in_progress"}]}),
             ),
-            event(EventKind::Text, "Here is a long answer that stops mid", json!({})),
+            event(
+                EventKind::Text,
+                "Here is a long answer that stops mid",
+                json!({}),
+            ),
             step("length", 4096),
         ];
         let turn = signals(&events);

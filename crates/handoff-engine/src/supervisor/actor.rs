@@ -14,9 +14,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     commands::{CommandReply, TaskCommand},
+    guard::RunGuard,
     relay::Answerer,
 };
 use crate::{EngineError, finish::StopReason, state::EngineState};
+use handoff_policy::loop_guard::Step;
 
 /// How long a steering command waits for a just-claimed run's executor to start.
 const START_WAIT: Duration = Duration::from_secs(5);
@@ -44,6 +46,18 @@ pub(crate) enum Msg {
     },
     /// The executor settled a request itself.
     Settled { id: String, reply: Reply<()> },
+    /// The executor reported a tool call: the loop guard's step for it, if newly seen.
+    ToolCall {
+        data: serde_json::Value,
+        reply: oneshot::Sender<Option<(String, Step)>>,
+    },
+    /// Whether a Stop hook already refused this run's end.
+    StopHookActive(oneshot::Sender<bool>),
+    /// A Stop hook refused the end: may the task still be continued under `cap` blocks?
+    StopBlock {
+        cap: u32,
+        reply: oneshot::Sender<bool>,
+    },
     /// The run ended normally and is being evaluated.
     Evaluating,
     /// The evaluator takes the kept messages (and, with `conclude`, ends the evaluation when
@@ -114,6 +128,8 @@ pub(crate) struct Supervisor {
     kept: Vec<String>,
     /// Raised when a stop is decided.
     stopped: CancellationToken,
+    /// The run's loop guard.
+    pub(super) guard: RunGuard,
 }
 
 impl Supervisor {
@@ -141,7 +157,9 @@ impl Supervisor {
                 }
             })
             .collect();
+        let guard = RunGuard::new(state.config.tools.loop_guard, &task.id);
         Self {
+            guard,
             state,
             task,
             control: None,
@@ -214,6 +232,15 @@ impl Supervisor {
             }
             Msg::Settled { id, reply } => {
                 let _ = reply.send(self.settled(&id).await);
+            }
+            Msg::ToolCall { data, reply } => {
+                let _ = reply.send(self.guard.tool_call(&data));
+            }
+            Msg::StopHookActive(reply) => {
+                let _ = reply.send(self.guard.stop_hook_active());
+            }
+            Msg::StopBlock { cap, reply } => {
+                let _ = reply.send(self.guard.stop_block(cap));
             }
             Msg::Evaluating => self.phase = Phase::Evaluating,
             Msg::Messages { conclude, reply } => {
@@ -387,7 +414,7 @@ impl Supervisor {
         match sent {
             Ok(()) => {
                 // A new instruction from the caller: the loop guard starts over.
-                self.state.policy.reset(&self.task.id);
+                self.guard.reset();
                 CommandReply::Message {
                     delivered: true,
                     note: "delivered to the running executor".to_owned(),

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use handoff_policy::loop_guard::Step;
 use handoff_runner::{Capabilities, InputRequest, RunControl};
 use handoff_task::TaskId;
 use tokio::sync::{mpsc, oneshot};
@@ -31,6 +32,31 @@ impl RunLink {
     /// Resolves once Handoff decided to stop the run (cancel, deadline, shutdown…).
     pub(crate) async fn stopped(&self) {
         self.stopped.cancelled().await;
+    }
+
+    /// The executor reported a tool call: the loop guard's step for it, if newly seen.
+    pub(crate) async fn tool_call(&self, data: serde_json::Value) -> Option<(String, Step)> {
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(Msg::ToolCall { data, reply }).await.ok()?;
+        answer.await.ok().flatten()
+    }
+
+    /// Whether a Stop hook already refused this run's end.
+    pub(crate) async fn stop_hook_active(&self) -> bool {
+        let (reply, answer) = oneshot::channel();
+        if self.tx.send(Msg::StopHookActive(reply)).await.is_err() {
+            return false;
+        }
+        answer.await.unwrap_or(false)
+    }
+
+    /// Counts a Stop-hook block; whether the task may still be continued under `cap` blocks.
+    pub(crate) async fn stop_block(&self, cap: u32) -> bool {
+        let (reply, answer) = oneshot::channel();
+        if self.tx.send(Msg::StopBlock { cap, reply }).await.is_err() {
+            return false;
+        }
+        answer.await.unwrap_or(false)
     }
 
     /// The run ended normally and is being evaluated: messages from now on are kept for the

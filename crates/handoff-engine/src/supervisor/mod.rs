@@ -6,6 +6,7 @@
 
 mod actor;
 mod commands;
+mod guard;
 mod link;
 mod relay;
 

@@ -45,6 +45,15 @@ impl Supervisor {
     pub(super) async fn requested(&mut self, request: InputRequest) -> Result<(), EngineError> {
         let state = self.state.clone();
         let decision = match request.kind {
+            InputKind::Permission if self.guard.denies(&request.permission) => ExecutorDecision {
+                action: PermissionAction::Deny,
+                stage: "loop_guard",
+                reason: format!(
+                    "loop guard: {} calls are denied after repeated identical calls; try another approach",
+                    request.permission
+                ),
+                detail: json!({}),
+            },
             InputKind::Permission => {
                 state
                     .policy

@@ -18,7 +18,7 @@ use tokio::{process::Command, sync::mpsc};
 
 use crate::process;
 use crate::{Capabilities, Executor, OutputStream, Run, RunEvent, RunSpec, RunnerError};
-use confine::Confinement;
+pub(crate) use confine::Confinement;
 pub(crate) use control::CommandControl;
 use control::Shared;
 

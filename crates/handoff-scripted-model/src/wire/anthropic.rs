@@ -167,7 +167,9 @@ fn message_id(ctx: &Context) -> String {
 }
 
 fn stop_reason(reply: &Reply) -> &'static str {
-    if reply.has_tool_calls() {
+    if reply.truncated {
+        "max_tokens"
+    } else if reply.has_tool_calls() {
         "tool_use"
     } else {
         "end_turn"

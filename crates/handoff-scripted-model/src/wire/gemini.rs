@@ -121,7 +121,11 @@ fn chunk(ctx: &Context, parts: Vec<Value>, finish: Option<&Reply>) -> Value {
     let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
     let mut response = json!({"modelVersion": ctx.model, "responseId": ctx.id});
     if let Some(reply) = finish {
-        candidate["finishReason"] = json!("STOP");
+        candidate["finishReason"] = json!(if reply.truncated {
+            "MAX_TOKENS"
+        } else {
+            "STOP"
+        });
         response["usageMetadata"] = json!({
             "promptTokenCount": reply.input_tokens,
             "candidatesTokenCount": reply.output_tokens,

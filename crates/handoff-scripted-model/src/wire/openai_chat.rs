@@ -136,7 +136,9 @@ fn completion_id(ctx: &Context) -> String {
 }
 
 fn finish_reason(reply: &Reply) -> &'static str {
-    if reply.has_tool_calls() {
+    if reply.truncated {
+        "length"
+    } else if reply.has_tool_calls() {
         "tool_calls"
     } else {
         "stop"
@@ -184,6 +186,20 @@ mod tests {
                 custom_tools: vec![],
             }
         );
+    }
+
+    #[test]
+    fn a_truncated_reply_finishes_with_length() {
+        let mut reply = Reply {
+            text: Some("half".into()),
+            tool_calls: vec![],
+            input_tokens: 1,
+            output_tokens: 1,
+            truncated: false,
+        };
+        assert_eq!(finish_reason(&reply), "stop");
+        reply.truncated = true;
+        assert_eq!(finish_reason(&reply), "length");
     }
 
     #[test]

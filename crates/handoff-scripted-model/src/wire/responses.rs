@@ -46,7 +46,12 @@ impl Wire for Responses {
     }
 
     fn json(reply: &Reply, ctx: &Context) -> Value {
-        response_object(ctx, "completed", output_items(reply, ctx), Some(reply))
+        response_object(
+            ctx,
+            final_status(reply),
+            output_items(reply, ctx),
+            Some(reply),
+        )
     }
 
     fn stream(reply: &Reply, ctx: &Context) -> Frames {
@@ -71,10 +76,11 @@ impl Wire for Responses {
             open.extend(call_frames(&mut seq, output_index, call));
             output_index += 1;
         }
-        let completed = json!({"response": response_object(ctx, "completed", items, Some(reply))});
+        let status = final_status(reply);
+        let completed = json!({"response": response_object(ctx, status, items, Some(reply))});
         Frames {
             open,
-            close: vec![seq.frame("response.completed", completed)],
+            close: vec![seq.frame(&format!("response.{status}"), completed)],
         }
     }
 
@@ -267,6 +273,15 @@ fn call_frames(seq: &mut Sequencer, output_index: usize, call: &Call) -> Vec<byt
     frames
 }
 
+/// `incomplete` when the turn was cut off at the output limit.
+fn final_status(reply: &Reply) -> &'static str {
+    if reply.truncated {
+        "incomplete"
+    } else {
+        "completed"
+    }
+}
+
 fn response_object(
     ctx: &Context,
     status: &str,
@@ -279,7 +294,8 @@ fn response_object(
         "created_at": ctx.created,
         "status": status,
         "error": null,
-        "incomplete_details": null,
+        "incomplete_details": (status == "incomplete")
+            .then(|| json!({"reason": "max_output_tokens"})),
         "model": ctx.model,
         "output": output,
         "parallel_tool_calls": true,

@@ -5,7 +5,7 @@
 //! continuation although the judge says done; an agent repeating one command is stopped as
 //! stuck; a budget cap ends the task with its partial diff kept; manager mode is refused.
 
-use handoff_scripted_model::{Script, ScriptedModel};
+use handoff_scripted_model::{Api, Script, ScriptedModel};
 use serde_json::{Value, json};
 
 use super::{
@@ -33,7 +33,14 @@ fn verdict(done: bool, remaining: &[&str], prompt: &str) -> Value {
 }
 
 fn script() -> Script {
-    let judge = |task: &str, cycle: u32, turn: Value| json!({"match": task, "and": [format!("Evaluation cycle: {cycle} of")], "api": "anthropic", "turns": [turn]});
+    // Each judge answers only when the evidence it was sent shows the expected changes (the diff
+    // stat naming the files, the patch's added lines); otherwise it falls through to `default`,
+    // which is no verdict at all.
+    let judge = |task: &str, cycle: u32, seen: &[&str], turn: Value| {
+        let mut and = vec![format!("Evaluation cycle: {cycle} of")];
+        and.extend(seen.iter().map(|s| (*s).to_owned()));
+        json!({"match": task, "and": and, "api": "anthropic", "turns": [turn]})
+    };
     let stuck_turns: Vec<Value> = (0..4)
         .map(|_| bash("ls /nonexistent-handoff-dir"))
         .chain([json!({"text": "I keep trying"})])
@@ -58,13 +65,13 @@ fn script() -> Script {
         "scenarios": [
             // The manager and the judge (Anthropic API only).
             {"match": "MANAGED", "and": ["Write the task ledger"], "api": "anthropic", "turns": [ledger]},
-            {"match": "MANAGED", "and": ["Evaluation cycle: 1 of 1"], "api": "anthropic", "turns": [done_with("all three files exist")]},
-            {"match": "SUB-ONE", "and": ["Evaluation cycle"], "api": "anthropic", "turns": [done_with("SUMMARY-OF-ONE: one.txt written")]},
-            {"match": "SUB-TWO", "and": ["Evaluation cycle"], "api": "anthropic", "turns": [done_with("two.txt written")]},
-            {"match": "SUB-THREE", "and": ["Evaluation cycle"], "api": "anthropic", "turns": [done_with("three.txt written")]},
-            judge("THREE-FILES", 1, verdict(false, &["create b.txt", "create c.txt"], "CONTINUE-THREE-FILES: create b.txt and c.txt in the working directory.")),
-            judge("THREE-FILES", 2, verdict(true, &[], "")),
-            {"match": "VERIFY-FAIL", "api": "anthropic", "turns": [verdict(true, &[], "")]},
+            {"match": "MANAGED", "and": ["Evaluation cycle: 1 of 1", "one.txt | +1", "two.txt | +1", "three.txt | +1", "+three.txt"], "api": "anthropic", "turns": [done_with("all three files exist")]},
+            {"match": "SUB-ONE", "and": ["Evaluation cycle", "one.txt | +1", "+one.txt"], "api": "anthropic", "turns": [done_with("SUMMARY-OF-ONE: one.txt written")]},
+            {"match": "SUB-TWO", "and": ["Evaluation cycle", "two.txt | +1", "+two.txt"], "api": "anthropic", "turns": [done_with("two.txt written")]},
+            {"match": "SUB-THREE", "and": ["Evaluation cycle", "three.txt | +1", "+three.txt"], "api": "anthropic", "turns": [done_with("three.txt written")]},
+            judge("THREE-FILES", 1, &["a.txt | +1", "+a.txt"], verdict(false, &["create b.txt", "create c.txt"], "CONTINUE-THREE-FILES: create b.txt and c.txt in the working directory.")),
+            judge("THREE-FILES", 2, &["a.txt | +1", "b.txt | +1", "c.txt | +1", "+c.txt"], verdict(true, &[], "")),
+            {"match": "VERIFY-FAIL", "and": ["notes.txt | +1", "+notes.txt"], "api": "anthropic", "turns": [verdict(true, &[], "")]},
             // The coding agent.
             {"match": "Your sub-task (s1)", "turns": [write("one.txt"), {"text": "FINAL-WORDS-ONE"}]},
             {"match": "Your sub-task (s2)", "turns": [write("two.txt"), {"text": "two done"}]},
@@ -81,6 +88,24 @@ fn script() -> Script {
         "untooled": {"text": "Scripted title"}
     });
     Script::from_json(&script.to_string()).unwrap()
+}
+
+/// The task's stored diff artifact (inline text).
+fn diff_artifact(server: &super::harness::Server, id: &str) -> String {
+    let history = ok(&call(
+        server,
+        AGENT,
+        "get_task_history",
+        json!({"task_id": id, "include_artifacts": true}),
+    ))
+    .clone();
+    history["artifacts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["kind"] == "diff")
+        .map(Value::to_string)
+        .collect()
 }
 
 fn status(server: &super::harness::Server, id: &str) -> Value {
@@ -185,6 +210,31 @@ fn handoff_verifies_and_continues_opencode_until_really_done() {
         continued,
         "the continuation prompt did not name the missing files"
     );
+    let judged: Vec<String> = model
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.api == Api::Anthropic
+                && r.user_message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("THREE-FILES"))
+        })
+        .map(|r| r.body.to_string())
+        .collect();
+    assert_eq!(judged.len(), 2, "one judge request per cycle");
+    assert!(
+        judged.iter().all(|b| !b.contains("(no changes)")),
+        "a judge was told nothing changed: {judged:#?}"
+    );
+    assert!(
+        judged[1].contains("+a.txt") && judged[1].contains("+b.txt"),
+        "cycle 2's patch lacks a cycle's changes: {}",
+        judged[1]
+    );
+    let diff = diff_artifact(&server, &three);
+    for file in ["a.txt", "b.txt", "c.txt"] {
+        assert!(diff.contains(file), "the final diff lacks {file}: {diff}");
+    }
 
     // The judge says done, the verify command fails: continued until it passes.
     let end = wait_end(&server, &verify);
@@ -217,6 +267,9 @@ fn handoff_verifies_and_continues_opencode_until_really_done() {
                 .contains("change approach")
     });
     assert!(flagged, "the evaluator never flagged the repetition");
+    let completion = &status(&server, &stuck)["completion"];
+    assert_eq!(completion["status"], "stuck", "{completion}");
+    assert_eq!(completion["cycles"], 2, "{completion}");
 
     // A one-turn budget: stopped with the partial work kept.
     let end = wait_end(&server, &partial);
@@ -274,6 +327,15 @@ fn handoff_verifies_and_continues_opencode_until_really_done() {
         !body.contains("FINAL-WORDS-ONE"),
         "sub-task 2 saw sub-task 1's transcript"
     );
+    let third = model
+        .requests()
+        .into_iter()
+        .find_map(|r| r.user_message.filter(|m| m.contains("Your sub-task (s3)")))
+        .expect("sub-task 3 reached the model");
+    assert!(
+        third.contains("files: one.txt | +1 -0") && third.contains("files: two.txt | +1 -0"),
+        "sub-task 3 was not given each earlier step's own files: {third}"
+    );
 
     // Bad completion settings are refused before anything is stored.
     let refused = call(
@@ -312,7 +374,7 @@ fn resumed_until_done(agent: &Agent, agent_api: &str) {
     let state = tempfile::tempdir().unwrap();
     let write =
         |file: &str| json!({"tool_calls": [(agent.write_call)(file, &format!("{file}\n"))]});
-    let judge_says = |cycle: u32, done: bool| {
+    let judge_says = |cycle: u32, done: bool, seen: &[&str]| {
         let verdict = json!({
             "done": done, "confidence": 0.95, "summary": "scripted judge",
             "remaining": if done { json!([]) } else { json!(["write y.txt"]) },
@@ -320,13 +382,15 @@ fn resumed_until_done(agent: &Agent, agent_api: &str) {
             "is_stuck": false, "is_progress_being_made": true, "reason": "from the diff",
             "evidence": [{"requirement": "x.txt and y.txt exist", "met": done, "evidence": "the diff"}]
         });
-        json!({"match": "RESUMED-TWO-FILES", "and": [format!("Evaluation cycle: {cycle} of")], "api": "chat",
+        let mut and = vec![format!("Evaluation cycle: {cycle} of")];
+        and.extend(seen.iter().map(|s| (*s).to_owned()));
+        json!({"match": "RESUMED-TWO-FILES", "and": and, "api": "chat",
                "untooled": true, "turns": [{"text": verdict.to_string()}]})
     };
     let script = json!({
         "scenarios": [
-            judge_says(1, false),
-            judge_says(2, true),
+            judge_says(1, false, &["x.txt | +1", "+x.txt"]),
+            judge_says(2, true, &["x.txt | +1", "y.txt | +1", "+y.txt"]),
             {"match": "RESUMED-CONTINUE", "api": agent_api, "turns": [write("y.txt"), {"text": "y.txt written"}]},
             {"match": "RESUMED-TWO-FILES", "api": agent_api, "turns": [write("x.txt"), {"text": "x.txt written, done"}]}
         ],
@@ -384,6 +448,186 @@ fn resumed_until_done(agent: &Agent, agent_api: &str) {
         (Some("done"), Some(2)),
         "{completion}"
     );
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+/// A judge that says not done, with the given progress flag and continuation, but only when the
+/// evidence it was sent contains every string in `seen`.
+fn judge_seeing(task: &str, cycle: u32, seen: &[String], progress: bool, next: &str) -> Value {
+    let mut and = vec![format!("Evaluation cycle: {cycle} of")];
+    and.extend(seen.iter().cloned());
+    let done = next.is_empty();
+    json!({"match": task, "and": and, "api": "anthropic", "turns": [{"tool_calls": [{"name": "verdict", "arguments": {
+        "done": done, "confidence": 0.95, "summary": "scripted judge",
+        "remaining": if done { json!([]) } else { json!([format!("{task} step {}", cycle + 1)]) },
+        "continuation_prompt": next,
+        "is_stuck": false, "is_progress_being_made": progress,
+        "reason": if done { "every file is in the diff" } else { "more files are wanted" },
+        "evidence": [{"requirement": "the files exist", "met": done, "evidence": "the diff stat"}]
+    }}]}]})
+}
+
+fn evidence_script() -> Script {
+    // STEADY: one new file per cycle; its judge sees every earlier cycle's files each time.
+    let mut scenarios: Vec<Value> = (1..=4)
+        .map(|cycle| {
+            let mut seen: Vec<String> = (1..=cycle).map(|n| format!("s{n}.txt | +1")).collect();
+            seen.push(format!("+s{cycle}.txt"));
+            let next = if cycle == 4 {
+                String::new()
+            } else {
+                format!("STEADY-NEXT-{}: write s{}.txt", cycle + 1, cycle + 1)
+            };
+            judge_seeing("STEADY", cycle, &seen, true, &next)
+        })
+        .collect();
+    // NO-PROGRESS: nothing ever changes, and the judge sees exactly that.
+    scenarios.extend((1..=5).map(|cycle| {
+        let seen = ["Diff stat:\n(no changes)".to_owned()];
+        judge_seeing(
+            "NO-PROGRESS",
+            cycle,
+            &seen,
+            false,
+            "NO-PROGRESS-AGAIN: try again",
+        )
+    }));
+    scenarios.extend((2..=4).map(|n| {
+        json!({"match": format!("STEADY-NEXT-{n}"), "turns": [write(&format!("s{n}.txt")), {"text": "one more file"}]})
+    }));
+    scenarios.extend([
+        json!({"match": "STEADY", "turns": [write("s1.txt"), {"text": "s1.txt written"}]}),
+        json!({"match": "REQUIRES-CHANGES", "turns": [write("req.txt"), {"text": "req.txt written"}]}),
+        json!({"match": "NO-PROGRESS", "turns": [{"text": "Nothing to change."}]}),
+        json!({"match": "ONE-CYCLE", "turns": [{"text": "Nothing to change."}]}),
+    ]);
+    let script = json!({
+        "scenarios": scenarios,
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    Script::from_json(&script.to_string()).unwrap()
+}
+
+/// The evaluator sees every cycle's changes: a file written on the first turn satisfies
+/// `requires_changes`; a coder adding one file per cycle is judged on all of them, is never told
+/// it stalls, and its final diff holds every cycle; a coder changing nothing is concluded
+/// `stuck` within the default 5 cycles; `cycles` counts the cycles run.
+#[test]
+fn the_evaluator_sees_every_cycles_changes_through_opencode() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let model = runtime
+        .block_on(ScriptedModel::start(
+            evidence_script(),
+            Some(state.path().join("model.jsonl")),
+        ))
+        .unwrap();
+    let mut env = handoff_env(&OPENCODE, &model.base_url(), state.path());
+    env.retain(|(k, _)| k != "HANDOFF_PERMISSION_RULES");
+    env.extend([
+        (
+            "HANDOFF_PERMISSION_RULES".to_owned(),
+            json!([{"permission": "*", "pattern": "*", "action": "allow"}]).to_string(),
+        ),
+        (
+            "HANDOFF_EVALUATOR_PROVIDER".to_owned(),
+            "anthropic".to_owned(),
+        ),
+        (
+            "HANDOFF_EVALUATOR_MODEL".to_owned(),
+            "mock-model".to_owned(),
+        ),
+        ("HANDOFF_EVALUATOR_BASE_URL".to_owned(), model.base_url()),
+        (
+            "HANDOFF_EVALUATOR_API_KEY_ENV".to_owned(),
+            "MOCK_API_KEY".to_owned(),
+        ),
+    ]);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+    let submitted = calls(
+        &server,
+        AGENT,
+        json!([
+            {"name": "execute_task", "arguments": {"task_description": "REQUIRES-CHANGES: write req.txt", "completion": {"policy": "checks", "requires_changes": true}}},
+            {"name": "execute_task", "arguments": {"task_description": "STEADY: write s1.txt to s4.txt", "completion": {"policy": "judge"}}},
+            {"name": "execute_task", "arguments": {"task_description": "NO-PROGRESS: improve things", "completion": {"policy": "judge"}}},
+            {"name": "execute_task", "arguments": {"task_description": "ONE-CYCLE: write never.txt", "completion": {"policy": "checks", "verify_commands": ["test -f never.txt"], "max_cycles": 1}}}
+        ]),
+    );
+    let ids: Vec<String> = submitted.iter().map(task_id).collect();
+    let (required, steady, idle, one) = (&ids[0], &ids[1], &ids[2], &ids[3]);
+
+    let end = wait_end(&server, required);
+    let completion = &status(&server, required)["completion"];
+    assert_eq!(
+        (end["status"].as_str(), completion["status"].as_str()),
+        (Some("completed"), Some("done")),
+        "{end}\n{completion}\n{:#?}",
+        events(&server, required)
+    );
+    assert_eq!(completion["cycles"], 1, "{completion}");
+
+    let end = wait_end(&server, steady);
+    assert_eq!(
+        end["status"],
+        "completed",
+        "{end}\n{:#?}",
+        events(&server, steady)
+    );
+    let completion = &status(&server, steady)["completion"];
+    assert_eq!(completion["cycles"], 4, "{completion}");
+    let diff = diff_artifact(&server, steady);
+    for n in 1..=4 {
+        assert!(
+            diff.contains(&format!("s{n}.txt")),
+            "final diff lacks s{n}.txt: {diff}"
+        );
+    }
+    let requests = model.requests();
+    let judged: Vec<String> = requests
+        .iter()
+        .filter(|r| {
+            r.api == Api::Anthropic
+                && r.user_message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("STEADY"))
+        })
+        .map(|r| r.body.to_string())
+        .collect();
+    assert_eq!(judged.len(), 4, "one judge request per cycle");
+    assert!(
+        judged.iter().all(|b| !b.contains("The agent has stalled")),
+        "a coder making progress was judged stalled"
+    );
+    assert!(
+        !requests.iter().any(|r| r.api == Api::Chat
+            && r.user_message
+                .as_deref()
+                .is_some_and(|m| m.contains("STEADY-NEXT") && m.contains("not making progress"))),
+        "a coder making progress was told it is not"
+    );
+
+    let end = wait_end(&server, idle);
+    assert_eq!(end["status"], "failed", "{end}");
+    let completion = &status(&server, idle)["completion"];
+    assert_eq!(
+        (completion["status"].as_str(), completion["cycles"].as_u64()),
+        (Some("stuck"), Some(5)),
+        "{completion}"
+    );
+
+    let end = wait_end(&server, one);
+    assert_eq!(end["status"], "failed", "{end}");
+    let completion = &status(&server, one)["completion"];
+    assert_eq!(
+        (completion["status"].as_str(), completion["cycles"].as_u64()),
+        (Some("max_cycles"), Some(1)),
+        "{completion}"
+    );
+
     drop(server);
     runtime.block_on(model.shutdown());
 }

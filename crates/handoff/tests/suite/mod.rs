@@ -1,8 +1,10 @@
 mod cli;
 mod completion;
+mod completion_truth;
 mod executors;
 mod harness;
 mod identity;
+mod integrity;
 mod interop;
 mod isolation;
 mod letta;
