@@ -36,6 +36,8 @@ fn config(dir: &std::path::Path) -> Arc<Config> {
         ("HANDOFF_MAX_QUEUED_TASKS", "100000".into()),
         ("HANDOFF_MAX_CONCURRENT_TASKS", "4".into()),
         ("HANDOFF_LOG_LEVEL", "error".into()),
+        // The bench registers only the command executor; the server's default is an agent.
+        ("HANDOFF_DEFAULT_EXECUTOR", "command".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
