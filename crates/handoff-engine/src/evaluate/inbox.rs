@@ -53,6 +53,8 @@ pub(super) async fn continue_with(
     let (finish, state) = follow(inner, task, executor, run).await?;
     if finish.status != TaskStatus::Completed {
         release(executor, state.as_ref()).await;
+        // Every evaluated task ends with a final `completion`, never left at `evaluating`.
+        super::interrupted::record_interrupted(inner, task, (1, (0, None)), &finish, false).await?;
         return Ok(finish);
     }
     Box::pin(verify(inner, task, executor, state, finish)).await

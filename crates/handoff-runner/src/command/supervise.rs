@@ -18,6 +18,9 @@ use crate::{RunEvent, RunOutcome};
 /// its output is not worth holding the task's end for.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// However slowly the output is consumed, the run's end is not held longer than this.
+const DRAIN_LIMIT: Duration = Duration::from_secs(120);
+
 /// Waits for the leader, clears out its group, drains the pipes and sends
 /// [`RunEvent::Finished`].
 pub(super) async fn supervise(
@@ -45,11 +48,19 @@ pub(super) async fn supervise(
     shared.confinement.remove().await;
     shared.gone().await;
 
-    let deadline = Instant::now() + DRAIN_TIMEOUT;
+    let limit = Instant::now() + DRAIN_LIMIT;
     for mut reader in readers {
-        if timeout_at(deadline, &mut reader).await.is_err() {
-            tracing::warn!(pgid, "output pipe still open after the process group ended");
-            reader.abort();
+        loop {
+            match timeout_at((Instant::now() + DRAIN_TIMEOUT).min(limit), &mut reader).await {
+                Ok(_) => break,
+                // Lines still queued: the reader waits for the consumer, not on an open pipe.
+                Err(_) if tx.capacity() < tx.max_capacity() && Instant::now() < limit => {}
+                Err(_) => {
+                    tracing::warn!(pgid, "output pipe still open after the process group ended");
+                    reader.abort();
+                    break;
+                }
+            }
         }
     }
 

@@ -511,3 +511,20 @@ async fn abandon_kills_only_a_group_whose_start_time_matches() {
     // A group that is gone is left alone quietly.
     executor.abandon(&state).await.unwrap();
 }
+
+/// A consumer slower than the drain timeout loses nothing: the reader waits for it, not on an
+/// open pipe (measured: a loaded engine once kept 13,951 of 20,000 lines).
+#[tokio::test]
+async fn a_slow_consumer_still_gets_every_line() {
+    let dir = TempDir::new().unwrap();
+    let mut run = sh("seq 1 20000").start(spec(&dir, "")).await.unwrap();
+    // Nobody reads while the process ends and the drain timeout passes.
+    tokio::time::sleep(DRAIN_WAIT).await;
+    let report = finish(&mut run).await;
+    assert_eq!(report.stdout.len(), 20000);
+    assert_eq!(report.stdout.last().map(String::as_str), Some("20000"));
+    assert!(report.outcome.unwrap().success);
+}
+
+/// Longer than the supervisor's drain timeout (5 s).
+const DRAIN_WAIT: Duration = Duration::from_secs(6);
