@@ -12,6 +12,7 @@ mod letta_proxy;
 mod mcp;
 mod mcp_tasks;
 mod opencode_recovery;
+mod owner_during_evaluation;
 mod raw_mcp;
 mod single_instance;
 mod tasks;
