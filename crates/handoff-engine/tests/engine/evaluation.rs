@@ -1,13 +1,14 @@
 //! The owner's word still counts while a finished turn is being evaluated: a cancel ends the
 //! evaluation at once (verify commands included), and a message is new input that resumes the
-//! session instead of being dropped. The verify command waits for a file the test creates, so
-//! the evaluation is held exactly where the test wants it.
+//! session instead of being dropped. The verify command meets the test at two FIFOs, so the
+//! evaluation is held exactly where the test wants it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use handoff_engine::Control;
 use handoff_runner::Capabilities;
-use handoff_task::{MessageType, TaskId, TaskStatus};
+use handoff_task::{MessageType, TaskStatus};
+use tempfile::TempDir;
 
 use super::{
     rig::{Rig, owner, rig},
@@ -20,40 +21,87 @@ const RESUMABLE: Capabilities = Capabilities {
     reattach: false,
 };
 
-/// Verification by checks whose one command marks that it runs, then waits for `release`.
-const HELD_VERIFY: [(&str, &str); 2] = [
-    ("HANDOFF_COMPLETION_POLICY", "checks"),
-    (
-        "HANDOFF_VERIFY_COMMANDS",
-        r#"["touch verifying; while [ ! -f release ]; do sleep 0.05; done"]"#,
-    ),
-];
-
-async fn workdir(rig: &Rig, id: &TaskId) -> PathBuf {
-    let view = rig.engine.status(&owner(), id).await.unwrap();
-    PathBuf::from(view.task.workdir)
+/// Two FIFOs through which the test meets the verify command: it says it runs on `verifying`
+/// and waits for a word on `release` (once `released` exists, later checks pass at once), so
+/// the evaluation is held exactly where the test wants it, without polling.
+struct Gate {
+    dir: TempDir,
 }
 
-/// Waits until the verify command has started (it leaves a marker in the task directory).
-async fn until_verifying(dir: &Path) {
-    let marker = dir.join("verifying");
-    tokio::time::timeout(HANG, async {
-        while !marker.exists() {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+impl Gate {
+    fn new() -> Self {
+        let dir = TempDir::new().unwrap();
+        for fifo in ["verifying", "release"] {
+            nix::unistd::mkfifo(&dir.path().join(fifo), nix::sys::stat::Mode::S_IRWXU).unwrap();
         }
-    })
-    .await
-    .expect("the verify command never started");
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Verification by checks whose one command is held at this gate.
+    fn env(&self) -> Vec<(String, String)> {
+        let (verifying, release, released) = (
+            self.path("verifying"),
+            self.path("release"),
+            self.path("released"),
+        );
+        let command = format!(
+            "if [ ! -e {released} ]; then echo running > {verifying}; read word < {release}; fi",
+            released = released.display(),
+            verifying = verifying.display(),
+            release = release.display(),
+        );
+        vec![
+            ("HANDOFF_COMPLETION_POLICY".to_owned(), "checks".to_owned()),
+            (
+                "HANDOFF_VERIFY_COMMANDS".to_owned(),
+                serde_json::json!([command]).to_string(),
+            ),
+        ]
+    }
+
+    /// Waits until the verify command has started.
+    async fn until_verifying(&self) {
+        let fifo = self.path("verifying");
+        let read = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo));
+        let said = tokio::time::timeout(HANG, read)
+            .await
+            .expect("the verify command never started")
+            .unwrap()
+            .unwrap();
+        assert_eq!(said.trim(), "running");
+    }
+
+    /// Lets the held verify command (and every later one) pass.
+    async fn release(&self) {
+        std::fs::write(self.path("released"), "").unwrap();
+        let fifo = self.path("release");
+        let write = tokio::task::spawn_blocking(move || std::fs::write(fifo, "go\n"));
+        tokio::time::timeout(HANG, write)
+            .await
+            .expect("the verify command stopped waiting")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+async fn gated_rig(gate: &Gate) -> Rig {
+    let env = gate.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    rig(&env, RESUMABLE).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_during_evaluation_wins_over_the_verify_commands() {
-    let mut rig = rig(&HELD_VERIFY, RESUMABLE).await;
+    let gate = Gate::new();
+    let mut rig = gated_rig(&gate).await;
     let id = rig.submit_task().await;
     let run = rig.script.next_run().await;
     assert!(run.succeed().await);
-    let dir = workdir(&rig, &id).await;
-    until_verifying(&dir).await;
+    gate.until_verifying().await;
 
     let receipt = tokio::time::timeout(HANG, rig.control(&id, Control::Cancel, "changed my mind"))
         .await
@@ -72,12 +120,12 @@ async fn a_cancel_during_evaluation_wins_over_the_verify_commands() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_during_evaluation_resumes_the_session() {
-    let mut rig = rig(&HELD_VERIFY, RESUMABLE).await;
+    let gate = Gate::new();
+    let mut rig = gated_rig(&gate).await;
     let id = rig.submit_task().await;
     let first = rig.script.next_run().await;
     assert!(first.succeed().await);
-    let dir = workdir(&rig, &id).await;
-    until_verifying(&dir).await;
+    gate.until_verifying().await;
 
     let receipt = rig
         .engine
@@ -94,7 +142,7 @@ async fn a_message_during_evaluation_resumes_the_session() {
     assert!(receipt.note.starts_with("kept"), "{}", receipt.note);
 
     // The checks pass; the kept message is new input, so the session resumes with it.
-    std::fs::write(dir.join("release"), "").unwrap();
+    gate.release().await;
     let second = rig.script.next_run().await;
     assert!(
         second.prompt.contains("also update the changelog"),
