@@ -118,37 +118,75 @@ fn status(server: &super::harness::Server, id: &str) -> Value {
     .clone()
 }
 
-#[test]
-fn handoff_verifies_and_continues_opencode_until_really_done() {
+/// The scripted model serving a test, with the runtime it runs on and the state dir its agents
+/// keep their homes in.
+pub(super) struct Scripted {
+    pub runtime: tokio::runtime::Runtime,
+    pub state: tempfile::TempDir,
+    pub model: ScriptedModel,
+}
+
+/// Starts the scripted model on `script`, logging its requests into a fresh state dir.
+pub(super) fn scripted(script: Script) -> Scripted {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
     let model = runtime
         .block_on(ScriptedModel::start(
-            script(),
+            script,
             Some(state.path().join("model.jsonl")),
         ))
         .unwrap();
-    let mut env = handoff_env(&OPENCODE, &model.base_url(), state.path());
+    Scripted {
+        runtime,
+        state,
+        model,
+    }
+}
+
+/// Handoff with `agent` on the scripted model, every executor permission allowed, and the same
+/// model as the completion judge (Anthropic Messages).
+pub(super) fn judged_env(
+    agent: &Agent,
+    model: &ScriptedModel,
+    home: &std::path::Path,
+) -> Vec<(String, String)> {
+    let mut env = handoff_env(agent, &model.base_url(), home);
     env.retain(|(k, _)| k != "HANDOFF_PERMISSION_RULES");
-    env.extend([
-        (
-            "HANDOFF_PERMISSION_RULES".to_owned(),
-            json!([{"permission": "*", "pattern": "*", "action": "allow"}]).to_string(),
-        ),
-        (
-            "HANDOFF_EVALUATOR_PROVIDER".to_owned(),
-            "anthropic".to_owned(),
-        ),
-        (
-            "HANDOFF_EVALUATOR_MODEL".to_owned(),
-            "mock-model".to_owned(),
-        ),
-        ("HANDOFF_EVALUATOR_BASE_URL".to_owned(), model.base_url()),
-        (
-            "HANDOFF_EVALUATOR_API_KEY_ENV".to_owned(),
-            "MOCK_API_KEY".to_owned(),
-        ),
-    ]);
+    env.extend(
+        [
+            (
+                "HANDOFF_PERMISSION_RULES",
+                json!([{"permission": "*", "pattern": "*", "action": "allow"}]).to_string(),
+            ),
+            ("HANDOFF_EVALUATOR_PROVIDER", "anthropic".to_owned()),
+            ("HANDOFF_EVALUATOR_MODEL", "mock-model".to_owned()),
+            ("HANDOFF_EVALUATOR_BASE_URL", model.base_url()),
+            ("HANDOFF_EVALUATOR_API_KEY_ENV", "MOCK_API_KEY".to_owned()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    );
+    env
+}
+
+/// The `completion` block of the task's status.
+pub(super) fn completion(server: &super::harness::Server, id: &str) -> Value {
+    ok(&call(
+        server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": id}),
+    ))["completion"]
+        .clone()
+}
+
+#[test]
+fn handoff_verifies_and_continues_opencode_until_really_done() {
+    let Scripted {
+        runtime,
+        state,
+        model,
+    } = scripted(script());
+    let env = judged_env(&OPENCODE, &model, state.path());
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
 
@@ -516,35 +554,12 @@ fn evidence_script() -> Script {
 /// `stuck` within the default 5 cycles; `cycles` counts the cycles run.
 #[test]
 fn the_evaluator_sees_every_cycles_changes_through_opencode() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let model = runtime
-        .block_on(ScriptedModel::start(
-            evidence_script(),
-            Some(state.path().join("model.jsonl")),
-        ))
-        .unwrap();
-    let mut env = handoff_env(&OPENCODE, &model.base_url(), state.path());
-    env.retain(|(k, _)| k != "HANDOFF_PERMISSION_RULES");
-    env.extend([
-        (
-            "HANDOFF_PERMISSION_RULES".to_owned(),
-            json!([{"permission": "*", "pattern": "*", "action": "allow"}]).to_string(),
-        ),
-        (
-            "HANDOFF_EVALUATOR_PROVIDER".to_owned(),
-            "anthropic".to_owned(),
-        ),
-        (
-            "HANDOFF_EVALUATOR_MODEL".to_owned(),
-            "mock-model".to_owned(),
-        ),
-        ("HANDOFF_EVALUATOR_BASE_URL".to_owned(), model.base_url()),
-        (
-            "HANDOFF_EVALUATOR_API_KEY_ENV".to_owned(),
-            "MOCK_API_KEY".to_owned(),
-        ),
-    ]);
+    let Scripted {
+        runtime,
+        state,
+        model,
+    } = scripted(evidence_script());
+    let env = judged_env(&OPENCODE, &model, state.path());
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
     let submitted = calls(

@@ -5,11 +5,12 @@
 
 use std::time::{Duration, Instant};
 
-use handoff_scripted_model::{Script, ScriptedModel};
+use handoff_scripted_model::Script;
 use serde_json::{Value, json};
 
 use super::{
-    executors::{AGENT, OPENCODE, events, handoff_env, wait_end},
+    completion::{Scripted, completion, judged_env, scripted},
+    executors::{AGENT, OPENCODE, events, wait_end},
     harness::start,
     mcp::{call, calls, ok, task_id},
 };
@@ -59,46 +60,14 @@ fn script() -> Script {
     Script::from_json(&script.to_string()).unwrap()
 }
 
-fn env(model: &ScriptedModel, home: &std::path::Path) -> Vec<(String, String)> {
-    let mut env = handoff_env(&OPENCODE, &model.base_url(), home);
-    env.retain(|(k, _)| k != "HANDOFF_PERMISSION_RULES");
-    env.extend(
-        [
-            (
-                "HANDOFF_PERMISSION_RULES",
-                json!([{"permission": "*", "pattern": "*", "action": "allow"}]).to_string(),
-            ),
-            ("HANDOFF_EVALUATOR_PROVIDER", "anthropic".to_owned()),
-            ("HANDOFF_EVALUATOR_MODEL", "mock-model".to_owned()),
-            ("HANDOFF_EVALUATOR_BASE_URL", model.base_url()),
-            ("HANDOFF_EVALUATOR_API_KEY_ENV", "MOCK_API_KEY".to_owned()),
-        ]
-        .map(|(k, v)| (k.to_owned(), v)),
-    );
-    env
-}
-
-fn completion(server: &super::harness::Server, id: &str) -> Value {
-    ok(&call(
-        server,
-        AGENT,
-        "get_task_status",
-        json!({"task_id": id}),
-    ))["completion"]
-        .clone()
-}
-
 #[test]
 fn cut_off_answers_are_not_completed_budgets_stop_runs_and_managers_keep_to_their_turns() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let model = runtime
-        .block_on(ScriptedModel::start(
-            script(),
-            Some(state.path().join("model.jsonl")),
-        ))
-        .unwrap();
-    let env = env(&model, state.path());
+    let Scripted {
+        runtime,
+        state,
+        model,
+    } = scripted(script());
+    let env = judged_env(&OPENCODE, &model, state.path());
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
 

@@ -6,13 +6,14 @@
 
 use std::{path::Path, time::Duration};
 
-use handoff_scripted_model::{Script, ScriptedModel};
+use handoff_scripted_model::Script;
 use serde_json::{Value, json};
 
 use super::{
-    executors::{AGENT, OPENCODE, events, handoff_env, wait_end},
+    completion::{Scripted, completion, judged_env, scripted},
+    executors::{AGENT, OPENCODE, events, wait_end},
     harness::start,
-    mcp::{call, calls, ok, task_id},
+    mcp::{calls, task_id},
 };
 
 fn bash(command: &str) -> Value {
@@ -47,16 +48,6 @@ fn project(roots: &Path, name: &str, files: &[(&str, &str)]) -> String {
     dir.canonicalize().unwrap().display().to_string()
 }
 
-fn completion(server: &super::harness::Server, id: &str) -> Value {
-    ok(&call(
-        server,
-        AGENT,
-        "get_task_status",
-        json!({"task_id": id}),
-    ))["completion"]
-        .clone()
-}
-
 /// Whether `pid` still runs (a zombie counts as gone).
 fn running(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
@@ -71,28 +62,18 @@ fn running(pid: i32) -> bool {
 
 #[test]
 fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_completed() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let Scripted {
+        runtime,
+        state,
+        model,
+    } = scripted(script());
     let roots = state.path().join("projects");
     std::fs::create_dir_all(&roots).unwrap();
-    let model = runtime
-        .block_on(ScriptedModel::start(
-            script(),
-            Some(state.path().join("model.jsonl")),
-        ))
-        .unwrap();
-    let mut env = handoff_env(&OPENCODE, &model.base_url(), state.path());
-    env.retain(|(k, _)| k != "HANDOFF_PERMISSION_RULES");
-    env.extend([
-        (
-            "HANDOFF_PERMISSION_RULES".to_owned(),
-            json!([{"permission": "*", "pattern": "*", "action": "allow"}]).to_string(),
-        ),
-        (
-            "HANDOFF_WORKDIR_ROOTS".to_owned(),
-            roots.canonicalize().unwrap().display().to_string(),
-        ),
-    ]);
+    let mut env = judged_env(&OPENCODE, &model, state.path());
+    env.push((
+        "HANDOFF_WORKDIR_ROOTS".to_owned(),
+        roots.canonicalize().unwrap().display().to_string(),
+    ));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
 

@@ -10,10 +10,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use handoff_scripted_model::{Script, ScriptedModel};
+use handoff_scripted_model::Script;
 use serde_json::{Value, json};
 
 use super::{
+    completion::{Scripted, scripted},
     executors::{AGENT, OPENCODE, events, handoff_env, wait_end, workdir},
     harness::start,
     mcp::{call, calls, ok, task_id},
@@ -64,14 +65,11 @@ fn running(pid: i32) -> bool {
 
 #[test]
 fn messages_and_cancels_reach_a_task_under_evaluation() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let model = runtime
-        .block_on(ScriptedModel::start(
-            script(),
-            Some(state.path().join("model.jsonl")),
-        ))
-        .unwrap();
+    let Scripted {
+        runtime,
+        state,
+        model,
+    } = scripted(script());
     let env = handoff_env(&OPENCODE, &model.base_url(), state.path());
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
