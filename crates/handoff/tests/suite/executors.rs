@@ -97,7 +97,9 @@ pub(super) fn script(agent: &Agent) -> Script {
     let script = json!({
         "scenarios": [
             {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from opencode\n"), {"text": "Created hello.txt."}]},
-            {"match": "WAIT-FOR-NAME", "turns": [bash(WAIT_FOR_RELEASE), {"text": "nobody told me a name"}]},
+            // Codex hands the step back after at most 30 s; repeating it keeps the agent busy until
+            // the release on a loaded machine too (once released, a repeat returns at once).
+            {"match": "WAIT-FOR-NAME", "turns": [bash(WAIT_FOR_RELEASE), bash(WAIT_FOR_RELEASE), bash(WAIT_FOR_RELEASE), bash(WAIT_FOR_RELEASE), {"text": "nobody told me a name"}]},
             {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
             {"match": "HANG", "turns": [{"hang": true}]},
             {"match": "BAD-REQUEST", "turns": [{"error": {"status": 400, "type": "invalid_request_error", "message": "mock-model rejects this request"}}]},
