@@ -48,7 +48,8 @@ impl BenchOptions {
             soak: Duration::from_secs(300),
             soak_windows: 5,
             soak_rate: 200,
-            abandoned: 1000,
+            // Past the default `server.max_sessions` (1024), to show the limit holding.
+            abandoned: 2000,
             idle_timeout: Duration::from_secs(10),
             cold_starts: 5,
         }
@@ -89,6 +90,15 @@ fn server_env(options: &BenchOptions) -> Vec<(&'static str, String)> {
         (
             "HANDOFF_SESSION_IDLE_TIMEOUT_SECS",
             options.idle_timeout.as_secs().max(1).to_string(),
+        ),
+        // The load steps open and abandon thousands of sessions under one agent; the session
+        // limits are measured on their own, on a fresh server (`abandoned_sessions`).
+        ("HANDOFF_MAX_SESSIONS", "1000000".to_owned()),
+        ("HANDOFF_MAX_SESSIONS_PER_CLIENT", "1000000".to_owned()),
+        // Every client holds a connection; the default cap (512) would refuse the largest step.
+        (
+            "HANDOFF_MAX_CONNECTIONS",
+            (options.clients.iter().max().copied().unwrap_or(1) + 64).to_string(),
         ),
     ]
 }
@@ -221,26 +231,44 @@ pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
         report::megabytes(soaked.rss_start),
         report::megabytes(soaked.rss_end)
     );
-    let (before, opened, after) = abandon_sessions(
-        &http,
-        &handoff.url,
-        handoff.pid,
-        options.abandoned,
-        options.idle_timeout + Duration::from_secs(3),
-    )
-    .await;
-    println!(
-        "abandoned sessions: {} opened; RSS {} before, {} with them open, {} after the idle timeout",
-        options.abandoned,
-        report::megabytes(before),
-        report::megabytes(opened),
-        report::megabytes(after)
-    );
+    handoff.stop().await;
+    floor.stop().await;
+    abandoned_sessions(exe, &http, options).await?;
 
     println!();
     summary(&results, &soaked.window_p99, cold_ms, idle_rss);
-    handoff.stop().await;
-    floor.stop().await;
+    Ok(())
+}
+
+/// Initialize-only sessions nobody closes, against a fresh server with the default session
+/// limits (a server that already served the load would hide their cost in its own growth).
+async fn abandoned_sessions(
+    exe: &Path,
+    http: &Client,
+    options: &BenchOptions,
+) -> Result<(), BenchError> {
+    let unused = options.idle_timeout.as_secs().max(1);
+    let mut env: Vec<_> = server_env(options)
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with("HANDOFF_MAX_SESSIONS"))
+        .collect();
+    env.push(("HANDOFF_UNUSED_SESSION_TIMEOUT_SECS", unused.to_string()));
+    let fresh = Target::handoff(exe, &env).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A quarter of the timeout more: the server sweeps unused sessions that often.
+    let idle = Duration::from_secs(unused) * 5 / 4 + Duration::from_secs(2);
+    let abandoned = abandon_sessions(http, &fresh.url, fresh.pid, options.abandoned, idle).await;
+    let (before, open, after) = abandoned.rss;
+    println!(
+        "abandoned sessions: {} tried on a fresh server with the default limits, {} opened, {} refused; RSS {} before, {} with them open, {} after the {unused} s unused-session timeout",
+        options.abandoned,
+        abandoned.opened,
+        options.abandoned - abandoned.opened,
+        report::megabytes(before),
+        report::megabytes(open),
+        report::megabytes(after)
+    );
+    fresh.stop().await;
     Ok(())
 }
 

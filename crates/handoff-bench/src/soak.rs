@@ -66,27 +66,50 @@ pub(crate) async fn soak(
     })
 }
 
-/// Opens `count` sessions and walks away from them; returns RSS (bytes) right after opening and
-/// after `idle` (the server's idle timeout plus slack) has passed.
+/// What abandoning sessions did to the server.
+pub(crate) struct Abandoned {
+    /// Sessions the server opened (the rest were refused by its limits).
+    pub(crate) opened: usize,
+    /// RSS (bytes) before, right after opening, and after `idle` had passed.
+    pub(crate) rss: (u64, u64, u64),
+}
+
+/// Opens `count` sessions (initialize only) and walks away from them; RSS right after opening
+/// and after `idle` (the server's unused-session timeout plus slack) has passed.
 pub(crate) async fn abandon_sessions(
     http: &Client,
     url: &str,
     pid: u32,
     count: usize,
     idle: Duration,
-) -> (u64, u64, u64) {
+) -> Abandoned {
     let before = ProcSample::of(pid).rss_bytes;
-    let mut joins = Vec::with_capacity(count);
-    for n in 0..count {
-        let (http, url) = (http.clone(), url.to_owned());
-        joins.push(tokio::spawn(async move {
-            McpClient::connect(http, &url, Era::Session, &format!("abandoned-{}", n % 64)).await
-        }));
+    let mut opened = 0;
+    // 64 at a time: what is counted is the session limit, not the connection limit.
+    for chunk in (0..count).collect::<Vec<_>>().chunks(64) {
+        let joins: Vec<_> = chunk
+            .iter()
+            .map(|n| {
+                let (http, url, agent) = (
+                    http.clone(),
+                    url.to_owned(),
+                    format!("abandoned-{}", n % 64),
+                );
+                tokio::spawn(
+                    async move { McpClient::connect(http, &url, Era::Session, &agent).await },
+                )
+            })
+            .collect();
+        for join in joins {
+            if matches!(join.await, Ok(Ok(_))) {
+                opened += 1;
+            }
+        }
     }
-    for join in joins {
-        let _ = join.await;
-    }
-    let opened = ProcSample::of(pid).rss_bytes;
+    let with_them = ProcSample::of(pid).rss_bytes;
     tokio::time::sleep(idle).await;
-    (before, opened, ProcSample::of(pid).rss_bytes)
+    Abandoned {
+        opened,
+        rss: (before, with_them, ProcSample::of(pid).rss_bytes),
+    }
 }

@@ -11,6 +11,7 @@ mod completion;
 mod error;
 mod layers;
 mod letta;
+mod mask;
 mod model;
 mod parse;
 mod permissions;
@@ -25,6 +26,7 @@ pub use error::ConfigError;
 pub use handoff_task::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use letta::{LettaConfig, NotifyRole};
+pub use mask::{MASK, mask_json, mask_setting_text, mask_url_credentials};
 pub use model::{
     ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,
     FeatureConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig, PromptVia, RunnerConfig,

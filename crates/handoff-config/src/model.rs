@@ -72,8 +72,23 @@ pub struct ServerConfig {
     pub max_body_bytes: ByteSize,
     /// Idle legacy sessions are closed after this.
     pub session_idle_timeout: Duration,
+    /// A legacy session that sent no request after `initialize` is closed after this.
+    pub unused_session_timeout: Duration,
+    /// Open legacy sessions at most, all callers together.
+    pub max_sessions: u32,
+    /// Open legacy sessions at most for one caller identity.
+    pub max_sessions_per_client: u32,
     /// Grace period for in-flight requests at shutdown.
     pub shutdown_grace: Duration,
+    /// A request line and its headers must arrive within this, counted from the connection's
+    /// start or from the first byte of a later request on it.
+    pub header_read_timeout: Duration,
+    /// A request body must arrive in full within this once its headers are read.
+    pub body_read_timeout: Duration,
+    /// A keep-alive connection with no request in flight is closed after this.
+    pub keep_alive_timeout: Duration,
+    /// Open HTTP connections at most; beyond it new connections are refused (503).
+    pub max_connections: u32,
 }
 
 /// Log verbosity.
@@ -168,6 +183,18 @@ pub struct TaskConfig {
     pub artifact_max_bytes: ByteSize,
     /// Artifacts above this size are spilled to files.
     pub artifact_inline_bytes: ByteSize,
+    /// Largest output event: consecutive lines are joined up to it, a longer line is clipped.
+    pub output_event_max_bytes: ByteSize,
+    /// Output events stored per run; later output is only counted.
+    pub output_max_events: u32,
+    /// Bytes of output events stored per run; later output is only counted.
+    pub output_events_max_bytes: ByteSize,
+    /// Files larger than this are not copied into a task's snapshot, only listed when changed.
+    pub snapshot_max_file_bytes: ByteSize,
+    /// Bytes copied into one snapshot at most; further files are listed like large ones.
+    pub snapshot_max_bytes: ByteSize,
+    /// Longest a snapshot or diff of the task directory may take.
+    pub snapshot_timeout: Duration,
     /// Roots inside which a caller may choose the working directory.
     pub workdir_roots: Vec<PathBuf>,
     /// When Handoff-created working directories are removed.

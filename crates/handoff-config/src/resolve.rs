@@ -36,14 +36,41 @@ fn source_text<S: serde::Serializer>(source: &Source, s: S) -> Result<S::Ok, S::
 /// How a typed value is shown in `handoff config`.
 trait Render {
     fn render(&self) -> String;
+
+    /// True for types whose rendering already hides the secret (so a secret setting may show
+    /// it, e.g. how many tokens and their roles); any other secret setting shows only the mask.
+    fn masks_itself(&self) -> bool {
+        false
+    }
+}
+
+/// The one path by which a resolved value becomes text for people (`handoff config`, errors).
+fn shown<T: Render>(spec: &SettingSpec, value: &T) -> String {
+    if spec.secret && value.masks_itself() {
+        value.render()
+    } else {
+        spec.render_raw(&value.render())
+    }
 }
 
 macro_rules! render_display {
     ($($t:ty),*) => {$(impl Render for $t { fn render(&self) -> String { self.to_string() } })*};
 }
-render_display!(u16, u32, u64, f64, bool, String, ByteSize, Secret);
+render_display!(u16, u32, u64, f64, bool, String, ByteSize);
+
+impl Render for Secret {
+    fn render(&self) -> String {
+        self.masked().to_owned()
+    }
+    fn masks_itself(&self) -> bool {
+        true
+    }
+}
 
 impl Render for crate::TokenGrants {
+    fn masks_itself(&self) -> bool {
+        true
+    }
     fn render(&self) -> String {
         let roles: Vec<&str> = self.0.iter().map(|g| g.role.as_str()).collect();
         format!(
@@ -163,13 +190,16 @@ impl Resolver {
             origin: source.clone(),
             value: match &raw {
                 crate::layers::RawValue::Text(t) => spec.render_raw(t),
-                crate::layers::RawValue::Toml(v) => spec.render_raw(&v.to_string()),
+                // As JSON, so secrets inside a TOML table or array are found and masked.
+                crate::layers::RawValue::Toml(v) => {
+                    spec.render_raw(&serde_json::to_string(v).unwrap_or_else(|_| v.to_string()))
+                }
             },
             reason,
         })?;
         self.effective.push(EffectiveSetting {
             key,
-            value: value.render(),
+            value: shown(spec, &value),
             source,
         });
         Ok(Some(value))
@@ -185,7 +215,7 @@ impl Resolver {
             None => {
                 self.effective.push(EffectiveSetting {
                     key,
-                    value: default.render(),
+                    value: shown(Self::spec(key), &default),
                     source: Source::Default,
                 });
                 Ok(default)
@@ -240,6 +270,14 @@ fn at_least_one(v: &u32) -> Result<(), String> {
 
 fn at_least_one_u64(v: &u64) -> Result<(), String> {
     at_least_one(&u32::try_from(*v).unwrap_or(u32::MAX))
+}
+
+fn at_least_one_byte(v: &ByteSize) -> Result<(), String> {
+    if v.bytes() >= 1 {
+        Ok(())
+    } else {
+        Err("must be at least 1 byte".to_owned())
+    }
 }
 
 fn positive_millis(v: &u64) -> Result<(), String> {
@@ -334,7 +372,33 @@ impl Config {
         let default_agent = default_agent.and_then(|a| handoff_task::AgentId::parse(&a).ok());
         let max_body_bytes = r.get("server.max_body_bytes", ByteSize(4 << 20))?;
         let idle = r.get("server.session_idle_timeout_secs", 1800u64)?;
+        let unused = r.get("server.unused_session_timeout_secs", 30u64)?;
+        let unused = r.check(
+            "server.unused_session_timeout_secs",
+            unused,
+            at_least_one_u64,
+        )?;
+        let max_sessions = r.get("server.max_sessions", 1024u32)?;
+        let max_sessions = r.check("server.max_sessions", max_sessions, at_least_one)?;
+        let per_client = r.get("server.max_sessions_per_client", 64u32)?;
+        let per_client = r.check("server.max_sessions_per_client", per_client, at_least_one)?;
         let grace = r.get("server.shutdown_grace_secs", 10u64)?;
+        let header_secs = r.get("server.header_read_timeout_secs", 10u64)?;
+        let header_secs = r.check(
+            "server.header_read_timeout_secs",
+            header_secs,
+            at_least_one_u64,
+        )?;
+        let body_secs = r.get("server.body_read_timeout_secs", 30u64)?;
+        let body_secs = r.check("server.body_read_timeout_secs", body_secs, at_least_one_u64)?;
+        let keep_alive_secs = r.get("server.keep_alive_timeout_secs", 60u64)?;
+        let keep_alive_secs = r.check(
+            "server.keep_alive_timeout_secs",
+            keep_alive_secs,
+            at_least_one_u64,
+        )?;
+        let max_connections = r.get("server.max_connections", 512u32)?;
+        let max_connections = r.check("server.max_connections", max_connections, at_least_one)?;
         // A non-loopback bind name must be an accepted Host, or the server would refuse itself.
         if !["0.0.0.0", "::", "[::]"].contains(&host.as_str())
             && !allowed_hosts.iter().any(|h| h == &host)
@@ -352,7 +416,14 @@ impl Config {
             default_agent,
             max_body_bytes,
             session_idle_timeout: Duration::from_secs(idle),
+            unused_session_timeout: Duration::from_secs(unused),
+            max_sessions,
+            max_sessions_per_client: per_client,
             shutdown_grace: Duration::from_secs(grace),
+            header_read_timeout: Duration::from_secs(header_secs),
+            body_read_timeout: Duration::from_secs(body_secs),
+            keep_alive_timeout: Duration::from_secs(keep_alive_secs),
+            max_connections,
         };
 
         let log = LogConfig {
@@ -396,6 +467,18 @@ impl Config {
             cancel_grace: Duration::from_millis(r.get("tasks.cancel_grace_ms", 5_000u64)?),
             artifact_max_bytes: r.get("tasks.artifact_max_bytes", ByteSize(64 << 20))?,
             artifact_inline_bytes: r.get("tasks.artifact_inline_bytes", ByteSize(256 << 10))?,
+            output_event_max_bytes: {
+                let max = r.get("tasks.output_event_max_bytes", ByteSize(64 << 10))?;
+                r.check("tasks.output_event_max_bytes", max, at_least_one_byte)?
+            },
+            output_max_events: r.get("tasks.output_max_events", 10_000u32)?,
+            output_events_max_bytes: r.get("tasks.output_events_max_bytes", ByteSize(16 << 20))?,
+            snapshot_max_file_bytes: r.get("tasks.snapshot_max_file_bytes", ByteSize(8 << 20))?,
+            snapshot_max_bytes: r.get("tasks.snapshot_max_bytes", ByteSize(256 << 20))?,
+            snapshot_timeout: Duration::from_secs({
+                let secs = r.get("tasks.snapshot_timeout_secs", 60u64)?;
+                r.check("tasks.snapshot_timeout_secs", secs, at_least_one_u64)?
+            }),
             workdir_roots: r
                 .get("tasks.workdir_roots", Vec::<String>::new())?
                 .into_iter()

@@ -215,6 +215,41 @@ fn invalid_secret_is_masked_in_the_error() {
 }
 
 #[test]
+fn secrets_inside_json_settings_are_masked_where_shown_but_kept_for_use() {
+    let opencode = r#"{"provider":{"p":{"options":{"apiKey":"sk-inline-1","headers":{"x-api-key":"sk-head-2"}}}}}"#;
+    let config = Config::load(LoadOptions {
+        env: env(&[
+            ("HANDOFF_OPENCODE_CONFIG", opencode),
+            (
+                "HANDOFF_OPENCODE_URL",
+                "http://opencode:pw-3@127.0.0.1:4096",
+            ),
+        ]),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    let shown = serde_json::to_string(&config.effective).unwrap();
+    for secret in ["sk-inline-1", "sk-head-2", "pw-3"] {
+        assert!(!shown.contains(secret), "{secret} shown: {shown}");
+    }
+    assert!(shown.contains("apiKey"), "{shown}");
+    assert_eq!(
+        config.executors.opencode.config_json.as_deref(),
+        Some(opencode),
+        "the executor still gets the real config"
+    );
+    // A value refused for its shape is masked in the error as well.
+    let err = Config::load(LoadOptions {
+        env: env(&[("HANDOFF_OPENCODE_CONFIG", r#"[{"apiKey":"sk-in-error-4"}]"#)]),
+        ..LoadOptions::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("HANDOFF_OPENCODE_CONFIG"), "{err}");
+    assert!(!err.contains("sk-in-error-4"), "{err}");
+}
+
+#[test]
 fn invalid_file_value_names_file_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(&dir, "h.toml", "[server]\nport = \"high\"\n");
@@ -338,4 +373,77 @@ fn the_evaluator_reads_its_key_from_the_named_variable_and_judging_needs_a_model
         err.contains("HANDOFF_COMPLETION_POLICY") && err.contains("evaluator.provider"),
         "{err}"
     );
+}
+
+#[test]
+fn connection_limits_have_defaults_env_overrides_and_refuse_zero() {
+    let server = Config::load(LoadOptions::default()).unwrap().server;
+    assert_eq!(server.header_read_timeout, Duration::from_secs(10));
+    assert_eq!(server.body_read_timeout, Duration::from_secs(30));
+    assert_eq!(server.keep_alive_timeout, Duration::from_secs(60));
+    assert_eq!(server.max_connections, 512);
+    let server = Config::load(LoadOptions {
+        env: env(&[
+            ("HANDOFF_HEADER_READ_TIMEOUT_SECS", "2"),
+            ("HANDOFF_BODY_READ_TIMEOUT_SECS", "3"),
+            ("HANDOFF_KEEP_ALIVE_TIMEOUT_SECS", "4"),
+            ("HANDOFF_MAX_CONNECTIONS", "5"),
+        ]),
+        ..LoadOptions::default()
+    })
+    .unwrap()
+    .server;
+    assert_eq!(server.header_read_timeout, Duration::from_secs(2));
+    assert_eq!(server.body_read_timeout, Duration::from_secs(3));
+    assert_eq!(server.keep_alive_timeout, Duration::from_secs(4));
+    assert_eq!(server.max_connections, 5);
+    // Zero would mean "no limit" to a reader and "close at once" to the server: refused.
+    for var in [
+        "HANDOFF_HEADER_READ_TIMEOUT_SECS",
+        "HANDOFF_BODY_READ_TIMEOUT_SECS",
+        "HANDOFF_KEEP_ALIVE_TIMEOUT_SECS",
+        "HANDOFF_MAX_CONNECTIONS",
+    ] {
+        let err = Config::load(LoadOptions {
+            env: env(&[(var, "0")]),
+            ..LoadOptions::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(var), "{err}");
+    }
+}
+
+#[test]
+fn session_limits_have_defaults_env_overrides_and_refuse_zero() {
+    let server = Config::load(LoadOptions::default()).unwrap().server;
+    assert_eq!(server.unused_session_timeout, Duration::from_secs(30));
+    assert_eq!(server.max_sessions, 1024);
+    assert_eq!(server.max_sessions_per_client, 64);
+    let server = Config::load(LoadOptions {
+        env: env(&[
+            ("HANDOFF_UNUSED_SESSION_TIMEOUT_SECS", "2"),
+            ("HANDOFF_MAX_SESSIONS", "3"),
+            ("HANDOFF_MAX_SESSIONS_PER_CLIENT", "1"),
+        ]),
+        ..LoadOptions::default()
+    })
+    .unwrap()
+    .server;
+    assert_eq!(server.unused_session_timeout, Duration::from_secs(2));
+    assert_eq!(server.max_sessions, 3);
+    assert_eq!(server.max_sessions_per_client, 1);
+    for var in [
+        "HANDOFF_UNUSED_SESSION_TIMEOUT_SECS",
+        "HANDOFF_MAX_SESSIONS",
+        "HANDOFF_MAX_SESSIONS_PER_CLIENT",
+    ] {
+        let err = Config::load(LoadOptions {
+            env: env(&[(var, "0")]),
+            ..LoadOptions::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(var), "{err}");
+    }
 }

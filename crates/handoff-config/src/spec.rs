@@ -33,12 +33,13 @@ pub struct SettingSpec {
 }
 
 impl SettingSpec {
-    /// Renders a raw value for messages, masked when the setting is secret.
+    /// Renders a value for people (messages, `handoff config`): masked whole when the setting
+    /// is secret, else with the secrets inside it (JSON keys, URL passwords) masked.
     pub(crate) fn render_raw(&self, value: &str) -> String {
         if self.secret {
-            "********".to_owned()
+            crate::MASK.to_owned()
         } else {
-            value.to_owned()
+            crate::mask_setting_text(value)
         }
     }
 }
@@ -78,7 +79,14 @@ settings! {
     "auth.default_agent" [env("HANDOFF_DEFAULT_AGENT_ID")]: "the agent a caller that names none acts as (a client that sends no x-agent-id, on an open server or with a gateway token)";
     "server.max_body_bytes" [env("HANDOFF_MAX_BODY_BYTES")]: "largest accepted request body";
     "server.session_idle_timeout_secs" [env("HANDOFF_SESSION_IDLE_TIMEOUT_SECS")]: "legacy MCP sessions idle this long are closed";
+    "server.unused_session_timeout_secs" [env("HANDOFF_UNUSED_SESSION_TIMEOUT_SECS")]: "legacy MCP sessions that sent no request after initialize are closed after this";
+    "server.max_sessions" [env("HANDOFF_MAX_SESSIONS")]: "open legacy MCP sessions at most, all callers; more initialize calls are refused with 503";
+    "server.max_sessions_per_client" [env("HANDOFF_MAX_SESSIONS_PER_CLIENT")]: "open legacy MCP sessions at most per caller (token-bound agent, operator, or x-agent-id; callers naming none share one count); more are refused with 429";
     "server.shutdown_grace_secs" [env("HANDOFF_SHUTDOWN_GRACE_SECS")]: "how long in-flight requests may finish after SIGTERM";
+    "server.header_read_timeout_secs" [env("HANDOFF_HEADER_READ_TIMEOUT_SECS")]: "a request line and headers must arrive within this (from connect, or from a later request's first byte)";
+    "server.body_read_timeout_secs" [env("HANDOFF_BODY_READ_TIMEOUT_SECS")]: "a request body must arrive in full within this";
+    "server.keep_alive_timeout_secs" [env("HANDOFF_KEEP_ALIVE_TIMEOUT_SECS")]: "a keep-alive connection with no request in flight is closed after this (a long response or SSE stream is in flight)";
+    "server.max_connections" [env("HANDOFF_MAX_CONNECTIONS")]: "open HTTP connections at most; more are refused with 503";
     "log.level" [env("HANDOFF_LOG_LEVEL"), EnvAlias { name: "DEBUG", transform: Some(debug_flag) }]: "error, warn, info, debug or trace";
     "log.format" [env("HANDOFF_LOG_FORMAT")]: "auto (text on a TTY, else JSON), text or json";
     "data_dir" [env("HANDOFF_DATA_DIR")]: "where Handoff keeps its database and spilled outputs";
@@ -93,11 +101,17 @@ settings! {
     "tasks.default_executor" [env("HANDOFF_DEFAULT_EXECUTOR")]: "executor used when execute_task names none";
     "tasks.idempotency_window_secs" [env("HANDOFF_IDEMPOTENCY_WINDOW_SECS")]: "how long an idempotency key returns the same task";
     "tasks.retention_days" [env("HANDOFF_TASK_RETENTION_DAYS")]: "finished tasks (and their directories) are purged after this many days";
-    "tasks.submissions_per_minute" [env("HANDOFF_SUBMISSIONS_PER_MINUTE")]: "execute_task calls one agent may make per minute (0 = unlimited)";
+    "tasks.submissions_per_minute" [env("HANDOFF_SUBMISSIONS_PER_MINUTE")]: "execute_task calls one agent may make per minute (0 = unlimited); each failed call of any tool costs one too";
     "tasks.submission_burst" [env("HANDOFF_SUBMISSION_BURST")]: "submissions one agent may make at once before the rate applies";
     "tasks.cancel_grace_ms" [env("HANDOFF_CANCEL_GRACE_MS")]: "how long a cancelled or timed-out executor gets between SIGTERM and SIGKILL";
     "tasks.artifact_max_bytes" [env("HANDOFF_ARTIFACT_MAX_BYTES")]: "largest output/log kept per task (beyond it the artifact is marked capped)";
     "tasks.artifact_inline_bytes" [env("HANDOFF_ARTIFACT_INLINE_BYTES")]: "artifacts larger than this are spilled to files under the data dir";
+    "tasks.output_event_max_bytes" [env("HANDOFF_OUTPUT_EVENT_MAX_BYTES")]: "largest output event: consecutive lines are joined up to this, a longer line is clipped (the output artifact keeps it)";
+    "tasks.output_max_events" [env("HANDOFF_OUTPUT_MAX_EVENTS")]: "output events stored per run; later output is counted, not stored as events (the output artifact keeps it)";
+    "tasks.output_events_max_bytes" [env("HANDOFF_OUTPUT_EVENTS_MAX_BYTES")]: "bytes of output events stored per run; later output is counted, not stored as events";
+    "tasks.snapshot_max_file_bytes" [env("HANDOFF_SNAPSHOT_MAX_FILE_BYTES")]: "files larger than this are not copied into the task's snapshot; the diff lists them as large files changed";
+    "tasks.snapshot_max_bytes" [env("HANDOFF_SNAPSHOT_MAX_BYTES")]: "bytes copied into one snapshot at most; files beyond it are listed like large files";
+    "tasks.snapshot_timeout_secs" [env("HANDOFF_SNAPSHOT_TIMEOUT_SECS")]: "longest the snapshot or diff of a task directory may take (a diff also ends with the task's deadline, or at once on cancel)";
     "tasks.workdir_roots" [env("HANDOFF_WORKDIR_ROOTS")]: "directories inside which execute_task may name its own workdir";
     "tasks.git_repository" [env("HANDOFF_GIT_REPOSITORY")]: "a git repository whose worktree (detached at HEAD) becomes each new task directory";
     "tasks.workdir_cleanup" [env("HANDOFF_WORKDIR_CLEANUP")]: "retain (remove with the task at retention) or on_completion";

@@ -6,10 +6,9 @@ use handoff_store::NewArtifact;
 use handoff_task::{ArtifactBody, ArtifactKind};
 use tokio::io::AsyncWriteExt;
 
-use crate::EngineError;
-
 /// Accumulates one artifact. Bytes past `max` are counted but not kept, and the artifact says
-/// so (`capped`), so nothing is ever dropped silently.
+/// so (`capped`), so nothing is ever dropped silently. A file that cannot be written (a full
+/// disk) ends the keeping, not the run: what was kept is the artifact, marked capped.
 pub(crate) struct ArtifactSink {
     kind: ArtifactKind,
     inline_limit: u64,
@@ -19,6 +18,8 @@ pub(crate) struct ArtifactSink {
     file: Option<tokio::fs::File>,
     kept: u64,
     size: u64,
+    /// Why keeping stopped early.
+    failed: Option<String>,
 }
 
 impl ArtifactSink {
@@ -37,78 +38,101 @@ impl ArtifactSink {
             file: None,
             kept: 0,
             size: 0,
+            failed: None,
         }
     }
 
     /// Appends one line (a newline is added).
-    pub(crate) async fn push_line(&mut self, line: &str) -> Result<(), EngineError> {
-        self.push(line.as_bytes()).await?;
-        self.push(b"\n").await
+    pub(crate) async fn push_line(&mut self, line: &str) {
+        self.push(line.as_bytes()).await;
+        self.push(b"\n").await;
     }
 
-    async fn push(&mut self, bytes: &[u8]) -> Result<(), EngineError> {
+    /// Appends a piece of a line: a newline only when `ends`.
+    pub(crate) async fn push_piece(&mut self, text: &str, ends: bool) {
+        self.push(text.as_bytes()).await;
+        if ends {
+            self.push(b"\n").await;
+        }
+    }
+
+    async fn push(&mut self, bytes: &[u8]) {
         self.size += bytes.len() as u64;
+        if self.failed.is_some() {
+            return;
+        }
         let room = self.max.saturating_sub(self.kept);
         let take = &bytes[..usize::try_from(room.min(bytes.len() as u64)).unwrap_or(0)];
         if take.is_empty() {
-            return Ok(());
+            return;
         }
-        self.kept += take.len() as u64;
-        if self.file.is_none() && self.kept > self.inline_limit {
-            self.spill().await?;
+        if self.file.is_none() && self.kept + take.len() as u64 > self.inline_limit {
+            self.spill().await;
         }
-        match &mut self.file {
-            Some(file) => file
-                .write_all(take)
-                .await
-                .map_err(|e| EngineError::io(format!("writing {}", self.spill_path.display()), e)),
-            None => {
+        let written = match &mut self.file {
+            Some(file) => file.write_all(take).await,
+            None if self.failed.is_none() => {
                 self.buffer.extend_from_slice(take);
                 Ok(())
             }
+            None => return,
+        };
+        match written {
+            Ok(()) => self.kept += take.len() as u64,
+            Err(e) => self.fail(format!("writing {}: {e}", self.spill_path.display())),
         }
     }
 
-    async fn spill(&mut self) -> Result<(), EngineError> {
-        if let Some(parent) = self.spill_path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
+    /// Moves what is kept into the spill file.
+    async fn spill(&mut self) {
+        if let Some(parent) = self.spill_path.parent()
+            && let Err(e) = tokio::fs::create_dir_all(parent).await
+        {
+            return self.fail(format!("creating {}: {e}", parent.display()));
         }
-        let mut file = tokio::fs::File::create(&self.spill_path)
-            .await
-            .map_err(|e| EngineError::io(format!("creating {}", self.spill_path.display()), e))?;
-        file.write_all(&self.buffer)
-            .await
-            .map_err(|e| EngineError::io(format!("writing {}", self.spill_path.display()), e))?;
+        let mut file = match tokio::fs::File::create(&self.spill_path).await {
+            Ok(file) => file,
+            Err(e) => return self.fail(format!("creating {}: {e}", self.spill_path.display())),
+        };
+        if let Err(e) = file.write_all(&self.buffer).await {
+            // Some of the buffer may be in the file: the file is the artifact from now on.
+            self.file = Some(file);
+            self.kept = 0;
+            return self.fail(format!("writing {}: {e}", self.spill_path.display()));
+        }
         self.buffer = Vec::new();
         self.file = Some(file);
-        Ok(())
+    }
+
+    fn fail(&mut self, why: String) {
+        tracing::warn!(kind = self.kind.as_str(), error = %why, "artifact no longer kept");
+        self.failed = Some(why);
     }
 
     /// The artifact to store, or `None` when nothing was written.
-    pub(crate) async fn finish(mut self) -> Result<Option<NewArtifact>, EngineError> {
+    pub(crate) async fn finish(mut self) -> Option<NewArtifact> {
         if self.size == 0 {
-            return Ok(None);
+            return None;
         }
         let body = match self.file.take() {
             Some(mut file) => {
-                file.flush()
-                    .await
-                    .map_err(|e| EngineError::io("flushing artifact", e))?;
-                file.sync_all()
-                    .await
-                    .map_err(|e| EngineError::io("syncing artifact", e))?;
+                let synced = match file.flush().await {
+                    Ok(()) => file.sync_all().await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = synced {
+                    self.fail(format!("syncing {}: {e}", self.spill_path.display()));
+                }
                 ArtifactBody::File(self.spill_path.clone())
             }
             None => ArtifactBody::Inline(std::mem::take(&mut self.buffer)),
         };
-        Ok(Some(NewArtifact {
+        Some(NewArtifact {
             kind: self.kind,
             size: self.size,
-            capped: self.size > self.kept,
+            capped: self.size > self.kept || self.failed.is_some(),
             body,
-        }))
+        })
     }
 }
 
@@ -120,8 +144,8 @@ mod tests {
     async fn small_outputs_stay_inline() {
         let dir = tempfile::tempdir().unwrap();
         let mut sink = ArtifactSink::new(ArtifactKind::Output, dir.path().join("o"), 100, 1000);
-        sink.push_line("hello").await.unwrap();
-        let art = sink.finish().await.unwrap().unwrap();
+        sink.push_line("hello").await;
+        let art = sink.finish().await.unwrap();
         assert_eq!(art.body, ArtifactBody::Inline(b"hello\n".to_vec()));
         assert_eq!((art.size, art.capped), (6, false));
     }
@@ -132,19 +156,39 @@ mod tests {
         let path = dir.path().join("a/out.txt");
         let mut sink = ArtifactSink::new(ArtifactKind::Log, path.clone(), 10, 30);
         for i in 0..10 {
-            sink.push_line(&format!("line{i}")).await.unwrap();
+            sink.push_line(&format!("line{i}")).await;
         }
-        let art = sink.finish().await.unwrap().unwrap();
+        let art = sink.finish().await.unwrap();
         assert_eq!(art.body, ArtifactBody::File(path.clone()));
         assert_eq!(art.size, 60);
         assert!(art.capped);
         assert_eq!(std::fs::read(&path).unwrap().len(), 30);
     }
 
+    // A full disk (here: a spill directory that cannot be made) must not end the run: the
+    // artifact is what was kept, marked capped.
+    #[tokio::test]
+    async fn an_unwritable_spill_file_keeps_what_it_has_and_says_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        let mut sink = ArtifactSink::new(
+            ArtifactKind::Output,
+            dir.path().join("file/out.txt"),
+            8,
+            100,
+        );
+        sink.push_line("1234").await;
+        sink.push_line("5678").await;
+        sink.push_line("9").await;
+        let art = sink.finish().await.unwrap();
+        assert_eq!(art.body, ArtifactBody::Inline(b"1234\n".to_vec()));
+        assert_eq!((art.size, art.capped), (12, true));
+    }
+
     #[tokio::test]
     async fn nothing_written_means_no_artifact() {
         let dir = tempfile::tempdir().unwrap();
         let sink = ArtifactSink::new(ArtifactKind::Diff, dir.path().join("d"), 10, 30);
-        assert!(sink.finish().await.unwrap().is_none());
+        assert!(sink.finish().await.is_none());
     }
 }

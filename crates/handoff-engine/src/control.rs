@@ -19,6 +19,21 @@ use crate::{
 /// Slack beyond the grace period for a cancelled run to settle.
 const SETTLE_SLACK: Duration = Duration::from_secs(10);
 
+/// What a cancel answers once the wait for the task to settle is over.
+fn cancel_message(status: TaskStatus) -> String {
+    if status == TaskStatus::Cancelled {
+        "cancelled; the executor's processes are stopped".to_owned()
+    } else if status.is_terminal() {
+        format!("the task ended as {status} before the cancel took effect")
+    } else {
+        // Still wrapping up (its diff, its last events): the stop is decided, not yet written.
+        format!(
+            "cancel accepted; the task is still {status} while its run stops \
+             (get_task_status shows its final state)"
+        )
+    }
+}
+
 /// A control action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Control {
@@ -158,15 +173,9 @@ impl Engine {
         let grace = inner.config.tasks.cancel_grace;
         let task = inner.wait_settled(&task.id, grace + SETTLE_SLACK).await?;
         Ok(ControlReceipt {
-            message: if task.status == TaskStatus::Cancelled {
-                "cancelled; the executor's processes are stopped".to_owned()
-            } else {
-                format!(
-                    "the task ended as {} before the cancel took effect",
-                    task.status
-                )
-            },
-            changed: task.status == TaskStatus::Cancelled,
+            message: cancel_message(task.status),
+            // A task still finishing took the cancel; it was not in a final state already.
+            changed: task.status == TaskStatus::Cancelled || !task.status.is_terminal(),
             task,
         })
     }
@@ -225,6 +234,10 @@ impl Engine {
         message: String,
         metadata: Option<Value>,
     ) -> Result<MessageReceipt, EngineError> {
+        // The same cap as a task's metadata: it is stored with the message event.
+        if let Some(metadata) = &metadata {
+            crate::submit::check_metadata(metadata)?;
+        }
         let task = self.steerable(caller, id).await?;
         let agent = caller.name();
         if task.status.is_terminal() {
@@ -313,5 +326,24 @@ impl Engine {
                 "the task has no running executor to answer".to_owned(),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A task still wrapping up when the wait ended was answered "the task ended as running
+    // before the cancel took effect": it had not ended, and the cancel had taken effect.
+    #[test]
+    fn a_cancel_answer_never_says_an_active_task_ended() {
+        assert!(cancel_message(TaskStatus::Cancelled).starts_with("cancelled"));
+        assert_eq!(
+            cancel_message(TaskStatus::Completed),
+            "the task ended as completed before the cancel took effect"
+        );
+        let still = cancel_message(TaskStatus::Running);
+        assert!(still.starts_with("cancel accepted"), "{still}");
+        assert!(!still.contains("ended"), "{still}");
     }
 }

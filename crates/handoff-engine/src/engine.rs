@@ -17,7 +17,7 @@ use crate::{
     outbox::{Integration, Outbox, TaskNotice, TaskSubscription},
     rate::SubmissionRate,
     recovery, retention, scheduler,
-    snapshot::Snapshots,
+    snapshot::{SizeLimits, Snapshots},
     state::EngineState,
     supervisor::Supervisors,
     workdir::Workdirs,
@@ -65,6 +65,14 @@ impl Engine {
             ),
             None => None,
         };
+        let snapshots = Snapshots::new(
+            artifacts_dir.with_file_name("snapshots"),
+            SizeLimits {
+                max_file: config.tasks.snapshot_max_file_bytes.bytes(),
+                max_bytes: config.tasks.snapshot_max_bytes.bytes(),
+            },
+            config.tasks.snapshot_timeout,
+        );
         let inner = Arc::new(EngineState {
             policy,
             judge,
@@ -74,7 +82,7 @@ impl Engine {
             metrics,
             workdirs,
             rate,
-            snapshots: Snapshots::new(artifacts_dir.with_file_name("snapshots")),
+            snapshots,
             artifacts_dir,
             supervisors: Supervisors::default(),
             wake: Notify::new(),
@@ -135,6 +143,14 @@ impl Engine {
         // After the runs: their final states reach the store first, and the next start
         // resumes whatever the integrations left.
         self.inner.outbox.shutdown().await;
+    }
+
+    /// Cuts a [`Engine::shutdown`] short: every run in flight is killed now instead of after
+    /// the grace (a second SIGINT/SIGTERM; clients such as Claude Code send SIGKILL within a
+    /// second), so their final states still reach the store.
+    pub async fn stop_runs_now(&self) {
+        self.inner.shutdown.cancel();
+        self.inner.supervisors.stop_all_now().await;
     }
 
     /// Purges finished tasks past retention now (the sweeper also runs hourly); returns how

@@ -21,6 +21,14 @@ pub(crate) enum StopReason {
     Budget(String),
 }
 
+/// The polite part of a timeout's stop, counted inside the deadline: the run is asked to stop
+/// this long before the deadline and killed at it, so an agent that ignores SIGTERM does not
+/// overshoot its deadline by the grace. Never more than half the timeout, so a short timeout
+/// still lets the run work for most of it.
+pub(crate) fn timeout_grace(task: &Task, cancel_grace: std::time::Duration) -> std::time::Duration {
+    cancel_grace.min(std::time::Duration::from_millis(task.options.timeout_ms) / 2)
+}
+
 /// How a run ended, before it is written down.
 pub(crate) struct Finish {
     pub(crate) status: TaskStatus,

@@ -13,8 +13,9 @@ use tokio::time::Instant;
 use crate::{
     EngineError,
     artifacts::ArtifactSink,
-    evaluate::meter::{self, Meter},
     finish::{Finish, StopReason, stopped},
+    meter::{self, Meter},
+    output::RunOutput,
     state::EngineState,
     supervisor::RunLink,
 };
@@ -79,12 +80,13 @@ async fn supervise(
         .map_or(0, |start| unix_millis_now().saturating_sub(start));
     let remaining =
         timeout.saturating_sub(Duration::from_millis(u64::try_from(elapsed).unwrap_or(0)));
-    let deadline = Instant::now() + remaining;
+    // The stop starts a grace before the deadline, so the kill lands on it.
+    let grace = crate::finish::timeout_grace(task, inner.config.tasks.cancel_grace);
+    let deadline = Instant::now() + remaining.saturating_sub(grace);
     let spill = inner.artifacts_dir.join(task.id.as_str());
     let inline = inner.config.tasks.artifact_inline_bytes.bytes();
     let max = inner.config.tasks.artifact_max_bytes.bytes();
-    let mut stdout = ArtifactSink::new(ArtifactKind::Output, spill.join("output.txt"), inline, max);
-    let mut stderr = ArtifactSink::new(ArtifactKind::Log, spill.join("log.txt"), inline, max);
+    let mut output = RunOutput::new(&inner.config.tasks, &spill);
     let mut buffer = Vec::with_capacity(BATCH);
     let mut deadline_hit = false;
     let mut meter = Meter::start(inner, task).await?;
@@ -102,17 +104,13 @@ async fn supervise(
                 for event in buffer.drain(..) {
                     match event {
                         RunEvent::Output { stream, line } => {
-                            let sink = match stream {
-                                handoff_runner::OutputStream::Stdout => &mut stdout,
-                                handoff_runner::OutputStream::Stderr => &mut stderr,
-                            };
-                            sink.push_line(&line).await?;
-                            batch.push(
-                                NewEvent::new(EventKind::Output, line)
-                                    .with_data(json!({ "stream": stream.as_str() })),
-                            );
+                            output.push(stream, &line, true, &mut batch).await;
+                        }
+                        RunEvent::OutputPart { stream, text } => {
+                            output.push(stream, &text, false, &mut batch).await;
                         }
                         RunEvent::Event(event) => {
+                            output.flush(&mut batch);
                             meter.add(&event.data);
                             if event.kind == EventKind::Tool
                                 && let Some((tool, step)) = link.tool_call(event.data.clone()).await
@@ -123,15 +121,20 @@ async fn supervise(
                             batch.push(event);
                         }
                         RunEvent::InputRequested(request) => {
+                            output.flush(&mut batch);
                             flush(inner, task, &mut batch).await?;
                             link.requested(request).await?;
                         }
                         RunEvent::InputSettled { id } => {
+                            output.flush(&mut batch);
                             flush(inner, task, &mut batch).await?;
                             link.settled(id).await?;
                         }
                         RunEvent::Finished(outcome) => finished = Some(outcome),
                     }
+                }
+                if finished.is_some() || output.due().is_some_and(|due| due <= Instant::now()) {
+                    output.flush(&mut batch);
                 }
                 flush(inner, task, &mut batch).await?;
                 if let Some(outcome) = finished {
@@ -141,6 +144,12 @@ async fn supervise(
                     budget_hit = true;
                     stop_for_budget(inner, task, link, why).await?;
                 }
+            }
+            () = tokio::time::sleep_until(output.due().unwrap_or(deadline)),
+                if output.due().is_some() => {
+                let mut batch = Vec::new();
+                output.flush(&mut batch);
+                flush(inner, task, &mut batch).await?;
             }
             () = tokio::time::sleep_until(deadline), if !deadline_hit => {
                 deadline_hit = true;
@@ -156,38 +165,38 @@ async fn supervise(
 
     if let Some(text) = outcome.as_ref().and_then(|o| o.output.as_deref()) {
         // Executors without a stdout stream report their final answer instead.
-        stdout.push_line(text).await?;
+        output.answer(text).await;
     }
-    let mut sinks = vec![stdout, stderr];
+    let mut last = Vec::new();
+    let mut sinks = Vec::from(output.finish(&mut last));
+    flush(inner, task, &mut last).await?;
     // Handoff's own baseline diff covers every change, whoever made it, since before the first
     // run: each run's artifact replaces the last and the final one spans every cycle. The
     // executor's view is the fallback.
-    let own = match inner
-        .snapshots
-        .diff(&task.id, std::path::Path::new(&task.workdir))
-        .await
-    {
-        Ok(diff) => diff,
-        Err(e) => {
-            record_note(inner, task, format!("could not compute the diff: {e}")).await?;
-            None
-        }
-    };
+    let own = own_diff(inner, task, link, deadline + grace).await?;
     if let Some(diff) = own
         .as_deref()
         .or_else(|| outcome.as_ref().and_then(|o| o.diff.as_deref()))
     {
         let mut sink =
             ArtifactSink::new(ArtifactKind::Diff, spill.join("changes.diff"), inline, max);
-        sink.push_line(diff).await?;
+        sink.push_line(diff).await;
         sinks.push(sink);
     }
     for sink in sinks {
-        if let Some(artifact) = sink.finish().await? {
-            inner
+        // As with events, a failing store costs the artifact, not the task's end.
+        if let Some(artifact) = sink.finish().await
+            && let Err(e) = inner
                 .store
                 .put_artifact(&task.id, unix_millis_now(), &artifact)
-                .await?;
+                .await
+        {
+            tracing::error!(
+                task = %task.id,
+                kind = artifact.kind.as_str(),
+                error = %e,
+                "could not store an artifact"
+            );
         }
     }
 
@@ -218,6 +227,45 @@ async fn supervise(
     })
 }
 
+/// The least time the final diff gets, even past the task's deadline or after a stop.
+const DIFF_FLOOR: Duration = Duration::from_secs(5);
+
+/// Handoff's own diff of the task directory, bounded by what is left until `kill_at` (the
+/// task's deadline; at least [`DIFF_FLOOR`]) and by a stop decided while it is computed: a
+/// cancel wins, and the diff is abandoned (git is killed) and said so. A run that was already
+/// stopped (timeout, cancel) gets [`DIFF_FLOOR`].
+async fn own_diff(
+    inner: &EngineState,
+    task: &Task,
+    link: &RunLink,
+    kill_at: Instant,
+) -> Result<Option<String>, EngineError> {
+    let now = Instant::now();
+    let already_stopped = link.is_stopped();
+    let until = if already_stopped {
+        now + DIFF_FLOOR
+    } else {
+        kill_at.max(now + DIFF_FLOOR)
+    };
+    let workdir = std::path::Path::new(&task.workdir);
+    let diff = inner.snapshots.diff(&task.id, workdir, Some(until));
+    let diffed = if already_stopped {
+        Some(diff.await)
+    } else {
+        tokio::select! {
+            diffed = diff => Some(diffed),
+            () = link.stopped() => None,
+        }
+    };
+    let note = match diffed {
+        Some(Ok(diff)) => return Ok(diff),
+        Some(Err(e)) => format!("could not compute the diff: {e}"),
+        None => "the diff was abandoned: the task was stopped while it was computed".to_owned(),
+    };
+    record_note(inner, task, note).await?;
+    Ok(None)
+}
+
 /// Stops the run because a budget cap ran out, saying so in the task's history.
 async fn stop_for_budget(
     inner: &EngineState,
@@ -243,18 +291,29 @@ pub(crate) async fn record_note(
 }
 
 /// Writes the events gathered so far, keeping their order with the status changes that follow.
+/// A store that fails (a full disk) costs these events, not the supervision: the run keeps
+/// its deadline and its stop, and its output stays in the artifacts.
 async fn flush(
     inner: &EngineState,
     task: &Task,
     batch: &mut Vec<NewEvent>,
 ) -> Result<(), EngineError> {
-    if !batch.is_empty() {
-        inner
-            .store
-            .append_events(&task.id, unix_millis_now(), batch)
-            .await?;
-        batch.clear();
-        inner.outbox.events(&task.id);
+    if batch.is_empty() {
+        return Ok(());
     }
+    match inner
+        .store
+        .append_events(&task.id, unix_millis_now(), batch)
+        .await
+    {
+        Ok(_) => inner.outbox.events(&task.id),
+        Err(e) => tracing::error!(
+            task = %task.id,
+            error = %e,
+            lost = batch.len(),
+            "could not store the run's events"
+        ),
+    }
+    batch.clear();
     Ok(())
 }

@@ -13,10 +13,14 @@
 //! seam. The registry holds only mailboxes. Every event and state change goes out once through
 //! the outbox (`outbox`): a broadcast for in-process followers and direct calls to the
 //! [`Integration`] plug-ins. Modules depend one way: `engine` (start-up) → `scheduler` /
-//! `recovery` → `lifecycle` → `evaluate` → `follow` → `finish`, all over `state`.
+//! `recovery` → `lifecycle` → `evaluate` → `follow` → `meter` / `finish`, all over `state`
+//! (and `completion_settings`, which only reads the task and the configuration). The one
+//! knot left is `state` ↔ `supervisor`: the state holds the registry of mailboxes, and each
+//! supervisor reads the shared store and outbox through the state.
 
 mod approvals;
 mod artifacts;
+mod completion_settings;
 mod control;
 mod engine;
 mod error;
@@ -25,8 +29,10 @@ mod files;
 mod finish;
 mod follow;
 mod lifecycle;
+mod meter;
 mod metrics;
 mod outbox;
+mod output;
 mod policy;
 mod query;
 mod rate;

@@ -143,7 +143,7 @@ async fn execute(
                 )));
             }
             let prompt = compose_prompt(inner, task).await?;
-            if crate::evaluate::settings(inner, task).policy
+            if crate::completion_settings::settings(inner, task).policy
                 == handoff_task::CompletionPolicy::Manager
             {
                 return crate::evaluate::manager::run(inner, task, &executor, &prompt).await;
@@ -212,13 +212,15 @@ async fn settle(inner: &Arc<EngineState>, task: &Task, finish: Finish) {
     if finish.requeue && requeue(inner, task).await {
         return;
     }
-    for _ in 0..5 {
+    for attempt in 0..SETTLE_ATTEMPTS {
         let current = match inner.store.get_task(&task.id).await {
             Ok(Some(current)) => current,
             Ok(None) => break,
             Err(e) => {
                 tracing::error!(task = %task.id, error = %e, "could not read task to settle it");
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                if !settle_pause(inner, attempt).await {
+                    break;
+                }
                 continue;
             }
         };
@@ -243,7 +245,9 @@ async fn settle(inner: &Arc<EngineState>, task: &Task, finish: Finish) {
             Ok(_) => continue,
             Err(e) => {
                 tracing::error!(task = %task.id, error = %e, "could not settle task");
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                if !settle_pause(inner, attempt).await {
+                    break;
+                }
             }
         }
     }
@@ -255,6 +259,26 @@ async fn settle(inner: &Arc<EngineState>, task: &Task, finish: Finish) {
             .remove(std::path::Path::new(&task.workdir))
             .await;
     }
+}
+
+/// Tries to settle a task at most this often. With [`settle_pause`] the tries span about six
+/// minutes, so a task whose final write met a failing store (a full disk) is still settled
+/// once writes work again instead of staying `running` until a restart.
+const SETTLE_ATTEMPTS: u32 = 64;
+
+/// Waits before the next try to settle: 200 ms more each time, up to 10 s. While the engine
+/// shuts down only five short tries are made (false: give up; the next start settles the task).
+async fn settle_pause(inner: &EngineState, attempt: u32) -> bool {
+    if inner.shutdown.is_cancelled() {
+        if attempt >= 4 {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        return true;
+    }
+    let pause = (Duration::from_millis(200) * (attempt + 1)).min(Duration::from_secs(10));
+    tokio::time::sleep(pause).await;
+    true
 }
 
 /// Puts a task stopped by shutdown back in the queue; false if it was no longer active.

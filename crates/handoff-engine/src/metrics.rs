@@ -18,6 +18,14 @@ pub(crate) struct OutcomeLabels {
     pub outcome: &'static str,
 }
 
+/// Labels of the counter of refused tool calls kept out of the audit store: canonical tool
+/// names (`unknown` for names that are no tool) and error codes, both bounded sets.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct RefusalLabels {
+    pub tool: String,
+    pub code: &'static str,
+}
+
 /// Labels of executor call counters.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct CallLabels {
@@ -41,6 +49,7 @@ pub struct EngineMetrics {
     pub(crate) durations: Family<OutcomeLabels, Histogram, fn() -> Histogram>,
     pub(crate) executor_calls: Family<CallLabels, Counter>,
     pub(crate) submissions_refused: Family<StateLabels, Counter>,
+    pub(crate) calls_refused_unrecorded: Family<RefusalLabels, Counter>,
 }
 
 impl EngineMetrics {
@@ -52,6 +61,7 @@ impl EngineMetrics {
             durations: Family::new_with_constructor(duration_histogram),
             executor_calls: Family::default(),
             submissions_refused: Family::default(),
+            calls_refused_unrecorded: Family::default(),
         };
         registry.register(
             "handoff_tasks",
@@ -78,6 +88,11 @@ impl EngineMetrics {
             "execute_task calls refused, by reason",
             metrics.submissions_refused.clone(),
         );
+        registry.register(
+            "handoff_tool_calls_refused_unrecorded",
+            "Refused tool calls counted here instead of the audit store (reads, unknown tools, rate-limited calls), by tool and code",
+            metrics.calls_refused_unrecorded.clone(),
+        );
         metrics
     }
 
@@ -94,6 +109,26 @@ impl EngineMetrics {
                 outcome: if ok { "ok" } else { "error" },
             })
             .inc();
+    }
+
+    /// Counts a refused tool call that is not written to the audit store.
+    pub fn refused_call_unrecorded(&self, tool: &str, code: &'static str) {
+        self.calls_refused_unrecorded
+            .get_or_create(&RefusalLabels {
+                tool: tool.to_owned(),
+                code,
+            })
+            .inc();
+    }
+
+    /// How many refused calls of `tool` with `code` were counted instead of stored.
+    pub fn refused_calls_unrecorded(&self, tool: &str, code: &'static str) -> u64 {
+        self.calls_refused_unrecorded
+            .get_or_create(&RefusalLabels {
+                tool: tool.to_owned(),
+                code,
+            })
+            .get()
     }
 
     pub(crate) fn refused(&self, reason: &'static str) {

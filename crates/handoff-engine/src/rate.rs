@@ -33,6 +33,29 @@ impl SubmissionRate {
     }
 }
 
+impl crate::Engine {
+    /// Charges `agent` (`None`: every caller without an identity, together) one token of its
+    /// submission rate for a call that failed through its own fault, so invalid calls meet
+    /// the same limit as submissions; `Err` with the wait when none is left.
+    pub fn charge_failed_call(&self, agent: Option<&AgentId>) -> Result<(), Duration> {
+        match agent {
+            Some(agent) => self.inner.rate.check(agent),
+            None => self.inner.rate.check(&anonymous()),
+        }
+    }
+
+    /// The engine's metrics, for the tool layer's counters.
+    pub fn metrics(&self) -> &crate::EngineMetrics {
+        &self.inner.metrics
+    }
+}
+
+/// The key of the bucket callers without an identity share (an agent that names itself `-`
+/// shares it too; agent names are the callers' own, so that costs no one else anything).
+fn anonymous() -> AgentId {
+    AgentId::parse("-").unwrap_or_else(|_| unreachable!("`-` is a valid agent id"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

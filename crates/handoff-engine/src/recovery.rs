@@ -48,46 +48,13 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
                 tracing::warn!(task = %task.id, error = %e, "could not stop the old run");
             }
         }
+        let stopped = stop_unrecorded(&task).await;
         // The interrupted run's baseline is of no use: a re-run takes a fresh one.
         inner.snapshots.discard(&task.id).await;
-        let now = unix_millis_now();
-        match task.status.after_restart(task.options.requeue_on_restart) {
-            TaskStatus::Queued => {
-                if let Some(queued) = inner
-                    .store
-                    .requeue(&task.id, task.status, now, "re-queued: server restarted")
-                    .await?
-                {
-                    inner.outbox.status(&queued.id, queued.status);
-                    requeued += 1;
-                }
-            }
-            _ => {
-                inner
-                    .store
-                    .append_events(
-                        &task.id,
-                        now,
-                        &[NewEvent::new(
-                            EventKind::Error,
-                            "the server stopped while this task was running; its run was lost",
-                        )],
-                    )
-                    .await?;
-                if inner
-                    .change_status(
-                        &task,
-                        TaskStatus::Failed,
-                        INTERRUPTED,
-                        None,
-                        Some(INTERRUPTED.to_owned()),
-                    )
-                    .await?
-                    .is_some()
-                {
-                    failed += 1;
-                }
-            }
+        match account(inner, &task, task.options.requeue_on_restart && stopped).await? {
+            Some(TaskStatus::Queued) => requeued += 1,
+            Some(_) => failed += 1,
+            None => {}
         }
     }
     if reattached + requeued + failed > 0 {
@@ -99,4 +66,57 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
         );
     }
     Ok(())
+}
+
+/// Gives an interrupted task its truthful state: back in the queue when it opted in (and
+/// nothing of its old run survived), else failed. Returns the state written, if any.
+async fn account(
+    inner: &Arc<EngineState>,
+    task: &handoff_task::Task,
+    requeue: bool,
+) -> Result<Option<TaskStatus>, EngineError> {
+    let now = unix_millis_now();
+    if task.status.after_restart(requeue) == TaskStatus::Queued {
+        let queued = inner
+            .store
+            .requeue(&task.id, task.status, now, "re-queued: server restarted")
+            .await?;
+        return Ok(queued.map(|queued| {
+            inner.outbox.status(&queued.id, queued.status);
+            queued.status
+        }));
+    }
+    let lost = NewEvent::new(
+        EventKind::Error,
+        "the server stopped while this task was running; its run was lost",
+    );
+    inner.store.append_events(&task.id, now, &[lost]).await?;
+    let failed = inner
+        .change_status(
+            task,
+            TaskStatus::Failed,
+            INTERRUPTED,
+            None,
+            Some(INTERRUPTED.to_owned()),
+        )
+        .await?;
+    Ok(failed.map(|task| task.status))
+}
+
+/// Kills what is left of the task's runs whether or not their pids were recorded (Handoff may
+/// have died between starting a process and saving its pid): by the task's cgroup and the task
+/// id every run process carries. `false` when something survived, so the task must not run
+/// again beside it.
+async fn stop_unrecorded(task: &handoff_task::Task) -> bool {
+    match handoff_runner::stop_task_leftovers(task.id.as_str()).await {
+        Ok(0) => true,
+        Ok(killed) => {
+            tracing::info!(task = %task.id, killed, "stopped processes left by the previous run");
+            true
+        }
+        Err(e) => {
+            tracing::error!(task = %task.id, error = %e, "the previous run could not be stopped; the task is not re-queued");
+            false
+        }
+    }
 }

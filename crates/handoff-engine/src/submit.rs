@@ -120,15 +120,7 @@ impl Engine {
             .metadata
             .clone()
             .unwrap_or_else(|| Value::Object(Default::default()));
-        if !metadata.is_object() {
-            return Err(EngineError::invalid("metadata", "must be a JSON object"));
-        }
-        if metadata.to_string().len() > MAX_METADATA_BYTES {
-            return Err(EngineError::invalid(
-                "metadata",
-                format!("must serialize to at most {MAX_METADATA_BYTES} bytes"),
-            ));
-        }
+        check_metadata(&metadata)?;
         let id =
             TaskId::generate().map_err(|e| EngineError::Internal(format!("no randomness: {e}")))?;
         let (workdir, caller_workdir) = match &req.workdir {
@@ -224,13 +216,33 @@ impl Engine {
     }
 }
 
-/// Refuses a verification the server cannot perform, before anything is stored.
+/// Caller metadata (of a task or of a message): a JSON object of at most
+/// [`MAX_METADATA_BYTES`] serialized.
+pub(crate) fn check_metadata(metadata: &Value) -> Result<(), EngineError> {
+    if !metadata.is_object() {
+        return Err(EngineError::invalid("metadata", "must be a JSON object"));
+    }
+    let size = metadata.to_string().len();
+    if size > MAX_METADATA_BYTES {
+        return Err(EngineError::invalid(
+            "metadata",
+            format!("is {size} bytes serialized; at most {MAX_METADATA_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a verification the server cannot perform, or settings it would silently ignore
+/// (non-positive budget caps, empty verify commands), before anything is stored.
 fn check_completion(
     config: &handoff_config::Config,
     has_judge: bool,
     spec: Option<&handoff_task::CompletionSpec>,
 ) -> Result<(), EngineError> {
     use handoff_task::CompletionPolicy;
+    if let Some(error) = spec.and_then(|s| s.check().err()) {
+        return Err(EngineError::invalid(error.field, error.message));
+    }
     let policy = spec
         .and_then(|s| s.policy)
         .unwrap_or(config.completion.policy);

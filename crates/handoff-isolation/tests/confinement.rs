@@ -270,6 +270,10 @@ except OSError as e:
         .parse()
         .unwrap();
     assert!(stopped < 32, "{stopped} forks under a limit of 32");
+    // The kernel counted the refused fork: how a failed run learns it hit the limit.
+    let cgroup = prepared.cgroup.as_ref().unwrap();
+    assert!(cgroup.pids_limit_hits() >= 1, "no refused fork counted");
+    assert_eq!(cgroup.pids_limit(), Some(32));
     cleanup(&prepared);
 }
 

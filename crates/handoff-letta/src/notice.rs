@@ -98,13 +98,14 @@ fn preview(s: &TaskSnapshot) -> String {
     match closing {
         Some(text) => parts.push(text),
         None => {
+            // One output event may hold several lines.
             let mut lines: Vec<&str> = s
                 .recent_events
                 .iter()
                 .rev()
                 .filter(|e| e.kind == EventKind::Output)
+                .flat_map(|e| e.message.rsplit('\n'))
                 .take(PREVIEW_LINES)
-                .map(|e| e.message.as_str())
                 .collect();
             lines.reverse();
             if !lines.is_empty() {

@@ -72,12 +72,21 @@ pub struct RunOutcome {
 /// Something a run reports while it works.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunEvent {
-    /// One line of raw output (newline stripped; lossy UTF-8).
+    /// One line of raw output (newline stripped; lossy UTF-8), or the last piece of a line
+    /// that came in [`RunEvent::OutputPart`]s.
     Output {
         /// Which stream.
         stream: OutputStream,
         /// The line.
         line: String,
+    },
+    /// A piece of a line too long to pass whole; the line goes on in the stream's next
+    /// `OutputPart` or `Output`, which ends it.
+    OutputPart {
+        /// Which stream.
+        stream: OutputStream,
+        /// The piece.
+        text: String,
     },
     /// Structured progress (tool use, text, diffs, errors).
     Event(NewEvent),

@@ -5,6 +5,11 @@
 //! of an OpenCode server, [`OpenCodeCliExecutor`] as `opencode run` processes,
 //! [`ClaudeExecutor`] as Claude Code stream-json processes, and [`CodexExecutor`] as
 //! `codex app-server` JSON-RPC processes.
+//!
+//! Runs live in memory; what a restarted Handoff needs to stop them is the state each run hands
+//! the engine to store, and — for a run whose state never reached the store — the task id every
+//! process carries in its environment ([`TASK_ID_ENV`], see [`stop_task_leftovers`]). The
+//! managed OpenCode server is recorded in a file under the data dir before it is spawned.
 
 mod checks;
 mod claude;
@@ -12,9 +17,11 @@ mod codex;
 mod command;
 mod error;
 mod executor;
+pub mod faults;
 mod input;
 mod isolation;
 mod json_lines;
+mod leftovers;
 mod opencode;
 mod process;
 mod registry;
@@ -30,6 +37,7 @@ pub use executor::{
 };
 pub use input::{Decision, InputAnswer, InputKind, InputRequest, Scope};
 pub use isolation::Isolation;
+pub use leftovers::{TASK_ID_ENV, stop_task_leftovers};
 pub use opencode::{
     CLI_NAME as OPENCODE_CLI, NAME as OPENCODE, OpenCodeCliConfig, OpenCodeCliExecutor,
     OpenCodeConfig, OpenCodeExecutor, OpenCodeServer,

@@ -12,7 +12,10 @@ use handoff_tools::{
     Pipeline, RegistryError, ToolRegistry,
     builtin::{HealthTool, PingTool, ReadToolOutputTool, ServiceStatus},
     handles::TaskHandles,
-    stages::{CallLoopGuard, CommandHooks, RulePermissions, SpillLimiter, StoreAudit},
+    stages::{
+        CallLoopGuard, CommandHooks, RulePermissions, SpillLimiter, StoreAudit,
+        SubmissionRateForFailures,
+    },
     tasks,
 };
 use prometheus_client::registry::Registry;
@@ -87,7 +90,10 @@ impl App {
                 path: path.display().to_string(),
                 source,
             })?;
-        status.set_component("store", true, format!("SQLite at {}", path.display()));
+        let store_ok = format!("SQLite at {}", path.display());
+        status.set_component("store", true, store_ok.as_str());
+        let store_faults = store.write_faults();
+        let prober = store.clone();
 
         let isolator = {
             let config = config.clone();
@@ -116,6 +122,11 @@ impl App {
             summary.push_str(note);
         }
         status.set_component("executors", true, summary);
+        if let Some(opencode) = &opencode {
+            // Whichever executor tasks default to: a server a killed Handoff left behind must
+            // not wait for the first OpenCode task to be stopped.
+            opencode.stop_leftover().await;
+        }
         if let Some(opencode) = &opencode
             && config.tasks.default_executor == handoff_runner::OPENCODE
         {
@@ -192,6 +203,7 @@ impl App {
                 config.tools.clone(),
             )))
             .audit(Arc::new(StoreAudit::new(engine.clone(), read_only)))
+            .failure_rate(Arc::new(SubmissionRateForFailures::new(engine.clone())))
             .build();
         tokio::spawn(clean_spilled_outputs(spill, config.tools.spill_retention));
         let handles = TaskHandles::new(
@@ -210,6 +222,21 @@ impl App {
             opencode,
         };
         tokio::spawn(refresh_counts(app.clone()));
+        let engine = app.engine.clone();
+        tokio::spawn(crate::store_health::follow(
+            store_faults,
+            move || {
+                let store = prober.clone();
+                async move {
+                    // A failure is recorded by the store itself; the next probe tries again.
+                    let _ = store.probe_writes().await;
+                }
+            },
+            app.status.clone(),
+            store_ok,
+            crate::store_health::PROBE_EVERY,
+            async move { engine.stopped().await },
+        ));
         Ok(app)
     }
 

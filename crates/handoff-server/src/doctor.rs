@@ -4,7 +4,7 @@
 
 use std::{path::Path, process::Stdio, time::Duration};
 
-use handoff_config::Config;
+use handoff_config::{Config, mask_setting_text};
 use handoff_isolation::IsolationLevel;
 use serde_json::Value;
 use tokio::process::Command;
@@ -31,12 +31,14 @@ pub struct Check {
 }
 
 impl Check {
+    // Details quote configured URLs (and errors that repeat them): credentials in them are
+    // masked here, the one place every detail passes.
     fn pass(name: &str, detail: impl Into<String>) -> Self {
         Self {
             name: name.to_owned(),
             ok: true,
             required: false,
-            detail: detail.into(),
+            detail: mask_setting_text(&detail.into()),
             fix: None,
         }
     }
@@ -46,7 +48,7 @@ impl Check {
             name: name.to_owned(),
             ok: false,
             required,
-            detail: detail.into(),
+            detail: mask_setting_text(&detail.into()),
             fix: Some(fix.into()),
         }
     }
@@ -337,5 +339,39 @@ async fn reachable(url: &str) -> Result<(), String> {
         }
         Ok(_) => Ok(()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use handoff_config::LoadOptions;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn credentials_in_configured_urls_are_masked_in_details() {
+        // Port 1 on loopback refuses at once: the failure detail quotes the URL and the error.
+        let env = [
+            ("LETTA_API_URL", "http://letta:letta-pw-1@127.0.0.1:1"),
+            (
+                "HANDOFF_OPENCODE_CONFIG",
+                r#"{"provider":{"p":{"options":{"baseURL":"http://u:base-pw-2@127.0.0.1:1/v1","apiKey":"sk-3"}}}}"#,
+            ),
+        ];
+        let config = Config::load(LoadOptions {
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..LoadOptions::default()
+        })
+        .unwrap();
+        let letta = letta(&config).await;
+        let model = opencode_model(&config).await.unwrap();
+        let shown = serde_json::to_string(&[letta, model]).unwrap();
+        for secret in ["letta-pw-1", "base-pw-2", "sk-3"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("127.0.0.1:1"), "{shown}");
     }
 }

@@ -4,6 +4,7 @@
 #![deny(clippy::print_stdout)]
 
 mod app;
+mod conn;
 pub mod doctor;
 pub mod edge;
 mod executors;
@@ -13,6 +14,8 @@ pub mod isolation;
 mod lock;
 mod mcp;
 mod serve;
+mod stdio;
+mod store_health;
 
 pub use app::{App, AppError};
 pub use lock::{DataDirLock, LOCK_FILE, LockError};

@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, sync::Arc};
 
-use axum::{Router, middleware, routing::get, serve::ListenerExt};
+use axum::{Router, middleware, routing::get};
 use handoff_tools::AgentId;
 use rmcp::{
     ServiceExt,
@@ -17,6 +17,7 @@ use crate::{
     App,
     edge::{self, BadOriginRule, EdgePolicy},
     http::{count_requests, health, metrics, ready},
+    mcp::{CappedSessions, SessionLimits, session_gate},
 };
 
 /// Why a transport could not start or stopped with an error.
@@ -42,12 +43,14 @@ pub enum ServeError {
     Stdio(String),
 }
 
-/// The axum router: `/mcp` behind the edge guard, plus `/health` and `/ready`.
+/// The axum router: `/mcp` behind the edge guard, plus `/health`, `/ready` and `/metrics`
+/// behind its Host and Origin checks.
 pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeError> {
     let server = &app.config.server;
     let policy = Arc::new(EdgePolicy::from_config(server)?);
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(server.session_idle_timeout);
+    let mut local = LocalSessionManager::default();
+    local.session_config.keep_alive = Some(server.session_idle_timeout);
+    let sessions = CappedSessions::new(local, SessionLimits::from_config(server));
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(server.allowed_hosts.clone())
         .with_allowed_origins(
@@ -63,12 +66,13 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
         .with_cancellation_token(shutdown.child_token());
     let handler = app.mcp_handler(None, shutdown);
     let service =
-        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), mcp_config);
+        StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), mcp_config);
 
     let mcp = Router::new()
         .fallback_service(service)
+        .layer(middleware::from_fn_with_state(sessions, session_gate))
         .layer(middleware::from_fn(edge::jsonrpc::jsonrpc_errors))
-        .layer(middleware::from_fn_with_state(policy, edge::guard))
+        .layer(middleware::from_fn_with_state(policy.clone(), edge::guard))
         .layer(middleware::from_fn_with_state(
             app.mcp_metrics.clone(),
             count_requests,
@@ -84,7 +88,11 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
     let metrics = Router::new()
         .route("/metrics", get(metrics))
         .with_state(app.clone());
-    Ok(mcp.merge(plain).merge(metrics))
+    // Probes get no token check, but a DNS-rebinding page must not read them either.
+    let probes = plain
+        .merge(metrics)
+        .layer(middleware::from_fn_with_state(policy, edge::host_guard));
+    Ok(mcp.merge(probes))
 }
 
 /// A running HTTP server.
@@ -96,7 +104,8 @@ pub struct ServerHandle {
     pub task: JoinHandle<Result<(), std::io::Error>>,
 }
 
-/// Binds and serves HTTP until `shutdown` is cancelled, then drains for the configured grace.
+/// Binds and serves HTTP until `shutdown` is cancelled, then drains for the configured grace;
+/// connections are capped and timed out as `server.*` says.
 pub async fn serve_http(
     app: &App,
     shutdown: CancellationToken,
@@ -112,32 +121,13 @@ pub async fn serve_http(
     let local_addr = listener.local_addr()?;
     app.status
         .set_component("http", true, format!("MCP at http://{local_addr}/mcp"));
-    let grace = app.config.server.shutdown_grace;
-    let task = tokio::spawn(async move {
-        let stopped = shutdown.clone();
-        // Responses leave in more than one write (headers, body); without TCP_NODELAY, Nagle
-        // plus the client's delayed ACK holds the second write ~40 ms (measured by `handoff bench`).
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
-            }
-        });
-        let serve = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { stopped.cancelled().await })
-            .into_future();
-        tokio::pin!(serve);
-        tokio::select! {
-            result = &mut serve => result,
-            () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {
-                tracing::warn!(grace_ms = grace.as_millis() as u64, "in-flight requests did not finish in time; closing them");
-                Ok(())
-            }
-        }
-    });
+    let limits = crate::conn::Limits::from_config(&app.config.server);
+    let task = tokio::spawn(crate::conn::serve(listener, router, limits, shutdown));
     Ok(ServerHandle { local_addr, task })
 }
 
-/// Serves MCP over stdin/stdout until the client closes the stream or `shutdown` fires.
+/// Serves MCP over stdin/stdout until the client closes the stream or `shutdown` fires; a
+/// shutdown does not wait for stdin to close (see [`crate::stdio`]).
 pub async fn serve_stdio(
     app: &App,
     agent: Option<AgentId>,
@@ -145,10 +135,13 @@ pub async fn serve_stdio(
 ) -> Result<(), ServeError> {
     app.status.set_component("stdio", true, "MCP over stdio");
     let handler = app.mcp_handler(agent, &shutdown);
-    let running = handler
-        .serve_with_ct(rmcp::transport::stdio(), shutdown)
-        .await
-        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    let transport = crate::stdio::LineTransport::stdio();
+    let running = match handler.serve_with_ct(transport, shutdown.clone()).await {
+        Ok(running) => running,
+        // Stopped before the client finished its handshake: a normal end.
+        Err(_) if shutdown.is_cancelled() => return Ok(()),
+        Err(e) => return Err(ServeError::Stdio(e.to_string())),
+    };
     running
         .waiting()
         .await

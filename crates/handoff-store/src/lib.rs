@@ -4,7 +4,8 @@
 //! embedded implementation (one file under the data dir, WAL mode). Every rule that must hold
 //! under concurrency — capacity, idempotency, slot claiming, compare-and-set of states — is
 //! enforced inside one store transaction, so a second implementation (PostgreSQL) can keep the
-//! same guarantees across several Handoff instances.
+//! same guarantees across several Handoff instances. Only one thing lives in memory: whether
+//! writes currently fail ([`SqliteStore::write_fault`]), for readiness checks.
 
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;

@@ -19,7 +19,7 @@ mod workspace;
 pub use agent::{AgentId, InvalidAgentId};
 pub use approval::{Approval, ApprovalScope, AuditRecord};
 pub use artifact::{Artifact, ArtifactBody, ArtifactKind};
-pub use completion::{CompletionBudget, CompletionPolicy, CompletionSpec};
+pub use completion::{CompletionBudget, CompletionPolicy, CompletionSpec, InvalidCompletion};
 pub use event::{EventKind, NewEvent, TaskEvent};
 pub use id::{InvalidTaskId, TaskId};
 pub use input::PendingInput;

@@ -9,7 +9,7 @@ use std::{
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use handoff_task::TaskId;
+use handoff_task::{Principal, TaskId};
 
 use crate::{AgentId, ToolError, pipeline::PermissionRequest};
 
@@ -113,6 +113,18 @@ impl ToolContext {
             permissions: None,
             result_meta: ResultMeta::default(),
         }
+    }
+
+    /// Who calls: the operator the edge authenticated, else the agent (the edge's identity, an
+    /// `agent_id` argument the pipeline accepted, or the configured fallback), else nobody.
+    pub fn principal(&self) -> Option<Principal> {
+        if self.operator {
+            return self.agent_id.clone().map(Principal::Operator);
+        }
+        self.agent_id
+            .clone()
+            .or_else(|| self.fallback_agent.clone())
+            .map(Principal::Agent)
     }
 
     /// The result's protocol metadata, shared with every clone of this context.

@@ -97,6 +97,21 @@ impl std::fmt::Debug for ToolDefinition {
     }
 }
 
+/// A deserializer's message with the offending value (serde quotes strings whole) replaced by
+/// an excerpt and its size.
+fn unechoed(message: String, value: Option<&Value>) -> String {
+    let Some(Value::String(text)) = value else {
+        return message;
+    };
+    if text.chars().nth(crate::excerpt::EXCERPT_CHARS).is_none() {
+        return message;
+    }
+    let short = crate::excerpt::describe_str(text);
+    message
+        .replace(&format!("{text:?}"), &short)
+        .replace(text.as_str(), &short)
+}
+
 /// A tool with its types erased, as the registry and pipeline hold it.
 pub(crate) trait ErasedTool: Send + Sync {
     fn definition(&self) -> &ToolDefinition;
@@ -136,16 +151,18 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
         let name = self.definition.name;
         Box::pin(async move {
             // Rules the schema cannot express (newtype checks) still name the field.
-            let args: T::Args = serde_path_to_error::deserialize(args).map_err(|e| {
+            let args: T::Args = serde_path_to_error::deserialize(&args).map_err(|e| {
                 let path = e.path().to_string();
+                let pointer = if path == "." {
+                    String::new()
+                } else {
+                    format!("/{}", path.replace('.', "/"))
+                };
+                let message = unechoed(e.into_inner().to_string(), args.pointer(&pointer));
                 ToolError::InvalidArguments {
                     tool: name.to_owned(),
-                    pointer: if path == "." {
-                        String::new()
-                    } else {
-                        format!("/{}", path.replace('.', "/"))
-                    },
-                    message: e.into_inner().to_string(),
+                    pointer,
+                    message,
                 }
             })?;
             let output = self.tool.call(ctx, args).await?;

@@ -2,17 +2,26 @@ use std::time::Duration;
 
 use handoff_protocol::{ToolErrorBody, codes};
 
+use crate::excerpt::{TEXT_CHARS, clip, clip_pointer, excerpt};
+
 /// Why a tool call did not produce a result. Mapped to MCP in one place (the server crate).
+///
+/// Every text a caller may have supplied is bounded when shown (an excerpt and the size, never
+/// the whole value): the message goes back to the caller, into the log and into the audit row.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ToolError {
     /// No tool of that name is visible to the caller.
-    #[error("unknown tool `{name}`")]
+    #[error("unknown tool `{}`", excerpt(.name))]
     UnknownTool {
         /// The requested name.
         name: String,
     },
     /// Arguments failed validation; `pointer` is the JSON pointer of the bad field.
-    #[error("invalid arguments for tool `{tool}`: {pointer}: {message}")]
+    #[error(
+        "invalid arguments for tool `{tool}`: {}: {}",
+        clip_pointer(.pointer),
+        clip(.message, TEXT_CHARS)
+    )]
     InvalidArguments {
         /// Tool name.
         tool: String,
@@ -22,7 +31,7 @@ pub enum ToolError {
         message: String,
     },
     /// A permission rule, hook or loop guard refused the call.
-    #[error("tool `{tool}` denied: {reason}")]
+    #[error("tool `{tool}` denied: {}", clip(.reason, TEXT_CHARS))]
     Denied {
         /// Tool name.
         tool: String,
@@ -44,13 +53,13 @@ pub enum ToolError {
         tool: String,
     },
     /// The thing asked about does not exist (or belongs to someone else).
-    #[error("{what} not found")]
+    #[error("{} not found", clip(.what, TEXT_CHARS))]
     NotFound {
         /// What was looked up, e.g. `task task_abc`.
         what: String,
     },
     /// Handoff is at capacity; try again later.
-    #[error("{message}")]
+    #[error("{}", clip(.message, TEXT_CHARS))]
     Busy {
         /// Machine-readable code, e.g. [`codes::QUEUE_FULL`].
         code: &'static str,
@@ -60,19 +69,19 @@ pub enum ToolError {
         retry_after: Option<Duration>,
     },
     /// The request does not fit the current state (e.g. a message to a finished task).
-    #[error("{message}")]
+    #[error("{}", clip(.message, TEXT_CHARS))]
     Conflict {
         /// What does not fit.
         message: String,
     },
     /// The component asked cannot do this (e.g. pause on an executor without it).
-    #[error("{message}")]
+    #[error("{}", clip(.message, TEXT_CHARS))]
     Unsupported {
         /// What is not supported.
         message: String,
     },
     /// A failure inside Handoff; details are logged, not leaked.
-    #[error("internal error: {message}")]
+    #[error("internal error: {}", clip(.message, TEXT_CHARS))]
     Internal {
         /// A safe summary.
         message: String,
@@ -96,13 +105,30 @@ impl ToolError {
         }
     }
 
+    /// Whether the caller caused the failure (bad arguments, a refusal, an unknown id) rather
+    /// than Handoff (a timeout, an internal error) or its load (`Busy`): such calls count
+    /// against the caller's rate limit.
+    pub fn is_callers_fault(&self) -> bool {
+        matches!(
+            self,
+            ToolError::UnknownTool { .. }
+                | ToolError::InvalidArguments { .. }
+                | ToolError::Denied { .. }
+                | ToolError::NotFound { .. }
+                | ToolError::Conflict { .. }
+                | ToolError::Unsupported { .. }
+        )
+    }
+
     /// The JSON body reported to the caller.
     pub fn body(&self) -> ToolErrorBody {
         ToolErrorBody {
             code: self.code().to_owned(),
             message: self.to_string(),
             pointer: match self {
-                ToolError::InvalidArguments { pointer, .. } => Some(pointer.clone()),
+                ToolError::InvalidArguments { pointer, .. } => {
+                    Some(clip_pointer(pointer).into_owned())
+                }
                 _ => None,
             },
             retry_after_ms: match self {
@@ -148,6 +174,34 @@ mod tests {
         );
         for error in [busy, invalid, ToolError::NotFound { what: "x".into() }] {
             assert!(codes::ALL.contains(&error.code()), "{}", error.code());
+        }
+    }
+
+    #[test]
+    fn caller_supplied_text_is_bounded_in_every_error() {
+        let huge = "x".repeat(1 << 20);
+        let errors = [
+            ToolError::UnknownTool { name: huge.clone() },
+            ToolError::InvalidArguments {
+                tool: "ping".into(),
+                pointer: format!("/{huge}"),
+                message: huge.clone(),
+            },
+            ToolError::Denied {
+                tool: "ping".into(),
+                reason: huge.clone(),
+            },
+            ToolError::NotFound {
+                what: format!("task {huge}"),
+            },
+            ToolError::Conflict {
+                message: huge.clone(),
+            },
+        ];
+        for error in errors {
+            let body = serde_json::to_string(&error.body()).unwrap();
+            assert!(body.len() < 1024, "{} bytes: {}", body.len(), &body[..200]);
+            assert!(body.contains(" bytes)"), "{body}");
         }
     }
 }

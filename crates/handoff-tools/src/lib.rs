@@ -12,6 +12,7 @@ pub mod builtin;
 mod context;
 mod declare;
 mod error;
+pub mod excerpt;
 pub mod handles;
 pub mod pipeline;
 mod registry;

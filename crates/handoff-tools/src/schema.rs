@@ -42,6 +42,7 @@ pub(crate) fn validate(
             match error.kind() {
                 jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
                     let name = unexpected.first().cloned().unwrap_or_default();
+                    let name = crate::excerpt::excerpt(&name);
                     ValidationFailure {
                         pointer: format!("{base}/{}", escape_pointer(&name)),
                         message: format!("unknown field `{name}`"),
@@ -56,9 +57,13 @@ pub(crate) fn validate(
                         message: format!("missing required field `{name}`"),
                     }
                 }
+                // Never the value itself: a 1 MiB string would come back whole in the error,
+                // the log and the audit row. An excerpt and the size name it well enough.
                 _ => ValidationFailure {
                     pointer: base,
-                    message: error.to_string(),
+                    message: error
+                        .masked_with(crate::excerpt::describe(error.instance()))
+                        .to_string(),
                 },
             }
         })
@@ -101,6 +106,40 @@ mod tests {
         assert!(!schema.contains_key("$schema"));
         assert!(schema["properties"]["count"].get("format").is_none());
         assert_eq!(schema["required"], json!(["count"]));
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Short {
+        #[schemars(length(max = 64))]
+        message: String,
+    }
+
+    #[test]
+    fn huge_values_are_named_by_field_excerpt_and_size_never_echoed() {
+        let v = compile("Short", &object_schema_for::<Short>().unwrap()).unwrap();
+        let huge = "a".repeat(1 << 20);
+        let too_long = validate(&v, &json!({ "message": huge })).unwrap_err();
+        assert_eq!(too_long.pointer, "/message");
+        assert!(too_long.message.len() < 200, "{}", too_long.message);
+        assert!(
+            too_long.message.contains("1048576 bytes"),
+            "{}",
+            too_long.message
+        );
+        assert!(too_long.message.contains("64"), "{}", too_long.message);
+        let wrong_type = validate(&checker(), &json!({ "count": huge })).unwrap_err();
+        assert_eq!(wrong_type.pointer, "/count");
+        assert!(wrong_type.message.len() < 200, "{}", wrong_type.message);
+        assert!(
+            wrong_type.message.contains("integer"),
+            "{}",
+            wrong_type.message
+        );
+        let big_key = "k".repeat(1 << 20);
+        let unknown = validate(&checker(), &json!({ "count": 1, big_key: 1 })).unwrap_err();
+        assert!(unknown.pointer.len() < 200, "{}", unknown.pointer);
+        assert!(unknown.message.len() < 200, "{}", unknown.message);
     }
 
     #[test]

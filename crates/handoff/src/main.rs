@@ -131,18 +131,20 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     // until this function returns, after the last run has settled.
     let _lock = DataDirLock::acquire(&config.data_dir)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         // Listening before anything starts: a SIGTERM that arrives while the engine starts, or
         // before the waiting task first runs, still shuts down gracefully.
         let signals = Signals::install();
         let app = App::start(config).await.context("starting Handoff")?;
         let shutdown = CancellationToken::new();
-        tokio::spawn(stop_on_signal(signals, shutdown.clone()));
+        tokio::spawn(stop_on_signal(signals, shutdown.clone(), app.clone()));
         if args.stdio {
             tracing::info!("serving MCP over stdio");
-            serve_stdio(&app, agent, shutdown).await?;
+            let served = serve_stdio(&app, agent, shutdown).await;
+            // Whatever ended the session, the runs are stopped and recorded.
             app.shutdown().await;
-            return Ok(());
+            tracing::info!("handoff stopped");
+            return served.map_err(Into::into);
         }
         let server = serve_http(&app, shutdown).await?;
         tracing::info!(
@@ -154,8 +156,15 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         app.shutdown().await;
         tracing::info!("handoff stopped");
         Ok(())
-    })
+    });
+    // Everything that matters has settled; nothing left on the blocking pool (a write to a
+    // stdout nobody reads) may hold the exit up.
+    runtime.shutdown_timeout(EXIT_WAIT);
+    served
 }
+
+/// How long the exit waits for blocking work left over after the shutdown.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn bench(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(executors) = args.executors {
@@ -194,7 +203,6 @@ fn bench_floor() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Cancels `shutdown` on SIGINT or SIGTERM.
 /// SIGTERM and SIGINT listeners, registered as soon as they are created.
 struct Signals {
     term: tokio::signal::unix::Signal,
@@ -217,7 +225,9 @@ impl Signals {
     }
 }
 
-async fn stop_on_signal(signals: Option<Signals>, shutdown: CancellationToken) {
+/// Cancels `shutdown` on SIGINT or SIGTERM; a second one kills the runs without waiting for
+/// the grace (clients such as Claude Code send SIGINT, SIGTERM and SIGKILL within a second).
+async fn stop_on_signal(signals: Option<Signals>, shutdown: CancellationToken, app: App) {
     let Some(Signals { mut term, mut int }) = signals else {
         return;
     };
@@ -226,4 +236,10 @@ async fn stop_on_signal(signals: Option<Signals>, shutdown: CancellationToken) {
         _ = int.recv() => tracing::info!("SIGINT: shutting down"),
     }
     shutdown.cancel();
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    tracing::warn!("second signal: stopping the runs without grace");
+    app.engine.stop_runs_now().await;
 }

@@ -92,7 +92,7 @@ pub(crate) async fn gather(
     let commands = super::integrity::run_commands(inner, task, settings).await;
     let diff = inner
         .snapshots
-        .diff(&task.id, workdir)
+        .diff(&task.id, workdir, None)
         .await
         .ok()
         .flatten()

@@ -236,7 +236,7 @@ async fn over_budget(
     turns: u32,
     judged: (u64, f64),
 ) -> Result<Option<String>, EngineError> {
-    Ok(super::meter::Meter::start(inner, task)
+    Ok(crate::meter::Meter::start(inner, task)
         .await?
         .before_turn(turns, judged))
 }

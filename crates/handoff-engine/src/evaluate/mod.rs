@@ -11,7 +11,6 @@ mod inbox;
 mod integrity;
 pub(crate) mod interrupted;
 pub(crate) mod manager;
-pub(crate) mod meter;
 #[cfg(test)]
 mod quoting_tests;
 mod turn;
@@ -21,7 +20,7 @@ use std::{sync::Arc, time::Duration};
 use assess::{Goal, assess};
 use handoff_completion::{
     CompletionOutcome, CompletionStatus,
-    budget::{Budget, Spent},
+    budget::Spent,
     cycle::{CycleObservation, CycleState, NextStep},
     judge::Judgement,
     quote::quote,
@@ -30,58 +29,13 @@ use handoff_runner::{Executor, RunSpec};
 use handoff_task::{CompletionPolicy, EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
 use serde_json::{Value, json};
 
+pub(crate) use crate::completion_settings::{Settings, settings};
 use crate::{
     EngineError,
     finish::{Finish, StopReason, stopped},
     follow::follow,
     state::EngineState,
 };
-
-/// A task's effective verification settings.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub policy: CompletionPolicy,
-    pub verify_commands: Vec<String>,
-    pub requires_changes: bool,
-    pub success_criteria: Vec<String>,
-    pub max_cycles: u32,
-    pub min_confidence: f64,
-    pub budget: Budget,
-    /// Longest one verify command may run (the deadline and wall budget bound it further).
-    pub verify_timeout: Duration,
-    /// Files the coder must not change, besides what the verify commands reference.
-    pub protected_paths: Vec<String>,
-    /// The task is meant to change protected files.
-    pub protected_changes_expected: bool,
-}
-
-/// The task's settings: its own where given, else the server's.
-pub(crate) fn settings(inner: &EngineState, task: &Task) -> Settings {
-    let server = &inner.config.completion;
-    let spec = task.options.completion.clone().unwrap_or_default();
-    let budget = spec.budget.unwrap_or(server.budget);
-    Settings {
-        policy: spec.policy.unwrap_or(server.policy),
-        verify_commands: spec
-            .verify_commands
-            .unwrap_or_else(|| server.verify_commands.clone()),
-        requires_changes: spec.requires_changes.unwrap_or(false),
-        success_criteria: spec.success_criteria,
-        max_cycles: spec.max_cycles.unwrap_or(server.max_cycles).max(1),
-        min_confidence: server.min_confidence,
-        budget: Budget {
-            wall: budget.wall_ms.map(Duration::from_millis),
-            turns: budget.turns,
-            tokens: budget.tokens,
-            cost_usd: budget.cost_usd,
-        },
-        verify_timeout: server.verify_timeout,
-        protected_paths: spec
-            .protected_paths
-            .unwrap_or_else(|| server.protected_paths.clone()),
-        protected_changes_expected: spec.protected_changes_expected.unwrap_or(false),
-    }
-}
 
 /// Whether the task's executor session must outlive its first run (it may be continued).
 pub(crate) fn continuable(inner: &EngineState, task: &Task) -> bool {

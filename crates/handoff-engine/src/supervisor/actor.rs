@@ -37,6 +37,8 @@ pub(crate) enum Msg {
     },
     /// Handoff decided to stop the run.
     Stop(StopReason),
+    /// The server must stop now (a second shutdown signal): the run is killed without grace.
+    StopNow,
     /// Was a stop decided?
     StopReason(oneshot::Sender<Option<StopReason>>),
     /// The executor asks.
@@ -128,6 +130,8 @@ pub(crate) struct Supervisor {
     kept: Vec<String>,
     /// Raised when a stop is decided.
     stopped: CancellationToken,
+    /// Stops are carried out without grace from now on.
+    no_grace: bool,
     /// The run's loop guard.
     pub(super) guard: RunGuard,
 }
@@ -171,6 +175,7 @@ impl Supervisor {
             phase: Phase::Live,
             kept: Vec::new(),
             stopped,
+            no_grace: false,
         }
     }
 
@@ -224,6 +229,10 @@ impl Supervisor {
                 }
             }
             Msg::Stop(reason) => self.decide_stop(reason),
+            Msg::StopNow => {
+                self.no_grace = true;
+                self.decide_stop(StopReason::Shutdown);
+            }
             Msg::StopReason(reply) => {
                 let _ = reply.send(self.stop.clone());
             }
@@ -273,11 +282,18 @@ impl Supervisor {
     /// The first stop decided stands; the executor is stopped in the background, and the
     /// driver settles the task with that reason when the run ends.
     fn decide_stop(&mut self, reason: StopReason) {
+        let grace = match reason {
+            _ if self.no_grace => Duration::ZERO,
+            // Counted inside the deadline: the kill must land on it.
+            StopReason::Timeout => {
+                crate::finish::timeout_grace(&self.task, self.state.config.tasks.cancel_grace)
+            }
+            _ => self.state.config.tasks.cancel_grace,
+        };
         self.stop.get_or_insert(reason);
         self.stopped.cancel();
         if let Some(control) = &self.control {
             let control = control.clone();
-            let grace = self.state.config.tasks.cancel_grace;
             let executor = self.task.executor.clone();
             let state = self.state.clone();
             tokio::spawn(async move {

@@ -34,6 +34,11 @@ impl RunLink {
         self.stopped.cancelled().await;
     }
 
+    /// Whether Handoff already decided to stop the run.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.is_cancelled()
+    }
+
     /// The executor reported a tool call: the loop guard's step for it, if newly seen.
     pub(crate) async fn tool_call(&self, data: serde_json::Value) -> Option<(String, Step)> {
         let (reply, answer) = oneshot::channel();

@@ -97,6 +97,14 @@ impl Supervisors {
         }
     }
 
+    /// Tells every supervisor to kill its run at once, without grace (the server must stop now).
+    pub(crate) async fn stop_all_now(&self) {
+        let all: Vec<_> = self.mailboxes().values().map(|m| m.tx.clone()).collect();
+        for tx in all {
+            let _ = tx.send(Msg::StopNow).await;
+        }
+    }
+
     /// Tells every supervisor to stop its run because the server shuts down.
     pub(crate) async fn stop_all(&self, reason: StopReason) {
         let all: Vec<_> = self.mailboxes().values().map(|m| m.tx.clone()).collect();

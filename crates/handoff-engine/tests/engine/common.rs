@@ -42,8 +42,19 @@ pub fn config(dir: &TempDir, env: &[(&str, &str)]) -> Config {
 }
 
 pub async fn start_in(dir: TempDir, env: &[(&str, &str)]) -> Harness {
+    let store = SqliteStore::open(&config(&dir, env).database_path())
+        .await
+        .unwrap();
+    start_on(dir, env, Arc::new(store)).await
+}
+
+/// An engine in `dir` on `store` (opened on `dir`'s database).
+pub async fn start_on(
+    dir: TempDir,
+    env: &[(&str, &str)],
+    store: Arc<dyn handoff_store::Store>,
+) -> Harness {
     let config = Arc::new(config(&dir, env));
-    let store = SqliteStore::open(&config.database_path()).await.unwrap();
     let mut executors = ExecutorRegistry::new();
     executors.register(Arc::new(
         CommandExecutor::new(CommandConfig {
@@ -58,7 +69,7 @@ pub async fn start_in(dir: TempDir, env: &[(&str, &str)]) -> Harness {
     ));
     let engine = Engine::start(
         config.clone(),
-        Arc::new(store),
+        store,
         executors,
         EngineMetrics::unregistered(),
     )
@@ -122,7 +133,7 @@ impl Harness {
         panic!("no matching output from {id}");
     }
 
-    /// Every output line recorded so far, in order.
+    /// Every output line recorded so far, in order (an event may hold several lines).
     pub async fn outputs(&self, who: &str, id: &TaskId) -> Vec<String> {
         let history = self
             .engine
@@ -133,7 +144,7 @@ impl Harness {
             .events
             .iter()
             .filter(|e| e.kind == EventKind::Output)
-            .map(|e| e.message.clone())
+            .flat_map(|e| e.message.split('\n').map(str::to_owned))
             .collect()
     }
 

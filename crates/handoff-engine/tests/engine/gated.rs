@@ -1,10 +1,11 @@
 //! The SQLite store with seams for races: a claim can be held right after it committed, so the
 //! test acts while a task is `running` in the store but its run is not set up yet; a move to
-//! `cancelled` can be held before it is written.
+//! `cancelled` can be held before it is written. Writes of a run's progress (events, artifacts,
+//! state changes) can be made to fail, as on a full disk.
 
 use std::sync::{
     Arc,
-    atomic::{AtomicBool, Ordering},
+    atomic::{AtomicBool, AtomicU32, Ordering},
 };
 
 use async_trait::async_trait;
@@ -53,6 +54,9 @@ pub struct GatedStore {
     inner: SqliteStore,
     claims: Hold,
     cancels: Hold,
+    failing: AtomicBool,
+    /// State changes refused while writes fail.
+    refused: AtomicU32,
 }
 
 type Held = mpsc::UnboundedReceiver<(TaskId, oneshot::Sender<()>)>;
@@ -72,6 +76,8 @@ impl GatedStore {
             inner,
             claims,
             cancels,
+            failing: AtomicBool::new(false),
+            refused: AtomicU32::new(0),
         });
         let gates = Gates {
             store: store.clone(),
@@ -89,7 +95,30 @@ async fn next(held: &mut Held, what: &str) -> (TaskId, oneshot::Sender<()>) {
         .expect("the store is gone")
 }
 
+impl GatedStore {
+    /// The error of a write while writes fail.
+    fn refuse(&self) -> Result<(), StoreError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(StoreError::Io {
+                path: "handoff.db".to_owned(),
+                source: std::io::Error::other("No space left on device"),
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Gates {
+    /// From now on (or no longer) events, artifacts and state changes fail to be written.
+    pub fn fail_writes(&self, failing: bool) {
+        self.store.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// State changes refused so far because writes fail.
+    pub fn refused_status_changes(&self) -> u32 {
+        self.store.refused.load(Ordering::SeqCst)
+    }
+
     /// Claims from now on wait, once committed, for the test.
     pub fn hold_claims(&self) {
         self.store.claims.on.store(true, Ordering::SeqCst);
@@ -154,6 +183,10 @@ impl TaskStore for GatedStore {
         if change.to == TaskStatus::Cancelled {
             self.cancels.pass(id).await;
         }
+        if let Err(e) = self.refuse() {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return Err(e);
+        }
         self.inner.set_status(id, change).await
     }
 
@@ -177,6 +210,7 @@ impl TaskStore for GatedStore {
         at: i64,
         events: &[NewEvent],
     ) -> Result<Vec<i64>, StoreError> {
+        self.refuse()?;
         self.inner.append_events(id, at, events).await
     }
 
@@ -199,6 +233,7 @@ impl TaskStore for GatedStore {
         at: i64,
         artifact: &NewArtifact,
     ) -> Result<(), StoreError> {
+        self.refuse()?;
         self.inner.put_artifact(id, at, artifact).await
     }
 

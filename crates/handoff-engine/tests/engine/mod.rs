@@ -1,10 +1,12 @@
 mod asks;
 mod common;
 mod control;
+mod deadline;
 mod evaluation;
 mod files;
 mod gated;
 mod lifecycle;
+mod output;
 mod races;
 mod recovery;
 mod restarts;
@@ -12,3 +14,5 @@ mod rig;
 mod scheduling;
 mod scripted;
 mod shutdown;
+mod snapshots;
+mod store_faults;

@@ -161,3 +161,66 @@ async fn shutdown_stops_runs_and_says_so() {
         .unwrap();
     assert_eq!(task.status, TaskStatus::Queued, "opted in to re-running");
 }
+
+/// Handoff died after starting a run but before recording its pid: the run carries the task id
+/// in its environment, and the restart kills it before the task runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_pid_was_never_recorded_is_killed_before_the_re_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&dir, &[]);
+    let store = SqliteStore::open(&cfg.database_path()).await.unwrap();
+    let id = TaskId::generate().unwrap();
+    // The old run's processes: a leader and a child that left its group.
+    let mut survivor = std::process::Command::new("sh")
+        .args(["-c", "setsid sleep 300 & echo $!; wait"])
+        .env(handoff_runner::TASK_ID_ENV, id.as_str())
+        .stdout(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(survivor.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let escaped: i32 = line.trim().parse().unwrap();
+    // The re-run says whether the old run is still there beside it.
+    let check = format!(
+        "s=$(cut -d' ' -f3 /proc/{escaped}/stat 2>/dev/null); \
+         if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo beside; else echo alone; fi"
+    );
+    let InsertOutcome::Created(task) = store
+        .insert_task(
+            &NewTask {
+                id: id.clone(),
+                ..new_task(&check, true)
+            },
+            None,
+            100,
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("not created");
+    };
+    let limits = ClaimLimits {
+        max_active: 1,
+        max_active_per_agent: 1,
+    };
+    let claimed = store
+        .claim_next(limits, unix_millis_now())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.id, task.id);
+    assert!(claimed.runner_state.is_none(), "no pid was recorded");
+    store.close().await;
+
+    let h = start_in(dir, &[]).await;
+    let rerun = h.wait_done("a", &id).await;
+    assert_eq!(rerun.status, TaskStatus::Completed);
+    assert_eq!(h.outputs("a", &id).await, ["alone"]);
+    assert!(survivor.wait().is_ok());
+    assert!(!alive(escaped), "the old run's process {escaped} survived");
+}

@@ -27,6 +27,7 @@ pub struct TaskCgroup {
     /// Directory per hierarchy.
     dirs: Vec<(Hierarchy, PathBuf)>,
     memory_limit: Option<u64>,
+    pids_limit: Option<u64>,
 }
 
 impl TaskCgroup {
@@ -72,6 +73,7 @@ impl TaskCgroup {
         let mut group = Self {
             dirs: Vec::new(),
             memory_limit: limits.memory_bytes,
+            pids_limit: limits.pids,
         };
         for hierarchy in wanted {
             let dir = match &hierarchy {
@@ -118,6 +120,7 @@ impl TaskCgroup {
         (!dirs.is_empty()).then_some(Self {
             dirs,
             memory_limit: None,
+            pids_limit: None,
         })
     }
 
@@ -287,6 +290,27 @@ impl TaskCgroup {
     /// The memory limit, when one is set.
     pub fn memory_limit(&self) -> Option<u64> {
         self.memory_limit
+    }
+
+    /// How many times a fork or clone failed because the task was at its process limit.
+    pub fn pids_limit_hits(&self) -> u64 {
+        let file = self
+            .v2()
+            .map(|dir| dir.join("pids.events"))
+            .filter(|f| f.exists())
+            .or_else(|| self.v1("pids").map(|dir| dir.join("pids.events")));
+        file.and_then(|file| std::fs::read_to_string(file).ok())
+            .and_then(|text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("max "))
+                    .and_then(|n| n.trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    /// The process limit, when one is set.
+    pub fn pids_limit(&self) -> Option<u64> {
+        self.pids_limit
     }
 
     /// Kills what is left and removes the groups.

@@ -48,7 +48,7 @@ pub struct ExecuteTaskArgs {
     #[schemars(length(max = 16))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observers: Option<Vec<AgentId>>,
-    /// Free-form JSON object kept with the task.
+    /// Free-form JSON object kept with the task (at most 16 KiB serialized).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
     /// After a server crash, run the task again from the start instead of failing it.

@@ -25,7 +25,7 @@ pub struct SendTaskMessageArgs {
     /// What kind of message it is (default update).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_type: Option<MessageType>,
-    /// Free-form JSON object recorded with the message.
+    /// Free-form JSON object recorded with the message (at most 16 KiB serialized).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
 }

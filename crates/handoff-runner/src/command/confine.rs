@@ -51,17 +51,20 @@ impl Confinement {
         }
     }
 
-    /// Why the run died, when the kernel killed it for memory.
-    pub(crate) async fn out_of_memory(&self) -> Option<String> {
+    /// Which of the run's limits it ran into, when one did: the kernel killed it for memory, or
+    /// a fork failed at the process limit (the program then dies of its own error, whose exit
+    /// code alone says nothing).
+    pub(crate) async fn limit_reached(&self) -> Option<String> {
         let cgroup = self.cgroup.clone()?;
-        let (kills, limit) =
-            tokio::task::spawn_blocking(move || (cgroup.oom_kills(), cgroup.memory_limit()))
-                .await
-                .ok()?;
-        (kills > 0).then(|| match limit {
-            Some(bytes) => format!("out of memory (limit {})", human_bytes(bytes)),
-            None => "out of memory".to_owned(),
+        let usage = tokio::task::spawn_blocking(move || LimitHits {
+            oom_kills: cgroup.oom_kills(),
+            memory_limit: cgroup.memory_limit(),
+            pids_hits: cgroup.pids_limit_hits(),
+            pids_limit: cgroup.pids_limit(),
         })
+        .await
+        .ok()?;
+        usage.reason()
     }
 
     /// Removes the cgroup (after killing anything left in it).
@@ -71,6 +74,31 @@ impl Confinement {
         {
             tracing::warn!(error = %e, "could not remove the task's cgroup");
         }
+    }
+}
+
+/// What the kernel counted against a run's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LimitHits {
+    oom_kills: u64,
+    memory_limit: Option<u64>,
+    pids_hits: u64,
+    pids_limit: Option<u64>,
+}
+
+impl LimitHits {
+    /// The run's end in words; memory first, as an OOM kill is the cause of death itself.
+    fn reason(self) -> Option<String> {
+        if self.oom_kills > 0 {
+            return Some(match self.memory_limit {
+                Some(bytes) => format!("out of memory (limit {})", human_bytes(bytes)),
+                None => "out of memory".to_owned(),
+            });
+        }
+        (self.pids_hits > 0).then(|| match self.pids_limit {
+            Some(pids) => format!("process limit reached (limit {pids})"),
+            None => "process limit reached".to_owned(),
+        })
     }
 }
 
@@ -113,5 +141,32 @@ fn human_bytes(bytes: u64) -> String {
         format!("{} MiB", bytes / MIB)
     } else {
         format!("{bytes} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LimitHits;
+
+    fn hits(oom_kills: u64, pids_hits: u64) -> LimitHits {
+        LimitHits {
+            oom_kills,
+            memory_limit: Some(64 << 20),
+            pids_hits,
+            pids_limit: Some(64),
+        }
+    }
+
+    #[test]
+    fn a_limit_the_run_hit_is_named() {
+        assert_eq!(hits(0, 0).reason(), None);
+        assert_eq!(
+            hits(1, 3).reason().as_deref(),
+            Some("out of memory (limit 64 MiB)")
+        );
+        assert_eq!(
+            hits(0, 3).reason().as_deref(),
+            Some("process limit reached (limit 64)")
+        );
     }
 }

@@ -8,7 +8,8 @@ use crate::{OutputStream, RunEvent};
 /// Longest line emitted; longer ones are split so output without newlines cannot eat memory.
 pub(super) const MAX_LINE: usize = 64 * 1024;
 
-/// Sends each line of `reader` as [`RunEvent::Output`] until EOF.
+/// Sends each line of `reader` as [`RunEvent::Output`] until EOF; a line longer than
+/// [`MAX_LINE`] goes out in [`RunEvent::OutputPart`]s before its last piece.
 pub(super) async fn forward_lines<R: AsyncRead + Unpin>(
     reader: R,
     stream: OutputStream,
@@ -31,7 +32,7 @@ pub(super) async fn forward_lines<R: AsyncRead + Unpin>(
             Some(end) => {
                 line.extend_from_slice(&window[..end]);
                 reader.consume(end + 1);
-                emit(&tx, stream, std::mem::take(&mut line)).await;
+                emit(&tx, stream, std::mem::take(&mut line), true).await;
             }
             None => {
                 let taken = window.len();
@@ -40,22 +41,28 @@ pub(super) async fn forward_lines<R: AsyncRead + Unpin>(
                 if line.len() >= MAX_LINE {
                     // Cut before a character split by the limit so it survives whole.
                     let rest = line.split_off(complete_prefix(&line));
-                    emit(&tx, stream, std::mem::replace(&mut line, rest)).await;
+                    emit(&tx, stream, std::mem::replace(&mut line, rest), false).await;
                 }
             }
         }
     }
     if !line.is_empty() {
-        emit(&tx, stream, line).await;
+        emit(&tx, stream, line, true).await;
     }
 }
 
-async fn emit(tx: &mpsc::Sender<RunEvent>, stream: OutputStream, bytes: Vec<u8>) {
-    let line = String::from_utf8(bytes)
+/// Sends a line, or a piece of one when `ends` is false.
+async fn emit(tx: &mpsc::Sender<RunEvent>, stream: OutputStream, bytes: Vec<u8>, ends: bool) {
+    let text = String::from_utf8(bytes)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let event = if ends {
+        RunEvent::Output { stream, line: text }
+    } else {
+        RunEvent::OutputPart { stream, text }
+    };
     // Nobody listening is no reason to stop draining the pipe: a full pipe would block the
     // process.
-    let _ = tx.send(RunEvent::Output { stream, line }).await;
+    let _ = tx.send(event).await;
 }
 
 /// Length of `bytes` without a trailing UTF-8 sequence that is still incomplete.
@@ -86,6 +93,7 @@ fn complete_prefix(bytes: &[u8]) -> usize {
 mod tests {
     use super::*;
 
+    /// Each emitted piece; pieces that do not end their line are marked with a trailing `…`.
     async fn lines_of(input: &[u8]) -> Vec<String> {
         let (tx, mut rx) = mpsc::channel(64);
         forward_lines(input, OutputStream::Stdout, tx).await;
@@ -93,6 +101,7 @@ mod tests {
         while let Some(event) = rx.recv().await {
             match event {
                 RunEvent::Output { line, .. } => lines.push(line),
+                RunEvent::OutputPart { text, .. } => lines.push(format!("{text}…")),
                 other => panic!("unexpected {other:?}"),
             }
         }
@@ -112,14 +121,24 @@ mod tests {
     async fn caps_long_lines_without_splitting_characters() {
         let mut input = vec![b'x'; 150_000];
         input.push(b'\n');
-        let lengths: Vec<usize> = lines_of(&input).await.iter().map(String::len).collect();
+        let lines = lines_of(&input).await;
+        let lengths: Vec<usize> = lines
+            .iter()
+            .map(|l| l.trim_end_matches('…').len())
+            .collect();
         assert_eq!(lengths, [MAX_LINE, MAX_LINE, 150_000 - 2 * MAX_LINE]);
+        let ends: Vec<bool> = lines.iter().map(|l| !l.ends_with('…')).collect();
+        assert_eq!(
+            ends,
+            [false, false, true],
+            "the pieces say the line goes on"
+        );
 
         let mut input = "a".repeat(MAX_LINE - 1).into_bytes();
         input.extend_from_slice("é\n".as_bytes());
         let lines = lines_of(&input).await;
         assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0].len(), MAX_LINE - 1);
+        assert_eq!(lines[0].trim_end_matches('…').len(), MAX_LINE - 1);
         assert_eq!(lines[1], "é");
     }
 

@@ -205,6 +205,7 @@ impl CommandExecutor {
                 });
             }
         };
+        crate::faults::abort_at(crate::faults::AFTER_SPAWN);
         // `id()` is only `None` once the child was reaped, and nothing has waited on it yet.
         let pid = child
             .id()
@@ -333,8 +334,13 @@ pub(crate) fn confined_command(
     argv: &[String],
     extra_env: &[(String, String)],
 ) -> Result<(Command, Confinement), RunnerError> {
-    // Node-based agents take their directory from PWD when it is set; ours is not theirs.
-    let mut env = vec![("PWD".to_owned(), workdir.display().to_string())];
+    // Node-based agents take their directory from PWD when it is set; ours is not theirs. The
+    // task id is how a restarted Handoff finds the run's processes when their pid was never
+    // recorded (see `leftovers`).
+    let mut env = vec![
+        ("PWD".to_owned(), workdir.display().to_string()),
+        (crate::TASK_ID_ENV.to_owned(), name.to_owned()),
+    ];
     env.extend(extra_env.iter().cloned());
     let Some(isolation) = isolation else {
         let mut command = Command::new(argv.first().map_or("", String::as_str));

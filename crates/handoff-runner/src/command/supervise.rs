@@ -44,7 +44,7 @@ pub(super) async fn supervise(
     }
     // Processes that left the group (setsid, a sandbox's own session) are still in the cgroup.
     shared.confinement.kill().await;
-    let out_of_memory = shared.confinement.out_of_memory().await;
+    let limit_reached = shared.confinement.limit_reached().await;
     shared.confinement.remove().await;
     shared.gone().await;
 
@@ -67,7 +67,7 @@ pub(super) async fn supervise(
     let outcome = match status {
         Ok(status) => {
             let mut outcome = outcome(status, shared.cancelled());
-            if let Some(reason) = out_of_memory.filter(|_| !outcome.success) {
+            if let Some(reason) = limit_reached.filter(|_| !outcome.success) {
                 outcome.error = Some(reason);
             }
             outcome

@@ -56,10 +56,12 @@ async fn finish(run: &mut Run) -> Report {
     let mut report = Report::default();
     loop {
         match next(run).await {
-            RunEvent::Output { stream, line } => match stream {
-                OutputStream::Stdout => report.stdout.push(line),
-                OutputStream::Stderr => report.stderr.push(line),
-            },
+            RunEvent::Output { stream, line } | RunEvent::OutputPart { stream, text: line } => {
+                match stream {
+                    OutputStream::Stdout => report.stdout.push(line),
+                    OutputStream::Stderr => report.stderr.push(line),
+                }
+            }
             RunEvent::Event(event) => report.events.push(event),
             RunEvent::InputRequested(_) | RunEvent::InputSettled { .. } => {
                 panic!("the command executor never asks for input")

@@ -146,6 +146,12 @@ impl OpenCodeExecutor {
             .map(|(endpoint, _)| endpoint.url)
     }
 
+    /// Stops a managed server an earlier Handoff on this data dir was killed before stopping
+    /// (no-op when attached); start-up calls it whichever executor tasks default to.
+    pub async fn stop_leftover(&self) {
+        self.server.stop_leftover().await;
+    }
+
     /// Stops the managed server (no-op when attached).
     pub async fn shutdown(&self) {
         self.server.stop().await;

@@ -42,11 +42,17 @@ pub(crate) enum ServerMode {
     Attached(Endpoint),
 }
 
+/// The variable marking the managed server and every process it starts, so a restarted
+/// Handoff finds them even when it died before recording the server's pid.
+const SERVER_ID_ENV: &str = "HANDOFF_OPENCODE_SERVER_ID";
+
 /// A running managed server.
 struct Running {
     endpoint: Endpoint,
     pgid: i32,
     start_time: Option<u64>,
+    /// The value of [`SERVER_ID_ENV`] in its environment.
+    marker: String,
     /// Turns false when the process exits.
     alive: watch::Receiver<bool>,
 }
@@ -101,18 +107,21 @@ impl Server {
             tracing::warn!("the OpenCode server exited; starting a new one");
         }
         stop_leftover(state_file).await;
+        let launch = Launch {
+            binary,
+            env,
+            inherit,
+            cwd,
+            state_file,
+        };
         let started = tokio::select! {
             biased;
             () = self.stopping.cancelled() => return Err(RunnerError::Io {
                 context: "starting the OpenCode server",
                 message: "Handoff is shutting down".to_owned(),
             }),
-            started = start(binary, env, inherit, cwd, &self.http) => started?,
+            started = start(&launch, &self.http) => started?,
         };
-        let record = serde_json::json!({ "pgid": started.pgid, "start_time": started.start_time });
-        if let Err(e) = tokio::fs::write(state_file, record.to_string()).await {
-            tracing::warn!(error = %e, file = %state_file.display(), "could not record the OpenCode server's pid");
-        }
         let answer = (
             started.endpoint.clone(),
             Some(ServerProcess {
@@ -153,18 +162,35 @@ impl Server {
         let Some(current) = self.running.lock().await.take() else {
             return;
         };
-        if let ServerMode::Managed { state_file, .. } = &self.mode {
-            let _ = tokio::fs::remove_file(state_file).await;
-        }
         if let Some(start_time) = current.start_time
             && let Err(e) = process::abandon_group(current.pgid, start_time).await
         {
             tracing::warn!(error = %e, "stopping the OpenCode server failed");
         }
+        // Also what it started outside its group.
+        if let Err(e) = kill_marked(&current.marker).await {
+            tracing::warn!(error = %e, "stopping the OpenCode server's processes failed");
+        }
+        // Only now: a Handoff killed halfway through leaves the record for the next start.
+        if let ServerMode::Managed { state_file, .. } = &self.mode {
+            let _ = tokio::fs::remove_file(state_file).await;
+        }
+    }
+
+    /// Stops a server an earlier Handoff on this data dir left running (it was killed before
+    /// it could); a no-op when attached or once this one started its own.
+    pub async fn stop_leftover(&self) {
+        if let ServerMode::Managed { state_file, .. } = &self.mode {
+            let running = self.running.lock().await;
+            if running.is_none() {
+                stop_leftover(state_file).await;
+            }
+        }
     }
 }
 
-/// Stops a server recorded by an earlier Handoff that did not get to stop it.
+/// Stops a server recorded by an earlier Handoff that did not get to stop it: its process
+/// group, and every process carrying its marker (also when its pid was never recorded).
 async fn stop_leftover(state_file: &std::path::Path) {
     let Ok(text) = tokio::fs::read_to_string(state_file).await else {
         return;
@@ -184,16 +210,54 @@ async fn stop_leftover(state_file: &std::path::Path) {
             tracing::warn!(error = %e, "could not stop the leftover OpenCode server");
         }
     }
+    if let Some(marker) = record.get("marker").and_then(serde_json::Value::as_str) {
+        match kill_marked(marker).await {
+            Ok(0) => {}
+            Ok(killed) => tracing::info!(
+                killed,
+                "stopped processes of an OpenCode server a previous Handoff left running"
+            ),
+            Err(e) => tracing::warn!(error = %e, "could not stop the leftover OpenCode server"),
+        }
+    }
     let _ = tokio::fs::remove_file(state_file).await;
 }
 
-async fn start(
-    binary: &str,
-    env: &[(String, String)],
-    inherit: Option<&[(String, String)]>,
-    cwd: &PathBuf,
-    http: &Client,
-) -> Result<Running, RunnerError> {
+/// SIGKILLs every process carrying the server marker `marker`.
+async fn kill_marked(marker: &str) -> Result<usize, RunnerError> {
+    crate::leftovers::kill_marked(&format!("{SERVER_ID_ENV}={marker}")).await
+}
+
+/// How to start the managed server.
+struct Launch<'a> {
+    binary: &'a str,
+    env: &'a [(String, String)],
+    inherit: Option<&'a [(String, String)]>,
+    cwd: &'a PathBuf,
+    state_file: &'a std::path::Path,
+}
+
+/// Writes what a restarted Handoff needs to stop the server; `pgid` is unknown before spawn.
+async fn record(state_file: &std::path::Path, marker: &str, process: Option<(i32, Option<u64>)>) {
+    let record = match process {
+        Some((pgid, start_time)) => {
+            serde_json::json!({ "marker": marker, "pgid": pgid, "start_time": start_time })
+        }
+        None => serde_json::json!({ "marker": marker }),
+    };
+    if let Err(e) = tokio::fs::write(state_file, record.to_string()).await {
+        tracing::warn!(error = %e, file = %state_file.display(), "could not record the OpenCode server");
+    }
+}
+
+async fn start(launch: &Launch<'_>, http: &Client) -> Result<Running, RunnerError> {
+    let Launch {
+        binary,
+        env,
+        inherit,
+        cwd,
+        state_file,
+    } = *launch;
     tokio::fs::create_dir_all(cwd)
         .await
         .map_err(|e| RunnerError::Io {
@@ -201,6 +265,10 @@ async fn start(
             message: format!("{}: {e}", cwd.display()),
         })?;
     let password = uuid::Uuid::new_v4().simple().to_string();
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    // Recorded before the spawn: a Handoff killed at any point after it leaves a way to the
+    // server for the next start.
+    record(state_file, &marker, None).await;
     let mut command = Command::new(binary);
     if let Some(vars) = inherit {
         command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
@@ -211,6 +279,7 @@ async fn start(
         .env("PWD", cwd)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env("OPENCODE_SERVER_PASSWORD", &password)
+        .env(SERVER_ID_ENV, &marker)
         .env_remove("OPENCODE_SERVER_USERNAME")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -231,6 +300,8 @@ async fn start(
     let start_time = process::start_time(pid);
     // Until it is ready, abandoning the start (shutdown, timeout) kills its whole group.
     let guard = GroupGuard(Some(pid));
+    crate::faults::abort_at(crate::faults::AFTER_SERVER_SPAWN);
+    record(state_file, &marker, Some((pid, start_time))).await;
     let url = match tokio::time::timeout(READY_TIMEOUT, listening_url(&mut child)).await {
         Ok(Ok(url)) => url,
         Ok(Err(message)) => {
@@ -275,6 +346,7 @@ async fn start(
         endpoint,
         pgid: pid,
         start_time,
+        marker,
         alive,
     })
 }

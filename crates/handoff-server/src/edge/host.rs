@@ -1,11 +1,23 @@
 //! Host header allow-list (DNS-rebinding guard).
 
-/// Whether a `Host` value (`name[:port]`) is allowed by `rules` (`name` or `name:port`).
+use std::net::Ipv6Addr;
+
+/// The host part of a `Host` value or an allow-list rule.
+#[derive(Debug, PartialEq, Eq)]
+enum Name {
+    /// A bracketed (header) or bare (config) IPv6 literal, compared as an address.
+    V6(Ipv6Addr),
+    /// A registered name or IPv4 literal, lower-cased.
+    Text(String),
+}
+
+/// Whether a `Host` value (`name[:port]`, `[v6][:port]`) is allowed by `rules` (`name`,
+/// `name:port`, `::1`, `[::1]:port`).
 pub(crate) fn host_allowed(rules: &[String], value: &str) -> bool {
-    let Some((host, port)) = split(value) else {
+    let Some((host, port)) = parse(value, false) else {
         return false;
     };
-    rules.iter().any(|rule| match split(rule) {
+    rules.iter().any(|rule| match parse(rule, true) {
         Some((rule_host, rule_port)) => {
             rule_host == host && (rule_port.is_none() || rule_port == port)
         }
@@ -13,28 +25,37 @@ pub(crate) fn host_allowed(rules: &[String], value: &str) -> bool {
     })
 }
 
-fn split(value: &str) -> Option<(String, Option<u16>)> {
+/// Parses strictly: anything that is not exactly a host and an optional port is `None`, so
+/// `[::1]evil.example`, `[localhost]` or `localhost:+80` cannot pass as an allowed host.
+/// `bare_v6` admits `::1` without brackets, as config lists write it (a header never may).
+fn parse(value: &str, bare_v6: bool) -> Option<(Name, Option<u16>)> {
     let value = value.trim();
-    if value.is_empty() {
-        return None;
+    if let Some(rest) = value.strip_prefix('[') {
+        let (literal, after) = rest.split_once(']')?;
+        let port = match after {
+            "" => None,
+            after => Some(port(after.strip_prefix(':')?)?),
+        };
+        return Some((Name::V6(literal.parse().ok()?), port));
     }
-    let (host, port) = if let Some(rest) = value.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
-        (host, after.strip_prefix(':'))
-    } else if value.matches(':').count() > 1 {
-        // A bare IPv6 literal, as written in config (`::1`).
-        (value, None)
-    } else {
-        match value.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (value, None),
-        }
+    if bare_v6 && value.matches(':').count() > 1 {
+        return Some((Name::V6(value.parse().ok()?), None));
+    }
+    let (host, port) = match value.split_once(':') {
+        Some((host, text)) => (host, Some(port(text)?)),
+        None => (value, None),
     };
-    let port = match port {
-        Some(p) => Some(p.parse::<u16>().ok()?),
-        None => None,
-    };
-    Some((host.to_ascii_lowercase(), port))
+    let valid = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    valid.then(|| (Name::Text(host.to_ascii_lowercase()), port))
+}
+
+/// A port: one to five ASCII digits (`u16::from_str` alone would take `+80`).
+fn port(text: &str) -> Option<u16> {
+    let digits = !text.is_empty() && text.len() <= 5 && text.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| text.parse().ok()).flatten()
 }
 
 #[cfg(test)]
@@ -54,6 +75,8 @@ mod tests {
             "localhost:3500",
             "127.0.0.1:1",
             "[::1]:3500",
+            "[::1]",
+            "[0:0:0:0:0:0:0:1]:3500",
             "API.example.com:8443",
         ] {
             assert!(host_allowed(&rules(), ok), "{ok}");
@@ -69,8 +92,40 @@ mod tests {
             "api.example.com:443",
             "",
             "localhost:x",
+            "localhost:",
+            ":3500",
         ] {
             assert!(!host_allowed(&rules(), bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rejects_lenient_parses() {
+        for bad in [
+            // Garbage after a bracketed IPv6 literal.
+            "[::1]evil.example",
+            "[::1]evil.example:3500",
+            "[::1]:3500evil",
+            "[::1]:3500:1",
+            // Brackets around something that is not an IPv6 address.
+            "[localhost]",
+            "[localhost]:3500",
+            "[::1",
+            // A bare IPv6 literal is config syntax, not a Host header.
+            "::1",
+            // Ports `u16::from_str` would take.
+            "localhost:+3500",
+            "localhost:03500x",
+            "localhost:000003500",
+            "localhost:65536",
+            // Characters no host name has.
+            "local host",
+            "localhost\t:3500",
+            "user@localhost",
+            "localhost/path",
+            "localhost:3500:3500",
+        ] {
+            assert!(!host_allowed(&rules(), bad), "{bad:?}");
         }
     }
 }

@@ -1,14 +1,18 @@
-//! Security at the HTTP edge of `/mcp`: Host allow-list, exact Origin validation, bearer
-//! token, body cap, JSON syntax, caller identity. Every refusal is a JSON-RPC error body.
+//! Security at the HTTP edge: Host allow-list and exact Origin validation on every route
+//! (`/mcp`, `/health`, `/ready`, `/metrics`); bearer token, body cap and read deadline, JSON
+//! syntax and caller identity on `/mcp`. Conflicting copies of a single-valued header are
+//! refused, never resolved by picking one. Every refusal is a JSON-RPC error body.
 
+pub(crate) mod diagnose;
 mod host;
 pub(crate) mod jsonrpc;
 mod method;
 mod origin;
+pub(crate) mod parse_errors;
 
 pub(crate) use method::RpcMethod;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use axum::{
     body::{Body, Bytes},
@@ -51,6 +55,8 @@ pub struct EdgePolicy {
     /// Accepted bearer tokens and whom each stands for; none configured: an open server.
     tokens: Vec<(String, TokenRole)>,
     max_body_bytes: usize,
+    /// How long a request body may take to arrive in full.
+    body_read_timeout: Duration,
 }
 
 impl EdgePolicy {
@@ -78,6 +84,7 @@ impl EdgePolicy {
                 )
                 .collect(),
             max_body_bytes: usize::try_from(config.max_body_bytes.bytes()).unwrap_or(usize::MAX),
+            body_read_timeout: config.body_read_timeout,
         })
     }
 
@@ -114,6 +121,23 @@ fn too_large(max: usize) -> Response {
     )
 }
 
+/// A body that did not arrive in time; the connection closes, as the rest of it is unread.
+fn body_too_slow(deadline: Duration) -> Response {
+    let mut response = error_response(
+        StatusCode::REQUEST_TIMEOUT,
+        INVALID_REQUEST,
+        format!(
+            "request body did not arrive within {} s (server.body_read_timeout_secs)",
+            deadline.as_secs()
+        ),
+        Value::Null,
+    );
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 /// Compares secrets in time independent of where they differ.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -126,33 +150,88 @@ fn header_str(request: &Request, name: header::HeaderName) -> Result<Option<&str
     }
 }
 
+/// Headers that carry one value, as error messages spell them. Proxies and gateways append
+/// their own copy (a Letta server adds its `X-Agent-Id` after a configured one), so taking
+/// either copy would act for someone the other copy did not name.
+const SINGLE_VALUED: &[&str] = &[
+    "Host",
+    "Origin",
+    "Authorization",
+    "x-agent-id",
+    "Mcp-Session-Id",
+    "MCP-Protocol-Version",
+];
+
+/// The refusal for a request carrying copies of a single-valued header that differ; identical
+/// copies are one value said twice.
+fn conflicting_copies(request: &Request) -> Option<Response> {
+    SINGLE_VALUED.iter().find_map(|name| {
+        let mut copies = request.headers().get_all(*name).iter();
+        let first = copies.next()?;
+        copies.any(|other| other != first).then(|| {
+            error_response(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                format!("{name} header is sent more than once with different values"),
+                Value::Null,
+            )
+        })
+    })
+}
+
+/// The DNS-rebinding guard every route shares: no conflicting copies, an allowed Host (and
+/// URI authority, when the request carries one), and an allowed Origin when one is sent.
+/// `None` lets the request through.
+fn host_and_origin_refusal(policy: &EdgePolicy, request: &Request) -> Option<Response> {
+    if let Some(refusal) = conflicting_copies(request) {
+        return Some(refusal);
+    }
+    let Ok(header) = header_str(request, header::HOST) else {
+        return Some(forbidden("Forbidden: Host header is not valid text"));
+    };
+    let authority = request.uri().authority().map(|a| a.as_str());
+    if header.is_none() && authority.is_none() {
+        return Some(forbidden("Forbidden: Host header is missing"));
+    }
+    // An absolute-form target or HTTP/2 `:authority` names a host too; both must be allowed.
+    let allowed =
+        |host: Option<&str>| host.is_none_or(|h| host::host_allowed(&policy.allowed_hosts, h));
+    if !allowed(header) || !allowed(authority) {
+        return Some(forbidden("Forbidden: Host header is not allowed"));
+    }
+    match header_str(request, header::ORIGIN) {
+        Err(()) => Some(forbidden("Forbidden: Origin header is not valid text")),
+        Ok(Some(value))
+            if !Origin::parse(value)
+                .is_some_and(|o| policy.origins.iter().any(|r| r.matches(&o))) =>
+        {
+            Some(forbidden("Forbidden: Origin is not allowed"))
+        }
+        Ok(_) => None,
+    }
+}
+
+/// Guards `/health`, `/ready` and `/metrics` like `/mcp`'s Host and Origin checks (no token:
+/// probes stay open to local tools, but a DNS-rebinding page is refused).
+pub(crate) async fn host_guard(
+    State(policy): State<Arc<EdgePolicy>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match host_and_origin_refusal(&policy, &request) {
+        Some(refusal) => refusal,
+        None => next.run(request).await,
+    }
+}
+
 /// Checks Host, Origin, token and identity, then caps and syntax-checks the body.
 pub(crate) async fn guard(
     State(policy): State<Arc<EdgePolicy>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let host = header_str(&request, header::HOST)
-        .ok()
-        .flatten()
-        .map(str::to_owned)
-        .or_else(|| request.uri().authority().map(|a| a.to_string()));
-    match host {
-        Some(host) if host::host_allowed(&policy.allowed_hosts, &host) => {}
-        Some(_) => return forbidden("Forbidden: Host header is not allowed"),
-        None => return forbidden("Forbidden: Host header is missing"),
-    }
-
-    match header_str(&request, header::ORIGIN) {
-        Err(()) => return forbidden("Forbidden: Origin header is not valid text"),
-        Ok(Some(value)) => {
-            let ok =
-                Origin::parse(value).is_some_and(|o| policy.origins.iter().any(|r| r.matches(&o)));
-            if !ok {
-                return forbidden("Forbidden: Origin is not allowed");
-            }
-        }
-        Ok(None) => {}
+    if let Some(refusal) = host_and_origin_refusal(&policy, &request) {
+        return refusal;
     }
 
     let role = if policy.tokens.is_empty() {
@@ -221,7 +300,8 @@ pub(crate) async fn guard(
 
     let mut method = RpcMethod::for_http(request.method());
     if request.method() == Method::POST {
-        request = match checked_body(request, policy.max_body_bytes).await {
+        request = match checked_body(request, policy.max_body_bytes, policy.body_read_timeout).await
+        {
             Ok((request, rpc)) => {
                 method = rpc;
                 request
@@ -229,13 +309,40 @@ pub(crate) async fn guard(
             Err(response) => return response,
         };
     }
+    // The session gate needs to know an `initialize` without parsing the body again.
+    request.extensions_mut().insert(method);
     let mut response = next.run(request).await;
     response.extensions_mut().insert(method);
     response
 }
 
-/// Reads the body up to the cap and rejects what is not JSON, before any MCP machinery runs.
-async fn checked_body(request: Request, max: usize) -> Result<(Request, RpcMethod), Response> {
+/// What is wrong with the params of a request whose optional params rmcp drops silently when
+/// they do not fit (`tools/list {cursor: 5}` would otherwise be answered as if well-formed);
+/// the handler refuses the call with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DroppedParams(pub String);
+
+/// Methods whose optional params rmcp reads leniently.
+const LENIENT_METHODS: &[&str] = &["tools/list"];
+
+fn dropped_params(message: &Value) -> Option<DroppedParams> {
+    let method = message.get("method")?.as_str()?;
+    if !LENIENT_METHODS.contains(&method) {
+        return None;
+    }
+    match diagnose::params_check(method, message.get("params")) {
+        diagnose::ParamsCheck::Invalid(problem) => Some(DroppedParams(problem)),
+        _ => None,
+    }
+}
+
+/// Reads the body up to the cap and within the read deadline, and rejects what is not JSON,
+/// before any MCP machinery runs.
+async fn checked_body(
+    request: Request,
+    max: usize,
+    deadline: Duration,
+) -> Result<(Request, RpcMethod), Response> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -245,7 +352,11 @@ async fn checked_body(request: Request, max: usize) -> Result<(Request, RpcMetho
         return Err(too_large(max));
     }
     let (parts, body) = request.into_parts();
-    let bytes: Bytes = match Limited::new(body, max).collect().await {
+    let Ok(collected) = tokio::time::timeout(deadline, Limited::new(body, max).collect()).await
+    else {
+        return Err(body_too_slow(deadline));
+    };
+    let bytes: Bytes = match collected {
         Ok(collected) => collected.to_bytes(),
         Err(error)
             if error
@@ -263,8 +374,8 @@ async fn checked_body(request: Request, max: usize) -> Result<(Request, RpcMetho
             ));
         }
     };
-    let method = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(message) => RpcMethod::of(&message),
+    let (method, dropped) = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(message) => (RpcMethod::of(&message), dropped_params(&message)),
         Err(error) => {
             return Err(error_response(
                 StatusCode::BAD_REQUEST,
@@ -274,7 +385,11 @@ async fn checked_body(request: Request, max: usize) -> Result<(Request, RpcMetho
             ));
         }
     };
-    Ok((Request::from_parts(parts, Body::from(bytes)), method))
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    if let Some(dropped) = dropped {
+        request.extensions_mut().insert(dropped);
+    }
+    Ok((request, method))
 }
 
 /// CORS headers for the configured exact origins only; `None` when there are none.

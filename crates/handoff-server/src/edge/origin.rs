@@ -52,21 +52,27 @@ fn split(text: &str) -> Option<(String, &str)> {
     Some((scheme.to_ascii_lowercase(), authority))
 }
 
-/// Splits `host[:port]`, keeping IPv6 brackets out of the host.
+/// Splits `host[:port]`, keeping IPv6 brackets out of the host; brackets must hold an IPv6
+/// address and a name only name characters, so `[localhost]` is no loophole.
 fn host_port(authority: &str) -> Option<(String, Option<&str>)> {
     if let Some(rest) = authority.strip_prefix('[') {
         let (host, after) = rest.split_once(']')?;
+        host.parse::<std::net::Ipv6Addr>().ok()?;
         let port = match after {
             "" => None,
             p => Some(p.strip_prefix(':')?),
         };
         return Some((host.to_ascii_lowercase(), port));
     }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') => Some((host.to_ascii_lowercase(), Some(port))),
-        Some(_) => None,
-        None => Some((authority.to_ascii_lowercase(), None)),
-    }
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => (host, Some(port)),
+        Some(_) => return None,
+        None => (authority, None),
+    };
+    let name = host
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    name.then(|| (host.to_ascii_lowercase(), port))
 }
 
 /// The scheme, lower-cased host and raw port text of `scheme://host[:port]`.
@@ -179,6 +185,11 @@ mod tests {
             "http://127.0.0.1.nip.io",
             "http://localhost:3000/",
             "http://localhost:abc",
+            "http://[localhost]:3000",
+            "http://[::1]evil.example",
+            "http://[::1]:3000evil",
+            "http://local\thost:3000",
+            "http://localhost:+3000",
             "localhost",
             "null",
             "",

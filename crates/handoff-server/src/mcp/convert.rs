@@ -32,10 +32,14 @@ pub(crate) fn outcome_to_wire(
 ) -> Result<CallToolResult, McpError> {
     match outcome {
         Ok(value) => Ok(CallToolResult::structured(value)),
-        Err(ToolError::UnknownTool { name }) => Err(McpError::invalid_params(
-            format!("unknown tool: {name}"),
-            Some(json!({ "code": "UNKNOWN_TOOL", "tool": name })),
-        )),
+        Err(ToolError::UnknownTool { name }) => {
+            // The name is the caller's text: an excerpt, never a megabyte back.
+            let name = handoff_tools::excerpt::excerpt(&name);
+            Err(McpError::invalid_params(
+                format!("unknown tool: {name}"),
+                Some(json!({ "code": "UNKNOWN_TOOL", "tool": name })),
+            ))
+        }
         Err(error) => {
             let body = json!({ "error": error.body() });
             Ok(CallToolResult::error(vec![ContentBlock::text(

@@ -1,13 +1,17 @@
-//! An executor's permission or question request as an MCP elicitation form, and the client's
-//! elicitation result as the answer the engine relays — one mapping for the Tasks extension's
-//! `inputRequests` and for legacy `elicitation/create` requests.
+//! An executor's permission or question request as an MCP elicitation form — one mapping for
+//! the Tasks extension's `inputRequests` and for legacy `elicitation/create` requests; the
+//! client's result is read back against the same form by [`super::answer`].
 
-use handoff_runner::{Decision, InputAnswer, InputKind, InputRequest, Scope};
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use handoff_runner::{InputKind, InputRequest};
+use rmcp::model::ElicitRequestParams;
 use serde_json::{Value, json};
 
 /// Longest text shown in a form's message.
 const MESSAGE_CHARS: usize = 1_000;
+/// A permission form's `decision` values (the answer parser accepts exactly these).
+pub(crate) const DECISIONS: &[&str] = &["allow", "deny"];
+/// A permission form's `scope` values (the answer parser accepts exactly these).
+pub(crate) const SCOPES: &[&str] = &["once", "task", "project"];
 
 /// The form asking the task's owner about `request`.
 pub(crate) fn form(task_id: &str, request: &InputRequest) -> ElicitRequestParams {
@@ -50,14 +54,14 @@ fn permission_schema() -> Value {
                 "type": "string",
                 "title": "Decision",
                 "description": "allow lets the coding agent go ahead; deny refuses",
-                "enum": ["allow", "deny"],
+                "enum": DECISIONS,
                 "default": "allow"
             },
             "scope": {
                 "type": "string",
                 "title": "For how long",
                 "description": "task also allows exactly these commands or paths for the rest of this task, project for every task of yours in the same project (list_approvals / revoke_approval)",
-                "enum": ["once", "task", "project"],
+                "enum": SCOPES,
                 "default": "once"
             },
             "message": {
@@ -112,47 +116,6 @@ fn question_form(task_id: &str, request: &InputRequest) -> (String, Value) {
 
 fn clip(text: &str) -> String {
     handoff_runner::clip(text, MESSAGE_CHARS)
-}
-
-/// The answer a client's elicitation result gives to `kind` of request: accept → the form's
-/// values; decline or cancel → a refusal that says so.
-pub(crate) fn answer(kind: InputKind, result: &ElicitResult) -> InputAnswer {
-    let content = result.content.as_ref();
-    let text = |key: &str| {
-        content
-            .and_then(|c| c.get(key))
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
-    match result.action {
-        ElicitationAction::Accept => match kind {
-            InputKind::Permission => InputAnswer {
-                decision: match text("decision").as_deref() {
-                    Some("deny") => Decision::Deny,
-                    _ => Decision::Allow,
-                },
-                scope: match text("scope").as_deref() {
-                    Some("task" | "always") => Scope::Task,
-                    Some("project") => Scope::Project,
-                    _ => Scope::Once,
-                },
-                message: text("message"),
-                request_id: None,
-                patterns: Vec::new(),
-            },
-            InputKind::Question => InputAnswer {
-                decision: Decision::Allow,
-                scope: Scope::Once,
-                message: text("answer"),
-                request_id: None,
-                patterns: Vec::new(),
-            },
-        },
-        ElicitationAction::Decline => InputAnswer::deny("the task's owner declined"),
-        _ => InputAnswer::deny("the task's owner cancelled the request"),
-    }
 }
 
 #[cfg(test)]
@@ -214,56 +177,5 @@ mod tests {
             wire["requestedSchema"]["properties"]["answer"]["type"],
             "string"
         );
-    }
-
-    fn result(action: ElicitationAction, content: Option<Value>) -> ElicitResult {
-        let mut r = ElicitResult::new(action);
-        r.content = content;
-        r
-    }
-
-    #[test]
-    fn results_become_answers() {
-        let allow = answer(
-            InputKind::Permission,
-            &result(
-                ElicitationAction::Accept,
-                Some(json!({"decision": "allow", "scope": "always"})),
-            ),
-        );
-        assert_eq!(
-            (allow.decision, allow.scope),
-            (Decision::Allow, Scope::Task)
-        );
-        let deny = answer(
-            InputKind::Permission,
-            &result(
-                ElicitationAction::Accept,
-                Some(json!({"decision": "deny", "message": "not that file"})),
-            ),
-        );
-        assert_eq!(deny.decision, Decision::Deny);
-        assert_eq!(deny.message.as_deref(), Some("not that file"));
-        let declined = answer(
-            InputKind::Permission,
-            &result(ElicitationAction::Decline, None),
-        );
-        assert_eq!(declined.decision, Decision::Deny);
-        let cancelled = answer(
-            InputKind::Question,
-            &result(ElicitationAction::Cancel, None),
-        );
-        assert_eq!(cancelled.decision, Decision::Deny);
-        let answered = answer(
-            InputKind::Question,
-            &result(ElicitationAction::Accept, Some(json!({"answer": " Blue "}))),
-        );
-        assert_eq!(answered.decision, Decision::Allow);
-        assert_eq!(answered.message.as_deref(), Some("Blue"));
-        let default = answer(
-            InputKind::Question,
-            &result(ElicitationAction::Accept, Some(json!({"answer": ""}))),
-        );
-        assert_eq!(default.message, None);
     }
 }

@@ -8,9 +8,10 @@ use handoff_tools::{
 use rmcp::{
     ErrorData as McpError, Peer, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
-        Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-        ServerCapabilities, ServerConfig, UpdateTaskParams,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+        ErrorCode, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
+        PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+        UpdateTaskParams,
     },
     service::RequestContext,
 };
@@ -22,7 +23,10 @@ use super::{
     progress::PeerProgress,
     tasks,
 };
-use crate::edge::CallerIdentity;
+use crate::edge::{
+    CallerIdentity, DroppedParams,
+    diagnose::{self, ParamsCheck},
+};
 use handoff_task::Principal;
 
 /// The tool whose calls become protocol-level tasks for clients that declare the extension.
@@ -104,6 +108,25 @@ impl HandoffMcp {
     }
 }
 
+/// rmcp hands over as custom any request it could not read: an unknown method, or a known one
+/// whose params do not fit. The first is `-32601`; the second `-32602` naming the field.
+fn custom_request_error(method: &str, params: Option<&Value>) -> McpError {
+    match diagnose::params_check(method, params) {
+        ParamsCheck::UnknownMethod => McpError::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: `{}`", diagnose::excerpt(method)),
+            None,
+        ),
+        ParamsCheck::Invalid(problem) => {
+            McpError::invalid_params(format!("{method}: {problem}"), None)
+        }
+        ParamsCheck::Valid => McpError::invalid_params(
+            format!("{method}: params do not match the method's schema"),
+            None,
+        ),
+    }
+}
+
 fn session_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
     let parts = ctx.extensions.get::<http::request::Parts>()?;
     let value = parts.headers.get("mcp-session-id")?.to_str().ok()?;
@@ -127,6 +150,16 @@ impl ServerHandler for HandoffMcp {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        if let Some(DroppedParams(problem)) = ctx
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<DroppedParams>())
+        {
+            return Err(McpError::invalid_params(
+                format!("tools/list: {problem}"),
+                None,
+            ));
+        }
         let agent = self.identity(&ctx).agent;
         let tools = self
             .pipeline
@@ -212,6 +245,17 @@ impl ServerHandler for HandoffMcp {
             result.meta = Some(rmcp::model::MetaObject(meta));
         }
         Ok(CallToolResponse::from(result))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(custom_request_error(
+            &request.method,
+            request.params.as_ref(),
+        ))
     }
 
     async fn get_task(

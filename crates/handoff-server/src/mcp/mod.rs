@@ -1,11 +1,16 @@
 //! MCP protocol wiring: rmcp's handler trait on top of Handoff's tool pipeline.
 
+mod answer;
 mod convert;
 mod elicit;
 mod handler;
 mod progress;
 mod relay;
+mod session_gate;
+mod sessions;
 mod tasks;
 
 pub use handler::HandoffMcp;
 pub(crate) use relay::ElicitationRelay;
+pub(crate) use session_gate::session_gate;
+pub(crate) use sessions::{CappedSessions, SessionLimits};

@@ -1,8 +1,9 @@
 //! Legacy-era elicitation: when a task created by a session client that declared the
 //! elicitation capability waits for an answer, the question goes to that client as an
 //! `elicitation/create` request and its answer goes to the executor. If the client cannot be
-//! asked (it left, refused, timed out), the request stays pending for `send_task_message`, so
-//! nothing is lost.
+//! asked (it left, refused, timed out) or answers with something the form does not allow, the
+//! request stays pending for `send_task_message` (or the ask timeout's deny), so nothing is
+//! lost and nothing malformed is ever read as an allow.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -17,7 +18,7 @@ use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use super::elicit;
+use super::{answer, elicit};
 
 /// A task whose owner's client is asked directly.
 struct Followed {
@@ -138,16 +139,25 @@ impl ElicitationRelay {
                 .create_elicitation_with_timeout(form, Some(self.timeout))
                 .await
             {
-                Ok(result) => {
-                    let answer = elicit::answer(request.kind, &result);
-                    if let Err(error) = self
-                        .handles
-                        .answer(&owner, id.as_str(), &request.id, answer)
-                        .await
-                    {
-                        tracing::warn!(task = %id, %error, "elicited answer not delivered");
+                Ok(result) => match answer::parse(request.kind, &result) {
+                    Ok(answer) => {
+                        if let Err(error) = self
+                            .handles
+                            .answer(&owner, id.as_str(), &request.id, answer)
+                            .await
+                        {
+                            tracing::warn!(task = %id, %error, "elicited answer not delivered");
+                        }
                     }
-                }
+                    // Never guess at what a malformed answer meant: it answers nothing, and
+                    // the request waits for send_task_message or the ask timeout's deny.
+                    Err(error) => tracing::warn!(
+                        task = %id,
+                        request = %request.id,
+                        %error,
+                        "the client's elicitation result does not fit the form; the request stays pending"
+                    ),
+                },
                 Err(error) => {
                     // The request stays pending: send_task_message (or the ask timeout) ends it.
                     tracing::info!(task = %id, %error, "client could not be asked; the request waits for send_task_message");

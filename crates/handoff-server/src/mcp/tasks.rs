@@ -14,7 +14,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use super::elicit;
+use super::{answer, elicit};
 
 /// A handle's seed state, as `tools/call` returns it to a client that declared the extension.
 pub(crate) fn created(handle: &Handle) -> CreateTaskResult {
@@ -108,7 +108,8 @@ fn iso(ms: i64) -> String {
 }
 
 /// `tasks/update`: each response answers the pending request with the same key; keys that
-/// name no pending request are ignored, as the extension says.
+/// name no pending request are ignored, as the extension says. A response that does not fit
+/// its form is `-32602` naming the field, and then no response is applied.
 pub(crate) async fn update(
     handles: &TaskHandles,
     agent: &Principal,
@@ -124,13 +125,22 @@ pub(crate) async fn update(
         let Some(request) = requests.iter().find(|r| r.id == key) else {
             continue;
         };
-        let result: ElicitResult = serde_json::from_value(value).map_err(|e| {
+        // serde's message would quote the bad value back: say what is expected instead.
+        let result: ElicitResult = serde_json::from_value(value).map_err(|_| {
             McpError::invalid_params(
-                format!("inputResponses.{key} is not an elicitation result: {e}"),
+                format!(
+                    "inputResponses.{key}: not an elicitation result ({{\"action\": \"accept\"|\"decline\"|\"cancel\", \"content\"?: the form's values}})"
+                ),
                 None,
             )
         })?;
-        parsed.insert(key, elicit::answer(request.kind, &result));
+        let answer = answer::parse(request.kind, &result).map_err(|bad| {
+            McpError::invalid_params(
+                format!("inputResponses.{key}.{}: {}", bad.field, bad.problem),
+                None,
+            )
+        })?;
+        parsed.insert(key, answer);
     }
     // Every response is checked before any is applied, so a bad one changes nothing.
     for (key, answer) in parsed {

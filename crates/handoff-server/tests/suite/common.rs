@@ -104,15 +104,7 @@ impl TestServer {
 
     /// Opens a legacy session declaring `capabilities`; returns its id.
     pub async fn initialize_with(&self, extra: &[(&str, &str)], capabilities: Value) -> String {
-        let init = json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": capabilities,
-                "clientInfo": {"name": "handoff-tests", "version": "1"}
-            }
-        });
-        let reply = self.post(extra, &init).await;
+        let reply = self.post(extra, &initialize_body(capabilities)).await;
         assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
         assert_eq!(reply.body["result"]["serverInfo"]["name"], "handoff");
         let session = reply.headers["mcp-session-id"].to_str().unwrap().to_owned();
@@ -129,6 +121,19 @@ impl TestServer {
             .await;
         assert_eq!(done.status, StatusCode::ACCEPTED);
         session
+    }
+
+    /// DELETEs a legacy session.
+    pub async fn delete_session(&self, session: &str) -> Reply {
+        let response = self
+            .client
+            .delete(&self.url)
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .send()
+            .await
+            .unwrap();
+        read(response).await
     }
 
     /// Sends a request inside a legacy session.
@@ -182,6 +187,18 @@ impl TestServer {
         )
         .await
     }
+}
+
+/// A 2025-06-18 `initialize` body declaring `capabilities`.
+pub fn initialize_body(capabilities: Value) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "handoff-tests", "version": "1"}
+        }
+    })
 }
 
 /// A `tools/call` body.

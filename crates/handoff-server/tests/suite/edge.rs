@@ -3,7 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::json;
 
-use super::common::{call, error_code, error_message, read, start};
+use super::common::{call, error_code, error_message, read, start, start_with_data};
 
 #[tokio::test]
 async fn bad_origins_are_forbidden_including_prefix_tricks() {
@@ -184,4 +184,163 @@ async fn cors_headers_only_for_configured_origins() {
     );
     let other = preflight("https://other.example.com").await.unwrap();
     assert!(other.headers().get("access-control-allow-origin").is_none());
+}
+
+#[tokio::test]
+async fn probes_refuse_foreign_hosts_and_origins() {
+    let server = start(&[]).await;
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    for path in ["/health", "/ready", "/metrics"] {
+        let get = |headers: &[(&'static str, &'static str)]| {
+            let mut request = server.client.get(format!("{base}{path}"));
+            for (k, v) in headers {
+                request = request.header(*k, *v);
+            }
+            request.send()
+        };
+        for bad in [
+            [("host", "evil.example")],
+            [("host", "[::1]evil.example")],
+            [("origin", "https://evil.example")],
+            [("origin", "http://localhost.evil.example:3500")],
+        ] {
+            let reply = read(get(&bad).await.unwrap()).await;
+            assert_eq!(reply.status, StatusCode::FORBIDDEN, "{path} {bad:?}");
+            assert_eq!(error_code(&reply), -32000, "{path} {bad:?}");
+        }
+        let ok = get(&[("origin", "http://localhost:6274")]).await.unwrap();
+        assert!(
+            ok.status() == StatusCode::OK || ok.status() == StatusCode::SERVICE_UNAVAILABLE,
+            "{path}: {}",
+            ok.status()
+        );
+    }
+}
+
+#[tokio::test]
+async fn health_reveals_no_paths_addresses_or_executors() {
+    let data = tempfile::tempdir().unwrap().keep();
+    let server = start_with_data(
+        &[("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#)],
+        data.clone(),
+    )
+    .await;
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    for path in ["/health", "/ready"] {
+        let response = server
+            .client
+            .get(format!("{base}{path}"))
+            .send()
+            .await
+            .unwrap();
+        let text = response.text().await.unwrap();
+        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(report["status"].is_string(), "{text}");
+        assert!(
+            report["components"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["name"] == "store")
+        );
+        for secret in [
+            data.display().to_string(),
+            "SQLite".to_owned(),
+            super::raw::addr(&server.url),
+            "available:".to_owned(),
+            "command".to_owned(),
+            "detail".to_owned(),
+        ] {
+            assert!(!text.contains(&secret), "{path} reveals {secret:?}: {text}");
+        }
+    }
+    // The full report stays with the `health` tool behind /mcp's checks.
+    let session = server.initialize(&[]).await;
+    let full = server
+        .session_call(&session, &[], &call(2, "health", json!({})))
+        .await;
+    assert!(
+        full.body["result"]["structuredContent"]
+            .to_string()
+            .contains("available:")
+    );
+}
+
+/// Raw requests: an HTTP library merges or refuses duplicate `Host` headers.
+mod duplicates {
+    use super::super::{
+        common::start,
+        raw::{addr, exchange, post},
+    };
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+    async fn refused_naming(url: &str, headers: &[&str], name: &str) {
+        let (status, body) = exchange(url, &post(url, headers, INITIALIZE)).await;
+        assert_eq!(status, 400, "{headers:?}: {body}");
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["error"]["code"], -32600, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(name), "{message}");
+    }
+
+    #[tokio::test]
+    async fn conflicting_identity_headers_are_refused_naming_the_header() {
+        let server = start(&[]).await;
+        let url = &server.url;
+        // A gateway appends its own X-Agent-Id after the configured one.
+        refused_naming(
+            url,
+            &["x-agent-id: agent-a", "X-Agent-Id: agent-b"],
+            "x-agent-id",
+        )
+        .await;
+        refused_naming(
+            url,
+            &["origin: http://localhost:1", "origin: http://localhost:2"],
+            "Origin",
+        )
+        .await;
+        let other_host = format!("host: localhost:{}", addr(url).rsplit(':').next().unwrap());
+        refused_naming(url, &[&other_host], "Host").await;
+        // Identical copies are one value said twice.
+        let (status, body) = exchange(
+            url,
+            &post(
+                url,
+                &["x-agent-id: agent-a", "x-agent-id: agent-a"],
+                INITIALIZE,
+            ),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let same_host = format!("host: {}", addr(url));
+        let (status, body) = exchange(url, &post(url, &[&same_host], INITIALIZE)).await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    #[tokio::test]
+    async fn conflicting_authorization_headers_are_refused() {
+        let server = start(&[("HANDOFF_AUTH_TOKEN", "s3cret-token")]).await;
+        refused_naming(
+            &server.url,
+            &[
+                "authorization: Bearer s3cret-token",
+                "authorization: Bearer other",
+            ],
+            "Authorization",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn garbage_after_a_bracketed_ipv6_host_is_refused() {
+        let server = start(&[]).await;
+        let request =
+            "GET /health HTTP/1.1\r\nhost: [::1]evil.example\r\nconnection: close\r\n\r\n";
+        let (status, body) = exchange(&server.url, request).await;
+        assert_eq!(status, 403, "{body}");
+        let request = "GET /health HTTP/1.1\r\nhost: [::1]\r\nconnection: close\r\n\r\n";
+        assert_eq!(exchange(&server.url, request).await.0, 200);
+    }
 }

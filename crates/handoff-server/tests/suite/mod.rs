@@ -1,8 +1,14 @@
+mod bad_input;
+mod bounded;
 mod common;
+mod connections;
 mod edge;
+mod fuzz;
 mod isolation;
 mod metrics;
+mod raw;
 mod repeats;
+mod rpc_errors;
 mod sessions;
 mod stateless;
 mod tasks_ext;

@@ -1,10 +1,16 @@
-//! Legacy sessions: isolation between clients, DELETE.
+//! Legacy sessions: isolation between clients, DELETE, limits per caller and in total, the
+//! early end of unused sessions, and the list methods of capabilities Handoff does not declare.
+
+use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use super::common::{call, error_code, start};
+use super::{
+    common::{Reply, TestServer, call, error_code, error_message, initialize_body, start},
+    raw::PATIENCE,
+};
 
 #[tokio::test]
 async fn interleaved_clients_with_the_same_ids_get_their_own_answers() {
@@ -84,5 +90,141 @@ async fn get_stream_opens_for_a_session() {
             .to_str()
             .unwrap()
             .starts_with("text/event-stream")
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_session_answers_200_then_404_and_an_unknown_one_404() {
+    let server = start(&[]).await;
+    let session = server.initialize(&[]).await;
+    let deleted = server.delete_session(&session).await;
+    // The Python SDK (and so Letta) takes 200 or 204 as success; rmcp's 202 made it warn.
+    assert_eq!(deleted.status, StatusCode::OK, "{:?}", deleted.body);
+    for id in [session.as_str(), "no-such-session"] {
+        let again = server.delete_session(id).await;
+        assert_eq!(
+            again.status,
+            StatusCode::NOT_FOUND,
+            "{id}: {:?}",
+            again.body
+        );
+        assert_eq!(error_code(&again), -32001, "{id}");
+        assert!(error_message(&again).contains("Session not found"), "{id}");
+    }
+}
+
+#[tokio::test]
+async fn list_methods_of_undeclared_capabilities_are_method_not_found() {
+    let server = start(&[]).await;
+    let session = server.initialize(&[]).await;
+    for (id, method) in [
+        (1, "prompts/list"),
+        (2, "resources/list"),
+        (3, "resources/templates/list"),
+    ] {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}});
+        let legacy = server.session_call(&session, &[], &body).await;
+        assert_eq!(error_code(&legacy), -32601, "{method}: {:?}", legacy.body);
+        let modern = server.stateless(id, method, None, json!({})).await;
+        assert_eq!(error_code(&modern), -32601, "{method}: {:?}", modern.body);
+    }
+}
+
+async fn refused_initialize(server: &TestServer, who: &[(&str, &str)]) -> Reply {
+    let reply = server.post(who, &initialize_body(json!({}))).await;
+    assert!(
+        reply.headers.get("mcp-session-id").is_none(),
+        "a refused initialize opened a session"
+    );
+    error_code(&reply);
+    reply
+}
+
+#[tokio::test]
+async fn the_per_client_limit_refuses_with_429_and_serves_again_after_a_delete() {
+    let server = start(&[("HANDOFF_MAX_SESSIONS_PER_CLIENT", "2")]).await;
+    let alice = [("x-agent-id", "alice")];
+    let first = server.initialize(&alice).await;
+    server.initialize(&alice).await;
+    let refused = refused_initialize(&server, &alice).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(error_code(&refused), -32000);
+    let message = error_message(&refused);
+    assert!(
+        message.contains("server.max_sessions_per_client"),
+        "{message}"
+    );
+    assert!(refused.headers.contains_key("retry-after"));
+    // Another caller has a share of its own.
+    server.initialize(&[("x-agent-id", "bob")]).await;
+    assert_eq!(server.delete_session(&first).await.status, StatusCode::OK);
+    server.initialize(&alice).await;
+}
+
+#[tokio::test]
+async fn the_total_limit_refuses_with_503_and_serves_again_after_a_delete() {
+    let server = start(&[("HANDOFF_MAX_SESSIONS", "2")]).await;
+    server.initialize(&[("x-agent-id", "alice")]).await;
+    let bob = server.initialize(&[("x-agent-id", "bob")]).await;
+    let carol = [("x-agent-id", "carol")];
+    let refused = refused_initialize(&server, &carol).await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(error_message(&refused).contains("server.max_sessions"));
+    assert_eq!(server.delete_session(&bob).await.status, StatusCode::OK);
+    server.initialize(&carol).await;
+}
+
+#[tokio::test]
+async fn an_unused_session_ends_after_the_short_timeout_and_a_used_one_stays() {
+    let server = start(&[
+        ("HANDOFF_UNUSED_SESSION_TIMEOUT_SECS", "1"),
+        ("HANDOFF_MAX_SESSIONS_PER_CLIENT", "2"),
+    ])
+    .await;
+    let unused = server.initialize(&[]).await;
+    let used = server.initialize(&[]).await;
+    let listed = server
+        .session_call(
+            &used,
+            &[],
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    assert!(
+        listed.body["result"]["tools"].is_array(),
+        "{:?}",
+        listed.body
+    );
+    assert_eq!(
+        refused_initialize(&server, &[]).await.status,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // The unused session's place frees itself; polling with `initialize` touches neither.
+    let until = Instant::now() + PATIENCE;
+    loop {
+        let reply = server.post(&[], &initialize_body(json!({}))).await;
+        if reply.status == StatusCode::OK {
+            break;
+        }
+        assert_eq!(
+            reply.status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "{:?}",
+            reply.body
+        );
+        assert!(Instant::now() < until, "the unused session never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gone = server
+        .session_call(&unused, &[], &call(2, "ping", json!({})))
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND, "{:?}", gone.body);
+    let alive = server
+        .session_call(&used, &[], &call(3, "ping", json!({})))
+        .await;
+    assert_eq!(
+        alive.body["result"]["structuredContent"]["ok"], true,
+        "{:?}",
+        alive.body
     );
 }

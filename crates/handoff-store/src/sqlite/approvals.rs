@@ -136,6 +136,39 @@ pub(super) async fn purge_task(
     Ok(())
 }
 
+/// Longest short field of an audit row (source, subject, outcome, stage), in bytes.
+const AUDIT_NAME_BYTES: usize = 256;
+/// Longest reason of an audit row, in bytes.
+const AUDIT_REASON_BYTES: usize = 2048;
+/// Longest detail of an audit row (its JSON text), in bytes.
+const AUDIT_DETAIL_BYTES: usize = 4096;
+
+/// `text` cut to at most `max` bytes on a character boundary, marked with its full size.
+fn bounded(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max.saturating_sub(32);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… ({} bytes)", &text[..end], text.len()))
+}
+
+/// The detail as stored: whole when small, else a note of its size (clipped JSON would not
+/// parse back).
+fn bounded_detail(detail: &serde_json::Value) -> String {
+    let text = detail.to_string();
+    if text.len() <= AUDIT_DETAIL_BYTES {
+        text
+    } else {
+        serde_json::json!({ "truncated": true, "bytes": text.len() }).to_string()
+    }
+}
+
+/// Appends one audit row. Every field is bounded here, where the row is built: whatever a
+/// caller or an executor put into a record (a huge argument quoted in a reason, say), one row
+/// stays a few KiB.
 pub(super) async fn append_audit(
     conn: &mut SqliteConnection,
     r: &AuditRecord,
@@ -147,12 +180,12 @@ pub(super) async fn append_audit(
     .bind(r.at)
     .bind(r.agent_id.as_ref().map(AgentId::as_str))
     .bind(r.task_id.as_ref().map(TaskId::as_str))
-    .bind(&r.source)
-    .bind(&r.subject)
-    .bind(&r.outcome)
-    .bind(&r.stage)
-    .bind(&r.reason)
-    .bind(r.detail.to_string())
+    .bind(bounded(&r.source, AUDIT_NAME_BYTES))
+    .bind(bounded(&r.subject, AUDIT_NAME_BYTES))
+    .bind(bounded(&r.outcome, AUDIT_NAME_BYTES))
+    .bind(bounded(&r.stage, AUDIT_NAME_BYTES))
+    .bind(bounded(&r.reason, AUDIT_REASON_BYTES))
+    .bind(bounded_detail(&r.detail))
     .execute(conn)
     .await?
     .last_insert_rowid();
@@ -208,4 +241,44 @@ pub(super) async fn purge_audit(
         .execute(conn)
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use tempfile::TempDir;
+
+    use super::*;
+    use crate::{ApprovalStore, conformance::support::audit_record, sqlite::SqliteStore};
+
+    #[tokio::test]
+    async fn a_huge_record_is_stored_as_a_bounded_row() {
+        let dir = TempDir::new().unwrap();
+        let store = SqliteStore::open(&dir.path().join("handoff.db"))
+            .await
+            .unwrap();
+        let huge = "x".repeat(1 << 20);
+        let mut record = audit_record(1, "agent-a", None);
+        record.subject = huge.clone();
+        record.reason = format!("invalid arguments: {huge}");
+        record.detail = serde_json::json!({ "arguments": huge });
+        store.append_audit(&record).await.unwrap();
+        let rows = store
+            .audit(&AuditFilter {
+                agent: AgentId::parse("agent-a").unwrap(),
+                task: None,
+                before_seq: None,
+                limit: 10,
+            })
+            .await
+            .unwrap();
+        let row = serde_json::to_string(&rows[0]).unwrap();
+        assert!(row.len() < 8 * 1024, "a row of {} bytes", row.len());
+        assert!(rows[0].reason.starts_with("invalid arguments: xxx"));
+        assert!(
+            rows[0].reason.ends_with("(1048595 bytes)"),
+            "{}",
+            &rows[0].reason[2000..]
+        );
+        assert_eq!(rows[0].detail["truncated"], true);
+    }
 }

@@ -9,15 +9,23 @@
 //! would let two transactions read the same state and fail (or worse, succeed) at upgrade time.
 //! Plain reads use a separate pool whose connections are `query_only`; WAL lets them run
 //! alongside the writer and each sees only committed data.
+//!
+//! A failed write leaves the store usable: when SQLite ends a transaction on its own (a
+//! COMMIT that fails with a full disk or an I/O error is rolled back by SQLite), sqlx still
+//! counts it as open and would refuse every later `BEGIN` on that connection, so a connection
+//! returned to its pool still inside a transaction is closed and the pool opens a fresh one.
+//! Whether writes currently fail is kept in memory ([`SqliteStore::write_fault`]) for
+//! readiness checks.
 
 mod approvals;
 mod events;
+mod health;
 mod inputs;
 mod rows;
 mod tasks;
 mod workspaces;
 
-use std::{path::Path, time::Duration};
+use std::{future::Future, path::Path, time::Duration};
 
 use async_trait::async_trait;
 use handoff_task::{
@@ -26,10 +34,13 @@ use handoff_task::{
 };
 use serde_json::Value;
 use sqlx::{
-    Sqlite, SqlitePool, Transaction,
+    Connection, Sqlite, SqlitePool, Transaction,
     migrate::Migrator,
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
+use tokio::sync::watch;
+
+use self::health::WriteHealth;
 
 use crate::{
     ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact,
@@ -51,6 +62,22 @@ pub struct SqliteStore {
     write: SqlitePool,
     /// Read-only connections for plain queries.
     read: SqlitePool,
+    /// Whether writes currently fail.
+    health: WriteHealth,
+}
+
+/// Pool settings shared by both pools: a connection that comes back still inside a
+/// transaction is closed rather than reused (see the module docs).
+fn pool_options(max_connections: u32) -> SqlitePoolOptions {
+    SqlitePoolOptions::new()
+        .max_connections(max_connections)
+        .after_release(|conn, _| {
+            Box::pin(async move {
+                // A dropped transaction queues its ROLLBACK; the ping answers after it ran.
+                conn.ping().await?;
+                Ok(!conn.is_in_transaction())
+            })
+        })
 }
 
 impl SqliteStore {
@@ -72,8 +99,7 @@ impl SqliteStore {
 
         // WAL is a property of the file, so only the first (writer) connection needs to set it;
         // switching modes needs an exclusive lock that readers would otherwise contend for.
-        let write = SqlitePoolOptions::new()
-            .max_connections(1)
+        let write = pool_options(1)
             .connect_with(
                 base.clone()
                     .create_if_missing(true)
@@ -84,11 +110,50 @@ impl SqliteStore {
 
         // query_only makes an accidental write through the read pool fail instead of racing
         // the writer's checks.
-        let read = SqlitePoolOptions::new()
-            .max_connections(READERS)
+        let read = pool_options(READERS)
             .connect_with(base.pragma("query_only", "ON"))
             .await?;
-        Ok(Self { write, read })
+        Ok(Self {
+            write,
+            read,
+            health: WriteHealth::new(),
+        })
+    }
+
+    /// Why writes fail, while they do: the latest failed write's storage error (disk full, I/O
+    /// error, database locked by another process), until a write succeeds again.
+    pub fn write_fault(&self) -> Option<String> {
+        self.health.fault()
+    }
+
+    /// Follows [`Self::write_fault`].
+    pub fn write_faults(&self) -> watch::Receiver<Option<String>> {
+        self.health.subscribe()
+    }
+
+    /// Makes one small real write, so [`Self::write_fault`] clears once the storage works
+    /// again even when nothing else writes.
+    pub async fn probe_writes(&self) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            sqlx::query("INSERT OR REPLACE INTO store_probe (id, at) VALUES (1, ?)")
+                .bind(handoff_task::unix_millis_now())
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Runs one write, recording whether the storage took it.
+    async fn writing<T>(
+        &self,
+        write: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let result = write.await;
+        self.health.note(&result);
+        result
     }
 
     /// Closes both pools, waiting for in-flight statements (a clean shutdown checkpoints WAL).
@@ -111,10 +176,13 @@ impl TaskStore for SqliteStore {
         idempotency: Option<&IdempotencyClaim>,
         max_queued: u32,
     ) -> Result<InsertOutcome, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let outcome = tasks::insert(&mut tx, task, idempotency, max_queued).await?;
-        tx.commit().await?;
-        Ok(outcome)
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let outcome = tasks::insert(&mut tx, task, idempotency, max_queued).await?;
+            tx.commit().await?;
+            Ok(outcome)
+        })
+        .await
     }
 
     async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
@@ -126,10 +194,13 @@ impl TaskStore for SqliteStore {
     }
 
     async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let claimed = tasks::claim(&mut tx, limits, at).await?;
-        tx.commit().await?;
-        Ok(claimed)
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let claimed = tasks::claim(&mut tx, limits, at).await?;
+            tx.commit().await?;
+            Ok(claimed)
+        })
+        .await
     }
 
     async fn set_status(
@@ -137,10 +208,13 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         change: &StatusChange,
     ) -> Result<Option<Task>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let updated = tasks::set_status(&mut tx, id, change).await?;
-        tx.commit().await?;
-        Ok(updated)
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let updated = tasks::set_status(&mut tx, id, change).await?;
+            tx.commit().await?;
+            Ok(updated)
+        })
+        .await
     }
 
     async fn find_idempotent(
@@ -159,19 +233,25 @@ impl TaskStore for SqliteStore {
         at: i64,
         reason: &str,
     ) -> Result<Option<Task>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let updated = tasks::requeue(&mut tx, id, from, at, reason).await?;
-        tx.commit().await?;
-        Ok(updated)
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let updated = tasks::requeue(&mut tx, id, from, at, reason).await?;
+            tx.commit().await?;
+            Ok(updated)
+        })
+        .await
     }
 
     async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError> {
-        sqlx::query("UPDATE tasks SET runner_state = ? WHERE id = ?")
-            .bind(state.map(Value::to_string))
-            .bind(id.as_str())
-            .execute(&self.write)
-            .await?;
-        Ok(())
+        self.writing(async {
+            sqlx::query("UPDATE tasks SET runner_state = ? WHERE id = ?")
+                .bind(state.map(Value::to_string))
+                .bind(id.as_str())
+                .execute(&self.write)
+                .await?;
+            Ok(())
+        })
+        .await
     }
 
     async fn append_events(
@@ -180,10 +260,13 @@ impl TaskStore for SqliteStore {
         at: i64,
         events: &[NewEvent],
     ) -> Result<Vec<i64>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let seqs = events::append(&mut tx, id, at, events).await?;
-        tx.commit().await?;
-        Ok(seqs)
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let seqs = events::append(&mut tx, id, at, events).await?;
+            tx.commit().await?;
+            Ok(seqs)
+        })
+        .await
     }
 
     async fn events(
@@ -205,8 +288,11 @@ impl TaskStore for SqliteStore {
         at: i64,
         artifact: &NewArtifact,
     ) -> Result<(), StoreError> {
-        let mut conn = self.write.acquire().await?;
-        events::put_artifact(&mut conn, id, at, artifact).await
+        self.writing(async {
+            let mut conn = self.write.acquire().await?;
+            events::put_artifact(&mut conn, id, at, artifact).await
+        })
+        .await
     }
 
     async fn artifacts(&self, id: &TaskId) -> Result<Vec<Artifact>, StoreError> {
@@ -226,20 +312,26 @@ impl TaskStore for SqliteStore {
     }
 
     async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let purged = tasks::purge(&mut tx, before, limit).await?;
-        for task in &purged {
-            approvals::purge_task(&mut tx, &task.id).await?;
-        }
-        approvals::purge_audit(&mut tx, before).await?;
-        workspaces::purge(&mut tx, before).await?;
-        tx.commit().await?;
-        Ok(purged)
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let purged = tasks::purge(&mut tx, before, limit).await?;
+            for task in &purged {
+                approvals::purge_task(&mut tx, &task.id).await?;
+            }
+            approvals::purge_audit(&mut tx, before).await?;
+            workspaces::purge(&mut tx, before).await?;
+            tx.commit().await?;
+            Ok(purged)
+        })
+        .await
     }
 
     async fn put_input_request(&self, input: &PendingInput) -> Result<(), StoreError> {
-        let mut conn = self.write.acquire().await?;
-        inputs::put(&mut conn, input).await
+        self.writing(async {
+            let mut conn = self.write.acquire().await?;
+            inputs::put(&mut conn, input).await
+        })
+        .await
     }
 
     async fn delete_input_request(
@@ -247,8 +339,11 @@ impl TaskStore for SqliteStore {
         task: &TaskId,
         request_id: &str,
     ) -> Result<bool, StoreError> {
-        let mut conn = self.write.acquire().await?;
-        inputs::delete(&mut conn, task, request_id).await
+        self.writing(async {
+            let mut conn = self.write.acquire().await?;
+            inputs::delete(&mut conn, task, request_id).await
+        })
+        .await
     }
 
     async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
@@ -256,18 +351,24 @@ impl TaskStore for SqliteStore {
     }
 
     async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
-        let mut conn = self.write.acquire().await?;
-        inputs::clear(&mut conn, task).await
+        self.writing(async {
+            let mut conn = self.write.acquire().await?;
+            inputs::clear(&mut conn, task).await
+        })
+        .await
     }
 }
 
 #[async_trait]
 impl ApprovalStore for SqliteStore {
     async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
-        approvals::insert(&mut tx, approval).await?;
-        tx.commit().await?;
-        Ok(())
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            approvals::insert(&mut tx, approval).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
     }
 
     async fn approvals_for_task(
@@ -292,17 +393,23 @@ impl ApprovalStore for SqliteStore {
         agent: &AgentId,
         id: &str,
     ) -> Result<Option<Approval>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let revoked = approvals::revoke(&mut tx, agent, id).await?;
-        tx.commit().await?;
-        Ok(revoked)
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let revoked = approvals::revoke(&mut tx, agent, id).await?;
+            tx.commit().await?;
+            Ok(revoked)
+        })
+        .await
     }
 
     async fn append_audit(&self, record: &AuditRecord) -> Result<i64, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let seq = approvals::append_audit(&mut tx, record).await?;
-        tx.commit().await?;
-        Ok(seq)
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let seq = approvals::append_audit(&mut tx, record).await?;
+            tx.commit().await?;
+            Ok(seq)
+        })
+        .await
     }
 
     async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
@@ -316,15 +423,21 @@ impl WorkspaceStore for SqliteStore {
         &self,
         record: &WorkspaceRecord,
     ) -> Result<WorkspaceRecord, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let stored = workspaces::insert_new(&mut tx, record).await?;
-        tx.commit().await?;
-        Ok(stored)
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let stored = workspaces::insert_new(&mut tx, record).await?;
+            tx.commit().await?;
+            Ok(stored)
+        })
+        .await
     }
 
     async fn put_workspace(&self, record: &WorkspaceRecord) -> Result<(), StoreError> {
-        let mut conn = self.write.acquire().await?;
-        workspaces::put(&mut conn, record).await
+        self.writing(async {
+            let mut conn = self.write.acquire().await?;
+            workspaces::put(&mut conn, record).await
+        })
+        .await
     }
 
     async fn workspace(&self, task: &TaskId) -> Result<Option<WorkspaceRecord>, StoreError> {

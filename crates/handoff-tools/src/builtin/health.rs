@@ -38,10 +38,12 @@ impl ServiceStatus {
         Arc::new(Self::default())
     }
 
-    /// Records a subsystem's readiness.
+    /// Records a subsystem's readiness; credentials in the detail (a configured URL's
+    /// password) are masked, since health is shown to every caller.
     pub fn set_component(&self, name: impl Into<String>, ready: bool, detail: impl Into<String>) {
+        let detail = handoff_config::mask_setting_text(&detail.into());
         let mut map = self.components.write().unwrap_or_else(|p| p.into_inner());
-        map.insert(name.into(), (ready, detail.into()));
+        map.insert(name.into(), (ready, detail));
     }
 
     /// Records task counts.
@@ -123,6 +125,19 @@ impl Tool for HealthTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_credentials_in_details_are_masked() {
+        let status = ServiceStatus::new();
+        status.set_component(
+            "letta",
+            true,
+            "Letta at http://u:letta-pw@127.0.0.1:8283 answers",
+        );
+        let report = serde_json::to_string(&status.report()).unwrap();
+        assert!(!report.contains("letta-pw"), "{report}");
+        assert!(report.contains("127.0.0.1:8283"), "{report}");
+    }
 
     #[test]
     fn degraded_when_a_component_is_not_ready() {

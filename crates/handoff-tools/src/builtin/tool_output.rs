@@ -31,7 +31,8 @@ impl Tool for ReadToolOutputTool {
     fn description(&self) -> &'static str {
         "Read the full text of a tool result that was truncated: the notice in the result names \
          its output id. Page through it with offset (bytes) and limit (bytes) / lines; next_offset \
-         says where the next page starts. Outputs are kept 7 days."
+         says where the next page starts. Outputs are kept 7 days, readable only by the agent \
+         whose call produced them."
     }
 
     fn annotations(&self) -> ToolAnnotations {
@@ -44,32 +45,42 @@ impl Tool for ReadToolOutputTool {
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        ctx: ToolContext,
         args: ReadToolOutputArgs,
     ) -> Result<ReadToolOutputOutput, ToolError> {
         let limit = args.limit.unwrap_or(PAGE).min(PAGE) as usize;
-        let spill = self.spill.clone();
+        let reader = ctx.principal();
+        let spill = self.spill.owned_by(reader.as_ref());
         let id = args.output_id.clone();
         let offset = args.offset.unwrap_or(0);
         let lines = args.lines.unwrap_or(1000) as usize;
-        let page = tokio::task::spawn_blocking(move || spill.read(&id, offset, limit, lines))
-            .await
-            .map_err(|e| ToolError::Internal {
+        // An operator reads every caller's outputs, as it reads every task; anyone else only
+        // its own, and another's id is "not found" exactly as an unknown one.
+        let any = reader.as_ref().is_some_and(|r| r.is_operator());
+        let page = tokio::task::spawn_blocking(move || {
+            if any {
+                spill.read_any(&id, offset, limit, lines)
+            } else {
+                spill.read(&id, offset, limit, lines)
+            }
+        })
+        .await
+        .map_err(|e| ToolError::Internal {
+            message: e.to_string(),
+        })?
+        .map_err(|e| match e {
+            SpillError::BadId(_) => ToolError::InvalidArguments {
+                tool: self.name().to_owned(),
+                pointer: "/output_id".to_owned(),
                 message: e.to_string(),
-            })?
-            .map_err(|e| match e {
-                SpillError::BadId(_) => ToolError::InvalidArguments {
-                    tool: self.name().to_owned(),
-                    pointer: "/output_id".to_owned(),
-                    message: e.to_string(),
-                },
-                SpillError::Missing(_) => ToolError::NotFound {
-                    what: format!("tool output {}", args.output_id),
-                },
-                SpillError::Io { .. } => ToolError::Internal {
-                    message: e.to_string(),
-                },
-            })?;
+            },
+            SpillError::Missing(_) => ToolError::NotFound {
+                what: format!("tool output {}", args.output_id),
+            },
+            SpillError::Io { .. } => ToolError::Internal {
+                message: e.to_string(),
+            },
+        })?;
         Ok(ReadToolOutputOutput {
             output_id: args.output_id,
             text: page.text,

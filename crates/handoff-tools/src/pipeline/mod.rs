@@ -5,6 +5,7 @@ mod seams;
 
 pub use run::{CallOutcome, CallRequest, Pipeline, PipelineBuilder};
 pub use seams::{
-    AllowAll, AuditEntry, AuditSink, BeforeHook, Decision, GuardVerdict, Hooks, LoopGuard, NoHooks,
-    NoLoopGuard, OutputLimiter, PermissionPolicy, PermissionRequest, TracingAudit, Unlimited,
+    AllowAll, AuditEntry, AuditSink, BeforeHook, Decision, FailureRate, GuardVerdict, Hooks,
+    LoopGuard, NoHooks, NoLoopGuard, OutputLimiter, PermissionPolicy, PermissionRequest,
+    RATE_LIMIT_STAGE, TracingAudit, Unlimited, Unmetered,
 };

@@ -2,13 +2,18 @@
 
 use std::{sync::Arc, time::Instant};
 
+use handoff_protocol::codes;
 use serde_json::{Map, Value};
 
 use super::seams::{
-    AllowAll, AuditEntry, AuditSink, BeforeHook, Decision, GuardVerdict, Hooks, LoopGuard, NoHooks,
-    NoLoopGuard, OutputLimiter, PermissionPolicy, PermissionRequest, TracingAudit, Unlimited,
+    AllowAll, AuditEntry, AuditSink, BeforeHook, Decision, FailureRate, GuardVerdict, Hooks,
+    LoopGuard, NoHooks, NoLoopGuard, OutputLimiter, PermissionPolicy, PermissionRequest,
+    RATE_LIMIT_STAGE, TracingAudit, Unlimited, Unmetered,
 };
-use crate::{AgentId, ToolContext, ToolDefinition, ToolError, ToolRegistry};
+use crate::{
+    AgentId, ToolContext, ToolDefinition, ToolError, ToolRegistry,
+    excerpt::{TEXT_CHARS, clip, excerpt},
+};
 
 /// A tool call as a transport received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +35,7 @@ pub struct PipelineBuilder {
     permissions: Arc<dyn PermissionPolicy>,
     limiter: Arc<dyn OutputLimiter>,
     audit: Arc<dyn AuditSink>,
+    failures: Arc<dyn FailureRate>,
 }
 
 impl PipelineBuilder {
@@ -63,6 +69,12 @@ impl PipelineBuilder {
         self
     }
 
+    /// Sets what failed calls cost their caller.
+    pub fn failure_rate(mut self, failures: Arc<dyn FailureRate>) -> Self {
+        self.failures = failures;
+        self
+    }
+
     /// Finishes the pipeline.
     pub fn build(self) -> Pipeline {
         Pipeline {
@@ -90,6 +102,7 @@ impl Pipeline {
             permissions: Arc::new(AllowAll),
             limiter: Arc::new(Unlimited),
             audit: Arc::new(TracingAudit),
+            failures: Arc::new(Unmetered),
         }
     }
 
@@ -115,6 +128,7 @@ impl Pipeline {
     pub async fn call(&self, ctx: ToolContext, request: CallRequest) -> CallOutcome {
         let started = Instant::now();
         let call_id = ctx.call_id.clone();
+        let fallback = ctx.fallback_agent.clone();
         let mut trail = Trail {
             tool: request.name.clone(),
             agent: ctx.agent_id.clone(),
@@ -128,25 +142,61 @@ impl Pipeline {
                 .map(str::to_owned),
         };
         let outcome = self.stages(ctx, request, &mut trail).await;
+        let outcome = self.charge_failure(outcome, fallback.as_ref(), &mut trail);
         if let Err(e) = &outcome
             && trail.reason.is_none()
         {
             trail.reason = Some(e.to_string());
         }
+        // Bounded here, where the entry is built: the log line and the audit row are made from
+        // it, and the caller's text in it (a tool name, a task id, an error quoting an
+        // argument) may be megabytes.
         self.inner.audit.record(AuditEntry {
             call_id,
-            tool: trail.tool,
+            tool: excerpt(&trail.tool).into_owned(),
             agent_id: trail.agent,
             outcome: match &outcome {
                 Ok(_) => "ok",
                 Err(e) => e.code(),
             },
             stage: trail.stage,
-            reason: trail.reason,
-            task_id: trail.task_id,
+            reason: trail.reason.map(|r| clip(&r, TEXT_CHARS).into_owned()),
+            task_id: trail.task_id.map(|t| excerpt(&t).into_owned()),
             elapsed: started.elapsed(),
         });
         outcome
+    }
+
+    /// A call that failed through the caller's fault costs it a token; without one left the
+    /// answer is `RATE_LIMITED`, so a stream of bad calls slows down like a stream of
+    /// submissions.
+    fn charge_failure(
+        &self,
+        outcome: CallOutcome,
+        fallback: Option<&AgentId>,
+        trail: &mut Trail,
+    ) -> CallOutcome {
+        let error = match outcome {
+            Err(error) if error.is_callers_fault() => error,
+            other => return other,
+        };
+        let payer = trail.agent.as_ref().or(fallback);
+        match self.inner.failures.charge(payer) {
+            Ok(()) => Err(error),
+            Err(wait) => {
+                trail.stage = RATE_LIMIT_STAGE;
+                trail.reason = Some(format!("too many failed calls; this one: {error}"));
+                Err(ToolError::Busy {
+                    code: codes::RATE_LIMITED,
+                    message: format!(
+                        "too many failed calls from this agent; retry in {} s (this one failed: {})",
+                        wait.as_secs().max(1),
+                        error.code()
+                    ),
+                    retry_after: Some(wait),
+                })
+            }
+        }
     }
 
     async fn stages(

@@ -406,3 +406,125 @@ async fn omitted_arguments_are_an_empty_object() {
         "{err:?}"
     );
 }
+
+/// Keeps every audit entry, as the log line and the store row are made from them.
+#[derive(Default)]
+struct Entries(Mutex<Vec<AuditEntry>>);
+
+impl AuditSink for Entries {
+    fn record(&self, entry: AuditEntry) {
+        self.0.lock().unwrap().push(entry);
+    }
+}
+
+/// Allows `left` failed calls, then refuses.
+struct Budget(Mutex<u32>);
+
+impl super::FailureRate for Budget {
+    fn charge(&self, _: Option<&AgentId>) -> Result<(), Duration> {
+        let mut left = self.0.lock().unwrap();
+        if *left == 0 {
+            return Err(Duration::from_secs(30));
+        }
+        *left -= 1;
+        Ok(())
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShortArgs {
+    #[schemars(length(max = 1024))]
+    #[allow(dead_code)]
+    message: String,
+    #[allow(dead_code)]
+    task_id: Option<String>,
+}
+
+struct Short;
+
+impl Tool for Short {
+    type Args = ShortArgs;
+    type Output = EchoOut;
+    fn name(&self) -> &'static str {
+        "short"
+    }
+    fn description(&self) -> &'static str {
+        "takes a short message"
+    }
+    async fn call(&self, _: ToolContext, _: ShortArgs) -> Result<EchoOut, ToolError> {
+        Err(ToolError::NotFound {
+            what: "anything".into(),
+        })
+    }
+}
+
+fn bounded_pipeline(entries: &Arc<Entries>, failures_allowed: u32) -> Pipeline {
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(Short)
+        .and_then(|r| r.register(Echo(Log::default())))
+        .unwrap();
+    Pipeline::builder(registry)
+        .audit(entries.clone())
+        .failure_rate(Arc::new(Budget(Mutex::new(failures_allowed))))
+        .build()
+}
+
+#[tokio::test]
+async fn a_huge_argument_is_named_by_field_and_size_and_never_echoed() {
+    let entries = Arc::new(Entries::default());
+    let p = bounded_pipeline(&entries, u32::MAX);
+    let huge = "m".repeat(1 << 20);
+    let err = p
+        .call(
+            ctx(),
+            call("short", json!({"message": huge, "task_id": huge})),
+        )
+        .await
+        .unwrap_err();
+    let body = serde_json::to_string(&err.body()).unwrap();
+    assert!(body.len() < 1024, "an error of {} bytes", body.len());
+    assert!(body.contains("/message"), "{body}");
+    assert!(body.contains("1048576 bytes"), "{body}");
+    assert!(!body.contains(&"m".repeat(65)), "{body}");
+    // An unknown tool named by a megabyte is answered and audited with an excerpt.
+    let unknown = p.call(ctx(), call(&huge, json!({}))).await.unwrap_err();
+    assert!(unknown.to_string().len() < 256, "{unknown}");
+    let entries = entries.0.lock().unwrap();
+    assert_eq!(entries.len(), 2);
+    for entry in entries.iter() {
+        let line = format!("{entry:?}");
+        assert!(line.len() < 2048, "an audit entry of {} bytes", line.len());
+    }
+}
+
+#[tokio::test]
+async fn failed_calls_are_charged_and_refused_when_none_are_left() {
+    let entries = Arc::new(Entries::default());
+    let p = bounded_pipeline(&entries, 2);
+    for _ in 0..2 {
+        let err = p.call(ctx(), call("echo", json!({}))).await.unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENTS");
+    }
+    // Successful calls cost nothing.
+    for _ in 0..5 {
+        p.call(ctx(), call("echo", json!({"text": "ok"})))
+            .await
+            .unwrap();
+    }
+    let err = p.call(ctx(), call("echo", json!({}))).await.unwrap_err();
+    assert_eq!(err.code(), "RATE_LIMITED", "{err}");
+    assert!(
+        matches!(&err, ToolError::Busy { retry_after: Some(d), .. } if *d == Duration::from_secs(30)),
+        "{err:?}"
+    );
+    let unknown = p.call(ctx(), call("nope", json!({}))).await.unwrap_err();
+    assert_eq!(
+        unknown.code(),
+        "RATE_LIMITED",
+        "unknown tools are failed calls too"
+    );
+    let entries = entries.0.lock().unwrap();
+    assert_eq!(entries.last().unwrap().stage, super::RATE_LIMIT_STAGE);
+}

@@ -175,7 +175,29 @@ impl OutputLimiter for Unlimited {
     }
 }
 
-/// One finished call, for the audit trail (no payloads: they may hold secrets).
+/// Charges callers for the calls that fail through their own fault, so a stream of invalid
+/// calls meets a rate limit like a stream of submissions does.
+pub trait FailureRate: Send + Sync {
+    /// Takes one token from `agent`'s bucket (`None`: the callers with no identity, together);
+    /// `Err` with the wait until the next token when the bucket is empty.
+    fn charge(&self, agent: Option<&AgentId>) -> Result<(), Duration>;
+}
+
+/// The stage an [`AuditEntry`] names when the failed-call rate limit refused the call.
+pub const RATE_LIMIT_STAGE: &str = "rate_limit";
+
+/// Failed calls cost nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Unmetered;
+
+impl FailureRate for Unmetered {
+    fn charge(&self, _: Option<&AgentId>) -> Result<(), Duration> {
+        Ok(())
+    }
+}
+
+/// One finished call, for the audit trail (no payloads: they may hold secrets; every text
+/// the caller supplied is bounded).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEntry {
     /// The call's id.
@@ -187,7 +209,8 @@ pub struct AuditEntry {
     /// `ok` or the error code.
     pub outcome: &'static str,
     /// The stage that ended the call (`execute` when it ran; `loop_guard`, `hook`,
-    /// `validate`, `permission`, `after_hook` when one of them refused).
+    /// `validate`, `permission`, `after_hook` when one of them refused; [`RATE_LIMIT_STAGE`]
+    /// when the call failed and its caller had no failed calls left).
     pub stage: &'static str,
     /// Why it was refused, or the permission verdict that let it run.
     pub reason: Option<String>,

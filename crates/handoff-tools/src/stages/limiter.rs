@@ -22,7 +22,9 @@ impl SpillLimiter {
 
 impl OutputLimiter for SpillLimiter {
     fn limit(&self, ctx: &ToolContext, tool: &ToolDefinition, output: Value) -> Value {
-        let (value, cuts) = limit_value(output, self.tools.limits_for(tool.name), &self.spill);
+        // Bound to the caller: only it (and operators) can read the spilled text back.
+        let spill = self.spill.owned_by(ctx.principal().as_ref());
+        let (value, cuts) = limit_value(output, self.tools.limits_for(tool.name), &spill);
         if !cuts.is_empty() {
             let fields: Vec<serde_json::Value> = cuts
                 .iter()
@@ -32,7 +34,7 @@ impl OutputLimiter for SpillLimiter {
                         "original_bytes": cut.original_bytes,
                         "original_lines": cut.original_lines,
                         "output_id": cut.spill_id,
-                        "path": cut.spill_id.as_ref().map(|id| self.spill.path().join(id)),
+                        "path": cut.spill_id.as_ref().map(|id| spill.path().join(id)),
                     })
                 })
                 .collect();

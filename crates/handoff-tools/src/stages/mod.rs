@@ -1,14 +1,16 @@
 //! The real pipeline stages, built on `handoff_policy`: permission rules per agent (and a
 //! blanket deny hides a tool), the loop guard, Claude-Code-compatible hooks, output caps with
-//! spill-to-disk, and the audit trail in the store.
+//! spill-to-disk, the audit trail in the store, and the rate that failed calls are charged to.
 
 mod audit;
+mod failures;
 mod guard;
 mod hooks;
 mod limiter;
 mod rules;
 
 pub use audit::StoreAudit;
+pub use failures::SubmissionRateForFailures;
 pub use guard::CallLoopGuard;
 pub use hooks::CommandHooks;
 pub use limiter::SpillLimiter;

@@ -446,3 +446,65 @@ async fn long_output_is_cut_from_the_tail_and_readable_back() {
         "{bad:?}"
     );
 }
+
+#[tokio::test]
+async fn a_spilled_output_is_read_only_by_the_agent_that_produced_it() {
+    let data = tempfile::tempdir().unwrap();
+    let p = pipeline(
+        Setup {
+            max_lines: 5,
+            ..Setup::default()
+        },
+        data.path(),
+    );
+    let out = call(
+        &p,
+        "agent-a",
+        "shout",
+        json!({"text": "a-secret", "repeat": 40}),
+    )
+    .await
+    .unwrap();
+    let text = out["output"].as_str().unwrap();
+    let id = text
+        .split_whitespace()
+        .find(|w| w.starts_with("tool_"))
+        .unwrap()
+        .to_owned();
+    let read = |agent: &'static str, id: String| {
+        let p = &p;
+        async move { call(p, agent, "read_tool_output", json!({"output_id": id})).await }
+    };
+    let own = read("agent-a", id.clone()).await.unwrap();
+    assert!(own["text"].as_str().unwrap().contains("A-SECRET"), "{own}");
+    // Another agent that learns the id learns nothing: "not found", as for an unknown id.
+    let unknown = format!("tool_{}", "0".repeat(32));
+    let foreign = read("agent-b", id.clone()).await.unwrap_err();
+    let never = read("agent-b", unknown.clone()).await.unwrap_err();
+    assert!(matches!(foreign, ToolError::NotFound { .. }), "{foreign:?}");
+    assert_eq!(
+        foreign.to_string().replace(&id, "ID"),
+        never.to_string().replace(&unknown, "ID")
+    );
+    // An operator reads every caller's outputs, as it reads every task.
+    let operator = ToolContext::new("call-op", "1")
+        .with_agent(Some(AgentId::parse("ops").unwrap()))
+        .with_operator(true);
+    let Value::Object(arguments) = json!({"output_id": id}) else {
+        unreachable!()
+    };
+    let page = p
+        .call(
+            operator,
+            CallRequest {
+                name: "read_tool_output".to_owned(),
+                arguments: Some(arguments),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        page["text"].as_str().unwrap().contains("A-SECRET"),
+        "{page}"
+    );
+}

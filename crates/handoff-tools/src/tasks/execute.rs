@@ -211,10 +211,12 @@ async fn output_tail(
     let events = engine
         .recent_events(agent, id, OUTPUT_TAIL_LINES + 10)
         .await?;
+    // One output event may hold several lines.
     let mut lines: Vec<String> = events
         .iter()
         .filter(|e| e.kind == EventKind::Output)
-        .map(|e| clip(&e.message, EVENT_MESSAGE_CHARS))
+        .flat_map(|e| e.message.split('\n'))
+        .map(|line| clip(line, EVENT_MESSAGE_CHARS))
         .collect();
     let skip = lines.len().saturating_sub(OUTPUT_TAIL_LINES as usize);
     lines.drain(..skip);

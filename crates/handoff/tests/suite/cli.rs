@@ -38,6 +38,28 @@ fn config_prints_effective_values_with_sources_and_masks_secrets() {
 }
 
 #[test]
+fn config_masks_api_keys_inside_json_settings_in_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let opencode = r#"{"provider":{"openai":{"options":{"apiKey":"sk-provider-key-1","baseURL":"https://api.example/v1","headers":{"Authorization":"Bearer hdr-token-2"}}}},"mcp":{"gh":{"environment":{"GITHUB_TOKEN":"ghp-token-3"}}}}"#;
+    for args in [&["config"][..], &["config", "--json"][..]] {
+        let output = Command::new(BIN)
+            .args(args)
+            .current_dir(dir.path())
+            .env("HANDOFF_OPENCODE_CONFIG", opencode)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}");
+        let text = String::from_utf8(output.stdout).unwrap();
+        for secret in ["sk-provider-key-1", "hdr-token-2", "ghp-token-3"] {
+            assert!(!text.contains(secret), "{args:?} shows {secret}: {text}");
+        }
+        // The structure stays readable: key names and non-secret values are shown.
+        assert!(text.contains("apiKey"), "{args:?}: {text}");
+        assert!(text.contains("https://api.example/v1"), "{args:?}: {text}");
+    }
+}
+
+#[test]
 fn invalid_setting_stops_start_up_naming_the_variable() {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(BIN)

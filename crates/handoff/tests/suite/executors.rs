@@ -104,7 +104,7 @@ pub(super) fn script(agent: &Agent) -> Script {
             {"match": "HANG", "turns": [{"hang": true}]},
             {"match": "BAD-REQUEST", "turns": [{"error": {"status": 400, "type": "invalid_request_error", "message": "mock-model rejects this request"}}]},
             {"match": "SERVER-ERROR", "turns": [{"error": {"status": 500, "type": "server_error", "message": "upstream exploded"}}]},
-            {"match": "PRINT-ENV", "turns": [bash("echo handoff-vars=$(env | grep -c ^HANDOFF_) path-vars=$(env | grep -c ^PATH=)"), {"text": "counted"}]},
+            {"match": "PRINT-ENV", "turns": [bash("echo handoff-vars=[$(env | grep ^HANDOFF_ | cut -d= -f1 | sort | tr '\\n' ' ')] path-vars=$(env | grep -c ^PATH=)"), {"text": "counted"}]},
             {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer"}]},
             {"match": "ISOLATE-A", "turns": [write("only-a.txt", "a\n"), {"text": "a done"}]},
             {"match": "ISOLATE-B", "turns": [write("only-b.txt", "b\n"), {"text": "b done"}]},

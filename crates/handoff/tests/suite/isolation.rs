@@ -96,6 +96,10 @@ fn sandboxed_tasks_are_confined_limited_paused_and_cancelled() {
     assert_eq!(done["status"], "completed", "{done}");
     let out = output(&server, &id);
     assert!(out.contains("PATH="), "{out}");
+    // The one variable of Handoff's a run sees is the one it sets itself: the task's id.
+    let marker = format!("HANDOFF_TASK_ID={id}");
+    assert!(out.lines().any(|l| l == marker), "{out}");
+    let out = out.replace(&marker, "");
     for leak in ["LETTA_API_TOKEN", "s3cret-letta", "HANDOFF_"] {
         assert!(!out.contains(leak), "{leak} leaked:\n{out}");
     }
@@ -157,6 +161,29 @@ fn sandboxed_tasks_are_confined_limited_paused_and_cancelled() {
         processes_with(&marker).is_empty(),
         "left behind: {:?}",
         processes_with(&marker)
+    );
+}
+
+#[test]
+fn a_task_stopped_by_the_process_limit_says_so() {
+    let server = start(&[
+        ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
+        ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
+        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
+        ("HANDOFF_ISOLATION", "sandbox"),
+        ("HANDOFF_RUNNER_PIDS_LIMIT", "32"),
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0"),
+    ]);
+    // The program dies of its own error at the limit; its exit code alone says nothing.
+    let id = submit(
+        &server,
+        "python3 -c 'import subprocess; [subprocess.Popen([\"sleep\", \"30\"]) for _ in range(100)]'",
+    );
+    let failed = end(&server, &id);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(
+        failed["error"], "process limit reached (limit 32)",
+        "{failed}"
     );
 }
 

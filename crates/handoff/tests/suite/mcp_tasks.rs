@@ -65,7 +65,8 @@ fn opencode_tasks_through_the_tasks_extension() {
     );
 
     // The shared OpenCode server starts from the allow-listed environment: the agent's shell
-    // sees none of Handoff's settings or secrets.
+    // sees none of Handoff's settings or secrets, only the marker by which a later Handoff
+    // finds a server a killed one left behind.
     let printed = client.execute("PRINT-ENV please")["taskId"]
         .as_str()
         .unwrap()
@@ -79,7 +80,7 @@ fn opencode_tasks_through_the_tasks_extension() {
         .filter_map(|e| e["data"]["output"].as_str())
         .collect::<String>();
     assert!(
-        shell.contains("handoff-vars=0 path-vars=1"),
+        shell.contains("handoff-vars=[HANDOFF_OPENCODE_SERVER_ID ] path-vars=1"),
         "Handoff's settings leaked (or no output): {shell}"
     );
 
@@ -147,6 +148,96 @@ fn permission_through_tasks_update(client: &Raw2026) -> String {
     assert_eq!(done["status"], "completed", "{done}");
     assert!(workdir(&done).join("approved.txt").exists(), "{done}");
     id
+}
+
+/// Answers through `tasks/update` that do not fit the permission form — missing, negative-
+/// looking, wrongly typed, unknown scope or field — are `-32602` naming the field, without the
+/// payload, and change nothing: the request stays pending, nothing is recorded as allowed, the
+/// command never runs. An explicit deny then refuses it.
+#[test]
+fn tasks_update_refuses_answers_that_do_not_fit_the_form() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let model = runtime
+        .block_on(ScriptedModel::start(script(&OPENCODE), None))
+        .unwrap();
+    let env = handoff_env(&OPENCODE, &model.base_url(), state.path());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+    let client = Raw2026::new(&server.url, AGENT);
+    let id = client.execute("ASK-TOUCH refused answers")["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let waiting = client.poll(&id, &["input_required", "completed", "failed"], LONG);
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let key = waiting["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let bad = [
+        None,
+        Some(json!({})),
+        Some(json!({"decision": "Deny"})),
+        Some(json!({"decision": "DENY"})),
+        Some(json!({"decision": "perhaps"})),
+        Some(json!({"decision": "no"})),
+        Some(json!({"decision": false})),
+        Some(json!(["allow"])),
+        Some(json!({"decision": "allow", "scope": "forever"})),
+        Some(json!({"decision": "allow", "also": "this"})),
+    ];
+    for content in bad {
+        let mut response = json!({"action": "accept"});
+        if let Some(content) = &content {
+            response["content"] = content.clone();
+        }
+        let reply = client.update(&id, json!({key.as_str(): response}));
+        assert_eq!(error_code(&reply), -32602, "{content:?}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("inputResponses.{key}.content")),
+            "{content:?}: {message}"
+        );
+        for echoed in ["Deny", "DENY", "perhaps", "forever"] {
+            assert!(!message.contains(echoed), "{message}");
+        }
+        assert_eq!(client.get(&id)["result"]["status"], "input_required");
+    }
+    let history = |id: &str| {
+        client.request(
+            "tools/call",
+            Some("get_task_history"),
+            json!({"name": "get_task_history", "arguments": {"task_id": id, "events_limit": 1000}}),
+        )["result"]["structuredContent"]["events"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let answered = |events: &[Value]| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["kind"] == "input" && e["data"]["state"] == "answered")
+            .map(|e| e["data"]["decision"].clone())
+            .collect()
+    };
+    assert_eq!(answered(&history(&id)), Vec::<Value>::new());
+
+    let ack = client.update(
+        &id,
+        json!({key.as_str(): {"action": "accept", "content": {"decision": "deny"}}}),
+    );
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let done = client.poll(&id, &["completed", "failed"], LONG);
+    assert_eq!(answered(&history(&id)), vec![json!("deny")], "{done}");
+    let workdir = done["result"]["structuredContent"]["workdir"].as_str();
+    assert!(
+        workdir.is_some_and(|dir| !PathBuf::from(dir).join("approved.txt").exists()),
+        "{done}"
+    );
 }
 
 /// `tasks/cancel` stops the executor mid-turn; the handle ends `cancelled`.

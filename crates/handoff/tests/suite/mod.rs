@@ -15,5 +15,6 @@ mod opencode_recovery;
 mod owner_during_evaluation;
 mod raw_mcp;
 mod single_instance;
+mod stdio;
 mod tasks;
 mod tool_pipeline;

@@ -47,9 +47,12 @@ fn output_line(server: &Server, agent: &str, id: &str, prefix: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let events = history(server, agent, id)["events"].clone();
+        // One output event may hold several lines.
         if let Some(line) = events.as_array().unwrap().iter().find_map(|e| {
-            let m = e["message"].as_str()?;
-            (e["kind"] == "output" && m.starts_with(prefix)).then(|| m.to_owned())
+            let m = e["message"].as_str().filter(|_| e["kind"] == "output")?;
+            m.split('\n')
+                .find(|line| line.starts_with(prefix))
+                .map(str::to_owned)
         }) {
             return line;
         }
@@ -428,7 +431,8 @@ fn the_per_agent_limit_leaves_room_for_other_agents() {
         ("HANDOFF_MAX_CONCURRENT_TASKS", "10"),
         ("HANDOFF_MAX_CONCURRENT_PER_AGENT", "1"),
     ]));
-    let submit = json!({"name": "execute_task", "arguments": {"task_description": "sleep 30"}});
+    // Long enough that only the cancels below end them, however loaded the machine is.
+    let submit = json!({"name": "execute_task", "arguments": {"task_description": "sleep 600"}});
     let mine = calls(&server, "agent-x", json!([submit, submit]));
     let theirs = calls(&server, "agent-y", json!([submit]));
     let (x1, x2, y1) = (task_id(&mine[0]), task_id(&mine[1]), task_id(&theirs[0]));

@@ -93,8 +93,17 @@ fn rules_hooks_and_approvals_decide_opencodes_tool_calls() {
         {"permission": "send_task_control", "pattern": "*", "action": "deny", "agent": "agent-restricted"}
     ]);
     let mut env = handoff_env(&OPENCODE, &model.base_url(), state.path());
-    env.retain(|(k, _)| k != "HANDOFF_PERMISSION_RULES");
+    // The `ls` request waits while the loop-guard tasks run first: on a loaded machine that
+    // can take longer than the shared 60 s ask timeout, whose deny would end the task early.
+    let waits = [
+        "HANDOFF_PERMISSION_RULES",
+        "HANDOFF_ASK_TIMEOUT_SECS",
+        "HANDOFF_TASK_TIMEOUT_MS",
+    ];
+    env.retain(|(k, _)| !waits.contains(&k.as_str()));
     env.push(("HANDOFF_PERMISSION_RULES".into(), rules.to_string()));
+    env.push(("HANDOFF_ASK_TIMEOUT_SECS".into(), "900".into()));
+    env.push(("HANDOFF_TASK_TIMEOUT_MS".into(), "1200000".into()));
     env.push(("HANDOFF_HOOKS".into(), hooks.to_string()));
     env.push((
         "HANDOFF_TOOL_PERMISSION_RULES".into(),

@@ -9,7 +9,7 @@ use handoff_task::{EventKind, NewEvent, Task, TaskEvent, unix_millis_now};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::{EngineError, state::EngineState};
+use crate::{EngineError, completion_settings::settings, state::EngineState};
 
 /// Events read for what earlier turns spent.
 const EVENT_WINDOW: u32 = 5000;
@@ -25,7 +25,7 @@ pub(crate) struct Meter {
 impl Meter {
     /// The meter of `task`, counting what its earlier turns and judges spent.
     pub(crate) async fn start(inner: &EngineState, task: &Task) -> Result<Self, EngineError> {
-        let budget = super::settings(inner, task).budget;
+        let budget = settings(inner, task).budget;
         let mut meter = Self {
             budget,
             started_at: task.started_at,

@@ -1,0 +1,61 @@
+//! A store that fails for a while (a full disk) must not leave a task `running` for good: the
+//! run stays supervised, and its final state is written once writes work again.
+
+use std::time::{Duration, Instant};
+
+use handoff_store::{SqliteStore, TaskStore};
+use handoff_task::{MessageType, TaskStatus};
+
+use super::{
+    common::{agent, as_agent, config, start_on},
+    gated::GatedStore,
+};
+
+// After a failed commit every later write failed until a restart, and running tasks stayed
+// `running` forever; with writes back, the task must reach its final state without one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_outlives_failing_writes_and_settles_once_they_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("HANDOFF_COMPLETION_POLICY", "none")];
+    let sqlite = SqliteStore::open(&config(&dir, &env).database_path())
+        .await
+        .unwrap();
+    let (store, gates) = GatedStore::new(sqlite.clone());
+    let h = start_on(dir, &env, store).await;
+    let id = h
+        .submit("a", "echo one; read -t 30 line; echo two")
+        .await
+        .task
+        .id;
+    h.wait_output("a", &id, |line| line == "one").await;
+
+    gates.fail_writes(true);
+    // The line reaches the process (which then ends); recording the message fails.
+    let recorded = h
+        .engine
+        .message(
+            &as_agent(&agent("a")),
+            &id,
+            MessageType::Update,
+            "go".to_owned(),
+            None,
+        )
+        .await;
+    assert!(recorded.is_err());
+    // The run ends while nothing can be written; its final state waits in the driver's
+    // retries — more of them than the five that used to be all.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while gates.refused_status_changes() < 6 {
+        assert!(
+            Instant::now() < deadline,
+            "the driver gave up settling the task"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let task = sqlite.get_task(&id).await.unwrap().unwrap();
+    assert_eq!(task.status, TaskStatus::Running, "nothing could be written");
+
+    gates.fail_writes(false);
+    let task = h.wait_done("a", &id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{:?}", task.error);
+}

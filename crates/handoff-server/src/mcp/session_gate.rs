@@ -1,0 +1,94 @@
+//! The HTTP side of the session limits: an `initialize` past a limit is refused with a clear
+//! JSON-RPC error (429 for the caller's share, 503 for the server's), and DELETE answers 404
+//! for a session that is not open and 200 when it ends one.
+
+use std::sync::Arc;
+
+use axum::{
+    extract::{Request, State},
+    middleware::Next,
+    response::Response,
+};
+use http::{HeaderValue, Method, StatusCode, header};
+use serde_json::Value;
+
+use super::sessions::{CappedSessions, ClientKey, Refusal};
+use crate::edge::{
+    CallerIdentity, RpcMethod,
+    jsonrpc::{SERVER_ERROR, SESSION_NOT_FOUND, error_response},
+};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Admits `initialize` within the limits and answers DELETE as the spec says.
+pub(crate) async fn session_gate(
+    State(sessions): State<Arc<CappedSessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let named = request.headers().contains_key(SESSION_HEADER);
+    match *request.method() {
+        Method::DELETE if named => end_session(&sessions, request, next).await,
+        Method::POST if !named && opens_session(&request) => {
+            open_session(&sessions, request, next).await
+        }
+        _ => next.run(request).await,
+    }
+}
+
+/// A POST without a session that asks for one (the edge labelled its body).
+fn opens_session(request: &Request) -> bool {
+    request
+        .extensions()
+        .get::<RpcMethod>()
+        .is_some_and(|method| method.0 == "initialize")
+}
+
+async fn open_session(sessions: &CappedSessions, request: Request, next: Next) -> Response {
+    let client = ClientKey::of(request.extensions().get::<CallerIdentity>());
+    if let Err(refusal) = sessions.check(&client) {
+        return refused(sessions, &refusal);
+    }
+    match sessions.admitted(client, next.run(request)).await {
+        (_, Some(refusal)) => refused(sessions, &refusal),
+        (response, None) => response,
+    }
+}
+
+fn refused(sessions: &CappedSessions, refusal: &Refusal) -> Response {
+    sessions.note_refusal(refusal);
+    let status = match refusal {
+        Refusal::PerClient { .. } => StatusCode::TOO_MANY_REQUESTS,
+        Refusal::Total { .. } => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let mut response = error_response(status, SERVER_ERROR, refusal.to_string(), Value::Null);
+    // The soonest a place can free itself: an unused session ends after this.
+    let retry = sessions.limits().unused_timeout.as_secs().max(1);
+    if let Ok(value) = HeaderValue::from_str(&retry.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+async fn end_session(sessions: &CappedSessions, request: Request, next: Next) -> Response {
+    let open = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|id| sessions.is_open(id));
+    if !open {
+        return error_response(
+            StatusCode::NOT_FOUND,
+            SESSION_NOT_FOUND,
+            "Session not found: it has already ended (DELETE, idle or unused timeout) or never \
+             existed",
+            Value::Null,
+        );
+    }
+    let mut response = next.run(request).await;
+    // rmcp answers 202; the MCP SDKs (Python's among them) take 200 or 204 as success.
+    if response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
+}
