@@ -22,6 +22,17 @@ fn write(file: &str) -> Value {
     json!({"tool_calls": [{"name": "write", "arguments": {"filePath": format!("{{{{cwd}}}}/{file}"), "content": format!("{file}\n")}}]})
 }
 
+/// OpenCode's `todowrite` call: the whole list, each item `(content, status)`.
+fn todos(items: &[(&str, &str)]) -> Value {
+    let list: Vec<Value> = items
+        .iter()
+        .map(
+            |(content, status)| json!({"content": content, "status": status, "priority": "medium"}),
+        )
+        .collect();
+    json!({"tool_calls": [{"name": "todowrite", "arguments": {"todos": list}}]})
+}
+
 fn verdict(done: bool, remaining: &[&str], prompt: &str) -> Value {
     json!({"tool_calls": [{"name": "verdict", "arguments": {
         "done": done, "confidence": 0.95, "summary": "scripted judge",
@@ -34,8 +45,8 @@ fn verdict(done: bool, remaining: &[&str], prompt: &str) -> Value {
 
 fn script() -> Script {
     // Each judge answers only when the evidence it was sent shows the expected changes (the diff
-    // stat naming the files, the patch's added lines); otherwise it falls through to `default`,
-    // which is no verdict at all.
+    // stat naming the files, the patch's added lines, the coder's latest todo list); otherwise it
+    // falls through to `default`, which is no verdict at all.
     let judge = |task: &str, cycle: u32, seen: &[&str], turn: Value| {
         let mut and = vec![format!("Evaluation cycle: {cycle} of")];
         and.extend(seen.iter().map(|s| (*s).to_owned()));
@@ -69,15 +80,15 @@ fn script() -> Script {
             {"match": "SUB-ONE", "and": ["Evaluation cycle", "one.txt | +1", "+one.txt"], "api": "anthropic", "turns": [done_with("SUMMARY-OF-ONE: one.txt written")]},
             {"match": "SUB-TWO", "and": ["Evaluation cycle", "two.txt | +1", "+two.txt"], "api": "anthropic", "turns": [done_with("two.txt written")]},
             {"match": "SUB-THREE", "and": ["Evaluation cycle", "three.txt | +1", "+three.txt"], "api": "anthropic", "turns": [done_with("three.txt written")]},
-            judge("THREE-FILES", 1, &["a.txt | +1", "+a.txt"], verdict(false, &["create b.txt", "create c.txt"], "CONTINUE-THREE-FILES: create b.txt and c.txt in the working directory.")),
-            judge("THREE-FILES", 2, &["a.txt | +1", "b.txt | +1", "c.txt | +1", "+c.txt"], verdict(true, &[], "")),
+            judge("THREE-FILES", 1, &["a.txt | +1", "+a.txt", "[completed] create a.txt"], verdict(false, &["create b.txt", "create c.txt"], "CONTINUE-THREE-FILES: create b.txt and c.txt in the working directory.")),
+            judge("THREE-FILES", 2, &["a.txt | +1", "b.txt | +1", "c.txt | +1", "+c.txt", "[completed] create c.txt"], verdict(true, &[], "")),
             {"match": "VERIFY-FAIL", "and": ["notes.txt | +1", "+notes.txt"], "api": "anthropic", "turns": [verdict(true, &[], "")]},
             // The coding agent.
             {"match": "Your sub-task (s1)", "turns": [write("one.txt"), {"text": "FINAL-WORDS-ONE"}]},
             {"match": "Your sub-task (s2)", "turns": [write("two.txt"), {"text": "two done"}]},
             {"match": "Your sub-task (s3)", "turns": [write("three.txt"), {"text": "three done"}]},
-            {"match": "CONTINUE-THREE-FILES", "turns": [write("b.txt"), write("c.txt"), {"text": "b.txt and c.txt written"}]},
-            {"match": "THREE-FILES", "turns": [write("a.txt"), {"text": "I created a.txt. Done."}]},
+            {"match": "CONTINUE-THREE-FILES", "turns": [write("b.txt"), write("c.txt"), todos(&[("create a.txt", "completed"), ("create b.txt", "completed"), ("create c.txt", "completed")]), {"text": "b.txt and c.txt written"}]},
+            {"match": "THREE-FILES", "turns": [write("a.txt"), todos(&[("create a.txt", "completed")]), {"text": "I created a.txt. Done."}]},
             {"match": "test -f ok.txt", "turns": [write("ok.txt"), {"text": "ok.txt is there now"}]},
             {"match": "VERIFY-FAIL", "turns": [write("notes.txt"), {"text": "All done."}]},
             {"match": "change approach", "turns": stuck_turns.clone()},
