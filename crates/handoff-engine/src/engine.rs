@@ -17,9 +17,9 @@ use crate::{
     outbox::{Integration, Outbox, TaskNotice, TaskSubscription},
     rate::SubmissionRate,
     recovery, retention, scheduler,
+    shared::Shared,
     snapshot::{SizeLimits, Snapshots},
     state::EngineState,
-    supervisor::Supervisors,
     workdir::Workdirs,
 };
 
@@ -73,7 +73,7 @@ impl Engine {
             },
             config.tasks.snapshot_timeout,
         );
-        let inner = Arc::new(EngineState {
+        let inner = Arc::new(EngineState::new(Shared {
             policy,
             judge,
             config,
@@ -84,12 +84,11 @@ impl Engine {
             rate,
             snapshots,
             artifacts_dir,
-            supervisors: Supervisors::default(),
             wake: Notify::new(),
             outbox: Outbox::new(),
             shutdown: CancellationToken::new(),
             runs: TaskTracker::new(),
-        });
+        }));
         Ok(Self { inner })
     }
 

@@ -14,9 +14,9 @@
 //! the outbox (`outbox`): a broadcast for in-process followers and direct calls to the
 //! [`Integration`] plug-ins. Modules depend one way: `engine` (start-up) → `scheduler` /
 //! `recovery` → `lifecycle` → `evaluate` → `follow` → `meter` / `finish`, all over `state`
-//! (and `completion_settings`, which only reads the task and the configuration). The one
-//! knot left is `state` ↔ `supervisor`: the state holds the registry of mailboxes, and each
-//! supervisor reads the shared store and outbox through the state.
+//! (the shared handles plus the registry of mailboxes) and `completion_settings`, which only
+//! reads the task and the configuration. A supervisor holds only `shared` (store, outbox,
+//! settings), never the registry, so no supervisor can reach another's run.
 
 mod approvals;
 mod artifacts;
@@ -39,6 +39,7 @@ mod rate;
 mod recovery;
 mod retention;
 mod scheduler;
+mod shared;
 mod snapshot;
 mod state;
 mod submit;

@@ -29,10 +29,12 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
                     Ok(Some(run)) => {
                         // What the run asked before the restart is still waiting.
                         let asked = inner.store.input_requests(&task.id).await?;
-                        let link =
-                            inner
-                                .supervisors
-                                .spawn(inner, &task, executor.capabilities(), asked);
+                        let link = inner.supervisors.spawn(
+                            inner.shared(),
+                            &task,
+                            executor.capabilities(),
+                            asked,
+                        );
                         inner
                             .runs
                             .spawn(lifecycle::drive(inner.clone(), task, Some(run), link));

@@ -29,10 +29,12 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
             match inner.store.claim_next(limits, unix_millis_now()).await {
                 Ok(Some(task)) => {
                     inner.outbox.status(&task.id, task.status);
-                    let link =
-                        inner
-                            .supervisors
-                            .spawn(&inner, &task, Capabilities::default(), Vec::new());
+                    let link = inner.supervisors.spawn(
+                        inner.shared(),
+                        &task,
+                        Capabilities::default(),
+                        Vec::new(),
+                    );
                     if inner.shutdown.is_cancelled() {
                         // The shutdown may have told the supervisors to stop before this one.
                         link.stop(StopReason::Shutdown).await;

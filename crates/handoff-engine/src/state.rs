@@ -1,129 +1,38 @@
-//! The engine's shared state and the few writes every part makes the same way: append an
-//! event, move a task between states, wait for a task to settle. Each write goes to the store
-//! first and is then published through the outbox.
+//! The engine's state: what every part shares ([`Shared`]) and the routes to the live runs'
+//! supervisors. Only the engine's own modules hold this; a supervisor holds only [`Shared`].
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{ops::Deref, sync::Arc};
 
-use handoff_config::Config;
-use handoff_runner::ExecutorRegistry;
-use handoff_store::{StatusChange, Store};
-use handoff_task::{ExitInfo, NewEvent, Task, TaskId, TaskStatus, unix_millis_now};
-use tokio::sync::Notify;
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use crate::{shared::Shared, supervisor::Supervisors};
 
-use crate::{
-    EngineError, EngineMetrics,
-    metrics::OutcomeLabels,
-    outbox::{Missed, Outbox, TaskNotice},
-    rate::SubmissionRate,
-    snapshot::Snapshots,
-    supervisor::Supervisors,
-    workdir::Workdirs,
-};
-
-/// What every part of one engine shares. Durable facts live in the store; this holds only
-/// handles, settings and the routes to the live runs' supervisors.
+/// The engine's state: the shared handles and the mailbox of each run this process supervises.
 pub(crate) struct EngineState {
-    pub config: Arc<Config>,
-    pub store: Arc<dyn Store>,
-    pub executors: ExecutorRegistry,
-    pub metrics: EngineMetrics,
-    pub workdirs: Workdirs,
-    pub rate: SubmissionRate,
-    pub artifacts_dir: PathBuf,
-    /// Baselines the task diffs are computed against.
-    pub snapshots: Snapshots,
+    shared: Arc<Shared>,
     /// The mailbox of each run this process supervises.
     pub supervisors: Supervisors,
-    /// Wakes the scheduler: a task was queued or a slot freed.
-    pub wake: Notify,
-    /// Every event and state change, to subscribers and integrations.
-    pub outbox: Outbox,
-    pub shutdown: CancellationToken,
-    pub runs: TaskTracker,
-    /// Rules, hooks and loop guard for executors' tool calls.
-    pub policy: crate::policy::TaskPolicy,
-    /// The completion judge, when an evaluator model is configured.
-    pub judge: Option<handoff_llm::LlmClient>,
 }
 
 impl EngineState {
-    /// Appends one event to the task's history; its number.
-    pub(crate) async fn record(&self, id: &TaskId, event: NewEvent) -> Result<i64, EngineError> {
-        let seqs = self
-            .store
-            .append_events(id, unix_millis_now(), &[event])
-            .await?;
-        self.outbox.events(id);
-        seqs.first()
-            .copied()
-            .ok_or_else(|| EngineError::Internal("the store numbered no event".to_owned()))
+    /// The state of a new engine, no run supervised yet.
+    pub(crate) fn new(shared: Shared) -> Self {
+        Self {
+            shared: Arc::new(shared),
+            supervisors: Supervisors::default(),
+        }
     }
 
-    /// Moves `task` to `to` if the state machine allows it and nobody changed it meanwhile.
-    pub(crate) async fn change_status(
-        &self,
-        task: &Task,
-        to: TaskStatus,
-        reason: impl Into<String>,
-        exit: Option<ExitInfo>,
-        error: Option<String>,
-    ) -> Result<Option<Task>, EngineError> {
-        task.status
-            .transition(to)
-            .map_err(|e| EngineError::Conflict(e.to_string()))?;
-        let change = StatusChange {
-            from: task.status,
-            to,
-            at: unix_millis_now(),
-            exit,
-            error,
-            reason: reason.into(),
-        };
-        let updated = self.store.set_status(&task.id, &change).await?;
-        if let Some(updated) = &updated {
-            self.outbox.status(&updated.id, updated.status);
-            if to.is_terminal() {
-                if let Some(ms) = updated.duration_ms(change.at) {
-                    self.metrics
-                        .durations
-                        .get_or_create(&OutcomeLabels {
-                            executor: updated.executor.clone(),
-                            outcome: to.as_str(),
-                        })
-                        .observe(ms as f64 / 1000.0);
-                }
-                self.wake.notify_one();
-            }
-        }
-        Ok(updated)
+    /// The handles a supervisor gets.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
+}
 
-    /// Waits until task `id` is terminal, or `limit` passes; returns its latest state.
-    pub(crate) async fn wait_settled(
-        &self,
-        id: &TaskId,
-        limit: Duration,
-    ) -> Result<Task, EngineError> {
-        let mut notices = self.outbox.subscribe_task(id);
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            let task = self
-                .store
-                .get_task(id)
-                .await?
-                .ok_or_else(|| EngineError::NotFound(id.to_string()))?;
-            if task.status.is_terminal() {
-                return Ok(task);
-            }
-            // Wake on this task's next state change, on lag (re-read), or at the deadline.
-            loop {
-                match tokio::time::timeout_at(deadline, notices.next()).await {
-                    Err(_) | Ok(Err(Missed::Closed)) => return Ok(task),
-                    Ok(Ok(TaskNotice::Status(..)) | Err(Missed::Lagged)) => break,
-                    Ok(Ok(TaskNotice::Events(_))) => {}
-                }
-            }
-        }
+// Every part reads settings and handles as `state.store`, `state.config`…: the state is its
+// shared part plus the supervisors.
+impl Deref for EngineState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
     }
 }

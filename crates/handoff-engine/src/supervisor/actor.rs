@@ -17,7 +17,7 @@ use super::{
     guard::RunGuard,
     relay::Answerer,
 };
-use crate::{EngineError, finish::StopReason, state::EngineState};
+use crate::{EngineError, finish::StopReason, shared::Shared};
 use handoff_policy::loop_guard::Step;
 
 /// How long a steering command waits for a just-claimed run's executor to start.
@@ -116,7 +116,7 @@ impl Steer {
 
 /// One run's supervisor.
 pub(crate) struct Supervisor {
-    pub(super) state: Arc<EngineState>,
+    pub(super) state: Arc<Shared>,
     pub(super) task: Task,
     pub(super) control: Option<Arc<dyn RunControl>>,
     capabilities: Capabilities,
@@ -138,7 +138,7 @@ pub(crate) struct Supervisor {
 
 impl Supervisor {
     pub(super) fn new(
-        state: Arc<EngineState>,
+        state: Arc<Shared>,
         task: Task,
         capabilities: Capabilities,
         restored: Vec<PendingInput>,

@@ -26,7 +26,7 @@ pub(crate) use link::RunLink;
 pub(crate) use relay::parse_approval;
 
 use self::actor::{Msg, Supervisor};
-use crate::{EngineError, finish::StopReason, state::EngineState};
+use crate::{EngineError, finish::StopReason, shared::Shared};
 
 /// Messages a supervisor's mailbox holds before senders wait.
 const MAILBOX: usize = 64;
@@ -56,7 +56,7 @@ impl Supervisors {
     /// requests a previous process stored as waiting for an answer.
     pub(crate) fn spawn(
         &self,
-        state: &Arc<EngineState>,
+        state: &Arc<Shared>,
         task: &Task,
         capabilities: Capabilities,
         restored: Vec<PendingInput>,
