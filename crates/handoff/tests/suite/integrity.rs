@@ -1,6 +1,6 @@
 //! Verification integrity end to end (the real binary, the real OpenCode, the scripted model):
 //! a coder that overwrites the verify script so it passes is not completed and the check shows
-//! the script's diff; a coder that deletes the tests so the runner runs none (exit 0) is not
+//! the script's diff, and so is one that rewrites the Makefile target the check runs; a coder that deletes the tests so the runner runs none (exit 0) is not
 //! completed; a verify command sleeping past the task's deadline is killed at the deadline with
 //! nothing left running, and the task does not end `completed`.
 
@@ -28,6 +28,7 @@ fn script() -> Script {
     let script = json!({
         "scenarios": [
             {"match": "TAMPER-SCRIPT", "turns": [write("check.sh", "exit 0\n"), {"text": "Done: the check passes now."}]},
+            {"match": "TAMPER-MAKE", "turns": [write("Makefile", "check:\n\ttrue\n"), {"text": "Done: make check passes."}]},
             {"match": "DELETE-TESTS", "turns": [bash("rm tests/test_calc.py"), {"text": "Done: no failing tests left."}]},
             {"match": "SLOW-CHECK", "turns": [write("notes.txt", "notes\n"), {"text": "Done."}]}
         ],
@@ -60,6 +61,19 @@ fn running(pid: i32) -> bool {
     })
 }
 
+/// The failed "protected files" check of a completion, its detail.
+fn protected_check(done: &Value) -> String {
+    let check = done["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "protected files")
+        .cloned()
+        .unwrap_or_else(|| panic!("no protected-files check: {done:#}"));
+    assert_eq!(check["passed"], false, "{done:#}");
+    check["detail"].as_str().unwrap().to_owned()
+}
+
 #[test]
 fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_completed() {
     let Scripted {
@@ -82,6 +96,11 @@ fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_complete
         "tamper",
         &[("check.sh", "test \"$(cat answer.txt)\" = 42\n")],
     );
+    let make = project(
+        &roots,
+        "make",
+        &[("Makefile", "check:\n\ttest \"$$(cat answer.txt)\" = 42\n")],
+    );
     let failing_test = "import unittest\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(1 + 1, 3)\n";
     let zero = project(&roots, "zero", &[("tests/test_calc.py", failing_test)]);
     let checks = |commands: &[&str]| json!({"policy": "checks", "max_cycles": 1, "verify_commands": commands});
@@ -90,15 +109,17 @@ fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_complete
         AGENT,
         json!([
             {"name": "execute_task", "arguments": {"task_description": "TAMPER-SCRIPT: make check.sh pass", "workdir": tamper, "completion": checks(&["sh check.sh"])}},
+            {"name": "execute_task", "arguments": {"task_description": "TAMPER-MAKE: make `make check` pass", "workdir": make, "completion": checks(&["make check"])}},
             {"name": "execute_task", "arguments": {"task_description": "DELETE-TESTS: make the tests pass", "workdir": zero, "completion": checks(&["python3 -m unittest discover -s tests"])}},
             {"name": "execute_task", "arguments": {"task_description": "SLOW-CHECK: write notes", "timeout_ms": 75000,
                 "completion": checks(&["sleep 300 & echo $! > verify.pid; wait"])}}
         ]),
     );
-    let (tampered, emptied, slow) = (
+    let (tampered, remade, emptied, slow) = (
         task_id(&submitted[0]),
         task_id(&submitted[1]),
         task_id(&submitted[2]),
+        task_id(&submitted[3]),
     );
 
     // (a) The verify script was overwritten so it passes: not completed, its diff shown.
@@ -110,15 +131,7 @@ fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_complete
         events(&server, &tampered)
     );
     let done = completion(&server, &tampered);
-    let check = done["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "protected files")
-        .cloned()
-        .unwrap_or_else(|| panic!("no protected-files check: {done:#}"));
-    assert_eq!(check["passed"], false, "{done:#}");
-    let detail = check["detail"].as_str().unwrap();
+    let detail = protected_check(&done);
     assert!(
         detail.contains("check.sh")
             && detail.contains("-test \"$(cat answer.txt)\" = 42")
@@ -129,6 +142,21 @@ fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_complete
     assert!(
         reason.contains("check.sh") && reason.contains("+exit 0"),
         "{reason}"
+    );
+
+    // (a') The Makefile target the check runs was rewritten so it passes: caught the same way.
+    let end = wait_end(&server, &remade);
+    assert_eq!(
+        end["status"],
+        "failed",
+        "{end}\n{:#?}",
+        events(&server, &remade)
+    );
+    let done = completion(&server, &remade);
+    let detail = protected_check(&done);
+    assert!(
+        detail.contains("Makefile") && detail.contains("+\ttrue"),
+        "{detail}"
     );
 
     // (b) The tests were deleted: unittest ran 0 tests and exited 0, which is not a pass.
