@@ -1,8 +1,9 @@
 //! Verification integrity end to end (the real binary, the real OpenCode, the scripted model):
 //! a coder that overwrites the verify script so it passes is not completed and the check shows
-//! the script's diff, and so is one that rewrites the Makefile target the check runs; a coder that deletes the tests so the runner runs none (exit 0) is not
-//! completed; a verify command sleeping past the task's deadline is killed at the deadline with
-//! nothing left running, and the task does not end `completed`.
+//! the script's diff, and so is one that rewrites the Makefile target the check runs; a coder
+//! that deletes the tests so the runner runs none (exit 0) is not completed; a verify command
+//! sleeping past the task's deadline is killed at the deadline with nothing left running, and
+//! the task does not end `completed`.
 
 use std::{path::Path, time::Duration};
 
