@@ -258,15 +258,18 @@ async fn abandoned_sessions(
     // A quarter of the timeout more: the server sweeps unused sessions that often.
     let idle = Duration::from_secs(unused) * 5 / 4 + Duration::from_secs(2);
     let abandoned = abandon_sessions(http, &fresh.url, fresh.pid, options.abandoned, idle).await;
-    let (before, open, after) = abandoned.rss;
+    let [before, open, after, again] = abandoned.rss;
     println!(
-        "abandoned sessions: {} tried on a fresh server with the default limits, {} opened, {} refused; RSS {} before, {} with them open, {} after the {unused} s unused-session timeout",
+        "abandoned sessions: {} tried on a fresh server with the default limits, {} opened, {} refused; RSS {} before, {} with them open, {} after the {unused} s unused-session timeout; the same {} tried again: {} opened, RSS {}",
         options.abandoned,
         abandoned.opened,
         options.abandoned - abandoned.opened,
         report::megabytes(before),
         report::megabytes(open),
-        report::megabytes(after)
+        report::megabytes(after),
+        options.abandoned,
+        abandoned.reopened,
+        report::megabytes(again)
     );
     fresh.stop().await;
     Ok(())

@@ -70,12 +70,16 @@ pub(crate) async fn soak(
 pub(crate) struct Abandoned {
     /// Sessions the server opened (the rest were refused by its limits).
     pub(crate) opened: usize,
-    /// RSS (bytes) before, right after opening, and after `idle` had passed.
-    pub(crate) rss: (u64, u64, u64),
+    /// Sessions it opened when the same clients tried again after the unused-session timeout:
+    /// as many as the first time when expiry freed every slot.
+    pub(crate) reopened: usize,
+    /// RSS (bytes) before, right after opening, after `idle` had passed, and after the second
+    /// round (no growth when expired sessions' memory is reused).
+    pub(crate) rss: [u64; 4],
 }
 
-/// Opens `count` sessions (initialize only) and walks away from them; RSS right after opening
-/// and after `idle` (the server's unused-session timeout plus slack) has passed.
+/// Opens `count` sessions (initialize only) and walks away from them, waits `idle` (the
+/// server's unused-session timeout plus slack), then does it again; RSS at each point.
 pub(crate) async fn abandon_sessions(
     http: &Client,
     url: &str,
@@ -84,8 +88,22 @@ pub(crate) async fn abandon_sessions(
     idle: Duration,
 ) -> Abandoned {
     let before = ProcSample::of(pid).rss_bytes;
+    let opened = open_sessions(http, url, count).await;
+    let with_them = ProcSample::of(pid).rss_bytes;
+    tokio::time::sleep(idle).await;
+    let after = ProcSample::of(pid).rss_bytes;
+    let reopened = open_sessions(http, url, count).await;
+    Abandoned {
+        opened,
+        reopened,
+        rss: [before, with_them, after, ProcSample::of(pid).rss_bytes],
+    }
+}
+
+/// Opens `count` sessions from 64 clients, 64 at a time (what is counted is the session
+/// limit, not the connection limit); how many the server opened.
+async fn open_sessions(http: &Client, url: &str, count: usize) -> usize {
     let mut opened = 0;
-    // 64 at a time: what is counted is the session limit, not the connection limit.
     for chunk in (0..count).collect::<Vec<_>>().chunks(64) {
         let joins: Vec<_> = chunk
             .iter()
@@ -106,10 +124,5 @@ pub(crate) async fn abandon_sessions(
             }
         }
     }
-    let with_them = ProcSample::of(pid).rss_bytes;
-    tokio::time::sleep(idle).await;
-    Abandoned {
-        opened,
-        rss: (before, with_them, ProcSample::of(pid).rss_bytes),
-    }
+    opened
 }
