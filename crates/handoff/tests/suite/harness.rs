@@ -153,8 +153,13 @@ fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHand
     })
 }
 
-/// Runs a client command with a timeout; panics with its output unless it succeeds.
-pub fn run_client(mut command: Command, what: &str) -> Output {
+/// Runs a client command with a 60 s timeout; panics with its output unless it succeeds.
+pub fn run_client(command: Command, what: &str) -> Output {
+    run_client_for(command, what, Duration::from_secs(60))
+}
+
+/// [`run_client`] with another time limit.
+pub fn run_client_for(mut command: Command, what: &str, limit: Duration) -> Output {
     let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -164,7 +169,7 @@ pub fn run_client(mut command: Command, what: &str) -> Output {
     // soon as it writes more than a pipe holds (64 KiB).
     let stdout = drain(child.stdout.take().unwrap());
     let stderr = drain(child.stderr.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
@@ -183,7 +188,7 @@ pub fn run_client(mut command: Command, what: &str) -> Output {
     };
     assert!(
         status.is_some(),
-        "{what} did not finish within 60 s\nstdout: {}\nstderr: {}",
+        "{what} did not finish within {limit:?}\nstdout: {}\nstderr: {}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );

@@ -1,3 +1,4 @@
+mod claude_client;
 mod cli;
 mod completion;
 mod completion_truth;
