@@ -239,6 +239,17 @@ impl Resolver {
         Ok(value)
     }
 
+    /// [`Resolver::get`], then [`Resolver::check`] of the value under the same key.
+    fn get_checked<T: FromRaw + Render>(
+        &mut self,
+        key: &'static str,
+        default: T,
+        ok: impl FnOnce(&T) -> Result<(), String>,
+    ) -> Result<T, ConfigError> {
+        let value = self.get(key, default)?;
+        self.check(key, value, ok)
+    }
+
     fn check<T>(
         &self,
         key: &'static str,
@@ -355,10 +366,10 @@ impl Config {
         let host: String = r.get("server.host", "127.0.0.1".to_owned())?;
         let port = r.get("server.port", 3500u16)?;
         let mut allowed_hosts = r.get("server.allowed_hosts", loopback_hosts())?;
-        let allowed_origins = r.get("server.allowed_origins", loopback_origins())?;
-        let allowed_origins = r.check("server.allowed_origins", allowed_origins, valid_origins)?;
-        let cors_origins = r.get("server.cors_origins", Vec::<String>::new())?;
-        let cors_origins = r.check("server.cors_origins", cors_origins, valid_origins)?;
+        let allowed_origins =
+            r.get_checked("server.allowed_origins", loopback_origins(), valid_origins)?;
+        let cors_origins =
+            r.get_checked("server.cors_origins", Vec::<String>::new(), valid_origins)?;
         let auth_token = r.optional::<Secret>("server.auth_token")?;
         let tokens = r.get("auth.tokens", crate::TokenGrants::default())?;
         let default_agent = r.optional::<String>("auth.default_agent")?;
@@ -372,33 +383,20 @@ impl Config {
         let default_agent = default_agent.and_then(|a| handoff_task::AgentId::parse(&a).ok());
         let max_body_bytes = r.get("server.max_body_bytes", ByteSize(4 << 20))?;
         let idle = r.get("server.session_idle_timeout_secs", 1800u64)?;
-        let unused = r.get("server.unused_session_timeout_secs", 30u64)?;
-        let unused = r.check(
+        let unused = r.get_checked(
             "server.unused_session_timeout_secs",
-            unused,
+            30u64,
             at_least_one_u64,
         )?;
-        let max_sessions = r.get("server.max_sessions", 1024u32)?;
-        let max_sessions = r.check("server.max_sessions", max_sessions, at_least_one)?;
-        let per_client = r.get("server.max_sessions_per_client", 64u32)?;
-        let per_client = r.check("server.max_sessions_per_client", per_client, at_least_one)?;
+        let max_sessions = r.get_checked("server.max_sessions", 1024u32, at_least_one)?;
+        let per_client = r.get_checked("server.max_sessions_per_client", 64u32, at_least_one)?;
         let grace = r.get("server.shutdown_grace_secs", 10u64)?;
-        let header_secs = r.get("server.header_read_timeout_secs", 10u64)?;
-        let header_secs = r.check(
-            "server.header_read_timeout_secs",
-            header_secs,
-            at_least_one_u64,
-        )?;
-        let body_secs = r.get("server.body_read_timeout_secs", 30u64)?;
-        let body_secs = r.check("server.body_read_timeout_secs", body_secs, at_least_one_u64)?;
-        let keep_alive_secs = r.get("server.keep_alive_timeout_secs", 60u64)?;
-        let keep_alive_secs = r.check(
-            "server.keep_alive_timeout_secs",
-            keep_alive_secs,
-            at_least_one_u64,
-        )?;
-        let max_connections = r.get("server.max_connections", 512u32)?;
-        let max_connections = r.check("server.max_connections", max_connections, at_least_one)?;
+        let header_secs =
+            r.get_checked("server.header_read_timeout_secs", 10u64, at_least_one_u64)?;
+        let body_secs = r.get_checked("server.body_read_timeout_secs", 30u64, at_least_one_u64)?;
+        let keep_alive_secs =
+            r.get_checked("server.keep_alive_timeout_secs", 60u64, at_least_one_u64)?;
+        let max_connections = r.get_checked("server.max_connections", 512u32, at_least_one)?;
         // A non-loopback bind name must be an accepted Host, or the server would refuse itself.
         if !["0.0.0.0", "::", "[::]"].contains(&host.as_str())
             && !allowed_hosts.iter().any(|h| h == &host)
@@ -433,17 +431,17 @@ impl Config {
         let data_dir: PathBuf = r.get("data_dir", PathBuf::from(".handoff"))?;
         let workspace_dir = r.get("workspace_dir", data_dir.join("workspaces"))?;
 
-        let max_concurrent = r.get("tasks.max_concurrent", 10u32)?;
-        let max_concurrent = r.check("tasks.max_concurrent", max_concurrent, at_least_one)?;
-        let per_agent = r.get("tasks.max_concurrent_per_agent", max_concurrent)?;
-        let per_agent = r.check("tasks.max_concurrent_per_agent", per_agent, at_least_one)?;
+        let max_concurrent = r.get_checked("tasks.max_concurrent", 10u32, at_least_one)?;
+        let per_agent = r.get_checked(
+            "tasks.max_concurrent_per_agent",
+            max_concurrent,
+            at_least_one,
+        )?;
         let max_queued = r.get("tasks.max_queued", 1000u32)?;
-        let timeout_ms = r.get("tasks.default_timeout_ms", 300_000u64)?;
-        let timeout_ms = r.check("tasks.default_timeout_ms", timeout_ms, positive_millis)?;
+        let timeout_ms = r.get_checked("tasks.default_timeout_ms", 300_000u64, positive_millis)?;
         let sync_wait_ms = r.get("tasks.sync_wait_ms", 25_000u64)?;
-        let poll_interval_ms = r.get("tasks.poll_interval_ms", 1_000u64)?;
         let poll_interval_ms =
-            r.check("tasks.poll_interval_ms", poll_interval_ms, positive_millis)?;
+            r.get_checked("tasks.poll_interval_ms", 1_000u64, positive_millis)?;
         let max_description_bytes = r.get("tasks.max_description_bytes", ByteSize(64 << 10))?;
         let tasks = TaskConfig {
             max_concurrent,
@@ -460,25 +458,24 @@ impl Config {
             retention: Duration::from_secs(r.get("tasks.retention_days", 30u64)? * 86_400),
             submissions_per_minute: Some(r.get("tasks.submissions_per_minute", 120u32)?)
                 .filter(|rate| *rate > 0),
-            submission_burst: {
-                let burst = r.get("tasks.submission_burst", 20u32)?;
-                r.check("tasks.submission_burst", burst, at_least_one)?
-            },
+            submission_burst: r.get_checked("tasks.submission_burst", 20u32, at_least_one)?,
             cancel_grace: Duration::from_millis(r.get("tasks.cancel_grace_ms", 5_000u64)?),
             artifact_max_bytes: r.get("tasks.artifact_max_bytes", ByteSize(64 << 20))?,
             artifact_inline_bytes: r.get("tasks.artifact_inline_bytes", ByteSize(256 << 10))?,
-            output_event_max_bytes: {
-                let max = r.get("tasks.output_event_max_bytes", ByteSize(64 << 10))?;
-                r.check("tasks.output_event_max_bytes", max, at_least_one_byte)?
-            },
+            output_event_max_bytes: r.get_checked(
+                "tasks.output_event_max_bytes",
+                ByteSize(64 << 10),
+                at_least_one_byte,
+            )?,
             output_max_events: r.get("tasks.output_max_events", 10_000u32)?,
             output_events_max_bytes: r.get("tasks.output_events_max_bytes", ByteSize(16 << 20))?,
             snapshot_max_file_bytes: r.get("tasks.snapshot_max_file_bytes", ByteSize(8 << 20))?,
             snapshot_max_bytes: r.get("tasks.snapshot_max_bytes", ByteSize(256 << 20))?,
-            snapshot_timeout: Duration::from_secs({
-                let secs = r.get("tasks.snapshot_timeout_secs", 60u64)?;
-                r.check("tasks.snapshot_timeout_secs", secs, at_least_one_u64)?
-            }),
+            snapshot_timeout: Duration::from_secs(r.get_checked(
+                "tasks.snapshot_timeout_secs",
+                60u64,
+                at_least_one_u64,
+            )?),
             workdir_roots: r
                 .get("tasks.workdir_roots", Vec::<String>::new())?
                 .into_iter()
@@ -583,23 +580,27 @@ impl Config {
                 ),
                 notify: r.get("letta.notify", d.notify)?,
                 notify_role: r.get("letta.notify_role", d.notify_role)?,
-                request_timeout: {
-                    let t = r.get("letta.request_timeout_secs", d.request_timeout.as_secs())?;
-                    secs(r.check("letta.request_timeout_secs", t, at_least_one_u64)?)
-                },
+                request_timeout: secs(r.get_checked(
+                    "letta.request_timeout_secs",
+                    d.request_timeout.as_secs(),
+                    at_least_one_u64,
+                )?),
                 max_retries: r.get("letta.max_retries", d.max_retries)?,
-                max_concurrent_requests: {
-                    let n = r.get("letta.max_concurrent_requests", d.max_concurrent_requests)?;
-                    r.check("letta.max_concurrent_requests", n, at_least_one)?
-                },
-                requests_per_second: {
-                    let n = r.get("letta.requests_per_second", d.requests_per_second)?;
-                    r.check("letta.requests_per_second", n, at_least_one)?
-                },
-                sweep_interval: {
-                    let t = r.get("letta.sweep_interval_secs", d.sweep_interval.as_secs())?;
-                    secs(r.check("letta.sweep_interval_secs", t, at_least_one_u64)?)
-                },
+                max_concurrent_requests: r.get_checked(
+                    "letta.max_concurrent_requests",
+                    d.max_concurrent_requests,
+                    at_least_one,
+                )?,
+                requests_per_second: r.get_checked(
+                    "letta.requests_per_second",
+                    d.requests_per_second,
+                    at_least_one,
+                )?,
+                sweep_interval: secs(r.get_checked(
+                    "letta.sweep_interval_secs",
+                    d.sweep_interval.as_secs(),
+                    at_least_one_u64,
+                )?),
             }
         };
         let tools = ToolsConfig {
@@ -661,14 +662,11 @@ impl Config {
                 tokens: r.optional("completion.budget_tokens")?,
                 cost_usd: r.optional("completion.budget_cost_usd")?,
             },
-            verify_timeout: {
-                let secs = r.get("completion.verify_timeout_secs", 600u64)?;
-                Duration::from_secs(r.check(
-                    "completion.verify_timeout_secs",
-                    secs,
-                    at_least_one_u64,
-                )?)
-            },
+            verify_timeout: Duration::from_secs(r.get_checked(
+                "completion.verify_timeout_secs",
+                600u64,
+                at_least_one_u64,
+            )?),
             protected_paths: r.get("completion.protected_paths", Vec::<String>::new())?,
         };
         let api_key_env: Option<String> = r.optional("evaluator.api_key_env")?;
