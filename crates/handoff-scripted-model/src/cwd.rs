@@ -82,7 +82,7 @@ impl Marker {
     }
 }
 
-fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+pub(crate) fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
     match value {
         Value::String(s) => out.push(s),
         Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),

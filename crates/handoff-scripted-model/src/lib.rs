@@ -8,6 +8,7 @@
 //! index is the number of assistant turns since that message. Every request is recorded as a
 //! [`LoggedRequest`] (in memory and, optionally, as JSON lines in a file).
 
+mod capture;
 mod cwd;
 mod embeddings;
 mod error;

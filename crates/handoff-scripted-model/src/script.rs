@@ -53,7 +53,7 @@ pub struct Scenario {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
-    /// Assistant text, streamed in a few chunks; `{{cwd}}` is substituted.
+    /// Assistant text, streamed in a few chunks; `{{cwd}}` and `{{capture:REGEX}}` are substituted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// Tool calls, emitted after the text; several are parallel calls.
@@ -82,7 +82,7 @@ pub struct ToolCall {
     /// The tool's name exactly as the agent declared it (e.g. `write`, `Write`, `exec_command`).
     pub name: String,
     /// Arguments: normally a JSON object; a string is passed through raw (freeform tools).
-    /// `{{cwd}}` is substituted in every string inside.
+    /// `{{cwd}}` and `{{capture:REGEX}}` (see the capture module) are substituted in every string.
     #[serde(default = "empty_object")]
     pub arguments: Value,
 }

@@ -216,7 +216,7 @@ async fn respond<W: Wire>(
     let conversation = W::inspect(&json);
     let cwd = find_cwd(&json);
     let selection = select(&state.script, &conversation, W::API);
-    let turn = selection.turn.clone();
+    let turn = crate::capture::resolve_turn(selection.turn, &json);
     let stream = stream.unwrap_or_else(|| W::wants_stream(&json));
     let model = model
         .or_else(|| {
