@@ -97,6 +97,29 @@ impl TokenGrants {
     }
 }
 
+impl crate::ServerConfig {
+    /// The token a gateway (a Letta server) presents: `server.auth_token`, else the first
+    /// gateway entry of `auth.tokens`.
+    pub fn gateway_token(&self) -> Option<&Secret> {
+        self.auth_token.as_ref().or_else(|| {
+            self.tokens
+                .0
+                .iter()
+                .find(|g| g.role == TokenRole::Gateway)
+                .map(|g| &g.token)
+        })
+    }
+
+    /// The token bound to exactly `agent` in `auth.tokens`, if one is.
+    pub fn agent_token(&self, agent: &str) -> Option<&Secret> {
+        self.tokens
+            .0
+            .iter()
+            .find(|g| matches!(&g.role, TokenRole::Agent(a) if a.as_str() == agent))
+            .map(|g| &g.token)
+    }
+}
+
 const SHAPE: &str =
     "expected a JSON array of {\"token\", \"role\": agent|gateway|operator, \"agent_id\"?}";
 

@@ -7,6 +7,27 @@ use crate::{Secret, parse::FromRaw};
 /// The smallest block limit accepted: room for the task's id, status and a few events.
 pub const MIN_BLOCK_LIMIT: u32 = 1_000;
 
+/// The prefix `handoff letta connect` uses unless configured otherwise.
+pub const DEFAULT_TOOL_PREFIX: &str = "handoff";
+
+/// The longest prefix: `<prefix>_send_task_message` must stay within Letta's 48-character tool
+/// names.
+pub const MAX_TOOL_PREFIX: usize = 24;
+
+/// Checks a tool prefix: a lowercase letter, then lowercase letters, digits or `_`.
+pub fn check_tool_prefix(prefix: &str) -> Result<(), String> {
+    let mut chars = prefix.chars();
+    let starts_well = chars.next().is_some_and(|c| c.is_ascii_lowercase());
+    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !starts_well || !rest_ok || prefix.len() > MAX_TOOL_PREFIX {
+        return Err(format!(
+            "expected a lowercase letter then lowercase letters, digits or _, at most \
+             {MAX_TOOL_PREFIX} characters (e.g. handoff, handoff_staging)"
+        ));
+    }
+    Ok(())
+}
+
 /// Letta integration settings (off when `api_url` is unset).
 #[derive(Debug, Clone)]
 pub struct LettaConfig {
@@ -14,6 +35,8 @@ pub struct LettaConfig {
     pub api_url: Option<String>,
     /// Bearer token.
     pub api_token: Option<Secret>,
+    /// What `handoff letta connect` names its MCP server, native tools and agent secrets after.
+    pub tool_prefix: String,
     /// Keep a workspace memory block per task in the owning agent's memory.
     pub workspace_blocks: bool,
     /// The block `limit` in characters; Handoff never writes a longer value.
@@ -46,6 +69,7 @@ impl LettaConfig {
         Self {
             api_url: None,
             api_token: None,
+            tool_prefix: DEFAULT_TOOL_PREFIX.to_owned(),
             workspace_blocks: true,
             block_limit: 6_000,
             min_update_interval: Duration::from_secs(1),
@@ -87,6 +111,28 @@ impl FromRaw for NotifyRole {
             "system" => Ok(NotifyRole::System),
             "user" => Ok(NotifyRole::User),
             _ => Err("expected system or user".to_owned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_short_lowercase_identifiers() {
+        for good in ["handoff", "h", "handoff_2", "a23456789012345678901234"] {
+            assert_eq!(check_tool_prefix(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "Handoff",
+            "2handoff",
+            "hand-off",
+            "_h",
+            "a234567890123456789012345",
+        ] {
+            assert!(check_tool_prefix(bad).is_err(), "{bad}");
         }
     }
 }

@@ -15,6 +15,7 @@ mod mask;
 mod model;
 mod parse;
 mod permissions;
+mod public_url;
 mod resolve;
 mod secret;
 mod spec;
@@ -25,7 +26,7 @@ pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
 pub use error::ConfigError;
 pub use handoff_task::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};
-pub use letta::{LettaConfig, NotifyRole};
+pub use letta::{DEFAULT_TOOL_PREFIX, LettaConfig, MAX_TOOL_PREFIX, NotifyRole, check_tool_prefix};
 pub use mask::{MASK, mask_json, mask_setting_text, mask_url_credentials};
 pub use model::{
     ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,

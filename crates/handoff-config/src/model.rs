@@ -61,6 +61,8 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Exact origins that receive CORS headers.
     pub cors_origins: Vec<String>,
+    /// Handoff's base URL as other services reach it (no trailing slash); `None` when unset.
+    pub public_url: Option<String>,
     /// Bearer token required on `/mcp` when set; its holder is a gateway (it names the agent
     /// per call).
     pub auth_token: Option<Secret>,

@@ -370,6 +370,10 @@ impl Config {
             r.get_checked("server.allowed_origins", loopback_origins(), valid_origins)?;
         let cors_origins =
             r.get_checked("server.cors_origins", Vec::<String>::new(), valid_origins)?;
+        let public_url = r.optional::<String>("server.public_url")?;
+        let public_url = r
+            .check("server.public_url", public_url, crate::public_url::check)?
+            .map(crate::public_url::normalize);
         let auth_token = r.optional::<Secret>("server.auth_token")?;
         let tokens = r.get("auth.tokens", crate::TokenGrants::default())?;
         let default_agent = r.optional::<String>("auth.default_agent")?;
@@ -403,12 +407,19 @@ impl Config {
         {
             allowed_hosts.push(host.clone());
         }
+        // Other services reach Handoff by its public name: the Host they send is Handoff's own.
+        if let Some(public) = public_url.as_deref().and_then(crate::public_url::host)
+            && !allowed_hosts.contains(&public)
+        {
+            allowed_hosts.push(public);
+        }
         let server = ServerConfig {
             host,
             port,
             allowed_hosts,
             allowed_origins,
             cors_origins,
+            public_url,
             auth_token,
             tokens,
             default_agent,
@@ -556,6 +567,11 @@ impl Config {
             LettaConfig {
                 api_url,
                 api_token: r.optional("letta.api_token")?,
+                tool_prefix: r.get_checked(
+                    "letta.tool_prefix",
+                    d.tool_prefix.clone(),
+                    |p: &String| crate::check_tool_prefix(p),
+                )?,
                 workspace_blocks: r.get("letta.workspace_blocks", d.workspace_blocks)?,
                 block_limit: {
                     let limit = r.get("letta.block_limit", d.block_limit)?;

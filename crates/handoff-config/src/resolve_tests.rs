@@ -447,3 +447,83 @@ fn session_limits_have_defaults_env_overrides_and_refuse_zero() {
         assert!(err.contains(var), "{err}");
     }
 }
+
+#[test]
+fn a_public_url_is_checked_trimmed_and_its_host_accepted() {
+    let load = |pairs: &[(&str, &str)]| {
+        Config::load(LoadOptions {
+            env: env(pairs),
+            ..LoadOptions::default()
+        })
+    };
+    let server = load(&[("HANDOFF_PUBLIC_URL", "https://handoff.example.com/")])
+        .unwrap()
+        .server;
+    assert_eq!(
+        server.public_url.as_deref(),
+        Some("https://handoff.example.com")
+    );
+    assert!(
+        server
+            .allowed_hosts
+            .contains(&"handoff.example.com".to_owned())
+    );
+    assert_eq!(load(&[]).unwrap().server.public_url, None);
+    let err = load(&[("HANDOFF_PUBLIC_URL", "handoff.example.com")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("HANDOFF_PUBLIC_URL"), "{err}");
+}
+
+#[test]
+fn the_tool_prefix_defaults_to_handoff_and_refuses_bad_names() {
+    let load = |pairs: &[(&str, &str)]| {
+        Config::load(LoadOptions {
+            env: env(pairs),
+            ..LoadOptions::default()
+        })
+    };
+    assert_eq!(load(&[]).unwrap().letta.tool_prefix, "handoff");
+    let letta = load(&[("HANDOFF_LETTA_TOOL_PREFIX", "handoff_b")])
+        .unwrap()
+        .letta;
+    assert_eq!(letta.tool_prefix, "handoff_b");
+    let err = load(&[("HANDOFF_LETTA_TOOL_PREFIX", "Hand-Off")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("HANDOFF_LETTA_TOOL_PREFIX"), "{err}");
+}
+
+#[test]
+fn the_gateway_token_is_the_auth_token_else_a_gateway_entry() {
+    let load = |pairs: &[(&str, &str)]| {
+        Config::load(LoadOptions {
+            env: env(pairs),
+            ..LoadOptions::default()
+        })
+        .unwrap()
+        .server
+    };
+    assert!(load(&[]).gateway_token().is_none());
+    let tokens = r#"[{"token":"agent-token-aaaaaaaa","role":"agent","agent_id":"agent-a"},
+                     {"token":"gateway-token-bbbbbbbb","role":"gateway"}]"#;
+    let server = load(&[("HANDOFF_AUTH_TOKENS", tokens)]);
+    let expose = |s: Option<&crate::Secret>| s.map(|s| s.expose().to_owned());
+    assert_eq!(
+        expose(server.gateway_token()).as_deref(),
+        Some("gateway-token-bbbbbbbb")
+    );
+    assert_eq!(
+        expose(server.agent_token("agent-a")).as_deref(),
+        Some("agent-token-aaaaaaaa")
+    );
+    assert_eq!(server.agent_token("agent-b"), None);
+    let server = load(&[
+        ("HANDOFF_AUTH_TOKENS", tokens),
+        ("HANDOFF_AUTH_TOKEN", "plain-gateway-cccccccc"),
+    ]);
+    assert_eq!(
+        expose(server.gateway_token()).as_deref(),
+        Some("plain-gateway-cccccccc")
+    );
+}

@@ -74,6 +74,7 @@ settings! {
     "server.allowed_hosts" [env("HANDOFF_ALLOWED_HOSTS")]: "Host header values accepted (DNS-rebinding guard)";
     "server.allowed_origins" [env("HANDOFF_ALLOWED_ORIGINS")]: "browser Origins accepted; `http://localhost:*` style, exact scheme/host/port";
     "server.cors_origins" [env("HANDOFF_CORS_ORIGINS")]: "exact Origins that get CORS headers (none by default)";
+    "server.public_url" [env("HANDOFF_PUBLIC_URL")]: "Handoff's base URL as other services reach it (https://handoff.example.com): `handoff letta connect` registers <public_url>/mcp with Letta (a URL ending in /mcp is taken as it is), and its host is accepted in Host headers";
     "server.auth_token" [env("HANDOFF_AUTH_TOKEN")] secret=true: "bearer token required on /mcp when set";
     "auth.tokens" [env("HANDOFF_AUTH_TOKENS")] secret=true: "bearer tokens and whom each stands for: JSON array of {token, role: agent|gateway|operator, agent_id?} (agent: bound to agent_id, sees and steers only its tasks; gateway: names the agent per call with x-agent-id, as a Letta server does; operator: sees and steers every task, agent_id is its name)";
     "auth.default_agent" [env("HANDOFF_DEFAULT_AGENT_ID")]: "the agent a caller that names none acts as (a client that sends no x-agent-id, on an open server or with a gateway token)";
@@ -179,6 +180,7 @@ settings! {
     "runner.docker" [env("HANDOFF_DOCKER")]: "the docker client the container level uses";
     "letta.api_url" [env("HANDOFF_LETTA_API_URL"), env("LETTA_API_URL")]: "Letta server URL; Letta integration is off when unset";
     "letta.api_token" [env("HANDOFF_LETTA_API_TOKEN"), env("LETTA_API_TOKEN")] secret=true: "Letta bearer token";
+    "letta.tool_prefix" [env("HANDOFF_LETTA_TOOL_PREFIX")]: "what `handoff letta connect` names its things in Letta (tool names are unique per organisation): the MCP server, native tools <prefix>_execute_task…, agent secrets <PREFIX>_MCP_URL / <PREFIX>_MCP_TOKEN; lowercase letters, digits, _";
     "letta.workspace_blocks" [env("HANDOFF_LETTA_WORKSPACE_BLOCKS")]: "keep a workspace memory block per task (label handoff_task_<id>) in the owning Letta agent's memory";
     "letta.block_limit" [env("HANDOFF_LETTA_BLOCK_LIMIT")]: "the workspace block's limit in characters; Handoff prunes and clips so no value written is longer";
     "letta.min_update_interval_ms" [env("HANDOFF_LETTA_MIN_UPDATE_INTERVAL_MS")]: "a task's block is written at most once per this interval however fast events arrive (status changes at once)";

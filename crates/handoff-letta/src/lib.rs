@@ -5,9 +5,12 @@
 //! after a retention period, both stored so they survive restarts. When the task ends the agent
 //! gets exactly one short message (unless it opted out). Every call to Letta is bounded: a
 //! timeout, retries with back-off, and process-wide limits on concurrency and rate.
+//! [`connect`] registers Handoff with a Letta server and attaches its tools to agents
+//! (`handoff letta connect`).
 
 mod block;
 mod client;
+pub mod connect;
 mod error;
 #[cfg(test)]
 mod fixtures;
@@ -18,7 +21,10 @@ mod sync;
 pub mod testing;
 
 pub use block::{BLOCK_DESCRIPTION, WorkspaceValue, fit_value};
-pub use client::{Backoff, Block, Health, LettaClient, NewBlock, NewMessage, Run};
+pub use client::{
+    AgentSecret, Backoff, Block, Health, LettaAgent, LettaClient, LettaTool, McpServer, NewBlock,
+    NewMessage, NewTool, Run,
+};
 pub use error::LettaError;
 pub use notice::{Notice, notice_otid};
 pub use source::{PendingRequest, SourceError, TaskSnapshot, TaskSource};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use handoff_config::CliOverride;
 
 /// Handoff: hand development tasks from AI agents to coding agents over MCP.
@@ -45,9 +45,59 @@ pub enum Command {
     },
     /// Measure Handoff against a no-MCP floor server in one run (prints a table).
     Bench(BenchArgs),
+    /// Letta: connect this Handoff to a Letta server's agents.
+    Letta {
+        /// What to do with Letta.
+        #[command(subcommand)]
+        command: LettaCommand,
+    },
     /// The floor server `handoff bench` measures against (started by it).
     #[command(hide = true)]
     BenchFloor,
+}
+
+/// `handoff letta …` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum LettaCommand {
+    /// Register this Handoff with Letta and attach its tools to agents; with --remove, detach
+    /// and delete what it made. Idempotent: a second run changes nothing and says so.
+    Connect(ConnectArgs),
+}
+
+/// How Letta reaches Handoff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConnectMode {
+    /// mcp when server.public_url is set, else native.
+    Auto,
+    /// Letta's MCP client calls <server.public_url>/mcp (a public address: Letta refuses others).
+    Mcp,
+    /// Python tools in Letta's tool sandbox call Handoff's /mcp themselves.
+    Native,
+}
+
+/// Options of `handoff letta connect`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("targets").required(true).args(["agents", "all"])))]
+pub struct ConnectArgs {
+    /// A Letta agent to connect (agent-<uuid>); repeat for more.
+    #[arg(long = "agent", value_name = "ID")]
+    pub agents: Vec<String>,
+    /// Every agent of the Letta organisation.
+    #[arg(long)]
+    pub all: bool,
+    /// Detach and delete what connect made (its tools, MCP server and agent secrets) instead.
+    #[arg(long)]
+    pub remove: bool,
+    /// How Letta reaches Handoff.
+    #[arg(long, value_enum, default_value_t = ConnectMode::Auto)]
+    pub mode: ConnectMode,
+    /// Names in Letta: MCP server <prefix>, native tools <prefix>_execute_task… (default:
+    /// letta.tool_prefix, `handoff`); one per Handoff sharing a Letta organisation.
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Print one JSON summary instead of a line per action.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `handoff bench`.
@@ -127,6 +177,33 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn letta_connect_needs_agents_or_all_but_not_both() {
+        let agent = "agent-00000000-0000-4000-8000-000000000001";
+        let cli = Cli::parse_from([
+            "handoff", "letta", "connect", "--agent", agent, "--agent", agent,
+        ]);
+        let Command::Letta {
+            command: LettaCommand::Connect(args),
+        } = cli.command
+        else {
+            panic!("not letta connect");
+        };
+        assert_eq!(args.agents.len(), 2);
+        assert_eq!(args.mode, ConnectMode::Auto);
+        assert!(Cli::try_parse_from(["handoff", "letta", "connect"]).is_err());
+        assert!(
+            Cli::try_parse_from(["handoff", "letta", "connect", "--all", "--agent", agent])
+                .is_err()
+        );
+        assert!(
+            Cli::try_parse_from([
+                "handoff", "letta", "connect", "--all", "--mode", "native", "--remove", "--json"
+            ])
+            .is_ok()
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The `handoff` binary: CLI, logging, signals; everything else lives in the library crates.
 
 mod cli;
+mod letta_connect;
 mod logging;
 
 use std::process::ExitCode;
@@ -12,7 +13,7 @@ use handoff_server::{App, DataDirLock, serve_http, serve_stdio};
 use handoff_tools::AgentId;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{BenchArgs, Cli, Command, ServeArgs};
+use crate::cli::{BenchArgs, Cli, Command, LettaCommand, ServeArgs};
 
 fn main() -> ExitCode {
     // The isolation launcher runs between fork and the agent: no config, no logging, no clap.
@@ -41,6 +42,9 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(config, args),
         Command::Doctor { json } => doctor(&config, json),
         Command::Bench(args) => bench(args),
+        Command::Letta {
+            command: LettaCommand::Connect(args),
+        } => letta_connect::run(&config, args),
         Command::BenchFloor => bench_floor(),
     };
     match result {

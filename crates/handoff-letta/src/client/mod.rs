@@ -4,6 +4,8 @@
 
 mod pressure;
 mod retry;
+mod tool_wire;
+mod tools;
 mod wire;
 
 use std::{
@@ -18,6 +20,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use retry::Backoff;
+pub use tool_wire::{AgentSecret, LettaAgent, LettaTool, McpServer, NewTool};
 pub use wire::{Block, Health, NewBlock, NewMessage, Run};
 
 use crate::{LettaError, error::Transient};

@@ -97,8 +97,13 @@ pub fn start(env: &[(&str, &str)]) -> Server {
 
 /// Starts `handoff serve --port 0` in `dir` (e.g. the directory of a killed server).
 pub fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Server {
+    start_on(dir, "127.0.0.1", env)
+}
+
+/// Starts `handoff serve --host HOST --port 0` in `dir`.
+pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(BIN)
-        .args(["serve", "--port", "0"])
+        .args(["serve", "--host", host, "--port", "0"])
         .current_dir(dir.path())
         .env("HANDOFF_DATA_DIR", dir.path().join("data"))
         .env("HANDOFF_LOG_FORMAT", "json")
@@ -126,7 +131,7 @@ pub fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Server {
         // Handoff's own line: the OpenCode server it warms up logs a loopback URL too.
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(100))
             && line.contains("handoff listening")
-            && let Some(at) = line.find("http://127.0.0.1:")
+            && let Some(at) = line.find(&format!("http://{host}:"))
         {
             let url: String = line[at..]
                 .chars()

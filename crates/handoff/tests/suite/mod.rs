@@ -9,6 +9,8 @@ mod integrity;
 mod interop;
 mod isolation;
 mod letta;
+mod letta_connect;
+mod letta_connect_mcp;
 mod letta_proxy;
 mod mcp;
 mod mcp_tasks;
