@@ -1,7 +1,8 @@
 //! `handoff bench`: a load generator that speaks MCP Streamable HTTP (legacy sessions and
 //! 2026-07-28 stateless requests) against a real `handoff serve` process, and the same load
 //! against a floor server with no MCP machinery, so every figure comes with its ratio to the
-//! floor measured in the same run. Also: cold start, a soak at a fixed rate, and memory after
+//! floor measured in the same run — single requests, and whole units in a fresh session as Letta
+//! and connecting clients send them. Also: cold start, a soak at a fixed rate, and memory after
 //! abandoned sessions. With `--executors`: the time Handoff adds to real coding agents.
 
 mod client;
@@ -9,7 +10,10 @@ mod error;
 mod executors;
 mod floor;
 mod load;
+mod measure;
 mod ops;
+mod pattern;
+mod pattern_step;
 mod proc;
 mod report;
 mod run;

@@ -9,6 +9,8 @@ pub(crate) enum Op {
     Ping,
     /// `tools/list`.
     ToolsList,
+    /// The protocol's own `ping` request (no tool involved).
+    RpcPing,
     /// `tools/call get_task_status` of an existing task.
     GetTaskStatus,
     /// `tools/call list_tasks`.
@@ -25,6 +27,7 @@ impl Op {
         match self {
             Op::Ping => "ping",
             Op::ToolsList => "tools/list",
+            Op::RpcPing => "ping (rpc)",
             Op::GetTaskStatus => "get_task_status",
             Op::ListTasks => "list_tasks",
             Op::ExecuteTask => "execute_task",
@@ -36,6 +39,7 @@ impl Op {
     pub(crate) fn method(self) -> (&'static str, Option<&'static str>) {
         match self {
             Op::ToolsList => ("tools/list", None),
+            Op::RpcPing => ("ping", None),
             Op::Ping => ("tools/call", Some("ping")),
             Op::GetTaskStatus => ("tools/call", Some("get_task_status")),
             Op::ListTasks => ("tools/call", Some("list_tasks")),
@@ -47,7 +51,7 @@ impl Op {
     /// The request's params.
     pub(crate) fn params(self, task_id: &str) -> Value {
         match self {
-            Op::ToolsList => json!({}),
+            Op::ToolsList | Op::RpcPing => json!({}),
             Op::Ping => json!({"name": "ping", "arguments": {"message": "bench"}}),
             Op::GetTaskStatus => {
                 json!({"name": "get_task_status", "arguments": {"task_id": task_id}})

@@ -6,10 +6,19 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
+/// `ours / base` as `2.5x`; `-` without a base.
+pub(crate) fn ratio(ours: f64, base: f64) -> String {
+    if base > 0.0 {
+        format!("{:.1}x", ours / base)
+    } else {
+        "-".to_owned()
+    }
+}
+
 /// The table header.
 pub(crate) fn header() {
     println!(
-        "{:<16} {:<9} {:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>7} {:>9} {:>9}",
+        "{:<16} {:<9} {:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>7} {:>9} {:>9} {:>9}",
         "op",
         "era",
         "N",
@@ -22,29 +31,24 @@ pub(crate) fn header() {
         "cpu µs",
         "RSS MB",
         "p50/floor",
-        "rps/floor"
+        "rps/floor",
+        "cpu/floor"
     );
 }
 
-/// One row; `floor` is the floor's row at the same concurrency.
+/// One row; `floor` is the floor's row for the same work at the same concurrency.
 pub(crate) fn row(result: &LoadResult, floor: Option<&LoadResult>) {
-    let ratio = |ours: f64, base: f64| {
-        if base > 0.0 {
-            format!("{:.1}x", ours / base)
-        } else {
-            "-".to_owned()
-        }
-    };
-    let (p50_ratio, rps_ratio) = match floor {
-        Some(f) => (
+    let [p50_ratio, rps_ratio, cpu_ratio] = match floor {
+        Some(f) => [
             ratio(result.latency.p50, f.latency.p50),
             ratio(result.per_sec, f.per_sec),
-        ),
-        None => ("-".to_owned(), "-".to_owned()),
+            ratio(result.cpu_us, f.cpu_us),
+        ],
+        None => ["-".to_owned(), "-".to_owned(), "-".to_owned()],
     };
     println!(
-        "{:<16} {:<9} {:>5} {:>9.0} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>6} {:>8.1} {:>7.1} {:>9} {:>9}",
-        result.op.name(),
+        "{:<16} {:<9} {:>5} {:>9.0} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>6} {:>8.1} {:>7.1} {:>9} {:>9} {:>9}",
+        result.name,
         result.era.name(),
         result.clients,
         result.per_sec,
@@ -56,7 +60,8 @@ pub(crate) fn row(result: &LoadResult, floor: Option<&LoadResult>) {
         result.cpu_us,
         mib(result.rss_after),
         p50_ratio,
-        rps_ratio
+        rps_ratio,
+        cpu_ratio
     );
     if let Some(error) = &result.first_error {
         println!(

@@ -12,6 +12,7 @@ use crate::{
     client::{Era, McpClient},
     load::{LoadResult, Step, step},
     ops::Op,
+    pattern_step::{PATTERN_MAX_CLIENTS, PatternPlan, patterns_at},
     proc::ProcSample,
     report,
     soak::{abandon_sessions, soak},
@@ -95,10 +96,11 @@ fn server_env(options: &BenchOptions) -> Vec<(&'static str, String)> {
         // limits are measured on their own, on a fresh server (`abandoned_sessions`).
         ("HANDOFF_MAX_SESSIONS", "1000000".to_owned()),
         ("HANDOFF_MAX_SESSIONS_PER_CLIENT", "1000000".to_owned()),
-        // Every client holds a connection; the default cap (512) would refuse the largest step.
+        // Every client holds a connection (a Letta-pattern client two: its stream and its
+        // requests); the default cap (512) would refuse the largest step.
         (
             "HANDOFF_MAX_CONNECTIONS",
-            (options.clients.iter().max().copied().unwrap_or(1) + 64).to_string(),
+            (2 * options.clients.iter().max().copied().unwrap_or(1) + 64).to_string(),
         ),
     ]
 }
@@ -172,37 +174,7 @@ pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
         .ok_or_else(|| BenchError::Setup(format!("execute_task answered {submitted}")))?
         .to_owned();
 
-    println!();
-    report::header();
-    let mut results: Vec<LoadResult> = Vec::new();
-    for &clients in &options.clients {
-        let plan = |era, op| Step {
-            era,
-            op,
-            clients,
-            duration: options.step,
-        };
-        let base = step(&http, &floor.url, floor.pid, plan(Era::Floor, Op::Ping), "").await;
-        report::row(&base, None);
-        for (era, op) in [
-            (Era::Session, Op::Ping),
-            (Era::Stateless, Op::Ping),
-            (Era::Session, Op::ToolsList),
-            (Era::Session, Op::GetTaskStatus),
-            (Era::Stateless, Op::GetTaskStatus),
-            (Era::Session, Op::ListTasks),
-            (Era::Session, Op::ExecuteTask),
-        ] {
-            let result = step(&http, &handoff.url, handoff.pid, plan(era, op), &task_id).await;
-            report::row(&result, Some(&base));
-            results.push(result);
-            if op == Op::ExecuteTask {
-                // The submitted tasks still run; the next step must not pay for them.
-                drain(&mut setup).await?;
-            }
-        }
-        results.push(base);
-    }
+    let results = table(&http, &handoff, &floor, options, &task_id, &mut setup).await?;
 
     println!();
     let soaked = soak(
@@ -238,6 +210,60 @@ pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
     println!();
     summary(&results, &soaked.window_p99, cold_ms, idle_rss);
     Ok(())
+}
+
+/// The load table: at each concurrency level the floor, every op in both eras, then the
+/// patterns (up to `PATTERN_MAX_CLIENTS`) beside the floor serving the same requests.
+async fn table(
+    http: &Client,
+    handoff: &Target,
+    floor: &Target,
+    options: &BenchOptions,
+    task_id: &str,
+    setup: &mut McpClient,
+) -> Result<Vec<LoadResult>, BenchError> {
+    println!();
+    report::header();
+    let mut results: Vec<LoadResult> = Vec::new();
+    for &clients in &options.clients {
+        let plan = |era, op| Step {
+            era,
+            op,
+            clients,
+            duration: options.step,
+        };
+        let base = step(http, &floor.url, floor.pid, plan(Era::Floor, Op::Ping), "").await;
+        report::row(&base, None);
+        for (era, op) in [
+            (Era::Session, Op::Ping),
+            (Era::Stateless, Op::Ping),
+            (Era::Session, Op::ToolsList),
+            (Era::Session, Op::GetTaskStatus),
+            (Era::Stateless, Op::GetTaskStatus),
+            (Era::Session, Op::ListTasks),
+            (Era::Session, Op::ExecuteTask),
+        ] {
+            let result = step(http, &handoff.url, handoff.pid, plan(era, op), task_id).await;
+            report::row(&result, Some(&base));
+            results.push(result);
+            if op == Op::ExecuteTask {
+                // The submitted tasks still run; the next step must not pay for them.
+                drain(setup).await?;
+            }
+        }
+        results.push(base);
+        if clients <= PATTERN_MAX_CLIENTS {
+            let patterns = PatternPlan {
+                handoff,
+                floor,
+                clients,
+                duration: options.step,
+                task_id,
+            };
+            results.extend(patterns_at(http, &patterns).await);
+        }
+    }
+    Ok(results)
 }
 
 /// Initialize-only sessions nobody closes, against a fresh server with the default session
@@ -279,7 +305,7 @@ fn summary(results: &[LoadResult], soak_p99: &[f64], cold_ms: f64, idle_rss: u64
     let worst_cpu = |op: Op| {
         results
             .iter()
-            .filter(|r| r.op == op && r.era != Era::Floor)
+            .filter(|r| r.name == op.name() && r.era != Era::Floor)
             .map(|r| r.cpu_us)
             .fold(0.0, f64::max)
     };
@@ -292,6 +318,7 @@ fn summary(results: &[LoadResult], soak_p99: &[f64], cold_ms: f64, idle_rss: u64
             cpu <= 30.0,
         );
     }
+    crate::pattern_step::summary(results);
     report::target(
         "cold start to a served request (median)",
         format!("{cold_ms:.1} ms"),

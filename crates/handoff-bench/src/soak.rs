@@ -6,7 +6,7 @@ use reqwest::Client;
 
 use crate::{
     client::{Era, McpClient},
-    load::Latency,
+    measure::Latency,
     ops::Op,
     proc::ProcSample,
 };

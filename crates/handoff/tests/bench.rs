@@ -41,8 +41,70 @@ fn the_benchmark_runs_end_to_end() {
         "soak:",
         "abandoned sessions:",
         "cold start to a served request",
+        "letta pattern (a fresh session per tool call, 5 requests), server CPU: N=1 ",
     ] {
         assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
     }
     assert!(!text.contains("first error"), "requests failed:\n{text}");
+    // The whole-unit patterns, per unit and per request, against Handoff and the floor, at
+    // every concurrency level of the smoke run.
+    for name in [
+        "letta/call",
+        "letta/req",
+        "letta-noGET/call",
+        "letta-noGET/req",
+        "handshake/unit",
+        "handshake/req",
+    ] {
+        for clients in ["1", "4"] {
+            floor_row(&text, name, clients);
+            handoff_row(&text, name, clients);
+        }
+    }
+}
+
+/// The row `name` `era` `clients`, split into its columns: op, era, N, req/s, p50, p90, p99,
+/// max, errors, cpu µs, RSS MB, p50/floor, rps/floor, cpu/floor.
+fn columns<'a>(text: &'a str, name: &str, era: &str, clients: &str) -> Vec<&'a str> {
+    let columns = text
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .find(|c| c.len() == 14 && c[0] == name && c[1] == era && c[2] == clients);
+    columns.unwrap_or_else(|| panic!("no `{name} {era} {clients}` row in:\n{text}"))
+}
+
+/// Asserts the figures every row has: work done, no errors, a CPU figure.
+fn assert_figures(columns: &[&str]) {
+    let number = |i: usize| -> f64 {
+        columns[i]
+            .parse()
+            .unwrap_or_else(|_| panic!("column {i} is not a number: {columns:?}"))
+    };
+    assert!(number(3) > 0.0, "nothing done: {columns:?}");
+    assert!(number(4) > 0.0, "no latency: {columns:?}");
+    assert_eq!(columns[8], "0", "errors: {columns:?}");
+    assert!(number(9) >= 0.0, "no CPU figure: {columns:?}");
+}
+
+fn floor_row(text: &str, name: &str, clients: &str) {
+    let columns = columns(text, name, "floor", clients);
+    assert_figures(&columns);
+    assert_eq!(&columns[11..], ["-", "-", "-"], "a floor row has no ratios");
+}
+
+fn handoff_row(text: &str, name: &str, clients: &str) {
+    let columns = columns(text, name, "session", clients);
+    assert_figures(&columns);
+    let ratio = |i: usize| {
+        columns[i]
+            .strip_suffix('x')
+            .and_then(|r| r.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("column {i} is not a ratio: {columns:?}"))
+    };
+    assert!(ratio(11) >= 0.0 && ratio(12) >= 0.0, "ratios: {columns:?}");
+    // The floor's CPU over a short smoke step can read as 0 ticks: then there is no ratio.
+    assert!(
+        columns[13] == "-" || ratio(13) >= 0.0,
+        "CPU ratio: {columns:?}"
+    );
 }

@@ -5,6 +5,11 @@ use serde_json::{Value, json};
 
 use crate::ops::Op;
 
+mod session;
+
+/// The protocol version of session-era requests (what Letta's client speaks).
+const SESSION_PROTOCOL: &str = "2025-06-18";
+
 /// Which protocol era a client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Era {
@@ -38,6 +43,18 @@ pub(crate) struct McpClient {
 }
 
 impl McpClient {
+    /// A client with no session yet (no I/O).
+    pub(crate) fn new(http: Client, url: &str, era: Era, agent: &str) -> Self {
+        Self {
+            http,
+            url: url.to_owned(),
+            era,
+            agent: agent.to_owned(),
+            session: None,
+            next_id: 1,
+        }
+    }
+
     /// Connects: a session-era client initializes first.
     pub(crate) async fn connect(
         http: Client,
@@ -45,32 +62,10 @@ impl McpClient {
         era: Era,
         agent: &str,
     ) -> Result<Self, String> {
-        let mut client = Self {
-            http,
-            url: url.to_owned(),
-            era,
-            agent: agent.to_owned(),
-            session: None,
-            next_id: 1,
-        };
+        let mut client = Self::new(http, url, era, agent);
         if era == Era::Session {
-            let init = json!({
-                "jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "handoff-bench", "version": "1"}
-                }
-            });
-            let (headers, _) = client.post(&init, &[]).await?;
-            let session = headers
-                .get("mcp-session-id")
-                .and_then(|v| v.to_str().ok())
-                .ok_or("initialize returned no session id")?
-                .to_owned();
-            client.session = Some(session);
-            let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-            client.post(&note, &[]).await?;
+            client.initialize().await?;
+            client.initialized().await?;
         }
         Ok(client)
     }
@@ -120,7 +115,7 @@ impl McpClient {
         Ok(result)
     }
 
-    async fn post(
+    pub(super) async fn post(
         &self,
         body: &Value,
         extra: &[(&str, &str)],
@@ -135,7 +130,7 @@ impl McpClient {
             (Era::Session, Some(session)) => {
                 request = request
                     .header("mcp-session-id", session)
-                    .header("mcp-protocol-version", "2025-06-18");
+                    .header("mcp-protocol-version", SESSION_PROTOCOL);
             }
             (Era::Stateless, _) => request = request.header("mcp-protocol-version", "2026-07-28"),
             _ => {}
