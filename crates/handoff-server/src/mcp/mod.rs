@@ -4,6 +4,7 @@ mod answer;
 mod convert;
 mod elicit;
 mod handler;
+mod priming;
 mod progress;
 mod relay;
 mod session_gate;

@@ -1,6 +1,7 @@
 //! The HTTP side of the session limits: an `initialize` past a limit is refused with a clear
-//! JSON-RPC error (429 for the caller's share, 503 for the server's), and DELETE answers 404
-//! for a session that is not open and 200 when it ends one.
+//! JSON-RPC error (429 for the caller's share, 503 for the server's), DELETE answers 404
+//! for a session that is not open and 200 when it ends one, and a session that negotiated a
+//! revision before 2025-11-25 gets no SSE priming events (see [`super::priming`]).
 
 use std::sync::Arc;
 
@@ -12,7 +13,10 @@ use axum::{
 use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::Value;
 
-use super::sessions::{CappedSessions, ClientKey, Refusal};
+use super::{
+    priming,
+    sessions::{CappedSessions, ClientKey, Refusal},
+};
 use crate::edge::{
     CallerIdentity, RpcMethod,
     jsonrpc::{SERVER_ERROR, SESSION_NOT_FOUND, error_response},
@@ -20,20 +24,39 @@ use crate::edge::{
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// Admits `initialize` within the limits and answers DELETE as the spec says.
+/// Admits `initialize` within the limits, answers DELETE as the spec says, and keeps priming
+/// events from sessions that cannot read them.
 pub(crate) async fn session_gate(
     State(sessions): State<Arc<CappedSessions>>,
     request: Request,
     next: Next,
 ) -> Response {
-    let named = request.headers().contains_key(SESSION_HEADER);
-    match *request.method() {
-        Method::DELETE if named => end_session(&sessions, request, next).await,
-        Method::POST if !named && opens_session(&request) => {
+    let named = session_of(request.headers());
+    let response = match *request.method() {
+        Method::DELETE if named.is_some() => end_session(&sessions, request, next).await,
+        Method::POST if named.is_none() && opens_session(&request) => {
             open_session(&sessions, request, next).await
         }
         _ => next.run(request).await,
+    };
+    // An `initialize` learns its session from the answer.
+    let session = named.or_else(|| session_of(response.headers()));
+    match session.and_then(|id| sessions.negotiated(&id)) {
+        Some(protocol)
+            if priming::is_event_stream(&response) && !priming::reads_priming(&protocol) =>
+        {
+            priming::without_priming(response)
+        }
+        _ => response,
     }
+}
+
+/// The session a request or an answer names.
+fn session_of(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// A POST without a session that asks for one (the edge labelled its body).

@@ -12,7 +12,7 @@ use std::{
 use futures::Stream;
 use handoff_config::ServerConfig;
 use rmcp::{
-    model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
+    model::{ClientJsonRpcMessage, JsonRpcResponse, ServerJsonRpcMessage, ServerResult},
     transport::{
         WorkerTransport,
         streamable_http_server::session::{
@@ -114,6 +114,8 @@ struct Entry {
     opened: Instant,
     /// Whether the client sent a request or opened a stream after `initialize`.
     used: bool,
+    /// The protocol revision `initialize` settled on.
+    protocol: Option<String>,
 }
 
 /// Who holds how many sessions; counts include sessions being created.
@@ -254,6 +256,14 @@ impl CappedSessions {
         self.book().sessions.contains_key(id)
     }
 
+    /// The protocol revision an open session negotiated, once its `initialize` was answered.
+    pub(crate) fn negotiated(&self, id: &str) -> Option<String> {
+        self.book()
+            .sessions
+            .get(id)
+            .and_then(|entry| entry.protocol.clone())
+    }
+
     fn mark_used(&self, id: &SessionId) {
         if let Some(entry) = self.book().sessions.get_mut(id) {
             entry.used = true;
@@ -335,6 +345,7 @@ impl SessionManager for CappedSessions {
                     client,
                     opened: Instant::now(),
                     used: false,
+                    protocol: None,
                 };
                 self.book().sessions.insert(id.clone(), entry);
                 Ok((id, transport))
@@ -351,7 +362,16 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        Ok(self.inner.initialize_session(id, message).await?)
+        let answer = self.inner.initialize_session(id, message).await?;
+        if let ServerJsonRpcMessage::Response(JsonRpcResponse {
+            result: ServerResult::InitializeResult(init),
+            ..
+        }) = &answer
+            && let Some(entry) = self.book().sessions.get_mut(id)
+        {
+            entry.protocol = Some(init.protocol_version.as_str().to_owned());
+        }
+        Ok(answer)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {

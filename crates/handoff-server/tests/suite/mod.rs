@@ -6,6 +6,7 @@ mod edge;
 mod fuzz;
 mod isolation;
 mod metrics;
+mod priming;
 mod raw;
 mod repeats;
 mod rpc_errors;

@@ -12,6 +12,7 @@ mod letta;
 mod letta_connect;
 mod letta_connect_mcp;
 mod letta_proxy;
+mod letta_sdk;
 mod mcp;
 mod mcp_tasks;
 mod opencode_recovery;
