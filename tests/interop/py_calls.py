@@ -4,8 +4,9 @@ usage: py_calls.py URL AGENT_ID [TOKEN] < calls.json
 AGENT_ID `-` sends no x-agent-id header; TOKEN is sent as a bearer token.
 calls.json is a JSON array; each item is {"name": ..., "arguments": {...}} or
 {"parallel": [call, ...]} (sent concurrently). Prints a JSON array with one result per call:
-{"is_error": bool, "structured": {...} | null, "text": "...", "progress": [messages]} (a list for
-parallel items).
+{"is_error": bool, "structured": {...} | null, "text": "...", "meta": {...} | null,
+"progress": [messages]} (a list for parallel items). A failed call's machine-readable body is
+meta["handoff/error"]; its text is words for a model.
 Exits non-zero on any protocol failure.
 """
 
@@ -33,6 +34,7 @@ async def call(client, item):
         "is_error": bool(result.is_error),
         "structured": result.structured_content,
         "text": text,
+        "meta": result.meta,
         "progress": progress,
     }
 

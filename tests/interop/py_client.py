@@ -38,10 +38,12 @@ async def main(argv):
                     "server": client.server_info.name if client.server_info else None,
                     "tools": sorted(t.name for t in tools.tools),
                     "ping": ping.structured_content,
+                    "ping_text": ping.content[0].text,
                     "ping_omitted_ok": (omitted.structured_content or {}).get("ok"),
                     "health": health.structured_content,
                     "bad_is_error": bad.is_error,
                     "bad_text": bad.content[0].text,
+                    "bad_meta": bad.meta,
                 }
             )
         )

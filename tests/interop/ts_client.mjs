@@ -38,9 +38,10 @@ console.log(
     sessionId: transport.sessionId ?? null,
     tools: tools.tools.map((t) => t.name).sort(),
     ping: ping.structuredContent,
+    pingText: ping.content[0].text,
     pingOmittedOk: omitted.structuredContent?.ok,
     health: health.structuredContent,
-    bad: { isError: bad.isError, text: bad.content[0].text },
+    bad: { isError: bad.isError, text: bad.content[0].text, meta: bad._meta },
     unknown,
   }),
 );

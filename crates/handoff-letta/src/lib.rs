@@ -28,4 +28,4 @@ pub use client::{
 pub use error::LettaError;
 pub use notice::{Notice, notice_otid};
 pub use source::{PendingRequest, SourceError, TaskSnapshot, TaskSource};
-pub use sync::WorkspaceSync;
+pub use sync::{Owed, WorkspaceSync};

@@ -1,5 +1,5 @@
-//! The stable, machine-readable codes of failed tool calls (`error.code` in an `isError`
-//! result's body, see [`crate::ToolErrorBody`]).
+//! The stable, machine-readable codes of failed tool calls (`code` of the body an `isError`
+//! result carries in its `_meta`, see [`crate::ToolErrorBody`]; its text starts with it too).
 
 /// No tool of that name is visible to the caller (sent as a JSON-RPC invalid-params error).
 pub const UNKNOWN_TOOL: &str = "UNKNOWN_TOOL";

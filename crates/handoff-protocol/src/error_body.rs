@@ -1,5 +1,6 @@
-//! The body of a failed tool call: the text content of a `tools/call` result with
-//! `isError: true` is `{"error": ToolErrorBody}`.
+//! A failed tool call: a `tools/call` result with `isError: true` whose text tells a model what
+//! went wrong and how to fix it (`Error CODE: … Fix: …`), and whose `_meta` carries the
+//! machine-readable body for programs: `{"handoff/error": ToolErrorBody}`.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,9 +19,13 @@ pub struct ToolErrorBody {
     pub retry_after_ms: Option<u64>,
 }
 
-/// The whole text of an `isError` result.
+/// The `_meta` key of an `isError` result that holds its [`ToolErrorBody`].
+pub const ERROR_META_KEY: &str = "handoff/error";
+
+/// The `_meta` of an `isError` result (other keys may sit beside it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolErrorResult {
+pub struct ToolErrorMeta {
     /// What went wrong.
+    #[serde(rename = "handoff/error")]
     pub error: ToolErrorBody,
 }

@@ -6,7 +6,7 @@
 //! - [`tasks`] and [`builtin`]: each tool's arguments and structured result, with the JSON
 //!   schemas the server publishes ([`object_schema_for`] produces them identically).
 //! - [`TaskView`], [`EventView`]: tasks and events as the tools show them.
-//! - [`codes`] and [`ToolErrorBody`]: failed tool calls; [`jsonrpc`]: protocol errors;
+//! - [`codes`] and [`ToolErrorBody`]: failed tool calls (in an error result's `_meta`); [`jsonrpc`]: protocol errors;
 //!   [`headers`]: what a client may send besides the body.
 //! - The task domain's wire types ([`TaskStatus`] and its names, [`TaskId`], [`AgentId`] …),
 //!   re-exported from `handoff-task` so a client needs this crate only.
@@ -25,7 +25,7 @@ pub mod tasks;
 mod views;
 
 pub use call::ToolCall;
-pub use error_body::{ToolErrorBody, ToolErrorResult};
+pub use error_body::{ERROR_META_KEY, ToolErrorBody, ToolErrorMeta};
 pub use handoff_task::{
     AgentId, Approval, ApprovalScope, ArtifactKind, AuditRecord, CompletionBudget,
     CompletionPolicy, CompletionSpec, EventKind, ExitInfo, InvalidAgentId, InvalidTaskId,

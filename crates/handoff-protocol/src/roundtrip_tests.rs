@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use handoff_task::{PermissionAction, PermissionRule};
 
-use crate::{AgentId, TaskId, ToolCall, ToolErrorResult, builtin::*, codes, names, tasks::*};
+use crate::{AgentId, TaskId, ToolCall, ToolErrorMeta, builtin::*, codes, names, tasks::*};
 
 const TASK: &str = "task_abcdefghijklmnopqrstuvwxyz";
 
@@ -249,12 +249,12 @@ fn task_rules_become_permission_rules() {
 
 #[test]
 fn error_results_parse() {
-    let result = wire::<ToolErrorResult>(json!({
-        "error": {"code": "QUEUE_FULL", "message": "queue full", "retry_after_ms": 1000}
+    let result = wire::<ToolErrorMeta>(json!({
+        "handoff/error": {"code": "QUEUE_FULL", "message": "queue full", "retry_after_ms": 1000}
     }));
     assert!(codes::is_retryable(&result.error.code));
-    wire::<ToolErrorResult>(json!({
-        "error": {"code": "INVALID_ARGUMENTS", "message": "bad", "pointer": "/task_id"}
+    wire::<ToolErrorMeta>(json!({
+        "handoff/error": {"code": "INVALID_ARGUMENTS", "message": "bad", "pointer": "/task_id"}
     }));
     assert_eq!(
         codes::ALL.iter().collect::<HashSet<_>>().len(),

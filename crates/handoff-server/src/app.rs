@@ -159,6 +159,9 @@ impl App {
                 status.set_component("letta", true, detail);
             });
         }
+        let follow_ups = letta
+            .as_ref()
+            .map(crate::integrations::LettaPlugin::follow_ups);
         let integrations = letta
             .into_iter()
             .map(|plugin| Arc::new(plugin) as Arc<dyn handoff_engine::Integration>)
@@ -186,7 +189,11 @@ impl App {
             .filter(|d| d.annotations.read_only)
             .map(|d| d.name)
             .collect();
-        let pipeline = Pipeline::builder(registry)
+        let mut pipeline = Pipeline::builder(registry);
+        if let Some(follow_ups) = follow_ups {
+            pipeline = pipeline.follow_ups(follow_ups);
+        }
+        let pipeline = pipeline
             .permissions(Arc::new(RulePermissions::new(
                 &config.tools.permissions.rules,
             )))

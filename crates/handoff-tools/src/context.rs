@@ -9,9 +9,13 @@ use std::{
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use handoff_task::{Principal, TaskId};
+use handoff_task::{Principal, Task, TaskId};
 
-use crate::{AgentId, ToolError, pipeline::PermissionRequest};
+use crate::{
+    AgentId, ToolError,
+    follow_up::{FollowUp, FollowUps},
+    pipeline::PermissionRequest,
+};
 
 /// Sends progress for one call back to its caller (MCP `notifications/progress`).
 pub trait ProgressReporter: Send + Sync {
@@ -68,6 +72,7 @@ pub struct ToolContext {
     progress_step: Arc<AtomicU64>,
     task_observer: Option<Arc<dyn TaskObserver>>,
     permissions: Option<Arc<dyn crate::pipeline::PermissionPolicy>>,
+    follow_ups: Option<Arc<dyn FollowUps>>,
     result_meta: ResultMeta,
 }
 
@@ -111,6 +116,7 @@ impl ToolContext {
             progress_step: Arc::new(AtomicU64::new(0)),
             task_observer: None,
             permissions: None,
+            follow_ups: None,
             result_meta: ResultMeta::default(),
         }
     }
@@ -199,6 +205,21 @@ impl ToolContext {
     ) -> Self {
         self.permissions = Some(permissions);
         self
+    }
+
+    /// Sets who knows what tasks' owners hear without asking.
+    pub fn with_follow_ups(mut self, follow_ups: Arc<dyn FollowUps>) -> Self {
+        self.follow_ups = Some(follow_ups);
+        self
+    }
+
+    /// What the owner of `task` hears about it without asking (nothing when no integration
+    /// says otherwise).
+    pub fn follow_up(&self, task: &Task) -> FollowUp {
+        self.follow_ups
+            .as_ref()
+            .map(|f| f.for_task(task))
+            .unwrap_or_default()
     }
 
     /// Reports a progress step to the caller; steps are numbered in call order.

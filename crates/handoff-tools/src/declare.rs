@@ -25,6 +25,28 @@ pub struct ToolAnnotations {
     pub open_world: bool,
 }
 
+/// What one call of a tool produced: the structured result (`structuredContent`) and the text a
+/// language model reads (`content`). Many clients (Letta among them) pass only the text on, so
+/// it must stand alone: the outcome first, then the facts that matter, then what to do next —
+/// bounded, never a dump of the structured result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply<O> {
+    /// The structured result.
+    pub output: O,
+    /// The summary for a model.
+    pub text: String,
+}
+
+impl<O> Reply<O> {
+    /// A reply of `output` summed up by `text`.
+    pub fn new(output: O, text: impl Into<String>) -> Self {
+        Self {
+            output,
+            text: text.into(),
+        }
+    }
+}
+
 /// A tool Handoff serves. `Args` must reject unknown fields (`#[serde(deny_unknown_fields)]`).
 pub trait Tool: Send + Sync + 'static {
     /// The validated, deserialized arguments.
@@ -48,12 +70,12 @@ pub trait Tool: Send + Sync + 'static {
         ToolAnnotations::default()
     }
 
-    /// Runs the tool on validated arguments.
+    /// Runs the tool on validated arguments: its structured output and the text summing it up.
     fn call(
         &self,
         ctx: ToolContext,
         args: Self::Args,
-    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+    ) -> impl Future<Output = Result<Reply<Self::Output>, ToolError>> + Send;
 }
 
 /// What `tools/list` shows of a tool, plus its compiled argument validator.
@@ -116,7 +138,11 @@ fn unechoed(message: String, value: Option<&Value>) -> String {
 pub(crate) trait ErasedTool: Send + Sync {
     fn definition(&self) -> &ToolDefinition;
     /// Deserializes already-validated arguments and runs the tool.
-    fn call_value(&self, ctx: ToolContext, args: Value) -> BoxFuture<'_, Result<Value, ToolError>>;
+    fn call_value(
+        &self,
+        ctx: ToolContext,
+        args: Value,
+    ) -> BoxFuture<'_, Result<Reply<Value>, ToolError>>;
 }
 
 pub(crate) struct TypedTool<T: Tool> {
@@ -147,7 +173,11 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
         &self.definition
     }
 
-    fn call_value(&self, ctx: ToolContext, args: Value) -> BoxFuture<'_, Result<Value, ToolError>> {
+    fn call_value(
+        &self,
+        ctx: ToolContext,
+        args: Value,
+    ) -> BoxFuture<'_, Result<Reply<Value>, ToolError>> {
         let name = self.definition.name;
         Box::pin(async move {
             // Rules the schema cannot express (newtype checks) still name the field.
@@ -165,10 +195,11 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
                     message,
                 }
             })?;
-            let output = self.tool.call(ctx, args).await?;
-            serde_json::to_value(output).map_err(|e| ToolError::Internal {
+            let reply = self.tool.call(ctx, args).await?;
+            let output = serde_json::to_value(reply.output).map_err(|e| ToolError::Internal {
                 message: format!("tool `{name}` produced unserializable output: {e}"),
-            })
+            })?;
+            Ok(Reply::new(output, reply.text))
         })
     }
 }

@@ -28,6 +28,15 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{LettaClient, LettaError, TaskSource};
 
+/// What the integration owes the agent of a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owed {
+    /// The label of the task's workspace block in the agent's memory.
+    pub block_label: String,
+    /// One message when the task ends.
+    pub notification: bool,
+}
+
 /// Events read per block write.
 const EVENTS_READ: u32 = 30;
 
@@ -164,16 +173,26 @@ impl WorkspaceSync {
         &self.shared.client
     }
 
-    /// A task starts running: records what Handoff owes its agent — a workspace block and,
-    /// unless opted out, one notification — and starts its writer (a task started again after
-    /// a restart keeps its record). Only Letta agents (`agent-<uuid>`) are owed anything.
+    /// What `task`'s agent is owed under `config`: a workspace block and, unless opted out, one
+    /// message when it ends. Only Letta agents (`agent-<uuid>`) are owed anything.
+    pub fn owed(config: &LettaConfig, task: &Task) -> Option<Owed> {
+        task.agent_id.is_letta_agent().then(|| Owed {
+            block_label: WorkspaceRecord::label_for(&task.id),
+            notification: config.notify && task.options.notify,
+        })
+    }
+
+    /// A task starts running: records what Handoff owes its agent (see [`Self::owed`]) and
+    /// starts its writer (a task started again after a restart keeps its record).
     pub async fn task_started(&self, task: &Task) -> Result<(), StoreError> {
-        if !task.agent_id.is_letta_agent() || task.status == TaskStatus::Cancelled {
+        let Some(owed) = Self::owed(&self.shared.config, task) else {
+            return Ok(());
+        };
+        if task.status == TaskStatus::Cancelled {
             return Ok(());
         }
         let now = unix_millis_now();
-        let wanted = self.shared.config.notify && task.options.notify;
-        let notify = if wanted {
+        let notify = if owed.notification {
             NotifyState::Pending
         } else {
             NotifyState::Off
@@ -204,5 +223,36 @@ impl WorkspaceSync {
         {
             tracing::warn!("Letta writers did not stop within 5 s");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use handoff_task::{AgentId, TaskStatus};
+
+    use super::*;
+    use crate::fixtures::snapshot;
+
+    #[test]
+    fn only_letta_agents_are_owed_and_the_message_can_be_turned_off() {
+        let config = LettaConfig {
+            notify: true,
+            ..LettaConfig::off()
+        };
+        let mut task = snapshot(TaskStatus::Running, "fix it", 1).task;
+        let owed = WorkspaceSync::owed(&config, &task).unwrap();
+        assert_eq!(owed.block_label, format!("handoff_{}", task.id));
+        assert!(owed.block_label.starts_with("handoff_task_"));
+        assert!(owed.notification);
+        task.options.notify = false;
+        assert!(!WorkspaceSync::owed(&config, &task).unwrap().notification);
+        task.options.notify = true;
+        let quiet = LettaConfig {
+            notify: false,
+            ..config.clone()
+        };
+        assert!(!WorkspaceSync::owed(&quiet, &task).unwrap().notification);
+        task.agent_id = AgentId::parse("my-agent").unwrap();
+        assert_eq!(WorkspaceSync::owed(&config, &task), None);
     }
 }

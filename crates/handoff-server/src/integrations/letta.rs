@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use handoff_config::Config;
+use handoff_config::{Config, LettaConfig};
 use handoff_engine::{Engine, EngineError, Integration};
 use handoff_letta::{PendingRequest, SourceError, TaskSnapshot, TaskSource, WorkspaceSync};
 use handoff_runner::InputKind;
 use handoff_store::WorkspaceStore;
 use handoff_task::{AgentId, NewEvent, Principal, Task, TaskId, TaskStatus, unix_millis_now};
+use handoff_tools::{FollowUp, FollowUps};
 
 /// The name the integration acts under (its principal, in histories and logs).
 const ACTOR: &str = "handoff-letta";
@@ -17,6 +18,7 @@ const ACTOR: &str = "handoff-letta";
 /// Letta workspace blocks and notifications, plugged into the engine.
 pub(crate) struct LettaPlugin {
     sync: WorkspaceSync,
+    config: LettaConfig,
 }
 
 impl LettaPlugin {
@@ -43,12 +45,39 @@ impl LettaPlugin {
             config.tasks.retention,
         )
         .map_err(|e| EngineError::Internal(format!("letta: {e}")))?;
-        Ok(Some(Self { sync }))
+        Ok(Some(Self {
+            sync,
+            config: config.letta.clone(),
+        }))
     }
 
     /// The running integration (health checks).
     pub(crate) fn sync(&self) -> &WorkspaceSync {
         &self.sync
+    }
+
+    /// What the tools may promise Letta agents: a block to read and a message at the end.
+    pub(crate) fn follow_ups(&self) -> Arc<dyn FollowUps> {
+        Arc::new(LettaFollowUps {
+            config: self.config.clone(),
+        })
+    }
+}
+
+/// What this integration does for a task's agent by itself, as the tools' texts tell it.
+struct LettaFollowUps {
+    config: LettaConfig,
+}
+
+impl FollowUps for LettaFollowUps {
+    fn for_task(&self, task: &Task) -> FollowUp {
+        match WorkspaceSync::owed(&self.config, task) {
+            Some(owed) => FollowUp {
+                memory_block: Some(owed.block_label),
+                message_at_end: owed.notification,
+            },
+            None => FollowUp::default(),
+        }
     }
 }
 

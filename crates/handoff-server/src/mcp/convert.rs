@@ -1,12 +1,12 @@
 //! Conversions between Handoff's tool types and MCP's wire types — the one place domain errors
 //! become MCP errors.
 
-use handoff_tools::{ToolDefinition, ToolError};
+use handoff_tools::{ERROR_META_KEY, ReplyOutcome, ToolDefinition, ToolError};
 use rmcp::{
     ErrorData as McpError,
-    model::{CallToolResult, ContentBlock, Tool, ToolAnnotations},
+    model::{CallToolResult, ContentBlock, MetaObject, Tool, ToolAnnotations},
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// A tool definition as `tools/list` shows it.
 pub(crate) fn tool_to_wire(def: &ToolDefinition) -> Tool {
@@ -25,13 +25,12 @@ pub(crate) fn tool_to_wire(def: &ToolDefinition) -> Tool {
 /// A pipeline outcome as a `tools/call` answer.
 ///
 /// Unknown tools are protocol errors (`-32602`, as the spec says); every other failure is a
-/// tool result with `isError: true` and a JSON body the calling model can read and act on.
-/// Error results carry no `structuredContent`, since it would not match the `outputSchema`.
-pub(crate) fn outcome_to_wire(
-    outcome: Result<Value, ToolError>,
-) -> Result<CallToolResult, McpError> {
+/// tool result with `isError: true`, a text the calling model can act on (many clients pass
+/// only the text on) and the machine-readable body in `_meta["handoff/error"]`. Error results
+/// carry no `structuredContent`, since it would not match the `outputSchema`.
+pub(crate) fn outcome_to_wire(outcome: ReplyOutcome) -> Result<CallToolResult, McpError> {
     match outcome {
-        Ok(value) => Ok(CallToolResult::structured(value)),
+        Ok(reply) => Ok(answered(reply.output, reply.text)),
         Err(ToolError::UnknownTool { name }) => {
             // The name is the caller's text: an excerpt, never a megabyte back.
             let name = handoff_tools::excerpt::excerpt(&name);
@@ -41,20 +40,45 @@ pub(crate) fn outcome_to_wire(
             ))
         }
         Err(error) => {
-            let body = json!({ "error": error.body() });
-            Ok(CallToolResult::error(vec![ContentBlock::text(
-                body.to_string(),
-            )]))
+            let mut meta = Map::new();
+            meta.insert(ERROR_META_KEY.to_owned(), json!(error.body()));
+            let result = CallToolResult::error(vec![ContentBlock::text(error.text())]);
+            Ok(result.with_meta(Some(MetaObject(meta))))
         }
     }
 }
 
+/// A successful result: the tool's text for models, its structured output for programs.
+pub(crate) fn answered(structured: Value, text: String) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    result
+}
+
 #[cfg(test)]
 mod tests {
+    use handoff_tools::Reply;
+
     use super::*;
 
+    fn text_of(result: &CallToolResult) -> String {
+        serde_json::to_value(&result.content[0]).unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
     #[test]
-    fn invalid_arguments_become_a_readable_error_result() {
+    fn a_result_carries_the_tool_s_text_and_its_structured_output() {
+        let result =
+            outcome_to_wire(Ok(Reply::new(json!({"ok": true}), "Handoff 1.0 answers."))).unwrap();
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(result.structured_content, Some(json!({"ok": true})));
+        assert_eq!(text_of(&result), "Handoff 1.0 answers.");
+    }
+
+    #[test]
+    fn invalid_arguments_become_a_readable_error_with_its_body_in_meta() {
         let result = outcome_to_wire(Err(ToolError::InvalidArguments {
             tool: "ping".into(),
             pointer: "/message".into(),
@@ -63,19 +87,15 @@ mod tests {
         .unwrap();
         assert_eq!(result.is_error, Some(true));
         assert!(result.structured_content.is_none());
-        let text = serde_json::to_value(&result.content[0]).unwrap()["text"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let body: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(body["error"]["code"], "INVALID_ARGUMENTS");
-        assert_eq!(body["error"]["pointer"], "/message");
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("/message")
-        );
+        let text = text_of(&result);
+        assert!(text.starts_with("Error INVALID_ARGUMENTS: "), "{text}");
+        assert!(text.contains("/message"), "{text}");
+        assert!(text.contains("\nFix: correct /message"), "{text}");
+        let meta = result.meta.unwrap().0;
+        let body = &meta[ERROR_META_KEY];
+        assert_eq!(body["code"], "INVALID_ARGUMENTS");
+        assert_eq!(body["pointer"], "/message");
+        assert!(body["message"].as_str().unwrap().contains("/message"));
     }
 
     #[test]

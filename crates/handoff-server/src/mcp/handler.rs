@@ -224,11 +224,11 @@ impl ServerHandler for HandoffMcp {
             arguments: request.arguments,
         };
         let meta = tool_ctx.result_meta().clone();
-        let outcome = self.pipeline.call(tool_ctx, call).await;
+        let outcome = self.pipeline.reply(tool_ctx, call).await;
         let created = outcome
             .as_ref()
             .ok()
-            .and_then(|value| value.get("task_id"))
+            .and_then(|reply| reply.output.get("task_id"))
             .and_then(Value::as_str)
             .and_then(|id| TaskId::parse(id).ok());
         if let (Some(id), Some(caller), true) = (&created, self.principal(&ctx), as_task) {
@@ -242,7 +242,10 @@ impl ServerHandler for HandoffMcp {
         let mut result = outcome_to_wire(outcome)?;
         let meta = meta.snapshot();
         if !meta.is_empty() {
-            result.meta = Some(rmcp::model::MetaObject(meta));
+            // Beside an error result's own entry.
+            let mut merged = result.meta.take().map(|m| m.0).unwrap_or_default();
+            merged.extend(meta);
+            result.meta = Some(rmcp::model::MetaObject(merged));
         }
         Ok(CallToolResponse::from(result))
     }

@@ -8,8 +8,8 @@ use handoff_tools::handles::{Handle, HandleError, HandleState, TaskHandles};
 use rmcp::{
     ErrorData as McpError,
     model::{
-        CallToolResult, CreateTaskResult, DetailedTask, ElicitRequest, ElicitResult, GetTaskResult,
-        InputRequest, InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
+        CreateTaskResult, DetailedTask, ElicitRequest, ElicitResult, GetTaskResult, InputRequest,
+        InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
     },
 };
 use serde_json::{Value, json};
@@ -36,11 +36,11 @@ pub(crate) fn detailed(handle: &Handle) -> Result<GetTaskResult, McpError> {
                 .collect();
             TaskPayload::InputRequired { input_requests }
         }
-        HandleState::Completed { output } => {
+        HandleState::Completed { output, text } => {
             let structured = serde_json::to_value(output)
                 .map_err(|e| McpError::internal_error(e.to_string(), None))?;
             // The same result a `sync` execute_task call returns.
-            let result = CallToolResult::structured(structured);
+            let result = super::convert::answered(structured, text.clone());
             TaskPayload::Completed {
                 result: object(serde_json::to_value(result))?,
             }
@@ -92,7 +92,7 @@ fn task(handle: &Handle) -> Task {
             requests.len(),
             if requests.len() == 1 { "" } else { "s" }
         )),
-        HandleState::Completed { output } => Some(output.message.clone()),
+        HandleState::Completed { output, .. } => Some(output.message.clone()),
     };
     if let Some(message) = message {
         task = task.with_status_message(message);

@@ -12,8 +12,7 @@ const AGENT: [(&str, &str); 1] = [("x-agent-id", "agent-bounded")];
 fn tool_error(reply: &Reply) -> Value {
     let result = &reply.body["result"];
     assert_eq!(result["isError"], true, "not a tool error: {}", reply.body);
-    let text = result["content"][0]["text"].as_str().unwrap();
-    serde_json::from_str::<Value>(text).unwrap()["error"].clone()
+    result["_meta"]["handoff/error"].clone()
 }
 
 async fn audit_rows(server: &TestServer, session: &str) -> Vec<Value> {

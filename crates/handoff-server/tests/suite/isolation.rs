@@ -1,7 +1,7 @@
 //! Fail closed: an executor whose isolation level this host cannot provide refuses tasks with
 //! the reason, and `health` says so.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::common::{call, start};
 
@@ -27,9 +27,9 @@ async fn an_unavailable_level_refuses_submissions_with_the_reason() {
         .await;
     let result = &reply.body["result"];
     assert_eq!(result["isError"], true, "{:?}", reply.body);
-    let body: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(body["error"]["code"], "INVALID_ARGUMENTS", "{body}");
-    let message = body["error"]["message"].as_str().unwrap();
+    let body = &result["_meta"]["handoff/error"];
+    assert_eq!(body["code"], "INVALID_ARGUMENTS", "{body}");
+    let message = body["message"].as_str().unwrap();
     assert!(
         message.contains("isolation level `container` is not available"),
         "{message}"

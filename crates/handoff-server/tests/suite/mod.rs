@@ -13,4 +13,5 @@ mod rpc_errors;
 mod sessions;
 mod stateless;
 mod tasks_ext;
+mod texts;
 mod tools;

@@ -39,8 +39,7 @@ fn structured(result: &Value) -> &Value {
 
 fn error(result: &Value) -> Value {
     assert_eq!(result["isError"], true, "{result}");
-    let text = result["content"][0]["text"].as_str().unwrap();
-    serde_json::from_str::<Value>(text).unwrap()["error"].clone()
+    result["_meta"]["handoff/error"].clone()
 }
 
 async fn wait_completed(server: &TestServer, task_id: &str) {

@@ -4,10 +4,11 @@ use serde_json::{Value, json};
 
 use super::common::{Reply, call, start};
 
+/// `{"error": body}`: the machine-readable body an error result carries in its `_meta`.
 fn error_body(reply: &super::common::Reply) -> Value {
     let result = &reply.body["result"];
     assert_eq!(result["isError"], true, "{:?}", reply.body);
-    serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+    json!({ "error": result["_meta"]["handoff/error"] })
 }
 
 #[tokio::test]

@@ -9,8 +9,8 @@ use handoff_protocol::{
     names,
 };
 
-use super::{VERSION, unix_millis};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{VERSION, text, unix_millis};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// Live service state that subsystems update and health reports read.
 #[derive(Debug)]
@@ -117,8 +117,10 @@ impl Tool for HealthTool {
         }
     }
 
-    async fn call(&self, _: ToolContext, _: HealthArgs) -> Result<HealthReport, ToolError> {
-        Ok(self.status.report())
+    async fn call(&self, _: ToolContext, _: HealthArgs) -> Result<Reply<HealthReport>, ToolError> {
+        let report = self.status.report();
+        let text = text::health(&report);
+        Ok(Reply::new(report, text))
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod health;
 mod ping;
+mod text;
 mod tool_output;
 
 // The wire types these tools speak, where they were before `handoff-protocol` existed.

@@ -3,8 +3,8 @@ use handoff_protocol::{
     names,
 };
 
-use super::{VERSION, unix_millis};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{VERSION, text, unix_millis};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `ping`: proves the server answers and shows which agent identity it sees.
 #[derive(Debug, Default, Clone, Copy)]
@@ -31,14 +31,16 @@ impl Tool for PingTool {
         }
     }
 
-    async fn call(&self, ctx: ToolContext, args: PingArgs) -> Result<PingOutput, ToolError> {
-        Ok(PingOutput {
+    async fn call(&self, ctx: ToolContext, args: PingArgs) -> Result<Reply<PingOutput>, ToolError> {
+        let output = PingOutput {
             ok: true,
             message: args.message,
             agent_id: ctx.agent_id.map(|a| a.to_string()),
             server: "handoff".to_owned(),
             version: VERSION.to_owned(),
             server_time_ms: unix_millis(std::time::SystemTime::now()),
-        })
+        };
+        let text = text::ping(&output);
+        Ok(Reply::new(output, text))
     }
 }

@@ -4,7 +4,8 @@ use handoff_protocol::{
     names,
 };
 
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::text;
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `read_tool_output`: the rest of a tool result that was cut.
 pub struct ReadToolOutputTool {
@@ -47,7 +48,7 @@ impl Tool for ReadToolOutputTool {
         &self,
         ctx: ToolContext,
         args: ReadToolOutputArgs,
-    ) -> Result<ReadToolOutputOutput, ToolError> {
+    ) -> Result<Reply<ReadToolOutputOutput>, ToolError> {
         let limit = args.limit.unwrap_or(PAGE).min(PAGE) as usize;
         let reader = ctx.principal();
         let spill = self.spill.owned_by(reader.as_ref());
@@ -81,12 +82,14 @@ impl Tool for ReadToolOutputTool {
                 message: e.to_string(),
             },
         })?;
-        Ok(ReadToolOutputOutput {
+        let output = ReadToolOutputOutput {
             output_id: args.output_id,
             text: page.text,
             offset: page.offset,
             total_bytes: page.total_bytes,
             next_offset: page.next_offset,
-        })
+        };
+        let text = text::tool_output(&output);
+        Ok(Reply::new(output, text))
     }
 }

@@ -5,6 +5,8 @@ use handoff_protocol::{clip, tasks::ExecuteTaskOutput};
 use handoff_runner::InputRequest;
 use handoff_task::{Task, TaskStatus};
 
+use crate::Reply;
+
 /// Where a handle stands, with what that state carries.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandleState {
@@ -23,6 +25,8 @@ pub enum HandleState {
     Completed {
         /// The `execute_task` output.
         output: ExecuteTaskOutput,
+        /// Its text, as a `sync` call's.
+        text: String,
     },
     /// Handoff could not run the task at all (it never started): the request failed.
     Failed {
@@ -38,7 +42,7 @@ pub enum HandleState {
 
 impl HandleState {
     /// The state of a task that reached a terminal status.
-    pub(super) fn finished(task: &Task, output: ExecuteTaskOutput) -> Self {
+    pub(super) fn finished(task: &Task, reply: Reply<ExecuteTaskOutput>) -> Self {
         let why = || {
             task.error
                 .clone()
@@ -48,7 +52,10 @@ impl HandleState {
             TaskStatus::Cancelled => Self::Cancelled { message: why() },
             // A run that never started is a failure of the request, not a result of the work.
             TaskStatus::Failed if task.started_at.is_none() => Self::Failed { message: why() },
-            _ => Self::Completed { output },
+            _ => Self::Completed {
+                output: reply.output,
+                text: reply.text,
+            },
         }
     }
 

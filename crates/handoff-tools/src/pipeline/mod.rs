@@ -3,7 +3,7 @@
 mod run;
 mod seams;
 
-pub use run::{CallOutcome, CallRequest, Pipeline, PipelineBuilder};
+pub use run::{CallOutcome, CallRequest, Pipeline, PipelineBuilder, ReplyOutcome};
 pub use seams::{
     AllowAll, AuditEntry, AuditSink, BeforeHook, Decision, FailureRate, GuardVerdict, Hooks,
     LoopGuard, NoHooks, NoLoopGuard, OutputLimiter, PermissionPolicy, PermissionRequest,

@@ -11,7 +11,7 @@ use super::seams::{
     RATE_LIMIT_STAGE, TracingAudit, Unlimited, Unmetered,
 };
 use crate::{
-    AgentId, ToolContext, ToolDefinition, ToolError, ToolRegistry,
+    AgentId, FollowUps, Reply, ToolContext, ToolDefinition, ToolError, ToolRegistry,
     excerpt::{TEXT_CHARS, clip, excerpt},
 };
 
@@ -27,6 +27,9 @@ pub struct CallRequest {
 /// The structured output of a successful call, or why it failed.
 pub type CallOutcome = Result<Value, ToolError>;
 
+/// The structured output of a successful call with its text for a model, or why it failed.
+pub type ReplyOutcome = Result<Reply<Value>, ToolError>;
+
 /// Builds a [`Pipeline`]; every seam defaults to its pass-through implementation.
 pub struct PipelineBuilder {
     registry: ToolRegistry,
@@ -36,6 +39,7 @@ pub struct PipelineBuilder {
     limiter: Arc<dyn OutputLimiter>,
     audit: Arc<dyn AuditSink>,
     failures: Arc<dyn FailureRate>,
+    follow_ups: Option<Arc<dyn FollowUps>>,
 }
 
 impl PipelineBuilder {
@@ -75,6 +79,13 @@ impl PipelineBuilder {
         self
     }
 
+    /// Sets what tasks' owners hear without asking (an integration's promise), which every
+    /// call's context carries so the tools' texts can say whether polling is needed.
+    pub fn follow_ups(mut self, follow_ups: Arc<dyn FollowUps>) -> Self {
+        self.follow_ups = Some(follow_ups);
+        self
+    }
+
     /// Finishes the pipeline.
     pub fn build(self) -> Pipeline {
         Pipeline {
@@ -103,6 +114,7 @@ impl Pipeline {
             limiter: Arc::new(Unlimited),
             audit: Arc::new(TracingAudit),
             failures: Arc::new(Unmetered),
+            follow_ups: None,
         }
     }
 
@@ -124,8 +136,13 @@ impl Pipeline {
             .map(|t| t.definition().name)
     }
 
-    /// Runs one call through every stage.
+    /// Runs one call through every stage; the structured output only.
     pub async fn call(&self, ctx: ToolContext, request: CallRequest) -> CallOutcome {
+        self.reply(ctx, request).await.map(|reply| reply.output)
+    }
+
+    /// Runs one call through every stage: the structured output and its text.
+    pub async fn reply(&self, ctx: ToolContext, request: CallRequest) -> ReplyOutcome {
         let started = Instant::now();
         let call_id = ctx.call_id.clone();
         let fallback = ctx.fallback_agent.clone();
@@ -172,10 +189,10 @@ impl Pipeline {
     /// submissions.
     fn charge_failure(
         &self,
-        outcome: CallOutcome,
+        outcome: ReplyOutcome,
         fallback: Option<&AgentId>,
         trail: &mut Trail,
-    ) -> CallOutcome {
+    ) -> ReplyOutcome {
         let error = match outcome {
             Err(error) if error.is_callers_fault() => error,
             other => return other,
@@ -204,7 +221,7 @@ impl Pipeline {
         mut ctx: ToolContext,
         request: CallRequest,
         trail: &mut Trail,
-    ) -> CallOutcome {
+    ) -> ReplyOutcome {
         let inner = &self.inner;
         let unknown = || ToolError::UnknownTool {
             name: request.name.clone(),
@@ -292,16 +309,26 @@ impl Pipeline {
         decision.into_result(&permission)?;
 
         trail.stage = "execute";
-        let ctx = ctx.with_permissions(inner.permissions.clone());
+        let mut ctx = ctx.with_permissions(inner.permissions.clone());
+        if let Some(follow_ups) = &inner.follow_ups {
+            ctx = ctx.with_follow_ups(follow_ups.clone());
+        }
         let outcome = execute(tool.as_ref(), def, ctx.clone(), args).await;
-        let outcome = outcome.map(|output| inner.limiter.limit(&ctx, def, output));
+        // The text is capped like the structured output: no part of a result bypasses the cap.
+        let (outcome, text) = match outcome {
+            Ok(reply) => (
+                Ok(inner.limiter.limit(&ctx, def, reply.output)),
+                inner.limiter.limit_text(&ctx, def, reply.text),
+            ),
+            Err(error) => (Err(error), String::new()),
+        };
         if let Some(reason) = inner.hooks.after(&ctx, def, &outcome).await {
             trail.stage = "after_hook";
             return Err(denied(format!(
                 "the call ran, but a PostToolUse hook blocked its result: {reason}"
             )));
         }
-        outcome
+        outcome.map(|output| Reply::new(output, text))
     }
 }
 
@@ -351,7 +378,7 @@ async fn execute(
     def: &ToolDefinition,
     ctx: ToolContext,
     args: Value,
-) -> CallOutcome {
+) -> ReplyOutcome {
     let cancel = ctx.cancel.clone();
     let deadline = ctx.deadline;
     let started = Instant::now();

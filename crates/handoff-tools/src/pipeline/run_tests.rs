@@ -11,11 +11,46 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::{
-    Tool,
+    FollowUp, Tool,
     pipeline::{AuditEntry, Decision},
 };
 
 type Log = Arc<Mutex<Vec<String>>>;
+
+/// A task for the echo tool to ask its context about.
+fn follow_up_probe() -> handoff_task::Task {
+    handoff_task::Task {
+        id: handoff_task::TaskId::parse("task_abcdefghijklmnopqrstuvwxyz").unwrap(),
+        agent_id: AgentId::parse("agent-a").unwrap(),
+        description: "probe".into(),
+        executor: "command".into(),
+        options: handoff_task::TaskOptions::default(),
+        status: handoff_task::TaskStatus::Running,
+        priority: 0,
+        queue_seq: 1,
+        workdir: "/w".into(),
+        created_at: 0,
+        started_at: Some(0),
+        completed_at: None,
+        exit: None,
+        error: None,
+        idempotency_key: None,
+        metadata: Value::Null,
+        runner_state: None,
+    }
+}
+
+/// Promises a block and a message for every task.
+struct Promising;
+
+impl FollowUps for Promising {
+    fn for_task(&self, task: &handoff_task::Task) -> FollowUp {
+        FollowUp {
+            memory_block: Some(format!("handoff_{}", task.id)),
+            message_at_end: true,
+        }
+    }
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,16 +82,23 @@ impl Tool for Echo {
     fn description(&self) -> &'static str {
         "echoes"
     }
-    async fn call(&self, ctx: ToolContext, args: EchoArgs) -> Result<EchoOut, ToolError> {
+    async fn call(&self, ctx: ToolContext, args: EchoArgs) -> Result<Reply<EchoOut>, ToolError> {
         self.0.lock().unwrap().push("execute".into());
         if args.sleep_ms > 0 {
             tokio::time::sleep(Duration::from_millis(args.sleep_ms)).await;
         }
-        Ok(EchoOut {
+        let task = follow_up_probe();
+        let heard = ctx.follow_up(&task);
+        let text = format!(
+            "Echo: {} (block {:?}, message at end {})",
+            args.text, heard.memory_block, heard.message_at_end
+        );
+        let output = EchoOut {
             text: args.text,
             agent_id: args.agent_id.map(|a| a.to_string()),
             context_agent: ctx.agent_id.map(|a| a.to_string()),
-        })
+        };
+        Ok(Reply::new(output, text))
     }
 }
 
@@ -195,6 +237,34 @@ async fn stages_run_in_the_fixed_order() {
             "after_hooks",
             "audit:ok"
         ]
+    );
+}
+
+#[tokio::test]
+async fn a_reply_carries_the_tool_s_text_beside_its_output() {
+    let log = Log::default();
+    let reply = pipeline(Recorder::new(&log))
+        .reply(ctx(), call("echo", json!({"text": "hi"})))
+        .await
+        .unwrap();
+    assert_eq!(reply.output["text"], "hi");
+    assert_eq!(reply.text, "Echo: hi (block None, message at end false)");
+}
+
+#[tokio::test]
+async fn the_builder_s_follow_ups_reach_every_call_s_context() {
+    let mut registry = ToolRegistry::new();
+    registry.register(Echo(Log::default())).unwrap();
+    let p = Pipeline::builder(registry)
+        .follow_ups(Arc::new(Promising))
+        .build();
+    let reply = p
+        .reply(ctx(), call("echo", json!({"text": "hi"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        reply.text,
+        "Echo: hi (block Some(\"handoff_task_abcdefghijklmnopqrstuvwxyz\"), message at end true)"
     );
 }
 
@@ -452,7 +522,7 @@ impl Tool for Short {
     fn description(&self) -> &'static str {
         "takes a short message"
     }
-    async fn call(&self, _: ToolContext, _: ShortArgs) -> Result<EchoOut, ToolError> {
+    async fn call(&self, _: ToolContext, _: ShortArgs) -> Result<Reply<EchoOut>, ToolError> {
         Err(ToolError::NotFound {
             what: "anything".into(),
         })

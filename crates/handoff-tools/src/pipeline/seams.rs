@@ -163,6 +163,11 @@ impl PermissionPolicy for AllowAll {
 pub trait OutputLimiter: Send + Sync {
     /// Returns the output the caller will see.
     fn limit(&self, ctx: &ToolContext, tool: &ToolDefinition, output: Value) -> Value;
+
+    /// Returns the text the caller will see (unchanged unless a cap says otherwise).
+    fn limit_text(&self, _ctx: &ToolContext, _tool: &ToolDefinition, text: String) -> String {
+        text
+    }
 }
 
 /// No output cap.

@@ -55,4 +55,28 @@ impl OutputLimiter for SpillLimiter {
         }
         value
     }
+
+    fn limit_text(&self, ctx: &ToolContext, tool: &ToolDefinition, text: String) -> String {
+        // Texts are short by design; a tight per-tool cap still cuts them, and the notice in
+        // the cut text names the spilled whole.
+        let spill = self.spill.owned_by(ctx.principal().as_ref());
+        let (value, cuts) = limit_value(
+            Value::String(text),
+            self.tools.limits_for(tool.name),
+            &spill,
+        );
+        for cut in &cuts {
+            tracing::info!(
+                call_id = %ctx.call_id,
+                tool = tool.name,
+                original_bytes = cut.original_bytes,
+                spill_id = cut.spill_id.as_deref(),
+                "tool text truncated"
+            );
+        }
+        match value {
+            Value::String(text) => text,
+            other => other.to_string(),
+        }
+    }
 }

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::{
-    AgentId, CallRequest, Pipeline, Tool, ToolAnnotations, ToolContext, ToolError, ToolRegistry,
-    builtin::ReadToolOutputTool,
+    AgentId, CallRequest, Pipeline, Reply, Tool, ToolAnnotations, ToolContext, ToolError,
+    ToolRegistry, builtin::ReadToolOutputTool,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -55,11 +55,15 @@ impl Tool for Shout {
             ..ToolAnnotations::default()
         }
     }
-    async fn call(&self, _: ToolContext, args: ShoutArgs) -> Result<ShoutOut, ToolError> {
+    async fn call(&self, _: ToolContext, args: ShoutArgs) -> Result<Reply<ShoutOut>, ToolError> {
         let line = format!("{}\n", args.text.to_uppercase());
-        Ok(ShoutOut {
-            output: line.repeat(args.repeat.max(1)),
-        })
+        let output = line.repeat(args.repeat.max(1));
+        Ok(Reply::new(
+            ShoutOut {
+                output: output.clone(),
+            },
+            output,
+        ))
     }
 }
 
@@ -377,6 +381,38 @@ async fn a_post_tool_use_hook_sees_the_result_and_can_block_it() {
     assert_eq!(input["hook_event_name"], "PostToolUse");
     assert_eq!(input["tool_name"], "mcp__handoff__shout");
     assert_eq!(input["tool_response"]["output"], "HI\n");
+}
+
+#[tokio::test]
+async fn a_long_text_is_capped_like_the_output_and_readable_back() {
+    let data = tempfile::tempdir().unwrap();
+    let p = pipeline(
+        Setup {
+            max_lines: 5,
+            ..Setup::default()
+        },
+        data.path(),
+    );
+    let Value::Object(arguments) = json!({"text": "line", "repeat": 40}) else {
+        unreachable!()
+    };
+    let request = CallRequest {
+        name: "shout".to_owned(),
+        arguments: Some(arguments),
+    };
+    let reply = p.reply(as_agent("a"), request).await.unwrap();
+    assert!(reply.text.contains("[… truncated"), "{}", reply.text);
+    assert!(reply.text.lines().count() <= 8, "{}", reply.text);
+    let id = reply
+        .text
+        .split_whitespace()
+        .find(|w| w.starts_with("tool_"))
+        .unwrap()
+        .trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+    let page = call(&p, "a", "read_tool_output", json!({"output_id": id}))
+        .await
+        .unwrap();
+    assert_eq!(page["total_bytes"], 200, "{page}");
 }
 
 #[tokio::test]

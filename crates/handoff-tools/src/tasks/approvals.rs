@@ -4,8 +4,8 @@ use handoff_protocol::{
     tasks::{ListApprovalsArgs, ListApprovalsOutput, RevokeApprovalArgs, RevokeApprovalOutput},
 };
 
-use super::{caller, failure::tool_error};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{caller, failure::tool_error, text};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `list_approvals`: the standing approvals you gave your tasks' executors.
 pub struct ListApprovalsTool {
@@ -42,14 +42,16 @@ impl Tool for ListApprovalsTool {
         &self,
         ctx: ToolContext,
         args: ListApprovalsArgs,
-    ) -> Result<ListApprovalsOutput, ToolError> {
+    ) -> Result<Reply<ListApprovalsOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let approvals = self
             .engine
             .list_approvals(agent.name(), args.task_id.as_ref())
             .await
             .map_err(|e| tool_error(self.name(), e))?;
-        Ok(ListApprovalsOutput { approvals })
+        let output = ListApprovalsOutput { approvals };
+        let text = text::approvals(&output, args.task_id.as_ref());
+        Ok(Reply::new(output, text))
     }
 }
 
@@ -90,7 +92,7 @@ impl Tool for RevokeApprovalTool {
         &self,
         ctx: ToolContext,
         args: RevokeApprovalArgs,
-    ) -> Result<RevokeApprovalOutput, ToolError> {
+    ) -> Result<Reply<RevokeApprovalOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let revoked = self
             .engine
@@ -103,6 +105,8 @@ impl Tool for RevokeApprovalTool {
             revoked.pattern,
             revoked.scope.as_str()
         );
-        Ok(RevokeApprovalOutput { revoked, message })
+        let output = RevokeApprovalOutput { revoked, message };
+        let text = text::revoked(&output);
+        Ok(Reply::new(output, text))
     }
 }

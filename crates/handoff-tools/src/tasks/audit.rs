@@ -4,8 +4,8 @@ use handoff_protocol::{
     tasks::{GetAuditLogArgs, GetAuditLogOutput},
 };
 
-use super::{caller, failure::tool_error};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{caller, failure::tool_error, text};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `get_audit_log`: every permission decision about your calls and your tasks' executors.
 pub struct GetAuditLogTool {
@@ -41,7 +41,7 @@ impl Tool for GetAuditLogTool {
         &self,
         ctx: ToolContext,
         args: GetAuditLogArgs,
-    ) -> Result<GetAuditLogOutput, ToolError> {
+    ) -> Result<Reply<GetAuditLogOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let limit = args.limit.unwrap_or(50).min(MAX_AUDIT_PAGE);
         let records = self
@@ -52,9 +52,11 @@ impl Tool for GetAuditLogTool {
         let next_before_seq = (records.len() == limit as usize)
             .then(|| records.last().map(|r| r.seq))
             .flatten();
-        Ok(GetAuditLogOutput {
+        let output = GetAuditLogOutput {
             records,
             next_before_seq,
-        })
+        };
+        let text = text::audit_log(&output, args.task_id.as_ref());
+        Ok(Reply::new(output, text))
     }
 }

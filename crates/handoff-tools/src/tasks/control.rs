@@ -4,8 +4,8 @@ use handoff_protocol::{
     tasks::{ControlAction, SendTaskControlArgs, SendTaskControlOutput},
 };
 
-use super::{caller, failure::tool_error};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{caller, failure::tool_error, outlook, text};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `send_task_control`: cancel, pause or resume a task.
 pub struct SendTaskControlTool {
@@ -46,7 +46,7 @@ impl Tool for SendTaskControlTool {
         &self,
         ctx: ToolContext,
         args: SendTaskControlArgs,
-    ) -> Result<SendTaskControlOutput, ToolError> {
+    ) -> Result<Reply<SendTaskControlOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let control = match args.control {
             ControlAction::Cancel => Control::Cancel,
@@ -58,11 +58,14 @@ impl Tool for SendTaskControlTool {
             .control(&agent, &args.task_id, control, args.reason)
             .await
             .map_err(|e| tool_error(self.name(), e))?;
-        Ok(SendTaskControlOutput {
+        let outlook = outlook(&ctx, &agent, &receipt.task, None);
+        let output = SendTaskControlOutput {
             task_id: receipt.task.id.to_string(),
             status: receipt.task.status,
             changed: receipt.changed,
             message: receipt.message,
-        })
+        };
+        let text = text::control(&output, args.control, &outlook);
+        Ok(Reply::new(output, text))
     }
 }

@@ -2,20 +2,24 @@ use std::time::{Duration, Instant};
 
 use handoff_engine::{Engine, EngineError, SubmitRequest};
 use handoff_protocol::{
-    EVENT_MESSAGE_CHARS, clip, names,
+    names,
     tasks::{ExecuteTaskArgs, ExecuteTaskOutput},
 };
-use handoff_task::{EventKind, Principal, Task, TaskStatus};
+use handoff_task::{Principal, Task, TaskStatus};
 use serde_json::Value;
 
-use super::{caller, failure::tool_error, repeats::RepeatedSubmissions};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{
+    caller,
+    closing::{Closing, closing},
+    failure::tool_error,
+    outlook,
+    repeats::RepeatedSubmissions,
+    text::{self, Outlook},
+};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// How often a `sync` call reports progress while it waits.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
-
-/// Output lines a finished `sync` call returns.
-const OUTPUT_TAIL_LINES: u32 = 20;
 
 /// `execute_task` (alias `opencode_execute_task`): hands a development task to an executor.
 pub struct ExecuteTaskTool {
@@ -73,7 +77,7 @@ impl Tool for ExecuteTaskTool {
         &self,
         ctx: ToolContext,
         args: ExecuteTaskArgs,
-    ) -> Result<ExecuteTaskOutput, ToolError> {
+    ) -> Result<Reply<ExecuteTaskOutput>, ToolError> {
         let name = self.name();
         let caller = caller(&ctx, name, args.agent_id.clone())?;
         // An operator submits for the agent it names (for itself when it names none).
@@ -97,41 +101,21 @@ impl Tool for ExecuteTaskTool {
         ctx.task_created(&agent, &submitted.task.id);
         let mut task = submitted.task;
         let mut queue_position = submitted.queue_position;
+        let mut waited = None;
         if sync && !task.status.is_terminal() {
-            // Answer before the caller's own deadline would cut the call off.
-            let limit = match ctx.deadline {
-                Some(deadline) => self.sync_wait.min(
-                    deadline
-                        .saturating_duration_since(Instant::now())
-                        .saturating_sub(Duration::from_secs(1)),
-                ),
-                None => self.sync_wait,
-            };
-            let until = Instant::now() + limit;
-            loop {
-                let step = PROGRESS_EVERY.min(until.saturating_duration_since(Instant::now()));
-                let waited = tokio::select! {
-                    waited = self.engine.wait(&caller, &task.id, step) => waited,
-                    () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled { tool: name.to_owned() }),
-                };
-                task = waited.map_err(|e| tool_error(name, e))?;
-                if task.status.is_terminal() || Instant::now() >= until {
-                    break;
-                }
-                // A heartbeat the client can show, and a sign of life on long waits.
-                ctx.progress(format!("task {} is {}", task.id, task.status))
-                    .await;
-            }
+            let started = Instant::now();
+            task = self.wait_for_end(&ctx, &caller, task).await?;
+            waited = Some(started.elapsed());
             if task.status != TaskStatus::Queued {
                 queue_position = None;
             }
         }
-        let output_tail = if sync && task.status.is_terminal() {
-            output_tail(&self.engine, &caller, &task.id)
+        let ending = if sync && task.status.is_terminal() {
+            closing(&self.engine, &caller, &task.id)
                 .await
                 .map_err(|e| tool_error(name, e))?
         } else {
-            Vec::new()
+            Closing::default()
         };
         let message = match (task.status, submitted.created) {
             (s, _) if s.is_terminal() => finished_message(&task),
@@ -146,13 +130,53 @@ impl Tool for ExecuteTaskTool {
             ),
             _ => "accepted; poll get_task_status with this task_id".to_owned(),
         };
-        Ok(ExecuteTaskOutput::for_task(
+        let output = ExecuteTaskOutput::for_task(
             &task,
             submitted.created,
             queue_position,
             message,
-            output_tail,
-        ))
+            ending.output_tail,
+        );
+        let outlook = outlook(&ctx, &caller, &task, ending.answer);
+        let text = text::execute(&output, &outlook, waited);
+        Ok(Reply::new(output, text))
+    }
+}
+
+impl ExecuteTaskTool {
+    /// Waits for `task` to end, at most the sync limit (and never past the caller's own
+    /// deadline), reporting progress while it waits; the task as it stands then.
+    async fn wait_for_end(
+        &self,
+        ctx: &ToolContext,
+        caller: &Principal,
+        mut task: Task,
+    ) -> Result<Task, ToolError> {
+        let name = self.name();
+        // Answer before the caller's own deadline would cut the call off.
+        let limit = match ctx.deadline {
+            Some(deadline) => self.sync_wait.min(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .saturating_sub(Duration::from_secs(1)),
+            ),
+            None => self.sync_wait,
+        };
+        let until = Instant::now() + limit;
+        loop {
+            let step = PROGRESS_EVERY.min(until.saturating_duration_since(Instant::now()));
+            let waited = tokio::select! {
+                waited = self.engine.wait(caller, &task.id, step) => waited,
+                () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled { tool: name.to_owned() }),
+            };
+            task = waited.map_err(|e| tool_error(name, e))?;
+            if task.status.is_terminal() || Instant::now() >= until {
+                return Ok(task);
+            }
+            // A heartbeat the client can show, and a sign of life on long waits.
+            ctx.progress(format!("task {} is {}", task.id, task.status))
+                .await;
+        }
     }
 }
 
@@ -161,16 +185,17 @@ impl Tool for ExecuteTaskTool {
 pub(crate) async fn finished_output(
     engine: &Engine,
     task: &Task,
-) -> Result<ExecuteTaskOutput, EngineError> {
+) -> Result<Reply<ExecuteTaskOutput>, EngineError> {
     let owner = Principal::Agent(task.agent_id.clone());
-    let output_tail = output_tail(engine, &owner, &task.id).await?;
-    Ok(ExecuteTaskOutput::for_task(
-        task,
-        true,
-        None,
-        finished_message(task),
-        output_tail,
-    ))
+    let ending = closing(engine, &owner, &task.id).await?;
+    let output =
+        ExecuteTaskOutput::for_task(task, true, None, finished_message(task), ending.output_tail);
+    let outlook = Outlook {
+        answer: ending.answer,
+        ..Outlook::default()
+    };
+    let text = text::execute(&output, &outlook, None);
+    Ok(Reply::new(output, text))
 }
 
 /// What the engine is asked to queue.
@@ -198,27 +223,4 @@ fn submit_request(args: ExecuteTaskArgs) -> SubmitRequest {
 
 fn finished_message(task: &Task) -> String {
     format!("task {}: {}", task.id, task.status)
-}
-
-/// The last output lines of a task.
-async fn output_tail(
-    engine: &Engine,
-    agent: &Principal,
-    id: &handoff_task::TaskId,
-) -> Result<Vec<String>, EngineError> {
-    // Output lines sit just before the final status event; a window a bit larger than the
-    // tail covers the few lifecycle events after them.
-    let events = engine
-        .recent_events(agent, id, OUTPUT_TAIL_LINES + 10)
-        .await?;
-    // One output event may hold several lines.
-    let mut lines: Vec<String> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::Output)
-        .flat_map(|e| e.message.split('\n'))
-        .map(|line| clip(line, EVENT_MESSAGE_CHARS))
-        .collect();
-    let skip = lines.len().saturating_sub(OUTPUT_TAIL_LINES as usize);
-    lines.drain(..skip);
-    Ok(lines)
 }

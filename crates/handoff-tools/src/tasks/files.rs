@@ -6,8 +6,8 @@ use handoff_protocol::{
     },
 };
 
-use super::{caller, failure::tool_error};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{caller, failure::tool_error, text};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `get_task_files`: what is in a task's working directory.
 pub struct GetTaskFilesTool {
@@ -42,18 +42,20 @@ impl Tool for GetTaskFilesTool {
         &self,
         ctx: ToolContext,
         args: GetTaskFilesArgs,
-    ) -> Result<GetTaskFilesOutput, ToolError> {
+    ) -> Result<Reply<GetTaskFilesOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let listing = self
             .engine
             .files(&agent, &args.task_id, args.path.as_deref())
             .await
             .map_err(|e| tool_error(self.name(), e))?;
-        Ok(GetTaskFilesOutput {
+        let output = GetTaskFilesOutput {
             task_id: args.task_id.to_string(),
             entries: listing.entries.iter().map(entry_view).collect(),
             truncated: listing.truncated,
-        })
+        };
+        let text = text::file_listing(&output, args.path.as_deref());
+        Ok(Reply::new(output, text))
     }
 }
 
@@ -91,7 +93,7 @@ impl Tool for ReadTaskFileTool {
         &self,
         ctx: ToolContext,
         args: ReadTaskFileArgs,
-    ) -> Result<ReadTaskFileOutput, ToolError> {
+    ) -> Result<Reply<ReadTaskFileOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let chunk = self
             .engine
@@ -104,7 +106,9 @@ impl Tool for ReadTaskFileTool {
             )
             .await
             .map_err(|e| tool_error(self.name(), e))?;
-        Ok(chunk_output(chunk))
+        let output = chunk_output(chunk);
+        let text = text::file_chunk(&output, args.task_id.as_str());
+        Ok(Reply::new(output, text))
     }
 }
 

@@ -5,8 +5,8 @@ use handoff_protocol::{
 };
 use handoff_task::{Artifact, ArtifactBody};
 
-use super::{caller, failure::tool_error};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{caller, failure::tool_error, text};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `get_task_history`: the full, paged record of a task.
 pub struct GetTaskHistoryTool {
@@ -41,7 +41,7 @@ impl Tool for GetTaskHistoryTool {
         &self,
         ctx: ToolContext,
         args: GetTaskHistoryArgs,
-    ) -> Result<GetTaskHistoryOutput, ToolError> {
+    ) -> Result<Reply<GetTaskHistoryOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let offset = args.events_offset.unwrap_or(0);
         let include = args.include_artifacts.unwrap_or(false);
@@ -67,14 +67,16 @@ impl Tool for GetTaskHistoryTool {
         } else {
             None
         };
-        Ok(GetTaskHistoryOutput {
+        let output = GetTaskHistoryOutput {
             task: TaskView::from(&history.task),
             has_more: offset.saturating_add(history.events.len() as u64) < history.total_events,
             events: history.events.iter().map(EventView::from).collect(),
             total_events: history.total_events,
             events_offset: offset,
             artifacts,
-        })
+        };
+        let text = text::history(&output);
+        Ok(Reply::new(output, text))
     }
 }
 

@@ -4,8 +4,8 @@ use handoff_protocol::{
     tasks::{ListTasksArgs, ListTasksOutput},
 };
 
-use super::{caller, failure::tool_error};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{caller, failure::tool_error, text};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `list_tasks`: your tasks, newest first, paged.
 pub struct ListTasksTool {
@@ -39,7 +39,7 @@ impl Tool for ListTasksTool {
         &self,
         ctx: ToolContext,
         args: ListTasksArgs,
-    ) -> Result<ListTasksOutput, ToolError> {
+    ) -> Result<Reply<ListTasksOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let before = match args.cursor.as_deref() {
             None => None,
@@ -58,15 +58,18 @@ impl Tool for ListTasksTool {
             .engine
             .list(
                 &agent,
-                args.status.into_iter().collect(),
+                args.status.iter().copied().collect(),
                 args.limit.unwrap_or(50),
                 before,
             )
             .await
             .map_err(|e| tool_error(self.name(), e))?;
-        Ok(ListTasksOutput {
+        let output = ListTasksOutput {
             tasks: page.tasks.iter().map(TaskView::from).collect(),
             next_cursor: page.next_before_seq.map(|seq| format!("c{seq}")),
-        })
+        };
+        let seqs: Vec<i64> = page.tasks.iter().map(|t| t.queue_seq).collect();
+        let text = text::task_list(&output, &seqs, args.status);
+        Ok(Reply::new(output, text))
     }
 }

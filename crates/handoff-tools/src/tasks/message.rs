@@ -5,8 +5,8 @@ use handoff_protocol::{
 };
 use serde_json::Value;
 
-use super::{caller, failure::tool_error};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{caller, failure::tool_error, outlook, text};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// What agents read: the only place they learn the approval answer's format, so it names
 /// exactly what the engine's parser accepts.
@@ -59,7 +59,7 @@ impl Tool for SendTaskMessageTool {
         &self,
         ctx: ToolContext,
         args: SendTaskMessageArgs,
-    ) -> Result<SendTaskMessageOutput, ToolError> {
+    ) -> Result<Reply<SendTaskMessageOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let receipt = self
             .engine
@@ -72,13 +72,16 @@ impl Tool for SendTaskMessageTool {
             )
             .await
             .map_err(|e| tool_error(self.name(), e))?;
-        Ok(SendTaskMessageOutput {
+        let outlook = outlook(&ctx, &agent, &receipt.task, None);
+        let output = SendTaskMessageOutput {
             task_id: receipt.task.id.to_string(),
             status: receipt.task.status,
             event_seq: receipt.seq,
             delivered: receipt.delivered,
             note: receipt.note,
-        })
+        };
+        let text = text::message(&output, &outlook);
+        Ok(Reply::new(output, text))
     }
 }
 

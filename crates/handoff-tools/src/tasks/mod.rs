@@ -4,6 +4,7 @@
 
 mod approvals;
 mod audit;
+mod closing;
 mod control;
 mod execute;
 mod failure;
@@ -13,6 +14,7 @@ mod list;
 mod message;
 mod repeats;
 mod status;
+mod text;
 
 use std::time::Duration;
 
@@ -35,7 +37,7 @@ pub use handoff_protocol::{
 };
 pub use status::GetTaskStatusTool;
 
-use handoff_task::Principal;
+use handoff_task::{Principal, Task};
 
 use crate::{AgentId, RegistryError, ToolContext, ToolError, ToolRegistry};
 
@@ -91,6 +93,21 @@ fn caller(ctx: &ToolContext, tool: &str, agent: Option<AgentId>) -> Result<Princ
         pointer: "/agent_id".to_owned(),
         message: "required: send the x-agent-id header (or pass agent_id where no identity is established)".to_owned(),
     })
+}
+
+/// What a task's text can tell `caller` beyond the output: what it hears about the task
+/// without asking (only the owner is told anything) and, once it ended, its closing text.
+fn outlook(
+    ctx: &ToolContext,
+    caller: &Principal,
+    task: &Task,
+    answer: Option<String>,
+) -> text::Outlook {
+    let follow_up = match caller {
+        Principal::Agent(agent) if *agent == task.agent_id => ctx.follow_up(task),
+        _ => crate::FollowUp::default(),
+    };
+    text::Outlook { follow_up, answer }
 }
 
 #[cfg(test)]

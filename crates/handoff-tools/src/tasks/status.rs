@@ -4,8 +4,8 @@ use handoff_protocol::{
     tasks::{GetTaskStatusArgs, GetTaskStatusOutput, PendingInputView},
 };
 
-use super::{caller, failure::tool_error};
-use crate::{Tool, ToolAnnotations, ToolContext, ToolError};
+use super::{caller, closing::closing, failure::tool_error, outlook, text};
+use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `get_task_status`: where a task stands.
 pub struct GetTaskStatusTool {
@@ -41,14 +41,25 @@ impl Tool for GetTaskStatusTool {
         &self,
         ctx: ToolContext,
         args: GetTaskStatusArgs,
-    ) -> Result<GetTaskStatusOutput, ToolError> {
+    ) -> Result<Reply<GetTaskStatusOutput>, ToolError> {
         let agent = caller(&ctx, self.name(), args.agent_id)?;
         let view = self
             .engine
             .status(&agent, &args.task_id)
             .await
             .map_err(|e| tool_error(self.name(), e))?;
-        Ok(GetTaskStatusOutput {
+        // The closing text usually sits before the last five events (the final status, the
+        // integrations' notes), so a finished task's is read on its own.
+        let answer = if view.task.status.is_terminal() {
+            closing(&self.engine, &agent, &args.task_id)
+                .await
+                .map_err(|e| tool_error(self.name(), e))?
+                .answer
+        } else {
+            None
+        };
+        let outlook = outlook(&ctx, &agent, &view.task, answer);
+        let output = GetTaskStatusOutput {
             task: TaskView::from(&view.task),
             queue_position: view.queue_position,
             recent_events: view.recent_events.iter().map(EventView::from).collect(),
@@ -69,6 +80,8 @@ impl Tool for GetTaskStatusTool {
                 })
                 .collect(),
             completion: view.completion,
-        })
+        };
+        let text = text::status(&output, &outlook);
+        Ok(Reply::new(output, text))
     }
 }

@@ -26,9 +26,13 @@ fn assert_common(report: &Value, ping: &Value, agent: &str) {
     assert_eq!(report["health"]["version"], env!("CARGO_PKG_VERSION"));
 }
 
-fn error_pointer(text: &Value) -> Value {
-    let body: Value = serde_json::from_str(text.as_str().unwrap()).unwrap();
-    body["error"]["pointer"].clone()
+/// The bad field a refusal names: in its machine-readable body (`_meta`), and in its words.
+fn error_pointer(text: &Value, meta: &Value) -> Value {
+    let words = text.as_str().unwrap();
+    assert!(words.starts_with("Error INVALID_ARGUMENTS: "), "{words}");
+    let pointer = meta["handoff/error"]["pointer"].clone();
+    assert!(words.contains(pointer.as_str().unwrap()), "{words}");
+    pointer
 }
 
 #[test]
@@ -46,8 +50,16 @@ fn typescript_sdk_over_http() {
         "legacy session expected: {report}"
     );
     assert_eq!(report["pingOmittedOk"], true);
+    let words = report["pingText"].as_str().unwrap();
+    assert!(
+        words.contains("You are agent agent-ts. Echo: from-ts"),
+        "{words}"
+    );
     assert_eq!(report["bad"]["isError"], true);
-    assert_eq!(error_pointer(&report["bad"]["text"]), "/message");
+    assert_eq!(
+        error_pointer(&report["bad"]["text"], &report["bad"]["meta"]),
+        "/message"
+    );
     assert_eq!(report["unknown"]["code"], -32602);
 }
 
@@ -77,8 +89,16 @@ fn python_sdk_over_http_both_eras() {
         assert_eq!(report["server"], "handoff");
         assert_common(&report, &json!({"message": "from-python"}), "agent-py");
         assert_eq!(report["ping_omitted_ok"], true);
+        let words = report["ping_text"].as_str().unwrap();
+        assert!(
+            words.contains("You are agent agent-py. Echo: from-python"),
+            "{words}"
+        );
         assert_eq!(report["bad_is_error"], true);
-        assert_eq!(error_pointer(&report["bad_text"]), "/message");
+        assert_eq!(
+            error_pointer(&report["bad_text"], &report["bad_meta"]),
+            "/message"
+        );
     }
 }
 

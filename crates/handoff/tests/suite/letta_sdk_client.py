@@ -3,8 +3,8 @@
 Each tool call opens a fresh session, as letta/services/mcp/ does: streamablehttp_client with
 the X-Agent-Id header, ClientSession, initialize, list_tools, call_tool, then leaving the
 contexts (DELETE). Prints one JSON report: the SDK version, the negotiated protocol, each call's
-text (parts joined, as Letta passes them to the agent) and every warning or error the SDK
-logged.
+text (parts joined, as Letta passes them to the agent) and structured result (which Letta drops)
+and every warning or error the SDK logged.
 
     python letta_sdk_client.py URL AGENT_ID ROUNDS
 """
@@ -42,22 +42,22 @@ async def one_call(url, agent, tool, args):
         await session.list_tools()
         result = await session.call_tool(tool, args)
         text = "".join(c.text for c in result.content if c.type == "text")
-        return init.protocolVersion, text, bool(result.isError)
+        return init.protocolVersion, text, result.structuredContent, bool(result.isError)
 
 
 async def main(url, agent, rounds):
-    protocol, first, _ = await one_call(
+    protocol, first, structured, _ = await one_call(
         url, agent, "execute_task", {"task_description": "echo from-letta-pattern"}
     )
-    task_id = json.loads(first)["task_id"]
-    calls = [{"tool": "execute_task", "text": first}]
+    task_id = structured["task_id"]
+    calls = [{"tool": "execute_task", "text": first, "structured": structured}]
     for i in range(rounds):
         for tool, args in [
             ("get_task_status", {"task_id": task_id}),
             ("ping", {"message": f"round-{i}"}),
         ]:
-            protocol, text, is_error = await one_call(url, agent, tool, args)
-            calls.append({"tool": tool, "text": text, "is_error": is_error})
+            protocol, text, structured, is_error = await one_call(url, agent, tool, args)
+            calls.append({"tool": tool, "text": text, "structured": structured, "is_error": is_error})
     return {"task_id": task_id, "protocol": protocol, "calls": calls}
 
 

@@ -50,10 +50,12 @@ pub fn ok(result: &Value) -> &Value {
     &result["structured"]
 }
 
-/// The error body of a failed call.
+/// The machine-readable body of a failed call (its `_meta`; the text is words for a model).
 pub fn err(result: &Value) -> Value {
     assert_eq!(result["is_error"], true, "{result}");
-    serde_json::from_str::<Value>(result["text"].as_str().unwrap()).unwrap()["error"].clone()
+    let text = result["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("Error "), "{result}");
+    result["meta"]["handoff/error"].clone()
 }
 
 pub fn task_id(result: &Value) -> String {

@@ -1,0 +1,113 @@
+//! How a finished task ended, read from its last events: the executor agent's closing text
+//! and the last lines it printed.
+
+use handoff_engine::{Engine, EngineError};
+use handoff_protocol::{EVENT_MESSAGE_CHARS, clip};
+use handoff_task::{EventKind, Principal, TaskEvent, TaskId};
+
+/// Output lines a finished run returns.
+pub(super) const OUTPUT_TAIL_LINES: u32 = 20;
+
+/// The end of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Closing {
+    /// What the executor agent wrote last (its final answer), when it wrote text at all.
+    pub answer: Option<String>,
+    /// The last output lines, oldest first.
+    pub output_tail: Vec<String>,
+}
+
+/// Reads how task `id` ended.
+pub(super) async fn closing(
+    engine: &Engine,
+    agent: &Principal,
+    id: &TaskId,
+) -> Result<Closing, EngineError> {
+    // Output lines and the closing text sit just before the final status event; a window a
+    // bit larger than the tail covers the few lifecycle events after them.
+    let events = engine
+        .recent_events(agent, id, OUTPUT_TAIL_LINES + 10)
+        .await?;
+    Ok(Closing {
+        answer: answer(&events),
+        output_tail: output_tail(&events),
+    })
+}
+
+/// The agent's last run of text, after its last tool call.
+fn answer(events: &[TaskEvent]) -> Option<String> {
+    let last = events.iter().rposition(|e| e.kind == EventKind::Text)?;
+    let start = events[..last]
+        .iter()
+        .rposition(|e| e.kind == EventKind::Tool)
+        .map_or(0, |i| i + 1);
+    let parts: Vec<&str> = events[start..=last]
+        .iter()
+        .filter(|e| e.kind == EventKind::Text)
+        .map(|e| e.message.as_str())
+        .collect();
+    Some(parts.join("\n"))
+}
+
+/// The last output lines; one output event may hold several.
+fn output_tail(events: &[TaskEvent]) -> Vec<String> {
+    let mut lines: Vec<String> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Output)
+        .flat_map(|e| e.message.split('\n'))
+        .map(|line| clip(line, EVENT_MESSAGE_CHARS))
+        .collect();
+    let skip = lines.len().saturating_sub(OUTPUT_TAIL_LINES as usize);
+    lines.drain(..skip);
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use handoff_task::TaskId;
+
+    use super::*;
+
+    fn event(seq: i64, kind: EventKind, message: &str) -> TaskEvent {
+        TaskEvent {
+            task_id: TaskId::parse("task_abcdefghijklmnopqrstuvwxyz").unwrap(),
+            seq,
+            at: seq,
+            kind,
+            message: message.to_owned(),
+            data: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn the_answer_is_the_text_after_the_last_tool_call() {
+        let events = [
+            event(1, EventKind::Text, "Let me look."),
+            event(2, EventKind::Tool, "bash: cargo test"),
+            event(3, EventKind::Text, "All tests pass."),
+            event(4, EventKind::Text, "I fixed src/lib.rs."),
+            event(5, EventKind::Status, "running → completed"),
+        ];
+        assert_eq!(
+            answer(&events).as_deref(),
+            Some("All tests pass.\nI fixed src/lib.rs.")
+        );
+        assert_eq!(answer(&events[1..2]), None);
+    }
+
+    #[test]
+    fn the_output_tail_keeps_the_last_lines() {
+        let many = (1..=25)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let events = [
+            event(1, EventKind::Output, &many),
+            event(2, EventKind::Status, "done"),
+        ];
+        let tail = output_tail(&events);
+        assert_eq!(tail.len(), OUTPUT_TAIL_LINES as usize);
+        assert_eq!(tail.first().map(String::as_str), Some("6"));
+        assert_eq!(tail.last().map(String::as_str), Some("25"));
+    }
+}
