@@ -114,9 +114,12 @@ fn a_runs_a_task(letta: &Letta, server: &Server, model: &ScriptedModel, a: &str)
         2,
         "execute_task then get_task_status: {messages:#}"
     );
-    for (name, status, text) in &returns {
-        assert_eq!(status, "success", "{name}: {text}");
-        assert!(text.contains(&task), "{name}'s text names the task: {text}");
+    for (call, status, text) in &returns {
+        assert_eq!(status, "success", "{call}: {text}");
+        assert!(text.contains(&task), "{call}'s text names the task: {text}");
+        // Letta passes only the text on: it must say what to do next, and A will be told.
+        assert!(text.contains("no need to poll"), "{call}: {text}");
+        assert!(text.contains(&label), "{call} names the block: {text}");
     }
     // The model read execute_task's text and used the id it found there.
     let asked = model
