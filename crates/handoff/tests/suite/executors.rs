@@ -409,19 +409,21 @@ fn end_to_end(agent: &Agent) {
         format!("touch {}/approved.txt", workdir(&server, &allow).display()),
         "{asked}"
     );
-    // The pending request is part of the task's status too.
-    let status = ok(&call(
-        &server,
-        AGENT,
-        "get_task_status",
-        json!({"task_id": allow}),
-    ))
-    .clone();
+    // The pending request is part of the task's status too, and its text says how to answer.
+    let reply = call(&server, AGENT, "get_task_status", json!({"task_id": allow}));
+    let status = ok(&reply).clone();
     assert_eq!(status["pending_input"][0]["permission"], "bash", "{status}");
     assert_eq!(
         status["pending_input"][0]["request_id"], asked["data"]["request"]["id"],
         "{status}"
     );
+    let words = reply["text"].as_str().unwrap();
+    let request = asked["data"]["request"]["id"].as_str().unwrap();
+    assert!(
+        words.contains(&format!("- [{request}] permission bash `touch ")),
+        "{words}"
+    );
+    assert!(words.contains(r#""message_type":"approval""#), "{words}");
     let answered = answer(&server, &allow, "allow");
     assert_eq!(answered["delivered"], true, "{answered}");
     wait_ask(&server, &deny);
@@ -462,6 +464,19 @@ fn end_to_end(agent: &Agent) {
     // The file-creating task: completed, file readable, diff and answer kept.
     let done = wait_end(&server, &create);
     assert_eq!(done["status"], "completed", "{done}");
+    // Its text, all that some clients show their model: the outcome and the agent's answer.
+    let status = call(
+        &server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": create}),
+    );
+    let words = status["text"].as_str().unwrap();
+    assert!(
+        words.starts_with(&format!("Task {create} completed after ")),
+        "{words}"
+    );
+    assert!(words.contains("\nAnswer: Created hello.txt."), "{words}");
     let file = call(
         &server,
         AGENT,

@@ -36,12 +36,19 @@ pub(crate) struct Outlook {
 
 /// The facts a headline needs, from whichever output carries them.
 pub(crate) struct Glance<'a> {
+    /// Task id.
     pub id: &'a str,
+    /// Current state.
     pub status: TaskStatus,
+    /// Executor running it.
     pub executor: &'a str,
+    /// Run time so far or in total; none until it started.
     pub duration_ms: Option<i64>,
+    /// How its process ended.
     pub exit: Option<ExitInfo>,
+    /// Why it failed, timed out or was cancelled.
     pub error: Option<&'a str>,
+    /// Position in the queue, while queued.
     pub queue_position: Option<u64>,
 }
 
