@@ -10,7 +10,7 @@
 use regex::Regex;
 use serde_json::Value;
 
-use crate::cwd::collect_strings;
+use crate::cwd::{collect_strings, map_strings};
 use crate::script::Turn;
 
 const OPEN: &str = "{{capture:";
@@ -31,24 +31,9 @@ pub(crate) fn resolve_turn(turn: &Turn, body: &Value) -> Turn {
     let mut resolved = turn.clone();
     resolved.text = turn.text.as_deref().map(|t| substitute(t, &strings));
     for call in &mut resolved.tool_calls {
-        call.arguments = substitute_value(&call.arguments, &strings);
+        call.arguments = map_strings(&call.arguments, &|s| substitute(s, &strings));
     }
     resolved
-}
-
-fn substitute_value(value: &Value, strings: &[&str]) -> Value {
-    match value {
-        Value::String(s) => Value::String(substitute(s, strings)),
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| substitute_value(v, strings)).collect())
-        }
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), substitute_value(v, strings)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
 }
 
 /// `text` with each placeholder replaced by its capture (unchanged where nothing matched).

@@ -53,14 +53,17 @@ pub(crate) fn substitute_str(text: &str, cwd: Option<&str>) -> String {
 
 /// `value` with `{{cwd}}` replaced in every string value, at any depth.
 pub(crate) fn substitute_value(value: &Value, cwd: Option<&str>) -> Value {
+    map_strings(value, &|s| substitute_str(s, cwd))
+}
+
+/// `value` with `f` applied to every string value, at any depth (keys are kept).
+pub(crate) fn map_strings(value: &Value, f: &impl Fn(&str) -> String) -> Value {
     match value {
-        Value::String(s) => Value::String(substitute_str(s, cwd)),
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| substitute_value(v, cwd)).collect())
-        }
+        Value::String(s) => Value::String(f(s)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| map_strings(v, f)).collect()),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (k.clone(), substitute_value(v, cwd)))
+                .map(|(k, v)| (k.clone(), map_strings(v, f)))
                 .collect(),
         ),
         other => other.clone(),

@@ -83,11 +83,16 @@ fn notifications(agent: &str, task: &str) -> usize {
         None,
     );
     assert_eq!(status, 200, "{messages}");
+    count_notifications(&messages, task)
+}
+
+/// How many of an agent's `messages` (Letta's list) are Handoff's notification about `task`.
+pub fn count_notifications(messages: &Value, task: &str) -> usize {
     let header = format!("[Handoff] Task {task} ");
     messages
         .as_array()
-        .unwrap()
-        .iter()
+        .into_iter()
+        .flatten()
         .filter(|m| m["message_type"] != "assistant_message" && m.to_string().contains(&header))
         .count()
 }

@@ -499,12 +499,6 @@ impl Letta {
     fn notifications(&self, agent: &str, task: &str) -> usize {
         let (status, messages) = self.get(&format!("/v1/agents/{agent}/messages?limit=200"));
         assert_eq!(status, 200, "{messages}");
-        let header = format!("[Handoff] Task {task} ");
-        messages
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|m| m["message_type"] != "assistant_message" && m.to_string().contains(&header))
-            .count()
+        super::letta::count_notifications(&messages, task)
     }
 }
