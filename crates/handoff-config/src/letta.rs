@@ -51,6 +51,9 @@ pub struct LettaConfig {
     pub notify: bool,
     /// The role of that message.
     pub notify_role: NotifyRole,
+    /// Send it also for a task whose final result reached the caller in its
+    /// `execute_task {sync: true}` call (the caller knows already).
+    pub notify_sync: bool,
     /// Bound on one HTTP call to Letta.
     pub request_timeout: Duration,
     /// Retries of one call on 408/429/5xx and connection failures.
@@ -77,6 +80,7 @@ impl LettaConfig {
             block_retention: Duration::from_secs(7 * 24 * 3600),
             notify: true,
             notify_role: NotifyRole::System,
+            notify_sync: false,
             request_timeout: Duration::from_secs(30),
             max_retries: 5,
             max_concurrent_requests: 4,

@@ -596,6 +596,7 @@ impl Config {
                 ),
                 notify: r.get("letta.notify", d.notify)?,
                 notify_role: r.get("letta.notify_role", d.notify_role)?,
+                notify_sync: r.get("letta.notify_sync", d.notify_sync)?,
                 request_timeout: secs(r.get_checked(
                     "letta.request_timeout_secs",
                     d.request_timeout.as_secs(),

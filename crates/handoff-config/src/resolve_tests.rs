@@ -527,3 +527,20 @@ fn the_gateway_token_is_the_auth_token_else_a_gateway_entry() {
         Some("plain-gateway-cccccccc")
     );
 }
+
+#[test]
+fn notifying_after_a_sync_result_is_off_unless_asked_for() {
+    let load = |pairs: &[(&str, &str)]| {
+        Config::load(LoadOptions {
+            env: env(pairs),
+            ..LoadOptions::default()
+        })
+    };
+    assert!(!load(&[]).unwrap().letta.notify_sync);
+    let on = load(&[("HANDOFF_LETTA_NOTIFY_SYNC", "true")]).unwrap();
+    assert!(on.letta.notify_sync);
+    let err = load(&[("HANDOFF_LETTA_NOTIFY_SYNC", "sometimes")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("HANDOFF_LETTA_NOTIFY_SYNC"), "{err}");
+}

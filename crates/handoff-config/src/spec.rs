@@ -188,6 +188,7 @@ settings! {
     "letta.block_retention_secs" [env("HANDOFF_LETTA_BLOCK_RETENTION_SECS")]: "a detached block is deleted after this long";
     "letta.notify" [env("HANDOFF_LETTA_NOTIFY")]: "send the owning agent one message when a task ends (execute_task notify:false opts out per task)";
     "letta.notify_role" [env("HANDOFF_LETTA_NOTIFY_ROLE")]: "role of that message: system or user";
+    "letta.notify_sync" [env("HANDOFF_LETTA_NOTIFY_SYNC")]: "send that message also when the task's final result already reached the agent in its execute_task {sync: true} call";
     "letta.request_timeout_secs" [env("HANDOFF_LETTA_REQUEST_TIMEOUT_SECS")]: "bound on one call to Letta";
     "letta.max_retries" [env("HANDOFF_LETTA_MAX_RETRIES")]: "retries of one call on 408/429/5xx and connection failures (exponential back-off with jitter, Retry-After honoured)";
     "letta.max_concurrent_requests" [env("HANDOFF_LETTA_MAX_CONCURRENT_REQUESTS")]: "calls to Letta in flight at once, across all tasks";

@@ -88,6 +88,7 @@ impl Engine {
             outbox: Outbox::new(),
             shutdown: CancellationToken::new(),
             runs: TaskTracker::new(),
+            result_waits: Default::default(),
         }));
         Ok(Self { inner })
     }

@@ -73,6 +73,11 @@ pub trait Integration: Send + Sync + 'static {
     /// The task moved to `status`. Must be cheap.
     fn status_changed(&self, task: &TaskId, status: TaskStatus);
 
+    /// The last caller waiting in its submitting call for the task's final result stopped
+    /// waiting; whether it got the result is in the store (`result_delivered_at`). Must be
+    /// cheap.
+    fn result_wait_ended(&self, _task: &TaskId) {}
+
     /// The engine stopped its runs; finish or hand over what is in flight.
     async fn shutdown(&self);
 }
@@ -129,6 +134,13 @@ impl Outbox {
             integration.status_changed(task, status);
         }
         let _ = self.notices.send(TaskNotice::Status(task.clone(), status));
+    }
+
+    /// Tells the integrations nobody waits in a call for the task's result any more.
+    pub(crate) fn result_wait_ended(&self, task: &TaskId) {
+        for integration in self.integrations() {
+            integration.result_wait_ended(task);
+        }
     }
 
     /// Tells the integrations a task starts running.

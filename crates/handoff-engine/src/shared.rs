@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     pub policy: crate::policy::TaskPolicy,
     /// The completion judge, when an evaluator model is configured.
     pub judge: Option<handoff_llm::LlmClient>,
+    /// Callers waiting in their submitting call for a task's final result.
+    pub result_waits: crate::result_wait::ResultWaits,
 }
 
 impl Shared {

@@ -4,7 +4,7 @@ use handoff_store::{IdempotencyClaim, InsertOutcome};
 use handoff_task::{AgentId, NewTask, Principal, Task, TaskId, TaskOptions, unix_millis_now};
 use serde_json::Value;
 
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, ResultWait};
 
 /// Largest accepted metadata object, serialized.
 const MAX_METADATA_BYTES: usize = 16 << 10;
@@ -58,6 +58,17 @@ impl Engine {
         agent: &AgentId,
         req: SubmitRequest,
     ) -> Result<Submitted, EngineError> {
+        Ok(self.submit_as(agent, req, false).await?.0)
+    }
+
+    /// [`Engine::submit`]; with `awaited`, a new task comes with the caller's open
+    /// [`ResultWait`], opened before the task is stored.
+    pub(crate) async fn submit_as(
+        &self,
+        agent: &AgentId,
+        req: SubmitRequest,
+        awaited: bool,
+    ) -> Result<(Submitted, Option<ResultWait>), EngineError> {
         let inner = &self.inner;
         let limits = &inner.config.tasks;
         if req.description.trim().is_empty() {
@@ -143,11 +154,12 @@ impl Engine {
             && let Some(task) = inner.store.find_idempotent(agent, claim).await?
         {
             let queue_position = inner.store.queue_position(&task.id).await?;
-            return Ok(Submitted {
+            let submitted = Submitted {
                 task,
                 created: false,
                 queue_position,
-            });
+            };
+            return Ok((submitted, None));
         }
         if let Err(wait) = inner.rate.check(agent) {
             inner.metrics.refused("rate_limited");
@@ -176,6 +188,7 @@ impl Engine {
             idempotency_key: req.idempotency_key,
             metadata,
         };
+        let wait = awaited.then(|| ResultWait::open(inner.shared(), task.id.clone()));
         let (task, created) = match inner
             .store
             .insert_task(&task, claim.as_ref(), limits.max_queued)
@@ -186,6 +199,8 @@ impl Engine {
                 inner.wake.notify_one();
                 (task, true)
             }
+            // The wait opened for the task not stored ends below; `submit_awaited` opens one on
+            // the earlier task instead.
             InsertOutcome::Existing(task) => (task, false),
             InsertOutcome::QueueFull { queued } => {
                 inner.metrics.refused("queue_full");
@@ -197,11 +212,12 @@ impl Engine {
             }
         };
         let queue_position = inner.store.queue_position(&task.id).await?;
-        Ok(Submitted {
+        let submitted = Submitted {
             task,
             created,
             queue_position,
-        })
+        };
+        Ok((submitted, wait.filter(|_| created)))
     }
 
     /// Waits up to `limit` for a task to finish; returns its latest state either way.

@@ -19,8 +19,8 @@ use std::{
 use async_trait::async_trait;
 use handoff_config::LettaConfig;
 use handoff_letta::{
-    BLOCK_DESCRIPTION, LettaClient, NewBlock, SourceError, TaskSnapshot, TaskSource, WorkspaceSync,
-    WorkspaceValue, fit_value,
+    BLOCK_DESCRIPTION, LettaClient, NewBlock, NoMeter, SourceError, TaskSnapshot, TaskSource,
+    WorkspaceSync, WorkspaceValue, fit_value,
 };
 use handoff_store::{SqliteStore, StatusChange, Store, WorkspaceStore};
 use handoff_task::{
@@ -124,6 +124,7 @@ async fn coalesced(
         config(url),
         sqlite.clone(),
         Arc::new(StoreSource(store.clone())),
+        Arc::new(NoMeter),
         Duration::from_secs(3600),
     )
     .unwrap();
@@ -197,6 +198,7 @@ async fn per_event(url: &str, agent: &AgentId, n: u64) -> (u64, u64, Option<Dura
             idempotency_key: None,
             metadata: json!({}),
             runner_state: None,
+            result_delivered_at: None,
         },
         recent_events: Vec::new(),
         total_events: 0,

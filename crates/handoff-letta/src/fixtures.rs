@@ -43,6 +43,7 @@ pub(crate) fn snapshot(status: TaskStatus, description: &str, n: u64) -> TaskSna
             idempotency_key: None,
             metadata: json!({}),
             runner_state: None,
+            result_delivered_at: None,
         },
         recent_events,
         total_events: n,

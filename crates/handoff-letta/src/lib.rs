@@ -3,8 +3,10 @@
 //! true — written at most once per interval however fast events arrive, at once on a status
 //! change, and finally with the end state; the block is detached after a delay and deleted
 //! after a retention period, both stored so they survive restarts. When the task ends the agent
-//! gets exactly one short message (unless it opted out). Every call to Letta is bounded: a
-//! timeout, retries with back-off, and process-wide limits on concurrency and rate.
+//! gets exactly one short message (unless it opted out, or its final result already came back in
+//! its sync call). Every call to Letta is bounded: a timeout, retries with back-off, and
+//! process-wide limits on concurrency and rate. What it does is counted through a [`SyncMeter`]
+//! the composition root supplies.
 //! [`connect`] registers Handoff with a Letta server and attaches its tools to agents
 //! (`handoff letta connect`).
 
@@ -14,6 +16,7 @@ pub mod connect;
 mod error;
 #[cfg(test)]
 mod fixtures;
+mod meter;
 mod notice;
 mod source;
 mod sync;
@@ -26,6 +29,7 @@ pub use client::{
     NewMessage, NewTool, Run,
 };
 pub use error::LettaError;
+pub use meter::{NoMeter, SyncMeter};
 pub use notice::{Notice, notice_otid};
-pub use source::{PendingRequest, SourceError, TaskSnapshot, TaskSource};
+pub use source::{PendingRequest, ResultDelivery, SourceError, TaskSnapshot, TaskSource};
 pub use sync::{Owed, WorkspaceSync};

@@ -41,6 +41,18 @@ pub struct TaskSnapshot {
     pub at: i64,
 }
 
+/// Whether a task's final result reached its caller inside the submitting call
+/// (`execute_task {sync: true}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultDelivery {
+    /// The call still waits for the task: ask again when it ends.
+    Awaited,
+    /// The call returned the final result.
+    Delivered,
+    /// Nobody waits and nobody got it (no sync call, or it ended before the task).
+    NotDelivered,
+}
+
 /// Where the integration reads tasks and records what it did.
 #[async_trait]
 pub trait TaskSource: Send + Sync + 'static {
@@ -50,4 +62,10 @@ pub trait TaskSource: Send + Sync + 'static {
 
     /// Adds a note to the task's history (block attached, notification sent, Letta failing).
     async fn note(&self, id: &TaskId, event: NewEvent);
+
+    /// Whether the task's final result reached its caller in the submitting call. A source
+    /// without sync calls never delivers one.
+    async fn result_delivery(&self, _id: &TaskId) -> Result<ResultDelivery, SourceError> {
+        Ok(ResultDelivery::NotDelivered)
+    }
 }

@@ -21,7 +21,7 @@ use handoff_tools::{
 use prometheus_client::registry::Registry;
 
 use crate::{
-    http::McpMetrics,
+    http::{LettaMetrics, McpMetrics},
     mcp::{ElicitationRelay, HandoffMcp},
 };
 
@@ -67,6 +67,8 @@ pub struct App {
     pub metrics: Arc<Mutex<Registry>>,
     /// MCP request counters.
     pub(crate) mcp_metrics: McpMetrics,
+    /// The Letta integration's metrics and the integration whose backlog they show, when on.
+    pub(crate) letta_metrics: Option<(LettaMetrics, handoff_letta::WorkspaceSync)>,
     /// The OpenCode executor, whose managed server is stopped with the instance.
     opencode: Option<Arc<OpenCodeExecutor>>,
 }
@@ -142,7 +144,17 @@ impl App {
         }
         let store = Arc::new(store);
         let engine = Engine::new(config.clone(), store.clone(), executors, engine_metrics)?;
-        let letta = crate::integrations::LettaPlugin::start(&config, &engine, store)?;
+        let letta_metrics = config
+            .letta
+            .api_url
+            .is_some()
+            .then(|| LettaMetrics::register(&mut metrics));
+        let meter: Arc<dyn handoff_letta::SyncMeter> = match &letta_metrics {
+            Some(counted) => Arc::new(counted.clone()),
+            None => Arc::new(handoff_letta::NoMeter),
+        };
+        let letta = crate::integrations::LettaPlugin::start(&config, &engine, store, meter)?;
+        let letta_metrics = letta_metrics.zip(letta.as_ref().map(|l| l.sync().clone()));
         if let Some(letta) = &letta {
             // Letta is optional to tasks (writes and notifications wait and retry), so an
             // unreachable server is reported, not a reason to refuse traffic.
@@ -226,6 +238,7 @@ impl App {
             handles,
             metrics: Arc::new(Mutex::new(metrics)),
             mcp_metrics,
+            letta_metrics,
             opencode,
         };
         tokio::spawn(refresh_counts(app.clone()));

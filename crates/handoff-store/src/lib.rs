@@ -17,5 +17,5 @@ pub use error::StoreError;
 pub use sqlite::SqliteStore;
 pub use store::{
     ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact,
-    StatusChange, Store, TaskFilter, TaskPage, TaskStore, WorkspaceStore,
+    StatusChange, Store, TaskFilter, TaskPage, TaskStore, WorkspaceBacklog, WorkspaceStore,
 };

@@ -153,6 +153,10 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Records what a restarted server needs to find this task's executor again.
     async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError>;
 
+    /// Records that the task's final result reached its caller in the submitting call, at `at`
+    /// (the first time counts; later calls change nothing).
+    async fn mark_result_delivered(&self, id: &TaskId, at: i64) -> Result<(), StoreError>;
+
     /// Appends events (numbered after the task's last one) and returns their sequence numbers.
     async fn append_events(
         &self,
@@ -275,6 +279,22 @@ pub trait WorkspaceStore: Send + Sync + 'static {
 
     /// When the earliest scheduled detach or delete falls due (Unix ms), if any.
     async fn next_workspace_due(&self) -> Result<Option<i64>, StoreError>;
+
+    /// How much work the records still owe Letta.
+    async fn workspace_backlog(&self) -> Result<WorkspaceBacklog, StoreError>;
+}
+
+/// Work the Letta records still owe, by kind (one record may owe several).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkspaceBacklog {
+    /// Blocks still to create, keep current or finish (their writer has work).
+    pub block_writes: u64,
+    /// Completion notifications owed (none attempted, or one whose outcome is unknown).
+    pub notifications: u64,
+    /// Final blocks still to detach.
+    pub detaches: u64,
+    /// Detached blocks still to delete.
+    pub deletes: u64,
 }
 
 /// Which audit records to read.

@@ -112,6 +112,8 @@ pub struct Task {
     pub metadata: Value,
     /// What a restarted server needs to find the executor's work again (pids, session ids).
     pub runner_state: Option<Value>,
+    /// When the final result reached the caller inside its submitting call (`sync`), if it did.
+    pub result_delivered_at: Option<i64>,
 }
 
 impl Task {

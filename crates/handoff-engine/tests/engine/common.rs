@@ -1,7 +1,7 @@
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use handoff_config::{Config, LoadOptions};
-use handoff_engine::{Engine, EngineMetrics, SubmitRequest, Submitted};
+use handoff_engine::{Engine, EngineMetrics, Integration, SubmitRequest, Submitted};
 use handoff_runner::{CommandConfig, CommandExecutor, ExecutorRegistry, PromptVia};
 use handoff_store::SqliteStore;
 use handoff_task::{AgentId, EventKind, Task, TaskId, TaskStatus};
@@ -54,6 +54,16 @@ pub async fn start_on(
     env: &[(&str, &str)],
     store: Arc<dyn handoff_store::Store>,
 ) -> Harness {
+    start_plugged(dir, env, store, Vec::new()).await
+}
+
+/// [`start_on`] with `integrations` plugged in.
+pub async fn start_plugged(
+    dir: TempDir,
+    env: &[(&str, &str)],
+    store: Arc<dyn handoff_store::Store>,
+    integrations: Vec<Arc<dyn Integration>>,
+) -> Harness {
     let config = Arc::new(config(&dir, env));
     let mut executors = ExecutorRegistry::new();
     executors.register(Arc::new(
@@ -67,14 +77,8 @@ pub async fn start_on(
         })
         .unwrap(),
     ));
-    let engine = Engine::start(
-        config.clone(),
-        store,
-        executors,
-        EngineMetrics::unregistered(),
-    )
-    .await
-    .unwrap();
+    let engine = Engine::new(config, store, executors, EngineMetrics::unregistered()).unwrap();
+    engine.run(integrations).await.unwrap();
     Harness { engine, dir }
 }
 

@@ -204,6 +204,11 @@ impl TaskStore for GatedStore {
         self.inner.set_runner_state(id, state).await
     }
 
+    async fn mark_result_delivered(&self, id: &TaskId, at: i64) -> Result<(), StoreError> {
+        self.refuse()?;
+        self.inner.mark_result_delivered(id, at).await
+    }
+
     async fn append_events(
         &self,
         id: &TaskId,

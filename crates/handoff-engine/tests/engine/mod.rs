@@ -10,6 +10,7 @@ mod output;
 mod races;
 mod recovery;
 mod restarts;
+mod result_waits;
 mod rig;
 mod scheduling;
 mod scripted;

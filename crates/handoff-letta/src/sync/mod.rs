@@ -18,7 +18,7 @@ use std::{
 };
 
 use handoff_config::LettaConfig;
-use handoff_store::{StoreError, WorkspaceStore};
+use handoff_store::{StoreError, WorkspaceBacklog, WorkspaceStore};
 use handoff_task::{
     EventKind, NewEvent, NotifyState, Task, TaskId, TaskStatus, WorkspaceRecord, unix_millis_now,
 };
@@ -26,7 +26,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use crate::{LettaClient, LettaError, TaskSource};
+use crate::{LettaClient, LettaError, SyncMeter, TaskSource};
 
 /// What the integration owes the agent of a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +67,8 @@ pub(crate) struct Shared {
     pub client: LettaClient,
     pub store: Arc<dyn WorkspaceStore>,
     pub source: Arc<dyn TaskSource>,
+    /// Where block writes and notifications are counted.
+    pub meter: Arc<dyn SyncMeter>,
     /// How long finished tasks are kept: the final write and the notification are retried
     /// until then.
     pub task_retention: Duration,
@@ -144,11 +146,13 @@ impl std::fmt::Debug for WorkspaceSync {
 }
 
 impl WorkspaceSync {
-    /// Starts the sweeper, which also resumes whatever an earlier process left unfinished.
+    /// Starts the sweeper, which also resumes whatever an earlier process left unfinished;
+    /// `meter` counts block writes and notifications.
     pub fn start(
         config: LettaConfig,
         store: Arc<dyn WorkspaceStore>,
         source: Arc<dyn TaskSource>,
+        meter: Arc<dyn SyncMeter>,
         task_retention: Duration,
     ) -> Result<Self, LettaError> {
         let stop = CancellationToken::new();
@@ -158,6 +162,7 @@ impl WorkspaceSync {
             client,
             store,
             source,
+            meter,
             task_retention,
             slots: Mutex::new(HashMap::new()),
             sweep: Notify::new(),
@@ -210,6 +215,20 @@ impl WorkspaceSync {
         if let Some(slot) = slot {
             slot.mark(status_changed);
         }
+    }
+
+    /// The last call waiting for the task's final result ended: a writer holding the
+    /// notification back for it decides now.
+    pub fn result_wait_ended(&self, id: &TaskId) {
+        let slot = self.shared.slots().get(id).cloned();
+        if let Some(slot) = slot {
+            slot.wake.notify_one();
+        }
+    }
+
+    /// What the records still owe Letta: block writes, notifications, detaches, deletes.
+    pub async fn backlog(&self) -> Result<WorkspaceBacklog, StoreError> {
+        self.shared.store.workspace_backlog().await
     }
 
     /// Stops the writers and the sweeper; what they had not finished is resumed by the next

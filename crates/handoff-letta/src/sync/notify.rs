@@ -3,14 +3,17 @@
 //! unknown, Handoff waits for the agent's runs since the task ended to finish (an async send
 //! stores its message only when its run ends), then looks for the message in the agent's recent
 //! history (by its fixed `otid`, or its header line); only if it is not there is it sent again.
+//! Unless `letta.notify_sync` is on, a task whose final result reached the agent in its own
+//! `execute_task {sync: true}` call gets none: while that call still waits, the message waits
+//! too, and once it ended the store says whether the result went back in it.
 
 use std::{sync::Arc, time::Duration};
 
 use handoff_task::{NotifyState, WorkspaceRecord, unix_millis_now};
 use serde_json::Value;
 
-use super::{EVENTS_READ, Shared, writer::Halt};
-use crate::{LettaError, NewMessage, Notice, client::Backoff};
+use super::{EVENTS_READ, Shared, Slot, writer::Halt};
+use crate::{LettaError, NewMessage, Notice, ResultDelivery, client::Backoff};
 
 /// Messages searched for an earlier delivery.
 const SEARCH_DEPTH: u32 = 100;
@@ -39,10 +42,12 @@ const QUIET_POLL: Backoff = Backoff {
 /// ended.
 const CLOCK_SKEW_MS: i64 = 60_000;
 
-/// Sends the task's notification if one is owed and the task has ended.
+/// Sends the task's notification if one is owed and the task has ended; `slot` wakes the
+/// wait for a sync call that still waits for the task.
 pub(crate) async fn deliver(
     shared: &Arc<Shared>,
     record: &mut WorkspaceRecord,
+    slot: &Slot,
 ) -> Result<(), Halt> {
     if !record.notify.is_owed() {
         return Ok(());
@@ -58,6 +63,20 @@ pub(crate) async fn deliver(
         return Ok(shared.save(record).await?);
     };
     if !snapshot.task.status.is_terminal() {
+        return Ok(());
+    }
+    // An attempt already made (`sending`) is seen through, whatever the call got.
+    if record.notify == NotifyState::Pending
+        && !shared.config.notify_sync
+        && answered_in_call(shared, record, slot).await?
+    {
+        record.notify = NotifyState::Off;
+        shared.save(record).await?;
+        shared.meter.notification_skipped();
+        let message = "Letta: no completion notification: the final result reached the agent \
+                       in its execute_task {sync: true} call (letta.notify_sync is off)"
+            .to_owned();
+        shared.note(&record.task_id, "not_notified", message).await;
         return Ok(());
     }
     let label = record.block_id.as_ref().map(|_| record.label.as_str());
@@ -89,6 +108,10 @@ pub(crate) async fn deliver(
         };
         match outcome {
             Ok(run) => {
+                let after_end = unix_millis_now().saturating_sub(ended).max(0);
+                shared
+                    .meter
+                    .notification_sent(Duration::from_millis(after_end.unsigned_abs()));
                 record.notify = NotifyState::Sent;
                 record.notify_run_id = run.flatten();
                 record.last_error = None;
@@ -99,6 +122,7 @@ pub(crate) async fn deliver(
             }
             Err(LettaError::Stopped { .. }) => return Err(Halt::Stopping),
             Err(e) if e.is_permanent() => {
+                shared.meter.notification_failed();
                 record.notify = NotifyState::Failed;
                 record.last_error = Some(e.to_string());
                 shared.save(record).await?;
@@ -107,6 +131,7 @@ pub(crate) async fn deliver(
                 return Ok(());
             }
             Err(e) => {
+                shared.meter.notification_failed();
                 failures += 1;
                 record.last_error = Some(e.to_string());
                 if shared.retention_over(snapshot.task.completed_at) {
@@ -120,6 +145,27 @@ pub(crate) async fn deliver(
                     () = shared.stop.cancelled() => return Err(Halt::Stopping),
                 }
             }
+        }
+    }
+}
+
+/// Whether the task's final result went back in the call that submitted it; while that call
+/// still waits for the task, waits for it to end (its end wakes `slot`).
+async fn answered_in_call(
+    shared: &Shared,
+    record: &WorkspaceRecord,
+    slot: &Slot,
+) -> Result<bool, Halt> {
+    loop {
+        match shared.source.result_delivery(&record.task_id).await {
+            Ok(ResultDelivery::Delivered) => return Ok(true),
+            Ok(ResultDelivery::NotDelivered) => return Ok(false),
+            Ok(ResultDelivery::Awaited) => {}
+            Err(e) => return Err(Halt::Store(e.to_string())),
+        }
+        tokio::select! {
+            () = slot.wake.notified() => {}
+            () = shared.stop.cancelled() => return Err(Halt::Stopping),
         }
     }
 }

@@ -80,7 +80,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, id: &handoff_task::TaskId, slot: &
         if writer.record.phase.is_live() {
             writer.keep_current(slot).await?;
         }
-        notify::deliver(shared, &mut writer.record).await
+        notify::deliver(shared, &mut writer.record, slot).await
     }
     .await;
     match outcome {
@@ -149,8 +149,12 @@ impl Writer<'_> {
                 }
                 Err(Fail::Halt(h)) => return Err(h),
                 // The agent is gone or Letta refuses the request itself: trying again cannot help.
-                Err(Fail::Letta(e)) if e.is_permanent() => return self.abandon(&e).await,
+                Err(Fail::Letta(e)) if e.is_permanent() => {
+                    self.shared.meter.block_write_failed();
+                    return self.abandon(&e).await;
+                }
                 Err(Fail::Letta(e)) => {
+                    self.shared.meter.block_write_failed();
                     if self.failed(&e, &snapshot).await? {
                         return Ok(());
                     }
@@ -341,6 +345,7 @@ impl Writer<'_> {
     }
 
     fn count_write(&mut self, value: &str) {
+        self.shared.meter.block_written();
         self.record.writes += 1;
         self.record.bytes_written += value.len() as u64;
         self.last_write = Some(Instant::now());

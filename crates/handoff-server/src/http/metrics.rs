@@ -64,9 +64,13 @@ pub(crate) async fn count_requests(
     response
 }
 
-/// `GET /metrics`: refreshes the task gauges from the store, then encodes every metric.
+/// `GET /metrics`: refreshes the task and Letta backlog gauges from the store, then encodes
+/// every metric.
 pub(crate) async fn metrics(State(app): State<App>) -> Response {
     app.refresh_task_counts().await;
+    if let Some((letta, sync)) = &app.letta_metrics {
+        letta.refresh(sync).await;
+    }
     let mut text = String::new();
     let encoded = {
         let registry = app.metrics.lock().unwrap_or_else(|p| p.into_inner());

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use handoff_config::{Config, LettaConfig};
 use handoff_engine::{Engine, EngineError, Integration};
-use handoff_letta::{PendingRequest, SourceError, TaskSnapshot, TaskSource, WorkspaceSync};
+use handoff_letta::{
+    PendingRequest, ResultDelivery, SourceError, SyncMeter, TaskSnapshot, TaskSource, WorkspaceSync,
+};
 use handoff_runner::InputKind;
 use handoff_store::WorkspaceStore;
 use handoff_task::{AgentId, NewEvent, Principal, Task, TaskId, TaskStatus, unix_millis_now};
@@ -22,11 +24,12 @@ pub(crate) struct LettaPlugin {
 }
 
 impl LettaPlugin {
-    /// Starts the integration when `letta.api_url` is set.
+    /// Starts the integration when `letta.api_url` is set; it reports to `meter`.
     pub(crate) fn start(
         config: &Config,
         engine: &Engine,
         records: Arc<dyn WorkspaceStore>,
+        meter: Arc<dyn SyncMeter>,
     ) -> Result<Option<Self>, EngineError> {
         if config.letta.api_url.is_none() {
             return Ok(None);
@@ -42,6 +45,7 @@ impl LettaPlugin {
             config.letta.clone(),
             records,
             source,
+            meter,
             config.tasks.retention,
         )
         .map_err(|e| EngineError::Internal(format!("letta: {e}")))?;
@@ -97,6 +101,10 @@ impl Integration for LettaPlugin {
         self.sync.touch(task, true);
     }
 
+    fn result_wait_ended(&self, task: &TaskId) {
+        self.sync.result_wait_ended(task);
+    }
+
     async fn shutdown(&self) {
         self.sync.shutdown().await;
     }
@@ -147,6 +155,19 @@ impl TaskSource for EngineSource {
     async fn note(&self, id: &TaskId, event: NewEvent) {
         if let Err(e) = self.engine.note(&self.principal, id, event).await {
             tracing::debug!(task = %id, error = %e, "cannot note a Letta event");
+        }
+    }
+
+    async fn result_delivery(&self, id: &TaskId) -> Result<ResultDelivery, SourceError> {
+        // Asked before the store: a wait ends only after its delivery is stored, so a wait
+        // seen ended has its outcome in the task already.
+        if self.engine.awaits_result(id) {
+            return Ok(ResultDelivery::Awaited);
+        }
+        match self.engine.readable(&self.principal, id).await {
+            Ok(task) if task.result_delivered_at.is_some() => Ok(ResultDelivery::Delivered),
+            Ok(_) | Err(EngineError::NotFound(_)) => Ok(ResultDelivery::NotDelivered),
+            Err(e) => Err(SourceError(e.to_string())),
         }
     }
 }

@@ -66,6 +66,7 @@ macro_rules! store_conformance {
             tasks::insert_and_get_round_trip_every_field,
             tasks::list_tasks_filters_and_pages,
             tasks::queue_positions_counts_and_recovery_lists,
+            tasks::the_first_result_delivery_is_kept,
             inserts::idempotency_keys_are_per_agent_and_expire,
             inserts::full_queue_refuses_without_capturing_the_key,
             claims::claims_prefer_priority,
@@ -80,6 +81,7 @@ macro_rules! store_conformance {
             approvals::audit_reads_newest_first_per_agent_and_task,
             workspaces::records_round_trip_and_insert_keeps_the_first,
             workspaces::due_records_are_the_ones_with_work,
+            workspaces::the_backlog_counts_each_kind_of_work_owed,
         );
         // Races need real parallelism to mean anything.
         $crate::store_conformance!(@multi_thread $open;

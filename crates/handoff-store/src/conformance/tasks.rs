@@ -247,3 +247,21 @@ pub async fn queue_positions_counts_and_recovery_lists<S: ConformanceStore>(stor
     );
     assert!(store.tasks_in(&[]).await.unwrap().is_empty());
 }
+
+/// A task's result delivery is unset until marked; the first mark stays.
+pub async fn the_first_result_delivery_is_kept<S: ConformanceStore>(store: S) {
+    let id = insert(&store, &new_task("agent-a", 0)).await.id;
+    let delivered_at = async |store: &S| {
+        store
+            .get_task(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .result_delivered_at
+    };
+    assert_eq!(delivered_at(&store).await, None);
+    store.mark_result_delivered(&id, 5_000).await.unwrap();
+    assert_eq!(delivered_at(&store).await, Some(5_000));
+    store.mark_result_delivered(&id, 9_000).await.unwrap();
+    assert_eq!(delivered_at(&store).await, Some(5_000));
+}

@@ -3,6 +3,7 @@
 use handoff_task::{AgentId, BlockPhase, NotifyState, TaskId, WorkspaceRecord};
 
 use super::ConformanceStore;
+use crate::WorkspaceBacklog;
 
 fn record(created_at: i64) -> WorkspaceRecord {
     WorkspaceRecord::new(
@@ -92,4 +93,40 @@ pub async fn due_records_are_the_ones_with_work<S: ConformanceStore>(store: S) {
         expect
     );
     assert_eq!(store.next_workspace_due().await.unwrap(), Some(10_000));
+}
+
+/// The backlog counts blocks with writes left, notifications owed, detaches and deletes still
+/// to do; finished records count for nothing.
+pub async fn the_backlog_counts_each_kind_of_work_owed<S: ConformanceStore>(store: S) {
+    assert_eq!(
+        store.workspace_backlog().await.unwrap(),
+        WorkspaceBacklog::default()
+    );
+    let with = |phase, notify| {
+        let mut r = record(1);
+        r.phase = phase;
+        r.notify = notify;
+        r
+    };
+    for r in [
+        with(BlockPhase::Creating, NotifyState::Pending),
+        with(BlockPhase::Attached, NotifyState::Off),
+        with(BlockPhase::Final, NotifyState::Sending),
+        with(BlockPhase::Final, NotifyState::Sent),
+        with(BlockPhase::Detached, NotifyState::Failed),
+        with(BlockPhase::Deleted, NotifyState::Pending),
+        with(BlockPhase::Deleted, NotifyState::Sent),
+        with(BlockPhase::Abandoned, NotifyState::Off),
+    ] {
+        store.put_workspace(&r).await.unwrap();
+    }
+    assert_eq!(
+        store.workspace_backlog().await.unwrap(),
+        WorkspaceBacklog {
+            block_writes: 2,
+            notifications: 3,
+            detaches: 2,
+            deletes: 1,
+        }
+    );
 }

@@ -254,6 +254,21 @@ impl TaskStore for SqliteStore {
         .await
     }
 
+    async fn mark_result_delivered(&self, id: &TaskId, at: i64) -> Result<(), StoreError> {
+        self.writing(async {
+            sqlx::query(
+                "UPDATE tasks SET result_delivered_at = COALESCE(result_delivered_at, ?) \
+                 WHERE id = ?",
+            )
+            .bind(at)
+            .bind(id.as_str())
+            .execute(&self.write)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn append_events(
         &self,
         id: &TaskId,
@@ -454,6 +469,10 @@ impl WorkspaceStore for SqliteStore {
 
     async fn next_workspace_due(&self) -> Result<Option<i64>, StoreError> {
         workspaces::next_due(&self.read).await
+    }
+
+    async fn workspace_backlog(&self) -> Result<crate::WorkspaceBacklog, StoreError> {
+        workspaces::backlog(&self.read).await
     }
 }
 

@@ -17,7 +17,7 @@ macro_rules! task_columns {
     () => {
         "queue_seq, id, agent_id, description, executor, options, status, priority, workdir, \
          created_at, started_at, completed_at, exit_code, exit_signal, error, idempotency_key, \
-         metadata, runner_state"
+         metadata, runner_state, result_delivered_at"
     };
 }
 pub(super) use task_columns;
@@ -124,6 +124,7 @@ pub(super) fn task_from_row(row: &SqliteRow) -> Result<Task, StoreError> {
         idempotency_key: column(row, TASKS, "idempotency_key")?,
         metadata,
         runner_state,
+        result_delivered_at: column(row, TASKS, "result_delivered_at")?,
         id,
     })
 }

@@ -144,6 +144,28 @@ pub(super) async fn next_due(read: &SqlitePool) -> Result<Option<i64>, StoreErro
     .await?)
 }
 
+/// Counts what the records still owe, by kind.
+pub(super) async fn backlog(read: &SqlitePool) -> Result<crate::WorkspaceBacklog, StoreError> {
+    let row = sqlx::query(
+        "SELECT \
+         COALESCE(SUM(phase IN ('creating', 'attached')), 0) AS block_writes, \
+         COALESCE(SUM(notify IN ('pending', 'sending')), 0) AS notifications, \
+         COALESCE(SUM(phase = 'final'), 0) AS detaches, \
+         COALESCE(SUM(phase = 'detached'), 0) AS deletes \
+         FROM letta_workspaces \
+         WHERE phase NOT IN ('deleted', 'abandoned') OR notify IN ('pending', 'sending')",
+    )
+    .fetch_one(read)
+    .await?;
+    let count = |name: &str| -> Result<u64, StoreError> { Ok(to_u64(row.try_get(name)?)) };
+    Ok(crate::WorkspaceBacklog {
+        block_writes: count("block_writes")?,
+        notifications: count("notifications")?,
+        detaches: count("detaches")?,
+        deletes: count("deletes")?,
+    })
+}
+
 /// Forgets finished records (deleted or abandoned) last changed before `before`.
 pub(super) async fn purge(conn: &mut SqliteConnection, before: i64) -> Result<u64, StoreError> {
     let done = sqlx::query(

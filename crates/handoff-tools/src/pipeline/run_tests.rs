@@ -37,6 +37,7 @@ fn follow_up_probe() -> handoff_task::Task {
         idempotency_key: None,
         metadata: Value::Null,
         runner_state: None,
+        result_delivered_at: None,
     }
 }
 

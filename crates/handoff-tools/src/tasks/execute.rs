@@ -89,13 +89,22 @@ impl Tool for ExecuteTaskTool {
         let sync = !ctx.task_handle && (args.sync.unwrap_or(false) || !self.async_allowed);
         let identity = RepeatedSubmissions::identity(&agent, &args)?;
         let request = submit_request(args);
+        // Held while this call waits for the result: integrations that would repeat the
+        // result to the caller (Letta's completion message) wait for it to end.
+        let mut result_wait = None;
         let submitted = self
             .repeats
             .submit(&self.engine, &agent, identity, async {
-                self.engine
-                    .submit(&agent, request)
-                    .await
-                    .map_err(|e| tool_error(name, e))
+                let submitted = if sync {
+                    let awaited = self.engine.submit_awaited(&agent, request).await;
+                    awaited.map(|(submitted, wait)| {
+                        result_wait = Some(wait);
+                        submitted
+                    })
+                } else {
+                    self.engine.submit(&agent, request).await
+                };
+                submitted.map_err(|e| tool_error(name, e))
             })
             .await?;
         ctx.task_created(&agent, &submitted.task.id);
@@ -139,6 +148,15 @@ impl Tool for ExecuteTaskTool {
         );
         let outlook = outlook(&ctx, &caller, &task, ending.answer);
         let text = text::execute(&output, &outlook, waited);
+        if let Some(wait) = result_wait
+            && task.status.is_terminal()
+            && !ctx.cancel.is_cancelled()
+        {
+            // Unrecorded, the delivery is forgotten: the caller may be told again, never not.
+            if let Err(e) = wait.delivered().await {
+                tracing::warn!(task = %task.id, error = %e, "cannot record that the result was delivered");
+            }
+        }
         Ok(Reply::new(output, text))
     }
 }

@@ -20,7 +20,7 @@ use super::{
 const LIMIT: usize = 3_000;
 
 /// The Letta server's base URL (see `handoff_letta::testing::letta_url`).
-fn letta_url() -> &'static str {
+pub(super) fn letta_url() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
     URL.get_or_init(handoff_letta::testing::letta_url)
 }
@@ -49,7 +49,7 @@ fn letta(method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
 }
 
 /// A new Letta agent whose model is the scripted model server behind Letta.
-fn create_agent(name: &str) -> String {
+pub(super) fn create_agent(name: &str) -> String {
     let (status, agent) = letta(
         "POST",
         "/v1/agents/",
@@ -76,7 +76,7 @@ fn attached_block(agent: &str, label: &str) -> Option<Value> {
 }
 
 /// How many of the agent's messages are Handoff's notification about `task`.
-fn notifications(agent: &str, task: &str) -> usize {
+pub(super) fn notifications(agent: &str, task: &str) -> usize {
     let (status, messages) = letta(
         "GET",
         &format!("/v1/agents/{agent}/messages?limit=200"),
@@ -98,7 +98,11 @@ pub fn count_notifications(messages: &Value, task: &str) -> usize {
 }
 
 /// Polls `check` every 250 ms until it returns `Some`, for at most `limit`.
-fn eventually<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+pub(super) fn eventually<T>(
+    what: &str,
+    limit: Duration,
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(v) = check() {
@@ -139,7 +143,10 @@ fn while_progressing(
 }
 
 /// Handoff with the script executor and the Letta settings shortened for tests.
-fn env(letta: &str, extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, String)> {
+pub(super) fn env(
+    letta: &str,
+    extra: &[(&'static str, &'static str)],
+) -> Vec<(&'static str, String)> {
     let mut all: Vec<(&'static str, String)> = vec![
         (
             "HANDOFF_COMMAND_ARGV",
@@ -173,12 +180,12 @@ fn pairs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> 
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
-fn start_with(env: &[(&'static str, String)]) -> Server {
+pub(super) fn start_with(env: &[(&'static str, String)]) -> Server {
     start(&pairs(env))
 }
 
 /// Starts Handoff again in a killed server's directory.
-fn restart_with(dir: tempfile::TempDir, env: &[(&'static str, String)]) -> Server {
+pub(super) fn restart_with(dir: tempfile::TempDir, env: &[(&'static str, String)]) -> Server {
     start_in(dir, &pairs(env))
 }
 

@@ -14,6 +14,7 @@ mod letta_connect_mcp;
 mod letta_netns;
 mod letta_proxy;
 mod letta_sdk;
+mod letta_sync;
 mod mcp;
 mod mcp_tasks;
 mod netns;
