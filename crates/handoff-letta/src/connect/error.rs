@@ -58,6 +58,14 @@ pub enum ConnectError {
         /// ` (agent …)` when only that agent lacks one, else empty.
         agent: String,
     },
+    /// Native mode and an agent with no token of its own.
+    #[error(
+        "agent {agent} has no token of its own: native tools keep their token in the agent's secrets, where code in its tool sandbox can read it, so the gateway token (which may act as any agent) is not put there. Add {{\"token\": …, \"role\": \"agent\", \"agent_id\": \"{agent}\"}} to auth.tokens (HANDOFF_AUTH_TOKENS), or pass --allow-gateway-token if every agent on this Letta server is trusted alike"
+    )]
+    NoAgentToken {
+        /// The agent.
+        agent: String,
+    },
     /// A bad `--prefix`.
     #[error("--prefix {prefix:?}: {reason}")]
     BadPrefix {

@@ -56,6 +56,8 @@ pub struct ConnectRequest {
     pub prefix: Option<String>,
     /// Detach and delete what connect made instead.
     pub remove: bool,
+    /// Native mode may put the gateway token in an agent's secrets (`--allow-gateway-token`).
+    pub allow_gateway_token: bool,
 }
 
 /// A checked request with everything it needs from the configuration.
@@ -76,6 +78,7 @@ pub struct ConnectOptions {
     pub remove: bool,
     gateway: Option<Secret>,
     agent_tokens: Vec<(String, Secret)>,
+    allow_gateway_token: bool,
 }
 
 impl ConnectOptions {
@@ -113,6 +116,7 @@ impl ConnectOptions {
             remove: request.remove,
             gateway: server.gateway_token().cloned(),
             agent_tokens: agent_tokens(server),
+            allow_gateway_token: request.allow_gateway_token,
         };
         if !options.remove {
             options.endpoint = Some(endpoint(server, mode)?);
@@ -121,29 +125,32 @@ impl ConnectOptions {
         Ok(options)
     }
 
-    /// Every agent must have a token to present: MCP mode and `--all` need the gateway's.
+    /// Every agent must have a token to present: MCP mode needs the gateway's, native mode one
+    /// bound to each named agent (with `--all`, each agent is checked as it is found).
     fn check_tokens(&self) -> Result<(), ConnectError> {
-        if self.gateway.is_some() {
-            return Ok(());
-        }
         match (&self.targets, self.mode) {
             (Targets::Agents(agents), Mode::Native) => {
                 agents.iter().try_for_each(|a| self.token_for(a).map(drop))
             }
-            _ => Err(ConnectError::NoToken {
-                agent: String::new(),
-            }),
+            (Targets::All, Mode::Native) => Ok(()),
+            (_, Mode::Mcp) => self.gateway().map(drop),
         }
     }
 
-    /// The token Letta presents for `agent`: one bound to it in `auth.tokens` (native mode),
-    /// else the gateway token.
+    /// The token Letta presents for `agent`. MCP mode: the gateway token, which stays in Letta's
+    /// server registration. Native mode: the token bound to that agent in `auth.tokens`, because
+    /// it is kept in the agent's secrets where code in its tool sandbox can read it — the gateway
+    /// token there would let that code act as any agent, so it is used only when allowed.
     pub(crate) fn token_for(&self, agent: &str) -> Result<&Secret, ConnectError> {
         let bound = self.agent_tokens.iter().find(|(a, _)| a == agent);
         match (self.mode, bound, &self.gateway) {
             (Mode::Native, Some((_, token)), _) => Ok(token),
-            (_, _, Some(gateway)) => Ok(gateway),
-            _ => Err(ConnectError::NoToken {
+            (Mode::Native, None, Some(gateway)) if self.allow_gateway_token => Ok(gateway),
+            (Mode::Native, None, _) => Err(ConnectError::NoAgentToken {
+                agent: agent.to_owned(),
+            }),
+            (Mode::Mcp, _, Some(gateway)) => Ok(gateway),
+            (Mode::Mcp, _, None) => Err(ConnectError::NoToken {
                 agent: format!(" (agent {agent})"),
             }),
         }

@@ -24,6 +24,7 @@ fn request(mode: ModeChoice) -> ConnectRequest {
         mode,
         prefix: None,
         remove: false,
+        allow_gateway_token: false,
     }
 }
 
@@ -56,7 +57,11 @@ fn auto_is_mcp_with_a_public_url_and_native_without() {
         Some("http://11.0.0.1:3600/mcp")
     );
 
-    let local = [("HANDOFF_AUTH_TOKEN", GATEWAY), ("HANDOFF_PORT", "3600")];
+    let bound = bound_token();
+    let local = [
+        ("HANDOFF_AUTH_TOKENS", bound.as_str()),
+        ("HANDOFF_PORT", "3600"),
+    ];
     let options = resolve(&local, ModeChoice::Auto).unwrap();
     assert_eq!(options.mode, Mode::Native);
     assert_eq!(
@@ -92,10 +97,11 @@ fn mcp_mode_refuses_non_public_urls_and_a_missing_one() {
     .unwrap_err();
     assert!(matches!(err, ConnectError::NoPublicUrl), "{err}");
     // The same loopback address is fine for native tools, which Letta does not check.
+    let bound = bound_token();
     let options = resolve(
         &[
             ("HANDOFF_PUBLIC_URL", "http://127.0.0.1:3500"),
-            ("HANDOFF_AUTH_TOKEN", GATEWAY),
+            ("HANDOFF_AUTH_TOKENS", bound.as_str()),
         ],
         ModeChoice::Fixed(Mode::Native),
     )
@@ -106,14 +112,31 @@ fn mcp_mode_refuses_non_public_urls_and_a_missing_one() {
     );
 }
 
+/// `auth.tokens` with a token bound to [`AGENT`].
+fn bound_token() -> String {
+    format!(r#"[{{"token":"agent-bound-token-0123","role":"agent","agent_id":"{AGENT}"}}]"#)
+}
+
+#[test]
+fn native_mode_puts_no_gateway_token_in_an_agents_secrets_unless_allowed() {
+    let err = resolve(&[], ModeChoice::Fixed(Mode::Native)).unwrap_err();
+    assert!(matches!(err, ConnectError::NoAgentToken { .. }), "{err}");
+    let gateway_only = [("HANDOFF_AUTH_TOKEN", GATEWAY)];
+    let err = resolve(&gateway_only, ModeChoice::Fixed(Mode::Native)).unwrap_err();
+    assert!(matches!(err, ConnectError::NoAgentToken { .. }), "{err}");
+    assert!(err.to_string().contains("--allow-gateway-token"), "{err}");
+    assert!(!err.to_string().contains(GATEWAY), "{err}");
+    let allowed = ConnectRequest {
+        allow_gateway_token: true,
+        ..request(ModeChoice::Fixed(Mode::Native))
+    };
+    let options = ConnectOptions::resolve(&config(&gateway_only), allowed).unwrap();
+    assert_eq!(options.token_for(AGENT).unwrap().expose(), GATEWAY);
+}
+
 #[test]
 fn a_token_is_required_and_an_agent_bound_one_wins_in_native_mode() {
-    let err = resolve(&[], ModeChoice::Fixed(Mode::Native)).unwrap_err();
-    assert!(matches!(err, ConnectError::NoToken { .. }), "{err}");
-    assert!(err.to_string().contains("HANDOFF_AUTH_TOKEN"), "{err}");
-
-    let bound =
-        format!(r#"[{{"token":"agent-bound-token-0123","role":"agent","agent_id":"{AGENT}"}}]"#);
+    let bound = bound_token();
     let pairs = [("HANDOFF_AUTH_TOKENS", bound.as_str())];
     let native = resolve(&pairs, ModeChoice::Fixed(Mode::Native)).unwrap();
     assert_eq!(

@@ -31,10 +31,13 @@ pub(crate) async fn session_gate(
     request: Request,
     next: Next,
 ) -> Response {
+    // Any session header counts as naming one, readable or not: an unreadable one must not
+    // pass for "no session" (a DELETE skipping the gate, an initialize opening one).
+    let names_one = request.headers().contains_key(SESSION_HEADER);
     let named = session_of(request.headers());
     let response = match *request.method() {
-        Method::DELETE if named.is_some() => end_session(&sessions, request, next).await,
-        Method::POST if named.is_none() && opens_session(&request) => {
+        Method::DELETE if names_one => end_session(&sessions, request, next).await,
+        Method::POST if !names_one && opens_session(&request) => {
             open_session(&sessions, request, next).await
         }
         _ => next.run(request).await,

@@ -92,10 +92,14 @@ impl Tool for ExecuteTaskTool {
         // Held while this call waits for the result: integrations that would repeat the
         // result to the caller (Letta's completion message) wait for it to end.
         let mut result_wait = None;
+        // Only the owner reading its own result makes the owner's notification redundant: an
+        // operator submitting for it leaves the owner to be told.
+        let owner_waits =
+            sync && caller.name() == &agent && !matches!(caller, Principal::Operator(_));
         let submitted = self
             .repeats
             .submit(&self.engine, &agent, identity, async {
-                let submitted = if sync {
+                let submitted = if owner_waits {
                     let awaited = self.engine.submit_awaited(&agent, request).await;
                     awaited.map(|(submitted, wait)| {
                         result_wait = Some(wait);

@@ -130,9 +130,20 @@ fn create_agent(model: &ScriptedModel) -> String {
     agent["id"].as_str().unwrap().to_owned()
 }
 
-/// Handoff with the `command` executor, a gateway token and the Letta integration on.
-fn start_handoff() -> Server {
+/// The token bound to the test's agent, which native tools keep in its secrets.
+const AGENT_TOKEN: &str = "connect-agent-token-0123456789";
+
+/// `auth.tokens` binding [`AGENT_TOKEN`] to `agent`.
+fn agent_tokens(agent: &str) -> String {
+    format!(r#"[{{"token":"{AGENT_TOKEN}","role":"agent","agent_id":"{agent}"}}]"#)
+}
+
+/// Handoff with the `command` executor, a gateway token, `agent`'s own token and the Letta
+/// integration on.
+fn start_handoff(agent: &str) -> Server {
+    let tokens = agent_tokens(agent);
     start(&[
+        ("HANDOFF_AUTH_TOKENS", tokens.as_str()),
         ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
         ("HANDOFF_DEFAULT_EXECUTOR", "command"),
         ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
@@ -173,9 +184,13 @@ fn native_tools_run_tasks_as_the_agent_and_connect_is_idempotent_and_removable()
         .block_on(ScriptedModel::start(script, None))
         .unwrap();
     let agent = create_agent(&model);
-    let server = start_handoff();
+    let server = start_handoff(&agent);
     let port = port_of(&server);
-    let env = [("HANDOFF_PORT", port.as_str())];
+    let tokens = agent_tokens(&agent);
+    let env = [
+        ("HANDOFF_PORT", port.as_str()),
+        ("HANDOFF_AUTH_TOKENS", tokens.as_str()),
+    ];
     let args = [
         "--agent",
         agent.as_str(),
@@ -185,6 +200,16 @@ fn native_tools_run_tasks_as_the_agent_and_connect_is_idempotent_and_removable()
         prefix.as_str(),
     ];
     let endpoint = format!("http://127.0.0.1:{port}/mcp");
+
+    // The gateway token may act as any agent: it is not put where the agent's sandbox reads it.
+    let refused = connect_command(server.dir(), &args, &[("HANDOFF_PORT", port.as_str())])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr).into_owned()
+        + &String::from_utf8_lossy(&refused.stdout);
+    assert!(said.contains("has no token of its own"), "{said}");
+    assert!(!said.contains(GATEWAY), "{said}");
 
     let first = connect_ok(server.dir(), &args, &env);
     assert!(first.contains(&format!("created tool {tool}")), "{first}");
@@ -200,7 +225,7 @@ fn native_tools_run_tasks_as_the_agent_and_connect_is_idempotent_and_removable()
     let (tools, secrets) = agent_state(&agent);
     assert!(tools.contains(&tool), "{tools:?}");
     assert_eq!(secrets[format!("{upper}_MCP_URL")], json!(endpoint));
-    assert_eq!(secrets[format!("{upper}_MCP_TOKEN")], json!(GATEWAY));
+    assert_eq!(secrets[format!("{upper}_MCP_TOKEN")], json!(AGENT_TOKEN));
     assert_eq!(
         secrets["OWN_SETTING"], "keep-me",
         "the agent's own secret survives"

@@ -71,10 +71,17 @@ fn connect_names_what_is_missing_before_calling_letta() {
     let output = no_token.output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
-    assert!(stderr.contains("no gateway token configured"), "{stderr}");
-    assert!(stderr.contains("HANDOFF_AUTH_TOKEN"), "{stderr}");
+    assert!(stderr.contains("has no token of its own"), "{stderr}");
+    assert!(stderr.contains("HANDOFF_AUTH_TOKENS"), "{stderr}");
 
-    let (_, stderr) = connect_fails(dir.path(), &["--agent", AGENT, "--mode", "native"], &[dead]);
+    let allowed = [
+        "--agent",
+        AGENT,
+        "--mode",
+        "native",
+        "--allow-gateway-token",
+    ];
+    let (_, stderr) = connect_fails(dir.path(), &allowed, &[dead]);
     assert!(
         stderr.contains("cannot reach Letta at http://127.0.0.1:9"),
         "{stderr}"
