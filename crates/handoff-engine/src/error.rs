@@ -39,6 +39,10 @@ pub enum EngineError {
     /// The request does not fit the task's state (e.g. a message to a finished task).
     #[error("{0}")]
     Conflict(String),
+    /// The server is not set up to do this (its default executor is not installed): the
+    /// operator must fix the server, not the caller its arguments.
+    #[error("{0}")]
+    Unavailable(String),
     /// The executor cannot do this.
     #[error(transparent)]
     Runner(#[from] RunnerError),

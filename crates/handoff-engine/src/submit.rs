@@ -97,19 +97,10 @@ impl Engine {
             .clone()
             .unwrap_or_else(|| limits.default_executor.clone());
         if inner.executors.get(&executor).is_none() {
-            let names = inner.executors.names();
-            return Err(EngineError::invalid(
-                "executor",
-                if names.is_empty() {
-                    format!(
-                        "`{executor}` is not available: this server has no executors configured (set executors.command.argv or HANDOFF_COMMAND_ARGV)"
-                    )
-                } else {
-                    format!(
-                        "`{executor}` is not available; choose one of: {}",
-                        names.join(", ")
-                    )
-                },
+            return Err(executor_missing(
+                &inner.executors,
+                &executor,
+                req.executor.is_none(),
             ));
         }
         if let Some(reason) = inner.executors.get(&executor).and_then(|e| e.unavailable()) {
@@ -284,4 +275,42 @@ fn check_completion(
             Ok(())
         }
     }
+}
+
+/// Why `executor` cannot take a task. When the caller named none, the server's own default is
+/// missing: that is the operator's to fix, so the error must not blame an argument.
+fn executor_missing(
+    executors: &handoff_runner::ExecutorRegistry,
+    executor: &str,
+    defaulted: bool,
+) -> EngineError {
+    let names = executors.names();
+    let install = executors
+        .missing(executor)
+        .map(|how| format!(" ({how})"))
+        .unwrap_or_default();
+    if defaulted {
+        let others = if names.is_empty() {
+            "no other executor is available either".to_owned()
+        } else {
+            format!("executor {} can run tasks meanwhile", names.join(", "))
+        };
+        return EngineError::Unavailable(format!(
+            "this server's default executor `{executor}` is not installed{install}; the server's \
+             operator must set it up (`handoff doctor` says what is missing); {others}"
+        ));
+    }
+    EngineError::invalid(
+        "executor",
+        match (names.is_empty(), executors.missing(executor)) {
+            (_, Some(_)) => format!("`{executor}` is not installed on this server{install}"),
+            (true, None) => format!(
+                "`{executor}` is not available: this server has no executors configured (set executors.command.argv or HANDOFF_COMMAND_ARGV)"
+            ),
+            (false, None) => format!(
+                "`{executor}` is not available; choose one of: {}",
+                names.join(", ")
+            ),
+        },
+    )
 }

@@ -7,6 +7,8 @@ use crate::Executor;
 pub struct ExecutorRegistry {
     executors: BTreeMap<String, Arc<dyn Executor>>,
     checks: BTreeMap<String, crate::CheckRunner>,
+    /// Executors this server knows but could not set up, with how to install each.
+    missing: BTreeMap<String, String>,
 }
 
 impl ExecutorRegistry {
@@ -40,6 +42,17 @@ impl ExecutorRegistry {
     /// Registered names, sorted.
     pub fn names(&self) -> Vec<String> {
         self.executors.keys().cloned().collect()
+    }
+
+    /// Records that `name` is known but not installed here, and how to install it.
+    pub fn mark_missing(&mut self, name: &str, how_to_install: impl Into<String>) -> &mut Self {
+        self.missing.insert(name.to_owned(), how_to_install.into());
+        self
+    }
+
+    /// How to install `name`, when it is a known executor missing on this server.
+    pub fn missing(&self, name: &str) -> Option<&str> {
+        self.missing.get(name).map(String::as_str)
     }
 }
 

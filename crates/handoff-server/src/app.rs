@@ -112,8 +112,11 @@ impl App {
             notes,
         } = crate::executors::build(&config, &isolator)?;
         let names = executors.names();
-        // No executor is a configuration to report, not a reason to refuse traffic: every other
-        // tool still works and execute_task says what to set.
+        // Without its default executor the server cannot take the tasks it exists for: not
+        // ready. It still serves every other tool, and execute_task says what the operator must
+        // set up.
+        let default = &config.tasks.default_executor;
+        let default_ready = executors.get(default).is_some();
         let mut summary = if names.is_empty() {
             "no executor available (install opencode, or set executors.command.argv / HANDOFF_COMMAND_ARGV)".to_owned()
         } else {
@@ -123,7 +126,10 @@ impl App {
             summary.push_str("; ");
             summary.push_str(note);
         }
-        status.set_component("executors", true, summary);
+        if !default_ready {
+            summary = format!("the default executor `{default}` is not available; {summary}");
+        }
+        status.set_component("executors", default_ready, summary);
         if let Some(opencode) = &opencode {
             // Whichever executor tasks default to: a server a killed Handoff left behind must
             // not wait for the first OpenCode task to be stopped.

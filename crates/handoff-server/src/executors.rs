@@ -43,10 +43,14 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
                 isolation: confine(claude.isolation),
             })?));
         }
-        None => notes.push(format!(
-            "claude: `{}` not found on PATH (npm install -g @anthropic-ai/claude-code, or set HANDOFF_CLAUDE_BINARY)",
-            claude.binary
-        )),
+        None => {
+            let how = "npm install -g @anthropic-ai/claude-code, or set HANDOFF_CLAUDE_BINARY";
+            registry.mark_missing(handoff_runner::CLAUDE, how);
+            notes.push(format!(
+                "claude: `{}` not found on PATH ({how})",
+                claude.binary
+            ));
+        }
     }
     let codex = &config.executors.codex;
     match find_program(&codex.binary) {
@@ -60,10 +64,14 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
                 isolation: confine(codex.isolation),
             })?));
         }
-        None => notes.push(format!(
-            "codex: `{}` not found on PATH (npm install -g @openai/codex, or set HANDOFF_CODEX_BINARY)",
-            codex.binary
-        )),
+        None => {
+            let how = "npm install -g @openai/codex, or set HANDOFF_CODEX_BINARY";
+            registry.mark_missing(handoff_runner::CODEX, how);
+            notes.push(format!(
+                "codex: `{}` not found on PATH ({how})",
+                codex.binary
+            ));
+        }
     }
     let opencode = match opencode_server(config) {
         Some(server) => {
@@ -82,8 +90,12 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             Some(executor)
         }
         None => {
+            let how =
+                "npm install -g opencode-ai, or set HANDOFF_OPENCODE_BINARY / HANDOFF_OPENCODE_URL";
+            registry.mark_missing(handoff_runner::OPENCODE, how);
+            registry.mark_missing(handoff_runner::OPENCODE_CLI, how);
             notes.push(format!(
-                "opencode: `{}` not found on PATH (npm install -g opencode-ai, or set HANDOFF_OPENCODE_BINARY / HANDOFF_OPENCODE_URL)",
+                "opencode: `{}` not found on PATH ({how})",
                 config.executors.opencode.binary
             ));
             None

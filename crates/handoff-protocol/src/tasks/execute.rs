@@ -147,6 +147,10 @@ pub struct ExecuteTaskOutput {
     pub error: Option<String>,
     /// The last lines of output (finished sync calls; empty otherwise).
     pub output_tail: Vec<String>,
+    /// What the coding agent wrote last, after its last tool call: its final answer (finished
+    /// sync calls, when it wrote text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 impl ExecuteTaskOutput {
@@ -170,7 +174,14 @@ impl ExecuteTaskOutput {
             exit: task.exit,
             error: task.error.clone(),
             output_tail,
+            answer: None,
         }
+    }
+
+    /// The same output carrying the agent's final answer.
+    pub fn with_answer(mut self, answer: Option<String>) -> Self {
+        self.answer = answer.filter(|a| !a.trim().is_empty());
+        self
     }
 }
 

@@ -36,6 +36,14 @@ pub struct GetTaskStatusOutput {
     /// or `evaluating` while it continues the executor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion: Option<serde_json::Value>,
+    /// The latest tool call of the coding agent among its recent events, while it works: what
+    /// it is doing now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_tool_call: Option<String>,
+    /// What the coding agent wrote last, after its last tool call: its final answer (finished
+    /// tasks, when it wrote text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// A request of the executor waiting for an answer.

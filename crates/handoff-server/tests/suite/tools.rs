@@ -174,7 +174,12 @@ async fn tokens_decide_who_calls() {
 
 #[tokio::test]
 async fn tools_list_carries_schemas_and_health_reports() {
-    let server = start(&[]).await;
+    // A server that can run tasks: without its default executor its health is `degraded`.
+    let server = start(&[
+        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
+        ("HANDOFF_COMMAND_ARGV", r#"["true"]"#),
+    ])
+    .await;
     let session = server.initialize(&[]).await;
     let list = server
         .session_call(
@@ -201,5 +206,55 @@ async fn tools_list_carries_schemas_and_health_reports() {
             .unwrap()
             .iter()
             .any(|c| c["name"] == "http")
+    );
+}
+
+#[tokio::test]
+async fn without_its_default_executor_the_server_is_not_ready_and_says_who_must_fix_it() {
+    let server = start(&[
+        ("HANDOFF_OPENCODE_BINARY", "/nonexistent/opencode"),
+        ("HANDOFF_CLAUDE_BINARY", "/nonexistent/claude"),
+    ])
+    .await;
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    let ready = server
+        .client
+        .get(format!("{base}/ready"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    let report: Value = ready.json().await.unwrap();
+    assert_eq!(report["status"], "degraded", "{report}");
+
+    let agent = [("x-agent-id", "agent-a")];
+    let session = server.initialize(&agent).await;
+    let submit = json!({"task_description": "fix the failing test"});
+    let reply = server
+        .session_call(&session, &agent, &call(2, "execute_task", submit))
+        .await;
+    let body = error_body(&reply);
+    // Not the caller's argument: it named no executor. The operator's to fix, and how.
+    assert_eq!(body["error"]["code"], "UNSUPPORTED", "{body}");
+    let text = reply.body["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("default executor `opencode` is not installed"),
+        "{text}"
+    );
+    assert!(text.contains("npm install -g opencode-ai"), "{text}");
+    assert!(text.contains("handoff doctor"), "{text}");
+    assert!(!text.contains("/executor"), "{text}");
+
+    // Naming a missing executor is the caller's argument, and says how it would be installed.
+    let named = json!({"task_description": "x", "executor": "claude"});
+    let reply = server
+        .session_call(&session, &agent, &call(3, "execute_task", named))
+        .await;
+    let body = error_body(&reply);
+    assert_eq!(body["error"]["pointer"], "/executor", "{body}");
+    let text = reply.body["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("`claude` is not installed on this server"),
+        "{text}"
     );
 }

@@ -3,7 +3,7 @@
 use handoff_engine::StatusView;
 use handoff_protocol::{clip, tasks::ExecuteTaskOutput};
 use handoff_runner::InputRequest;
-use handoff_task::{Task, TaskStatus};
+use handoff_task::{EventKind, Task, TaskStatus};
 
 use crate::Reply;
 
@@ -23,8 +23,8 @@ pub enum HandleState {
     /// The task ended with a result (done, failed at its work, or timed out): the same
     /// output a `sync` `execute_task` returns.
     Completed {
-        /// The `execute_task` output.
-        output: ExecuteTaskOutput,
+        /// The `execute_task` output (boxed: the other states are a line of text).
+        output: Box<ExecuteTaskOutput>,
         /// Its text, as a `sync` call's.
         text: String,
     },
@@ -53,7 +53,7 @@ impl HandleState {
             // A run that never started is a failure of the request, not a result of the work.
             TaskStatus::Failed if task.started_at.is_none() => Self::Failed { message: why() },
             _ => Self::Completed {
-                output: reply.output,
+                output: Box::new(reply.output),
                 text: reply.text,
             },
         }
@@ -71,7 +71,14 @@ impl HandleState {
                 "waiting for an answer (see get_task_status; answer with send_task_message)"
                     .to_owned()
             }
-            status => match view.recent_events.last() {
+            // What the agent is doing: its latest tool call, else its latest event.
+            status => match view
+                .recent_events
+                .iter()
+                .rev()
+                .find(|e| e.kind == EventKind::Tool)
+                .or(view.recent_events.last())
+            {
                 Some(event) => format!("{status}: {}", clip(&event.message, STATUS_MESSAGE_CHARS)),
                 None => status.to_string(),
             },

@@ -49,6 +49,18 @@ fn answer(events: &[TaskEvent]) -> Option<String> {
     Some(parts.join("\n"))
 }
 
+/// The latest tool call among `events`: what the agent is doing now.
+pub(crate) fn last_tool_call(events: &[TaskEvent]) -> Option<String> {
+    events
+        .iter()
+        .rev()
+        .find(|e| e.kind == EventKind::Tool)
+        .map(|e| clip(&e.message, LAST_TOOL_CALL_CHARS))
+}
+
+/// Longest tool call shown as what the agent is doing (a progress line stays one line).
+const LAST_TOOL_CALL_CHARS: usize = 200;
+
 /// The last output lines; one output event may hold several.
 fn output_tail(events: &[TaskEvent]) -> Vec<String> {
     let mut lines: Vec<String> = events
@@ -93,6 +105,21 @@ mod tests {
             Some("All tests pass.\nI fixed src/lib.rs.")
         );
         assert_eq!(answer(&events[1..2]), None);
+    }
+
+    #[test]
+    fn the_last_tool_call_is_the_newest_tool_event() {
+        let events = [
+            event(1, EventKind::Tool, "bash: ls"),
+            event(2, EventKind::Text, "Now the edit."),
+            event(3, EventKind::Tool, "edit: src/lib.rs"),
+            event(4, EventKind::Output, "ok"),
+        ];
+        assert_eq!(last_tool_call(&events).as_deref(), Some("edit: src/lib.rs"));
+        assert_eq!(last_tool_call(&events[1..2]), None);
+        let long = "x".repeat(500);
+        let clipped = last_tool_call(&[event(1, EventKind::Tool, &long)]);
+        assert!(clipped.is_some_and(|c| c.chars().count() <= LAST_TOOL_CALL_CHARS + 1));
     }
 
     #[test]

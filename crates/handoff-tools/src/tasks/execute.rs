@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{
     caller,
-    closing::{Closing, closing},
+    closing::{Closing, closing, last_tool_call},
     failure::tool_error,
     outlook,
     repeats::RepeatedSubmissions,
@@ -20,6 +20,9 @@ use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// How often a `sync` call reports progress while it waits.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// Recent events searched for the agent's latest tool call in a progress notification.
+const PROGRESS_EVENTS: u32 = 20;
 
 /// `execute_task` (alias `opencode_execute_task`): hands a development task to an executor.
 pub struct ExecuteTaskTool {
@@ -149,7 +152,8 @@ impl Tool for ExecuteTaskTool {
             queue_position,
             message,
             ending.output_tail,
-        );
+        )
+        .with_answer(ending.answer.clone());
         let outlook = outlook(&ctx, &caller, &task, ending.answer);
         let text = text::execute(&output, &outlook, waited);
         if let Some(wait) = result_wait
@@ -195,9 +199,22 @@ impl ExecuteTaskTool {
             if task.status.is_terminal() || Instant::now() >= until {
                 return Ok(task);
             }
-            // A heartbeat the client can show, and a sign of life on long waits.
-            ctx.progress(format!("task {} is {}", task.id, task.status))
-                .await;
+            // A heartbeat the client can show, and a sign of life on long waits: what the agent
+            // is doing, not only that it runs.
+            let doing = self
+                .engine
+                .recent_events(caller, &task.id, PROGRESS_EVENTS)
+                .await
+                .ok()
+                .and_then(|events| last_tool_call(&events));
+            let message = match doing {
+                Some(call) => format!(
+                    "task {} is {}; last tool call: {call}",
+                    task.id, task.status
+                ),
+                None => format!("task {} is {}", task.id, task.status),
+            };
+            ctx.progress(message).await;
         }
     }
 }
@@ -211,7 +228,8 @@ pub(crate) async fn finished_output(
     let owner = Principal::Agent(task.agent_id.clone());
     let ending = closing(engine, &owner, &task.id).await?;
     let output =
-        ExecuteTaskOutput::for_task(task, true, None, finished_message(task), ending.output_tail);
+        ExecuteTaskOutput::for_task(task, true, None, finished_message(task), ending.output_tail)
+            .with_answer(ending.answer.clone());
     let outlook = Outlook {
         answer: ending.answer,
         ..Outlook::default()

@@ -31,6 +31,7 @@ pub(super) fn tool_error(tool: &str, error: EngineError) -> ToolError {
             tool: tool.to_owned(),
             reason,
         },
+        EngineError::Unavailable(message) => ToolError::Unsupported { message },
         EngineError::Runner(RunnerError::Unsupported { .. }) => {
             ToolError::Unsupported { message: text }
         }

@@ -4,7 +4,12 @@ use handoff_protocol::{
     tasks::{GetTaskStatusArgs, GetTaskStatusOutput, PendingInputView},
 };
 
-use super::{caller, closing::closing, failure::tool_error, outlook, text};
+use super::{
+    caller,
+    closing::{closing, last_tool_call},
+    failure::tool_error,
+    outlook, text,
+};
 use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// `get_task_status`: where a task stands.
@@ -58,7 +63,12 @@ impl Tool for GetTaskStatusTool {
         } else {
             None
         };
-        let outlook = outlook(&ctx, &agent, &view.task, answer);
+        let outlook = outlook(&ctx, &agent, &view.task, answer.clone());
+        let last_tool_call = if view.task.status.is_terminal() {
+            None
+        } else {
+            last_tool_call(&view.recent_events)
+        };
         let output = GetTaskStatusOutput {
             task: TaskView::from(&view.task),
             queue_position: view.queue_position,
@@ -80,6 +90,8 @@ impl Tool for GetTaskStatusTool {
                 })
                 .collect(),
             completion: view.completion,
+            last_tool_call,
+            answer: answer.filter(|a| !a.trim().is_empty()),
         };
         let text = text::status(&output, &outlook);
         Ok(Reply::new(output, text))

@@ -385,6 +385,12 @@ fn end_to_end(agent: &Agent) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // While it works, its status says what it is doing: the latest tool call.
+    let working = call(&server, AGENT, "get_task_status", json!({"task_id": multi}));
+    assert!(
+        ok(&working)["last_tool_call"].as_str().is_some(),
+        "{working}"
+    );
     let sent = call(
         &server,
         AGENT,
@@ -477,6 +483,8 @@ fn end_to_end(agent: &Agent) {
         "{words}"
     );
     assert!(words.contains("\nAnswer: Created hello.txt."), "{words}");
+    // The answer is in the structured result too, for clients that read only that.
+    assert_eq!(ok(&status)["answer"], "Created hello.txt.", "{status}");
     let file = call(
         &server,
         AGENT,

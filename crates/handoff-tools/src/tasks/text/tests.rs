@@ -75,6 +75,7 @@ fn submission(status: TaskStatus) -> ExecuteTaskOutput {
         exit: None,
         error: None,
         output_tail: Vec::new(),
+        answer: None,
     }
 }
 
@@ -88,6 +89,8 @@ fn status_output(task: TaskView) -> GetTaskStatusOutput {
         ],
         pending_input: Vec::new(),
         completion: None,
+        last_tool_call: None,
+        answer: None,
     }
 }
 

@@ -11,6 +11,8 @@ use tokio::process::Command;
 
 use crate::executors::find_program;
 
+mod model;
+
 /// How long one probe may take.
 const PROBE: Duration = Duration::from_secs(15);
 
@@ -60,9 +62,11 @@ pub async fn diagnose(config: &Config) -> Vec<Check> {
     let mut checks = vec![data_dir(&config.data_dir).await];
     checks.push(opencode(config, default == "opencode").await);
     checks.push(program("rg", &["--version"], default == "opencode", "apt-get install ripgrep (OpenCode's grep/glob tools need it; without it OpenCode tries to download one)").await);
+    checks.push(model::task_model(config, &|name| std::env::var(name).ok()));
     if let Some(check) = opencode_model(config).await {
         checks.push(check);
     }
+    checks.extend(model::judge_model(config));
     checks.push(command_executor(config, default == "command"));
     checks.push(named(
         "claude",
