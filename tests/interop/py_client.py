@@ -7,6 +7,7 @@ Prints one JSON object describing what the server answered; exits non-zero on an
 
 import asyncio
 import json
+import os
 import sys
 
 from mcp import Client, StdioServerParameters
@@ -18,8 +19,11 @@ def client_for(argv):
     if argv[1] == "http":
         http = create_mcp_http_client(headers={"x-agent-id": "agent-py"})
         return Client(streamable_http_client(argv[2], http_client=http), mode=argv[3])
+    # The SDK passes only a safe default environment: the test's Handoff settings too.
+    env = {k: v for k, v in os.environ.items() if k.startswith("HANDOFF_")}
+    env["HANDOFF_LOG_FORMAT"] = "json"
     params = StdioServerParameters(
-        command=argv[2], args=["serve", "--stdio", "--agent-id", "agent-py-stdio"], env={"HANDOFF_LOG_FORMAT": "json"}
+        command=argv[2], args=["serve", "--stdio", "--agent-id", "agent-py-stdio"], env=env
     )
     return Client(params)
 

@@ -14,7 +14,12 @@ const transport =
     : new StdioClientTransport({
         command: target,
         args: ["serve", "--stdio", "--agent-id", "agent-ts-stdio"],
-        env: { HANDOFF_LOG_FORMAT: "json", PATH: process.env.PATH ?? "" },
+        // The SDK passes only a safe default environment: the test's Handoff settings too.
+        env: {
+          ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("HANDOFF_"))),
+          HANDOFF_LOG_FORMAT: "json",
+          PATH: process.env.PATH ?? "",
+        },
         stderr: "ignore",
       });
 

@@ -77,7 +77,8 @@ fn typescript_sdk_over_stdio() {
     let mut cmd = node();
     cmd.current_dir(cwd.path())
         .arg(interop_dir().join("ts_client.mjs"))
-        .args(["stdio", BIN]);
+        .args(["stdio", BIN])
+        .envs(WITH_EXECUTOR.iter().copied());
     let report = json_line(&run_client(cmd, "TypeScript SDK stdio client"));
     assert_common(&report, &json!({"message": "from-ts"}), "agent-ts-stdio");
     assert_eq!(report["server"]["name"], "handoff");
@@ -114,7 +115,8 @@ fn python_sdk_over_stdio() {
     let mut cmd = python();
     cmd.current_dir(cwd.path())
         .arg(interop_dir().join("py_client.py"))
-        .args(["stdio", BIN]);
+        .args(["stdio", BIN])
+        .envs(WITH_EXECUTOR.iter().copied());
     let report = json_line(&run_client(cmd, "Python SDK stdio client"));
     assert_common(
         &report,

@@ -27,24 +27,45 @@ pub(super) fn letta_url() -> &'static str {
 
 /// One HTTP call to Letta; the status and the JSON answer (`null` when not JSON).
 fn letta(method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    letta_call(method, path, body, Duration::from_secs(120))
+}
+
+/// One HTTP call to Letta taking at most `timeout`. A read the shared Letta answers with a 5xx
+/// is asked again, a few times: under the suite's load it briefly fails reads ("An unknown
+/// error occurred"), and asking again changes nothing. Writes are sent once.
+pub(super) fn letta_call(
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    timeout: Duration,
+) -> (u16, Value) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
+    let attempts = if method == "GET" { 5 } else { 1 };
     runtime.block_on(async {
-        let mut request = handoff_letta::testing::http()
-            .request(
-                reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
-                format!("{}{path}", letta_url()),
-            )
-            .timeout(Duration::from_secs(120));
-        if let Some(body) = body {
-            request = request.json(&body);
+        let mut answered = (0, Value::Null);
+        for attempt in 1..=attempts {
+            let mut request = handoff_letta::testing::http()
+                .request(
+                    reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+                    format!("{}{path}", letta_url()),
+                )
+                .timeout(timeout);
+            if let Some(body) = &body {
+                request = request.json(body);
+            }
+            let answer = request.send().await.unwrap();
+            let status = answer.status().as_u16();
+            let text = answer.text().await.unwrap();
+            answered = (status, serde_json::from_str(&text).unwrap_or(Value::Null));
+            if status < 500 || attempt == attempts {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        let answer = request.send().await.unwrap();
-        let status = answer.status().as_u16();
-        let text = answer.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        answered
     })
 }
 

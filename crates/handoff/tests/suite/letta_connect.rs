@@ -6,7 +6,6 @@
 
 use std::{
     process::{Command, Output},
-    sync::OnceLock,
     time::Duration,
 };
 
@@ -15,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::{
     harness::{BIN, Server, run_client_for, start},
+    letta::letta_url,
     mcp::{calls_with, ok},
 };
 
@@ -25,33 +25,9 @@ pub(super) const GATEWAY: &str = "connect-gateway-token-0123456789";
 const LETTA_TURN: Duration = Duration::from_secs(300);
 const CONNECT_RUN: Duration = Duration::from_secs(240);
 
-/// The Letta server's base URL (see `handoff_letta::testing::letta_url`).
-pub(super) fn letta_url() -> &'static str {
-    static URL: OnceLock<String> = OnceLock::new();
-    URL.get_or_init(handoff_letta::testing::letta_url)
-}
-
-/// One HTTP call to Letta; the status and the JSON answer (`null` when not JSON).
+/// One HTTP call to Letta, allowed a whole agent turn; the status and the JSON answer.
 pub(super) fn letta(method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut request = handoff_letta::testing::http()
-            .request(
-                reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
-                format!("{}{path}", letta_url()),
-            )
-            .timeout(LETTA_TURN);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let answer = request.send().await.unwrap();
-        let status = answer.status().as_u16();
-        let text = answer.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-    })
+    super::letta::letta_call(method, path, body, LETTA_TURN)
 }
 
 /// A prefix no other run uses: tool names are unique in the shared Letta organisation.
