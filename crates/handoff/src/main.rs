@@ -1,6 +1,7 @@
 //! The `handoff` binary: CLI, logging, signals; everything else lives in the library crates.
 
 mod cli;
+mod init;
 mod letta_connect;
 mod logging;
 
@@ -29,6 +30,10 @@ fn main() -> ExitCode {
             "isolate".to_owned(),
         ]);
     }
+    // Before loading: init must work where the configuration does not load (yet).
+    if let Command::Init(args) = &cli.command {
+        return exit_code(init::run(args));
+    }
     let options = LoadOptions::from_process(cli.config.clone(), cli.overrides());
     let config = match Config::load(options) {
         Ok(config) => config,
@@ -46,7 +51,12 @@ fn main() -> ExitCode {
             command: LettaCommand::Connect(args),
         } => letta_connect::run(&config, args),
         Command::BenchFloor => bench_floor(),
+        Command::Init(_) => Ok(()),
     };
+    exit_code(result)
+}
+
+fn exit_code(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
