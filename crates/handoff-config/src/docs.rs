@@ -70,7 +70,7 @@ pub fn configuration_markdown() -> String {
                 spec.key,
                 env_cell(spec),
                 default_cell(default),
-                cell(&description(spec)),
+                description(spec),
             );
         }
     }
@@ -99,9 +99,9 @@ fn default_cell(default: &str) -> String {
 
 fn description(spec: &SettingSpec) -> String {
     if spec.secret {
-        format!("**Secret** (masked everywhere). {}", spec.doc)
+        format!("**Secret** (masked everywhere). {}", cell(spec.doc))
     } else {
-        spec.doc.to_owned()
+        cell(spec.doc)
     }
 }
 

@@ -16,15 +16,11 @@ fn docs_configuration_md_matches_the_settings_table() {
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     if on_disk != rendered {
-        let line = on_disk
+        let line = 1 + on_disk
             .lines()
             .zip(rendered.lines())
             .position(|(a, b)| a != b)
-            .map_or_else(
-                || on_disk.lines().count().min(rendered.lines().count()),
-                |i| i,
-            )
-            + 1;
+            .unwrap_or_else(|| on_disk.lines().count().min(rendered.lines().count()));
         panic!(
             "docs/configuration.md differs from the settings table (first at line {line}); \
              regenerate it with: {}",
