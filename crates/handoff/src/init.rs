@@ -15,6 +15,17 @@ use crate::cli::InitArgs;
 /// Owner read/write only: the file may hold secrets.
 const MODE: u32 = 0o600;
 
+/// The exit status of `handoff init`, with the error on stderr as every command prints it.
+pub fn exit_code(result: anyhow::Result<()>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("handoff: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Writes the file and says where; refuses a directory, and an existing file without `--force`.
 #[allow(clippy::print_stdout)]
 pub fn run(args: &InitArgs) -> anyhow::Result<()> {

@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     }
     // Before loading: init must work where the configuration does not load (yet).
     if let Command::Init(args) = &cli.command {
-        return exit_code(init::run(args));
+        return init::exit_code(init::run(args));
     }
     let options = LoadOptions::from_process(cli.config.clone(), cli.overrides());
     let config = match Config::load(options) {
@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Init(_) => Ok(()), // done above, before the configuration loads
         Command::Config { json } => print_config(&config, json),
         Command::Serve(args) => serve(config, args),
         Command::Doctor { json } => doctor(&config, json),
@@ -51,12 +52,7 @@ fn main() -> ExitCode {
             command: LettaCommand::Connect(args),
         } => letta_connect::run(&config, args),
         Command::BenchFloor => bench_floor(),
-        Command::Init(_) => Ok(()),
     };
-    exit_code(result)
-}
-
-fn exit_code(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
