@@ -8,6 +8,7 @@
 
 mod auth;
 mod completion;
+mod docs;
 mod error;
 mod layers;
 mod letta;
@@ -18,11 +19,14 @@ mod permissions;
 mod public_url;
 mod resolve;
 mod secret;
+mod sections;
 mod spec;
+mod template;
 mod tools;
 
 pub use auth::{TokenGrant, TokenGrants, TokenRole};
 pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
+pub use docs::{REGENERATE, configuration_markdown};
 pub use error::ConfigError;
 pub use handoff_task::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};
@@ -38,4 +42,5 @@ pub use permissions::PermissionPolicy;
 pub use resolve::EffectiveSetting;
 pub use secret::Secret;
 pub use spec::{SETTINGS, SettingSpec};
+pub use template::{EXAMPLE_BEGIN, EXAMPLE_END, init_toml};
 pub use tools::{ToolOutputLimit, ToolOutputLimits};

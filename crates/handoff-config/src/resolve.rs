@@ -72,6 +72,10 @@ impl Render for crate::TokenGrants {
         true
     }
     fn render(&self) -> String {
+        // Shown like the other empty lists (and a valid TOML value for `handoff init`).
+        if self.0.is_empty() {
+            return "[]".to_owned();
+        }
         let roles: Vec<&str> = self.0.iter().map(|g| g.role.as_str()).collect();
         format!(
             "{} token(s): {} (tokens masked)",

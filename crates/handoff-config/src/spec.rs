@@ -28,7 +28,7 @@ pub struct SettingSpec {
     pub env: &'static [EnvAlias],
     /// Secrets are masked in errors, logs and `handoff config`.
     pub secret: bool,
-    /// One line for `handoff config --explain` and the README.
+    /// One line for `docs/configuration.md` and the file `handoff init` writes.
     pub doc: &'static str,
 }
 
@@ -71,11 +71,11 @@ macro_rules! settings {
 settings! {
     "server.host" [env("HANDOFF_HOST"), env("MCP_HOST")]: "address to bind the HTTP server to";
     "server.port" [env("HANDOFF_PORT"), env("MCP_PORT")]: "TCP port (0 picks a free one)";
-    "server.allowed_hosts" [env("HANDOFF_ALLOWED_HOSTS")]: "Host header values accepted (DNS-rebinding guard)";
+    "server.allowed_hosts" [env("HANDOFF_ALLOWED_HOSTS")]: "Host header values accepted (DNS-rebinding guard); the bind name and the public_url host are added";
     "server.allowed_origins" [env("HANDOFF_ALLOWED_ORIGINS")]: "browser Origins accepted; `http://localhost:*` style, exact scheme/host/port";
     "server.cors_origins" [env("HANDOFF_CORS_ORIGINS")]: "exact Origins that get CORS headers (none by default)";
     "server.public_url" [env("HANDOFF_PUBLIC_URL")]: "Handoff's base URL as other services reach it (https://handoff.example.com): `handoff letta connect` registers <public_url>/mcp with Letta (a URL ending in /mcp is taken as it is), and its host is accepted in Host headers";
-    "server.auth_token" [env("HANDOFF_AUTH_TOKEN")] secret=true: "bearer token required on /mcp when set";
+    "server.auth_token" [env("HANDOFF_AUTH_TOKEN")] secret=true: "bearer token required on /mcp when set (unset: no auth); its holder is a gateway, naming the agent per call with x-agent-id";
     "auth.tokens" [env("HANDOFF_AUTH_TOKENS")] secret=true: "bearer tokens and whom each stands for: JSON array of {token, role: agent|gateway|operator, agent_id?} (agent: bound to agent_id, sees and steers only its tasks; gateway: names the agent per call with x-agent-id, as a Letta server does; operator: sees and steers every task, agent_id is its name)";
     "auth.default_agent" [env("HANDOFF_DEFAULT_AGENT_ID")]: "the agent a caller that names none acts as (a client that sends no x-agent-id, on an open server or with a gateway token)";
     "server.max_body_bytes" [env("HANDOFF_MAX_BODY_BYTES")]: "largest accepted request body";
@@ -86,14 +86,14 @@ settings! {
     "server.shutdown_grace_secs" [env("HANDOFF_SHUTDOWN_GRACE_SECS")]: "how long in-flight requests may finish after SIGTERM";
     "server.header_read_timeout_secs" [env("HANDOFF_HEADER_READ_TIMEOUT_SECS")]: "a request line and headers must arrive within this (from connect, or from a later request's first byte)";
     "server.body_read_timeout_secs" [env("HANDOFF_BODY_READ_TIMEOUT_SECS")]: "a request body must arrive in full within this";
-    "server.keep_alive_timeout_secs" [env("HANDOFF_KEEP_ALIVE_TIMEOUT_SECS")]: "a keep-alive connection with no request in flight is closed after this (a long response or SSE stream is in flight)";
+    "server.keep_alive_timeout_secs" [env("HANDOFF_KEEP_ALIVE_TIMEOUT_SECS")]: "a keep-alive connection with no request in flight is closed after this, as is one whose client stops reading a response for that long (a long response or SSE stream is in flight)";
     "server.max_connections" [env("HANDOFF_MAX_CONNECTIONS")]: "open HTTP connections at most; more are refused with 503";
-    "log.level" [env("HANDOFF_LOG_LEVEL"), EnvAlias { name: "DEBUG", transform: Some(debug_flag) }]: "error, warn, info, debug or trace";
-    "log.format" [env("HANDOFF_LOG_FORMAT")]: "auto (text on a TTY, else JSON), text or json";
-    "data_dir" [env("HANDOFF_DATA_DIR")]: "where Handoff keeps its database and spilled outputs";
-    "workspace_dir" [env("HANDOFF_WORKSPACE_DIR"), env("WORKSPACE_DIR")]: "root of per-task working directories";
+    "log.level" [env("HANDOFF_LOG_LEVEL"), EnvAlias { name: "DEBUG", transform: Some(debug_flag) }]: "error, warn, info, debug or trace (DEBUG=true means debug; RUST_LOG directives override it; flag --log-level)";
+    "log.format" [env("HANDOFF_LOG_FORMAT")]: "auto (text on a TTY, else JSON), text or json (flag --log-format)";
+    "data_dir" [env("HANDOFF_DATA_DIR")]: "where Handoff keeps its database and spilled outputs (flag --data-dir of serve)";
+    "workspace_dir" [env("HANDOFF_WORKSPACE_DIR"), env("WORKSPACE_DIR")]: "root of per-task working directories (default: <data_dir>/workspaces)";
     "tasks.max_concurrent" [env("HANDOFF_MAX_CONCURRENT_TASKS"), env("MAX_CONCURRENT_TASKS")]: "tasks running at once, all agents";
-    "tasks.max_concurrent_per_agent" [env("HANDOFF_MAX_CONCURRENT_PER_AGENT")]: "tasks running at once for one agent";
+    "tasks.max_concurrent_per_agent" [env("HANDOFF_MAX_CONCURRENT_PER_AGENT")]: "tasks running at once for one agent (default: tasks.max_concurrent)";
     "tasks.max_queued" [env("HANDOFF_MAX_QUEUED_TASKS")]: "queued tasks before execute_task answers QUEUE_FULL";
     "tasks.default_timeout_ms" [env("HANDOFF_TASK_TIMEOUT_MS"), env("RUNNER_TIMEOUT_MS")]: "task deadline when execute_task gives none";
     "tasks.sync_wait_ms" [env("HANDOFF_SYNC_WAIT_MS")]: "how long sync=true waits before answering `running`";
@@ -113,10 +113,10 @@ settings! {
     "tasks.snapshot_max_file_bytes" [env("HANDOFF_SNAPSHOT_MAX_FILE_BYTES")]: "files larger than this are not copied into the task's snapshot; the diff lists them as large files changed";
     "tasks.snapshot_max_bytes" [env("HANDOFF_SNAPSHOT_MAX_BYTES")]: "bytes copied into one snapshot at most; files beyond it are listed like large files";
     "tasks.snapshot_timeout_secs" [env("HANDOFF_SNAPSHOT_TIMEOUT_SECS")]: "longest the snapshot or diff of a task directory may take (a diff also ends with the task's deadline, or at once on cancel)";
-    "tasks.workdir_roots" [env("HANDOFF_WORKDIR_ROOTS")]: "directories inside which execute_task may name its own workdir";
-    "tasks.git_repository" [env("HANDOFF_GIT_REPOSITORY")]: "a git repository whose worktree (detached at HEAD) becomes each new task directory";
+    "tasks.workdir_roots" [env("HANDOFF_WORKDIR_ROOTS")]: "directories inside which execute_task may name its own workdir (none: callers cannot choose a directory)";
+    "tasks.git_repository" [env("HANDOFF_GIT_REPOSITORY")]: "a git repository whose worktree (detached at HEAD) becomes each new task directory (unset: plain directories)";
     "tasks.workdir_cleanup" [env("HANDOFF_WORKDIR_CLEANUP")]: "retain (remove with the task at retention) or on_completion";
-    "executors.command.argv" [env("HANDOFF_COMMAND_ARGV")]: "argv of the `command` executor: a JSON array, or words split on spaces; {prompt}, {task_id}, {workdir} are substituted";
+    "executors.command.argv" [env("HANDOFF_COMMAND_ARGV")]: "argv of the `command` executor: a JSON array, or words split on spaces; {prompt}, {task_id}, {workdir} are substituted (unset: no `command` executor)";
     "executors.command.prompt_via" [env("HANDOFF_COMMAND_PROMPT_VIA")]: "stdin or argument (the {prompt} placeholder)";
     "executors.command.messages_via_stdin" [env("HANDOFF_COMMAND_MESSAGES_VIA_STDIN")]: "keep stdin open after the prompt and deliver send_task_message as JSON lines (off: stdin closes after the prompt, so programs reading it to the end can start)";
     "executors.command.isolation" [env("HANDOFF_COMMAND_ISOLATION")]: "isolation level of the `command` executor (default: runner.isolation)";
@@ -130,7 +130,7 @@ settings! {
     "executors.opencode.delete_sessions" [env("HANDOFF_OPENCODE_DELETE_SESSIONS")]: "delete each task's OpenCode session when the task ends";
     "executors.opencode.isolation" [env("HANDOFF_OPENCODE_ISOLATION")]: "isolation level of the `opencode` and `opencode-cli` executor (default: runner.isolation)";
     "executors.claude.binary" [env("HANDOFF_CLAUDE_BINARY")]: "the `claude` program (Claude Code) the `claude` executor runs";
-    "executors.claude.model" [env("HANDOFF_CLAUDE_MODEL")]: "model passed to Claude Code (--model)";
+    "executors.claude.model" [env("HANDOFF_CLAUDE_MODEL")]: "model passed to Claude Code (--model; Claude Code's default when unset)";
     "executors.claude.max_retries" [env("HANDOFF_CLAUDE_MAX_RETRIES")]: "provider retries before Claude Code gives up (CLAUDE_CODE_MAX_RETRIES)";
     "executors.claude.isolation" [env("HANDOFF_CLAUDE_ISOLATION")]: "isolation level of the `claude` executor (default: runner.isolation)";
     "executors.codex.binary" [env("HANDOFF_CODEX_BINARY")]: "the `codex` program (Codex CLI) the `codex` executor runs as `codex app-server`";
@@ -156,24 +156,24 @@ settings! {
     "completion.protected_paths" [env("HANDOFF_PROTECTED_PATHS")]: "files (comma-separated; a directory covers its files; * and ** globs) a task must not change for its checks to pass, besides the verify scripts and the test files and Makefile they name";
     "completion.max_cycles" [env("HANDOFF_COMPLETION_MAX_CYCLES")]: "evaluation cycles per task at most (the first run plus continuations)";
     "completion.min_confidence" [env("HANDOFF_COMPLETION_MIN_CONFIDENCE")]: "a judge's done below this confidence counts as not done";
-    "completion.budget_wall_secs" [env("HANDOFF_BUDGET_WALL_SECS")]: "wall time cap per task across continuations";
-    "completion.budget_turns" [env("HANDOFF_BUDGET_TURNS")]: "executor turns cap per task";
-    "completion.budget_tokens" [env("HANDOFF_BUDGET_TOKENS")]: "token cap per task (executor and judge)";
-    "completion.budget_cost_usd" [env("HANDOFF_BUDGET_COST_USD")]: "cost cap per task in USD (executor and judge)";
-    "evaluator.provider" [env("HANDOFF_EVALUATOR_PROVIDER")]: "the judge's API: anthropic, openai, openai_responses, gemini, openai_compatible (xai, local servers)";
+    "completion.budget_wall_secs" [env("HANDOFF_BUDGET_WALL_SECS")]: "wall time cap per task across continuations (unset: no cap)";
+    "completion.budget_turns" [env("HANDOFF_BUDGET_TURNS")]: "executor turns cap per task (unset: no cap)";
+    "completion.budget_tokens" [env("HANDOFF_BUDGET_TOKENS")]: "token cap per task, executor and judge (unset: no cap)";
+    "completion.budget_cost_usd" [env("HANDOFF_BUDGET_COST_USD")]: "cost cap per task in USD, executor and judge (unset: no cap)";
+    "evaluator.provider" [env("HANDOFF_EVALUATOR_PROVIDER")]: "the judge's API: anthropic, openai, openai_responses, gemini, openai_compatible (xai, local servers); unset: no judge";
     "evaluator.model" [env("HANDOFF_EVALUATOR_MODEL")]: "the judge's model";
     "evaluator.api_key_env" [env("HANDOFF_EVALUATOR_API_KEY_ENV")]: "the environment variable holding the judge's API key";
-    "evaluator.base_url" [env("HANDOFF_EVALUATOR_BASE_URL")]: "the judge's endpoint (required for openai_compatible)";
+    "evaluator.base_url" [env("HANDOFF_EVALUATOR_BASE_URL")]: "the judge's endpoint (default: the provider's public endpoint; required for openai_compatible)";
     "evaluator.timeout_secs" [env("HANDOFF_EVALUATOR_TIMEOUT_SECS")]: "bound on one judge call";
     "evaluator.max_retries" [env("HANDOFF_EVALUATOR_MAX_RETRIES")]: "judge call retries on 408/429/5xx and connection failures";
-    "evaluator.price_input_per_mtok" [env("HANDOFF_EVALUATOR_PRICE_INPUT")]: "USD per million input tokens of the judge (cost accounting)";
+    "evaluator.price_input_per_mtok" [env("HANDOFF_EVALUATOR_PRICE_INPUT")]: "USD per million input tokens of the judge (unset: no cost accounting)";
     "evaluator.price_output_per_mtok" [env("HANDOFF_EVALUATOR_PRICE_OUTPUT")]: "USD per million output tokens of the judge";
-    "runner.cpu_limit" [env("HANDOFF_RUNNER_CPU_LIMIT"), env("RUNNER_CPU_LIMIT")]: "CPUs per task (e.g. 2.0)";
-    "runner.memory_limit" [env("HANDOFF_RUNNER_MEMORY_LIMIT"), env("RUNNER_MEMORY_LIMIT")]: "memory per task (e.g. 2g)";
+    "runner.cpu_limit" [env("HANDOFF_RUNNER_CPU_LIMIT"), env("RUNNER_CPU_LIMIT")]: "CPUs per task (e.g. 1.5; unset: no limit)";
+    "runner.memory_limit" [env("HANDOFF_RUNNER_MEMORY_LIMIT"), env("RUNNER_MEMORY_LIMIT")]: "memory per task (e.g. 2g; unset: no limit)";
     "runner.image" [env("HANDOFF_RUNNER_IMAGE"), env("RUNNER_IMAGE")]: "container image for the container isolation level";
     "runner.isolation" [env("HANDOFF_ISOLATION")]: "isolation of every executor's processes: none, process, sandbox or container (a level the host cannot provide refuses the task)";
     "runner.network" [env("HANDOFF_ISOLATION_NETWORK")]: "network inside sandbox and container: shared (agents reach their model provider) or off";
-    "runner.pids_limit" [env("HANDOFF_RUNNER_PIDS_LIMIT")]: "processes and threads per task";
+    "runner.pids_limit" [env("HANDOFF_RUNNER_PIDS_LIMIT")]: "processes and threads per task (e.g. 256; unset: no limit)";
     "runner.env_allow" [env("HANDOFF_ISOLATION_ENV_ALLOW")]: "inherited variables (NAME or PREFIX*) an isolated executor keeps besides the defaults; HANDOFF_* and LETTA_* never pass";
     "runner.sandbox_writable" [env("HANDOFF_SANDBOX_WRITABLE")]: "paths writable inside the sandbox besides the task directory (an agent's state directory)";
     "runner.bwrap" [env("HANDOFF_BWRAP")]: "the bubblewrap program the sandbox level uses";
@@ -182,7 +182,7 @@ settings! {
     "letta.api_token" [env("HANDOFF_LETTA_API_TOKEN"), env("LETTA_API_TOKEN")] secret=true: "Letta bearer token";
     "letta.tool_prefix" [env("HANDOFF_LETTA_TOOL_PREFIX")]: "what `handoff letta connect` names its things in Letta (tool names are unique per organisation): the MCP server, native tools <prefix>_execute_task…, agent secrets <PREFIX>_MCP_URL / <PREFIX>_MCP_TOKEN; lowercase letters, digits, _";
     "letta.workspace_blocks" [env("HANDOFF_LETTA_WORKSPACE_BLOCKS")]: "keep a workspace memory block per task (label handoff_task_<id>) in the owning Letta agent's memory";
-    "letta.block_limit" [env("HANDOFF_LETTA_BLOCK_LIMIT")]: "the workspace block's limit in characters; Handoff prunes and clips so no value written is longer";
+    "letta.block_limit" [env("HANDOFF_LETTA_BLOCK_LIMIT")]: "the workspace block's limit in characters, at least 1000; Handoff prunes and clips so no value written is longer";
     "letta.min_update_interval_ms" [env("HANDOFF_LETTA_MIN_UPDATE_INTERVAL_MS")]: "a task's block is written at most once per this interval however fast events arrive (status changes at once)";
     "letta.detach_delay_secs" [env("HANDOFF_LETTA_DETACH_DELAY_SECS")]: "a finished task's block stays attached this long (kept across restarts)";
     "letta.block_retention_secs" [env("HANDOFF_LETTA_BLOCK_RETENTION_SECS")]: "a detached block is deleted after this long";

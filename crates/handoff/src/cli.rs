@@ -37,6 +37,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a commented handoff.toml: every setting at its default, and a provider example.
+    Init(InitArgs),
     /// Check what this configuration needs on this machine and say how to fix what is missing.
     Doctor {
         /// Print JSON instead of lines.
@@ -103,6 +105,17 @@ pub struct ConnectArgs {
     /// Print one JSON summary instead of a line per action.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Options of `handoff init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The file to write.
+    #[arg(long, default_value = "handoff.toml")]
+    pub path: PathBuf,
+    /// Overwrite the file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Options of `handoff bench`.

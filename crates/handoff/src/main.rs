@@ -1,6 +1,7 @@
 //! The `handoff` binary: CLI, logging, signals; everything else lives in the library crates.
 
 mod cli;
+mod init;
 mod letta_connect;
 mod logging;
 
@@ -29,6 +30,10 @@ fn main() -> ExitCode {
             "isolate".to_owned(),
         ]);
     }
+    // Before loading: init must work where the configuration does not load (yet).
+    if let Command::Init(args) = &cli.command {
+        return init::exit_code(init::run(args));
+    }
     let options = LoadOptions::from_process(cli.config.clone(), cli.overrides());
     let config = match Config::load(options) {
         Ok(config) => config,
@@ -38,6 +43,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Init(_) => Ok(()), // done above, before the configuration loads
         Command::Config { json } => print_config(&config, json),
         Command::Serve(args) => serve(config, args),
         Command::Doctor { json } => doctor(&config, json),

@@ -5,6 +5,7 @@ mod completion_truth;
 mod executors;
 mod harness;
 mod identity;
+mod init;
 mod integrity;
 mod interop;
 mod isolation;

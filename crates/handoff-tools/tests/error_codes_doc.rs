@@ -1,16 +1,16 @@
-//! The README's list of error codes is what callers read to handle failures: every code a
+//! The list of error codes in docs/tools.md is what callers read to handle failures: every code a
 //! failed tool call can carry must be in it.
 
 use handoff_protocol::codes;
 
-const README: &str = include_str!("../../../README.md");
+const TOOLS_DOC: &str = include_str!("../../../docs/tools.md");
 
 /// The paragraph listing the codes of `isError` results.
 fn error_list() -> &'static str {
-    let start = README
+    let start = TOOLS_DOC
         .find("Errors are `isError` results")
-        .unwrap_or_else(|| panic!("the README no longer introduces its error list"));
-    let list = &README[start..];
+        .unwrap_or_else(|| panic!("docs/tools.md no longer introduces its error list"));
+    let list = &TOOLS_DOC[start..];
     list.split("\n\n").next().unwrap_or(list)
 }
 
@@ -25,6 +25,6 @@ fn every_tool_error_code_is_documented() {
         .collect();
     assert!(
         missing.is_empty(),
-        "not in the README's error list: {missing:?}\n{list}"
+        "not in the error list of docs/tools.md: {missing:?}\n{list}"
     );
 }
