@@ -119,7 +119,13 @@ mod tests {
         assert_eq!(last_tool_call(&events[1..2]), None);
         let long = "x".repeat(500);
         let clipped = last_tool_call(&[event(1, EventKind::Tool, &long)]);
-        assert!(clipped.is_some_and(|c| c.chars().count() <= LAST_TOOL_CALL_CHARS + 1));
+        assert_eq!(
+            clipped,
+            Some(format!(
+                "{}… [300 more bytes]",
+                "x".repeat(LAST_TOOL_CALL_CHARS)
+            ))
+        );
     }
 
     #[test]
