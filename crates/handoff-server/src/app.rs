@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use handoff_config::Config;
 use handoff_engine::{Engine, EngineError, EngineMetrics};
 use handoff_policy::{hooks::HookRunner, output::SpillDir};
-use handoff_runner::{OpenCodeExecutor, RunnerError};
+use handoff_runner::{ExecutorRegistry, OpenCodeExecutor, RunnerError};
 use handoff_store::{SqliteStore, StoreError};
 use handoff_tools::{
     Pipeline, RegistryError, ToolRegistry,
@@ -111,25 +111,7 @@ impl App {
             opencode,
             notes,
         } = crate::executors::build(&config, &isolator)?;
-        let names = executors.names();
-        // Without its default executor the server cannot take the tasks it exists for: not
-        // ready. It still serves every other tool, and execute_task says what the operator must
-        // set up.
-        let default = &config.tasks.default_executor;
-        let default_ready = executors.get(default).is_some();
-        let mut summary = if names.is_empty() {
-            "no executor available (install opencode, or set executors.command.argv / HANDOFF_COMMAND_ARGV)".to_owned()
-        } else {
-            format!("available: {}", names.join(", "))
-        };
-        for note in &notes {
-            summary.push_str("; ");
-            summary.push_str(note);
-        }
-        if !default_ready {
-            summary = format!("the default executor `{default}` is not available; {summary}");
-        }
-        status.set_component("executors", default_ready, summary);
+        report_executors(&config, &executors, &notes, &status);
         if let Some(opencode) = &opencode {
             // Whichever executor tasks default to: a server a killed Handoff left behind must
             // not wait for the first OpenCode task to be stopped.
@@ -349,4 +331,43 @@ async fn clean_spilled_outputs(spill: SpillDir, retention: std::time::Duration) 
             Err(e) => tracing::warn!(error = %e, "cleaning spilled tool outputs panicked"),
         }
     }
+}
+
+/// The `executors` component of `/health` and `/ready`. Without its default executor the server
+/// cannot take the tasks it exists for: not ready. It still serves every other tool, and
+/// execute_task says what the operator must set up.
+fn report_executors(
+    config: &Config,
+    executors: &ExecutorRegistry,
+    notes: &[String],
+    status: &ServiceStatus,
+) {
+    let names = executors.names();
+    let default = &config.tasks.default_executor;
+    let default_ready = executors.get(default).is_some();
+    let mut summary = if names.is_empty() {
+        "no executor available (install opencode, or set executors.command.argv / HANDOFF_COMMAND_ARGV)".to_owned()
+    } else {
+        format!("available: {}", names.join(", "))
+    };
+    for note in notes {
+        summary.push_str("; ");
+        summary.push_str(note);
+    }
+    if !default_ready {
+        summary = format!("the default executor `{default}` is not available; {summary}");
+    }
+    // OpenCode without a model falls back to a hosted one and fails only after minutes of
+    // retries: say so now, where the operator looks.
+    let model = crate::doctor::task_model(config);
+    if default_ready && !model.ok {
+        tracing::warn!(
+            problem = %model.detail,
+            fix = model.fix.as_deref().unwrap_or(""),
+            "tasks may not reach a model"
+        );
+        summary.push_str("; ");
+        summary.push_str(&model.detail);
+    }
+    status.set_component("executors", default_ready, summary);
 }

@@ -56,13 +56,19 @@ impl Check {
     }
 }
 
+/// The model tasks will use, checked without I/O beyond reading OpenCode's config file: what
+/// `serve` warns about at start-up.
+pub(crate) fn task_model(config: &Config) -> Check {
+    model::task_model(config, &|name| std::env::var(name).ok())
+}
+
 /// Runs every check for `config`.
 pub async fn diagnose(config: &Config) -> Vec<Check> {
     let default = config.tasks.default_executor.as_str();
     let mut checks = vec![data_dir(&config.data_dir).await];
     checks.push(opencode(config, default == "opencode").await);
     checks.push(program("rg", &["--version"], default == "opencode", "apt-get install ripgrep (OpenCode's grep/glob tools need it; without it OpenCode tries to download one)").await);
-    checks.push(model::task_model(config, &|name| std::env::var(name).ok()));
+    checks.push(task_model(config));
     if let Some(check) = opencode_model(config).await {
         checks.push(check);
     }

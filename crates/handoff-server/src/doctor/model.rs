@@ -2,6 +2,8 @@
 //! OpenCode without a configured model silently falls back to its hosted default, which fails
 //! offline only after a minute and a half of retries.
 
+use std::path::{Path, PathBuf};
+
 use handoff_config::Config;
 use serde_json::Value;
 
@@ -82,18 +84,21 @@ pub(super) fn task_model(config: &Config, env: &dyn Fn(&str) -> Option<String>) 
     }
 }
 
-/// OpenCode's model: the setting, else the `model` of its inline config.
+/// OpenCode's model: the setting, else the `model` of its inline config, else of the user's
+/// own OpenCode config file (which the server Handoff starts reads too).
 fn opencode(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Check {
     let settings = &config.executors.opencode;
-    let inline: Option<Value> = settings
+    let mut layers: Vec<Value> = settings
         .config_json
         .as_deref()
-        .and_then(|json| serde_json::from_str(json).ok());
+        .and_then(|json| serde_json::from_str(json).ok())
+        .into_iter()
+        .collect();
+    layers.extend(user_config(env));
     let model = settings.model.clone().or_else(|| {
-        inline
-            .as_ref()
-            .and_then(|c| c.get("model"))
-            .and_then(Value::as_str)
+        layers
+            .iter()
+            .find_map(|c| c.get("model").and_then(Value::as_str))
             .map(str::to_owned)
     });
     if settings.url.is_some() && model.is_none() {
@@ -120,9 +125,9 @@ fn opencode(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Check {
             OPENCODE_FIX,
         );
     };
-    let configured = inline
-        .as_ref()
-        .and_then(|c| c.pointer(&format!("/provider/{}", pointer_escape(provider))));
+    let configured = layers
+        .iter()
+        .find_map(|c| c.pointer(&format!("/provider/{}", pointer_escape(provider))));
     if let Some(entry) = configured {
         let at = entry
             .pointer("/options/baseURL")
@@ -164,6 +169,27 @@ fn opencode(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Check {
             OPENCODE_FIX,
         ),
     }
+}
+
+/// The user's OpenCode config file: `OPENCODE_CONFIG`, else `opencode.json` (or `config.json`)
+/// under `$XDG_CONFIG_HOME/opencode` or `~/.config/opencode`. A file that is not plain JSON
+/// (JSONC with comments) is skipped: the check then says no model was found.
+fn user_config(env: &dyn Fn(&str) -> Option<String>) -> Option<Value> {
+    let mut candidates: Vec<PathBuf> = env("OPENCODE_CONFIG")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    let dir = env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".config")))
+        .map(|base| base.join("opencode"));
+    if let Some(dir) = dir {
+        candidates.extend(["opencode.json", "config.json"].map(|name| dir.join(name)));
+    }
+    candidates
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .find_map(|text| serde_json::from_str(&text).ok())
 }
 
 /// The completion judge's model, when a policy needs one.
@@ -248,6 +274,25 @@ mod tests {
             &no_env,
         );
         assert!(!other.ok && other.detail.contains("`nowhere`"), "{other:?}");
+    }
+
+    #[test]
+    fn the_users_own_opencode_config_names_the_model() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join(".config/opencode");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("opencode.json"),
+            r#"{"model":"local/qwen","provider":{"local":{"options":{"baseURL":"http://127.0.0.1:9/v1"}}}}"#,
+        )
+        .unwrap();
+        let path = home.path().display().to_string();
+        let check = task_model(&config(&[]), &|name| (name == "HOME").then(|| path.clone()));
+        assert!(check.ok, "{check:?}");
+        assert!(
+            check.detail.contains("local/qwen through provider `local`"),
+            "{check:?}"
+        );
     }
 
     #[test]

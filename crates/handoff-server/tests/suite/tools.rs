@@ -198,7 +198,7 @@ async fn tools_list_carries_schemas_and_health_reports() {
         .session_call(&session, &[], &call(2, "health", json!({})))
         .await;
     let report = &health.body["result"]["structuredContent"];
-    assert_eq!(report["status"], "ok");
+    assert_eq!(report["status"], "ok", "{report}");
     assert_eq!(report["version"], env!("CARGO_PKG_VERSION"));
     assert!(
         report["components"]
