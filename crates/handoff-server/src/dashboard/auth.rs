@@ -65,6 +65,8 @@ pub(crate) struct Viewer {
     pub(crate) csrf: Option<String>,
     /// Authenticated by an `Authorization` header, which no other site can make a browser send.
     pub(crate) bearer: bool,
+    /// Logged in with a session cookie (so there is a login to end).
+    pub(crate) login: bool,
 }
 
 /// Why a request has no viewer.
@@ -117,6 +119,7 @@ pub(crate) fn identify(dashboard: &Dashboard, headers: &HeaderMap) -> Result<Vie
                 name,
                 csrf: dashboard.open_csrf.clone(),
                 bearer: false,
+                login: false,
             })
             .map_err(|_| Refusal::NotLoggedIn);
     }
@@ -130,6 +133,7 @@ pub(crate) fn identify(dashboard: &Dashboard, headers: &HeaderMap) -> Result<Vie
             name,
             csrf: None,
             bearer: true,
+            login: false,
         });
     }
     cookie_value(headers, COOKIE)
@@ -234,6 +238,7 @@ impl Sessions {
                 name: s.operator.clone(),
                 csrf: Some(s.csrf.clone()),
                 bearer: false,
+                login: true,
             }),
             Some(_) => {
                 map.remove(id);

@@ -207,6 +207,7 @@ mod tests {
             name: AgentId::parse("op").unwrap(),
             csrf: Some("secret-csrf".to_owned()),
             bearer,
+            login: !bearer,
         }
     }
 

@@ -105,8 +105,8 @@ fn verdict(completion: &Value) -> Markup {
                 p { (word) }
             } @else {
                 p { strong { (text("status").unwrap_or_default()) }
-                    @if let Some(cycles) = completion.get("cycles") { " after " (cycles) " cycle(s)" }
-                    @if let Some(confidence) = completion.get("confidence") { " · confidence " (confidence) }
+                    @if let Some(cycles) = completion.get("cycles").filter(|c| !c.is_null()) { " after " (cycles) " cycle(s)" }
+                    @if let Some(confidence) = completion.get("confidence").filter(|c| !c.is_null()) { " · confidence " (confidence) }
                 }
                 @if let Some(reason) = text("reason") { p { (reason) } }
                 @if let Some(Value::Array(remaining)) = completion.get("remaining") {

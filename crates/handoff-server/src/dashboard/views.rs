@@ -29,7 +29,7 @@ pub(crate) fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup
                     span #live-state.live-state title="live updates" {}
                     @if let Some(viewer) = viewer {
                         span.who { "operator " (viewer.name.as_str()) }
-                        @if !viewer.bearer && viewer.csrf.is_some() {
+                        @if viewer.login {
                             form.inline method="post" action="/logout" {
                                 (csrf_field(viewer))
                                 button.link type="submit" { "Log out" }
@@ -247,6 +247,7 @@ mod tests {
             name: AgentId::parse("op").unwrap(),
             csrf: Some("\"><b>".to_owned()),
             bearer: false,
+            login: true,
         };
         let html = csrf_field(&viewer).into_string();
         assert!(html.contains("value=\"&quot;&gt;&lt;b&gt;\""), "{html}");
