@@ -101,6 +101,11 @@ try {
   await page.goto(`${base}/tasks/${hanging}`);
   await page.waitForSelector("#task-state[data-status=running]", { timeout: LONG });
   await shot("07-running");
+  // A message typed on the page reaches the task's history (shown live).
+  await page.fill("#message", "a note from the dashboard");
+  await Promise.all([page.waitForURL(`${base}/tasks/${hanging}`), page.click("#message-form button[type=submit]")]);
+  await page.waitForSelector("#events li.k-message", { timeout: 30_000 });
+  seen.messageEvent = (await page.textContent("#events li.k-message .msg")).trim();
   await Promise.all([page.waitForURL(`${base}/tasks/${hanging}`), page.click("#controls button[value=cancel]")]);
   await page.waitForSelector("#task-state[data-status=cancelled]", { timeout: 60_000 });
   seen.cancelledState = "cancelled";

@@ -271,6 +271,37 @@ mod tests {
         AgentId::parse(name).unwrap()
     }
 
+    fn access(env: &[(&str, &str)]) -> Access {
+        let config = handoff_config::Config::load(handoff_config::LoadOptions {
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..handoff_config::LoadOptions::default()
+        })
+        .unwrap();
+        Access::from_config(&config.server)
+    }
+
+    #[test]
+    fn on_with_an_operator_token_or_as_an_open_loopback_server_only() {
+        let operator = r#"[{"token":"operator-token-0000001","role":"operator"}]"#;
+        let agent = r#"[{"token":"agent-token-000000001","role":"agent","agent_id":"a"}]"#;
+        assert_eq!(access(&[]), Access::Open);
+        assert_eq!(access(&[("HANDOFF_HOST", "0.0.0.0")]), Access::Off);
+        assert_eq!(access(&[("HANDOFF_AUTH_TOKENS", operator)]), Access::Tokens);
+        let public = [
+            ("HANDOFF_HOST", "0.0.0.0"),
+            ("HANDOFF_AUTH_TOKENS", operator),
+        ];
+        assert_eq!(access(&public), Access::Tokens);
+        assert_eq!(access(&[("HANDOFF_AUTH_TOKENS", agent)]), Access::Off);
+        assert_eq!(
+            access(&[("HANDOFF_AUTH_TOKEN", "gateway-token-00001")]),
+            Access::Off
+        );
+    }
+
     #[test]
     fn loopback_names() {
         for host in ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"] {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::{
     Extension,
     extract::{Path, RawQuery, State},
-    response::Response,
+    response::{IntoResponse, Response},
 };
 use handoff_protocol::{
     ArtifactKind, EventView, TaskId, TaskStatus,
@@ -254,7 +254,10 @@ pub(crate) async fn file(
     }
 }
 
-/// `GET /login`: the login form (or, when already open, the way back).
-pub(crate) async fn login_form() -> Response {
+/// `GET /login`: the login form (an open dashboard needs none: back to the list).
+pub(crate) async fn login_form(State(dashboard): State<Arc<Dashboard>>) -> Response {
+    if dashboard.access == super::Access::Open {
+        return axum::response::Redirect::to("/").into_response();
+    }
     views::respond(StatusCode::OK, views::login(None))
 }

@@ -2,9 +2,10 @@
 //! playwright-core (`tests/interop/dashboard.mjs`) against the real binary, the real OpenCode
 //! and the scripted model, while an agent submits tasks over MCP. A task submitted after the
 //! page is open appears and changes state without a reload; Approve lets a task waiting for a
-//! permission continue; Cancel cancels a running one; the diff renders coloured; an agent
-//! token cannot open the dashboard and an operator token can. Host, Origin and access rules
-//! are checked over plain HTTP. Screenshots go to `target/test-artifacts/dashboard/`.
+//! permission continue; a message reaches a task; Cancel cancels a running one; the diff
+//! renders coloured; an agent token cannot open the dashboard and an operator token can.
+//! Host, Origin and access rules are checked over plain HTTP. Screenshots go to
+//! `target/test-artifacts/dashboard/`.
 
 use std::{path::PathBuf, process::Command, time::Duration};
 
@@ -219,15 +220,40 @@ fn access_rules(server: &Server) {
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
 }
 
-/// With only a gateway token there is no operator to show it to: 404, saying why.
+/// With only a gateway token there is no operator to show it to: 404, saying why. On loopback
+/// with no tokens at all it is open, as the local operator `dashboard`, and still refuses a
+/// change that is not same-origin.
 #[test]
-fn dashboard_is_off_without_an_operator() {
-    let server = start(&[("HANDOFF_AUTH_TOKEN", "a-gateway-token-only-0001")]);
+fn dashboard_is_off_without_an_operator_and_open_on_a_tokenless_loopback_server() {
     let http = Http::new();
-    let (status, _, body) = http.send(|c| c.get(format!("{}/", base(&server))));
+    let off = start(&[("HANDOFF_AUTH_TOKEN", "a-gateway-token-only-0001")]);
+    let (status, _, body) = http.send(|c| c.get(format!("{}/", base(&off))));
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(body.contains("dashboard is off"), "{body}");
     assert!(body.contains("operator"), "{body}");
+    drop(off);
+
+    let open = start(&[]);
+    let url = base(&open);
+    let (status, _, body) = http.send(|c| c.get(format!("{url}/")));
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("operator dashboard"), "{body}");
+    let control = format!("{url}/tasks/task_aaaaaaaaaaaaaaaaaaaaaaaaaa/control");
+    let (status, _, body) = http.send(|c| {
+        c.post(&control)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("control=cancel")
+    });
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    // Same-origin: it reaches the tool, which knows no such task.
+    let (status, _, body) = http.send(|c| {
+        c.post(&control)
+            .header("origin", url.as_str())
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("control=cancel")
+    });
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(body.contains("not found"), "{body}");
 }
 
 #[test]
@@ -319,6 +345,13 @@ fn dashboard_in_headless_chromium() {
     );
     assert_eq!(seen["fileContent"], "hello from opencode", "{seen:#}");
     assert_eq!(seen["approveAppearedLive"], "still here", "{seen:#}");
+    assert!(
+        seen["messageEvent"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("a note from the dashboard"),
+        "{seen:#}"
+    );
     assert!(
         seen["pendingTitle"]
             .as_str()
