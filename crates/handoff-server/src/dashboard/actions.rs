@@ -131,12 +131,15 @@ pub(crate) async fn control(
         Ok(parsed) => parsed,
         Err(refusal) => return refused(&headers, &refusal),
     };
-    let args = SendTaskControlArgs {
-        agent_id: None,
-        task_id: id.clone(),
-        control,
-        reason: Some(reason.unwrap_or_else(|| "from the dashboard".to_owned())),
-    };
+    let args =
+        SendTaskControlArgs {
+            agent_id: None,
+            task_id: id.clone(),
+            control,
+            reason: Some(reason.unwrap_or_else(|| {
+                format!("requested by {} in the dashboard", viewer.name.as_str())
+            })),
+        };
     act(&dashboard, &headers, &viewer, args, id.as_str()).await
 }
 

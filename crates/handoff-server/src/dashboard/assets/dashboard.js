@@ -13,6 +13,17 @@
     document.body.setAttribute("data-live-state", on ? "on" : "off");
   }
 
+  var FINISHED = ["completed", "failed", "timeout", "cancelled"];
+
+  // A finished task takes no more messages: hide the form the page was rendered with.
+  function settle() {
+    var state = document.getElementById("task-state");
+    var form = document.getElementById("message-form");
+    if (state && form && FINISHED.indexOf(state.getAttribute("data-status")) >= 0) {
+      form.hidden = true;
+    }
+  }
+
   function fragment(event) {
     try {
       var data = JSON.parse(event.data);
@@ -29,7 +40,10 @@
     source.onerror = function () { setLive(false); };
     source.addEventListener("replace", function (event) {
       var f = fragment(event);
-      if (f) { f.target.innerHTML = f.html; }
+      if (f) {
+        f.target.innerHTML = f.html;
+        settle();
+      }
     });
     source.addEventListener("append", function (event) {
       var f = fragment(event);
