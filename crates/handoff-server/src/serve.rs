@@ -43,8 +43,8 @@ pub enum ServeError {
     Stdio(String),
 }
 
-/// The axum router: `/mcp` behind the edge guard, plus `/health`, `/ready` and `/metrics`
-/// behind its Host and Origin checks.
+/// The axum router: `/mcp` behind the edge guard, plus `/health`, `/ready`, `/metrics` and
+/// the dashboard (`/`, see [`crate::dashboard`]) behind its Host and Origin checks.
 pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeError> {
     let server = &app.config.server;
     let policy = Arc::new(EdgePolicy::from_config(server)?);
@@ -89,10 +89,18 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
         .route("/metrics", get(metrics))
         .with_state(app.clone());
     // Probes get no token check, but a DNS-rebinding page must not read them either.
-    let probes = plain
-        .merge(metrics)
-        .layer(middleware::from_fn_with_state(policy, edge::host_guard));
-    Ok(mcp.merge(probes))
+    let probes = plain.merge(metrics).layer(middleware::from_fn_with_state(
+        policy.clone(),
+        edge::host_guard,
+    ));
+    let dashboard = crate::dashboard::router(
+        server,
+        app.pipeline.clone(),
+        app.engine.clone(),
+        policy,
+        shutdown,
+    );
+    Ok(mcp.merge(probes).merge(dashboard))
 }
 
 /// A running HTTP server.

@@ -92,6 +92,20 @@ impl EdgePolicy {
     pub fn max_body_bytes(&self) -> usize {
         self.max_body_bytes
     }
+
+    /// Whom a presented bearer token stands for, if it is one of the configured tokens. Every
+    /// token is compared, so the time taken says nothing about which matched.
+    pub(crate) fn role_of(&self, presented: &str) -> Option<TokenRole> {
+        self.tokens
+            .iter()
+            .filter(|(token, _)| constant_time_eq(presented.as_bytes(), token.as_bytes()))
+            .fold(None, |found, (_, role)| found.or(Some(role.clone())))
+    }
+
+    /// How long a request body may take to arrive in full.
+    pub(crate) fn body_read_timeout(&self) -> Duration {
+        self.body_read_timeout
+    }
 }
 
 fn forbidden(message: &str) -> Response {
@@ -139,7 +153,7 @@ fn body_too_slow(deadline: Duration) -> Response {
 }
 
 /// Compares secrets in time independent of where they differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -240,13 +254,7 @@ pub(crate) async fn guard(
         match header_str(&request, header::AUTHORIZATION) {
             Ok(Some(value)) => {
                 let presented = value.strip_prefix("Bearer ").unwrap_or_default();
-                // Every token is compared, so the time taken says nothing about which matched.
-                let matched = policy
-                    .tokens
-                    .iter()
-                    .filter(|(token, _)| constant_time_eq(presented.as_bytes(), token.as_bytes()))
-                    .fold(None, |found, (_, role)| found.or(Some(role.clone())));
-                match matched {
+                match policy.role_of(presented) {
                     Some(role) => role,
                     None => return unauthorized("Unauthorized: invalid bearer token", true),
                 }

@@ -2,6 +2,7 @@ mod claude_client;
 mod cli;
 mod completion;
 mod completion_truth;
+mod dashboard;
 mod executors;
 mod harness;
 mod identity;
