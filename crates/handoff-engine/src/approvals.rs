@@ -37,23 +37,33 @@ impl Engine {
             })
     }
 
-    /// `agent`'s audit records, newest first.
+    /// The caller's audit records, newest first; for an operator naming a task, that task's whole
+    /// trail.
     pub async fn audit(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         task: Option<&TaskId>,
         before_seq: Option<i64>,
         limit: u32,
     ) -> Result<Vec<AuditRecord>, EngineError> {
-        if let Some(task) = task {
-            self.steerable(&Principal::Agent(agent.clone()), task)
-                .await?;
-        }
+        let agent = match (caller, task) {
+            // An operator sees a task's whole trail: its owner's executor decisions and every
+            // caller's steering of it.
+            (Principal::Operator(_), Some(task)) => {
+                self.readable(caller, task).await?;
+                None
+            }
+            (_, Some(task)) => {
+                self.steerable(caller, task).await?;
+                Some(caller.name().clone())
+            }
+            (_, None) => Some(caller.name().clone()),
+        };
         Ok(self
             .inner
             .store
             .audit(&AuditFilter {
-                agent: agent.clone(),
+                agent,
                 task: task.cloned(),
                 before_seq,
                 limit: limit.clamp(1, MAX_AUDIT_PAGE),

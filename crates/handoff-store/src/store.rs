@@ -300,8 +300,8 @@ pub struct WorkspaceBacklog {
 /// Which audit records to read.
 #[derive(Debug, Clone)]
 pub struct AuditFilter {
-    /// Whose.
-    pub agent: AgentId,
+    /// Whose; `None`: every agent's (an operator reading one task's whole trail).
+    pub agent: Option<AgentId>,
     /// Only this task's.
     pub task: Option<TaskId>,
     /// Only records before this sequence number (paging).

@@ -172,7 +172,7 @@ impl TaskFollow {
         }
         if self.rendered != Some(state.task.status) {
             self.rendered = Some(state.task.status);
-            match pages::outcome(dashboard, viewer, id).await {
+            match pages::outcome(dashboard, viewer, id, state.answer.clone()).await {
                 Ok((found, _)) => {
                     out.extend(replace("outcome", task_view::outcome(id.as_str(), &found)))
                 }

@@ -140,11 +140,13 @@ pub(crate) async fn events_after(
     Ok((page.events, page.total_events))
 }
 
-/// Reads what a task produced, and its newest events.
+/// Reads what a task produced, and its newest events. `answer` is the final answer its status
+/// names; without one, the stored output or the last text the agent wrote stands in.
 pub(crate) async fn outcome(
     dashboard: &Dashboard,
     viewer: &Viewer,
     id: &TaskId,
+    answer: Option<String>,
 ) -> Result<(Outcome, Vec<EventView>), ToolError> {
     let mut args = GetTaskHistoryArgs {
         agent_id: None,
@@ -160,10 +162,12 @@ pub(crate) async fn outcome(
     }
     let artifacts = history.artifacts.unwrap_or_default();
     let artifact = |kind| artifacts.iter().find(|a| a.kind == kind).cloned();
-    let answer = artifact(ArtifactKind::Output)
-        .map(|a| a.content)
-        .filter(|text| !text.trim().is_empty())
-        .or_else(|| task_view::last_text(&history.events));
+    let answer = answer.or_else(|| {
+        artifact(ArtifactKind::Output)
+            .map(|a| a.content)
+            .filter(|text| !text.trim().is_empty())
+            .or_else(|| task_view::last_text(&history.events))
+    });
     let found = Outcome {
         answer,
         diff: artifact(ArtifactKind::Diff),
@@ -189,7 +193,7 @@ pub(crate) async fn task_page(
     };
     let loaded = async {
         let state = status(&dashboard, &viewer, &id).await?;
-        let (found, events) = outcome(&dashboard, &viewer, &id).await?;
+        let (found, events) = outcome(&dashboard, &viewer, &id, state.answer.clone()).await?;
         Ok::<_, ToolError>((state, found, events))
     };
     match loaded.await {

@@ -89,7 +89,7 @@ pub async fn audit_reads_newest_first_per_agent_and_task<S: ConformanceStore>(st
     store.append_audit(&anonymous).await.unwrap();
 
     let filter = |task: Option<&TaskId>, before_seq: Option<i64>, limit: u32| AuditFilter {
-        agent: agent("agent-a"),
+        agent: Some(agent("agent-a")),
         task: task.cloned(),
         before_seq,
         limit,
@@ -119,10 +119,24 @@ pub async fn audit_reads_newest_first_per_agent_and_task<S: ConformanceStore>(st
     assert_eq!(next, newest_first[2..4]);
 
     let of_b = AuditFilter {
-        agent: agent("agent-b"),
+        agent: Some(agent("agent-b")),
         task: None,
         before_seq: None,
         limit: 100,
     };
-    assert_eq!(store.audit(&of_b).await.unwrap(), vec![other]);
+    assert_eq!(store.audit(&of_b).await.unwrap(), vec![other.clone()]);
+
+    // Every agent's records on one task (an operator's view), and with no filter every record.
+    let mut on_t1 = audit_record(120, "agent-b", Some(&t1));
+    on_t1.seq = store.append_audit(&on_t1).await.unwrap();
+    let any_agent = |task: Option<&TaskId>| AuditFilter {
+        agent: None,
+        task: task.cloned(),
+        before_seq: None,
+        limit: 100,
+    };
+    let mut whole_t1 = vec![on_t1.clone()];
+    whole_t1.extend(of_t1);
+    assert_eq!(store.audit(&any_agent(Some(&t1))).await.unwrap(), whole_t1);
+    assert_eq!(store.audit(&any_agent(None)).await.unwrap().len(), 8);
 }

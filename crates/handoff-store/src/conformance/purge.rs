@@ -127,7 +127,7 @@ pub async fn purge_takes_task_approvals_and_old_audit<S: ConformanceStore>(store
         vec![for_project]
     );
     let all = AuditFilter {
-        agent: agent("agent-a"),
+        agent: Some(agent("agent-a")),
         task: None,
         before_seq: None,
         limit: 100,

@@ -192,15 +192,17 @@ pub(super) async fn append_audit(
     Ok(seq)
 }
 
-/// Audit records of one agent, newest first.
+/// Audit records of one agent (or of every agent), newest first.
 pub(super) async fn audit(
     read: &SqlitePool,
     filter: &AuditFilter,
 ) -> Result<Vec<AuditRecord>, StoreError> {
     let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-        "SELECT seq, at, agent_id, task_id, source, subject, outcome, stage, reason, detail FROM audit WHERE agent_id = ",
+        "SELECT seq, at, agent_id, task_id, source, subject, outcome, stage, reason, detail FROM audit WHERE 1 = 1",
     );
-    qb.push_bind(filter.agent.as_str());
+    if let Some(agent) = &filter.agent {
+        qb.push(" AND agent_id = ").push_bind(agent.as_str());
+    }
     if let Some(task) = &filter.task {
         qb.push(" AND task_id = ").push_bind(task.as_str());
     }
@@ -264,7 +266,7 @@ mod tests {
         store.append_audit(&record).await.unwrap();
         let rows = store
             .audit(&AuditFilter {
-                agent: AgentId::parse("agent-a").unwrap(),
+                agent: Some(AgentId::parse("agent-a").unwrap()),
                 task: None,
                 before_seq: None,
                 limit: 10,

@@ -46,7 +46,7 @@ impl Tool for GetAuditLogTool {
         let limit = args.limit.unwrap_or(50).min(MAX_AUDIT_PAGE);
         let records = self
             .engine
-            .audit(agent.name(), args.task_id.as_ref(), args.before_seq, limit)
+            .audit(&agent, args.task_id.as_ref(), args.before_seq, limit)
             .await
             .map_err(|e| tool_error(self.name(), e))?;
         let next_before_seq = (records.len() == limit as usize)

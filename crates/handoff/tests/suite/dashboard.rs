@@ -392,19 +392,28 @@ fn dashboard_in_headless_chromium() {
         "the approved command did not run"
     );
     assert_eq!(status(AGENT_TOKEN, &ids["hanging"])["status"], "cancelled");
-    let audit = calls_with(
-        &server,
-        "-",
-        Some(OPERATOR),
-        json!([{"name": "get_audit_log", "arguments": {}}]),
-    )
-    .remove(0);
-    let records = ok(&audit)["records"].as_array().unwrap().clone();
+    // An operator reads a task's whole trail: the owner's executor decisions and its own steering.
+    let trail = |id: &Value| {
+        let audit = calls_with(
+            &server,
+            "-",
+            Some(OPERATOR),
+            json!([{"name": "get_audit_log", "arguments": {"task_id": id}}]),
+        )
+        .remove(0);
+        ok(&audit)["records"].as_array().unwrap().clone()
+    };
+    let records = trail(&ids["hanging"]);
     assert!(
-        records
-            .iter()
-            .any(|r| r["subject"] == "send_task_control" && r["task_id"] == ids["hanging"]),
+        records.iter().any(|r| r["subject"] == "send_task_control"
+            && r["agent_id"] == "ops-person"
+            && r["task_id"] == ids["hanging"]),
         "the cancel is not audited as the operator's: {records:#?}"
+    );
+    let records = trail(&ids["asking"]);
+    assert!(
+        records.iter().any(|r| r["agent_id"] == "agent-dash"),
+        "the approved task's own decisions are missing from its trail: {records:#?}"
     );
 
     drop(server);
