@@ -125,12 +125,13 @@ pub struct LiveSink {
 }
 
 impl LiveSink {
-    /// A sink whose progress line shows on stderr when it is a terminal.
-    pub fn new(quiet: bool) -> Self {
+    /// A sink for task `id` whose progress line shows on stderr when it is a terminal.
+    pub fn new(id: &str, quiet: bool) -> Self {
         let bar = ProgressBar::new_spinner();
         if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix} {elapsed} {wide_msg}") {
             bar.set_style(style);
         }
+        bar.set_prefix(id.to_owned());
         bar.enable_steady_tick(Duration::from_millis(120));
         Self {
             bar,

@@ -25,7 +25,13 @@ pub async fn tasks(conn: &Connection, args: &TasksArgs) -> Result<Exit, ClientEr
         .as_deref()
         .map(str::parse::<TaskStatus>)
         .transpose()
-        .map_err(|e| ClientError::Usage(format!("--status: {e}")))?;
+        .map_err(|e| {
+            let names: Vec<&str> = TaskStatus::ALL.iter().map(|s| s.as_str()).collect();
+            ClientError::Usage(format!(
+                "--status: {e}; expected one of {}",
+                names.join(", ")
+            ))
+        })?;
     let list = ListTasksArgs {
         status,
         limit: Some(args.limit.clamp(1, 200)),
@@ -180,7 +186,7 @@ async fn follow_logs(
             Followed::Interrupted => Ok(Exit::Detached),
         };
     }
-    let mut sink = LiveSink::new(false);
+    let mut sink = LiveSink::new(follower.id().as_str(), false);
     let followed = follow(conn, &mut follower, &mut sink, ctrl_c()).await?;
     sink.finish();
     match followed {

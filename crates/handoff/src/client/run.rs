@@ -68,7 +68,7 @@ fn absolute(dir: &std::path::Path) -> Result<String, ClientError> {
 /// Follows task `id` until it ends, or until the user detaches.
 async fn wait_for_end(conn: &Connection, id: TaskId, json: bool) -> Result<Exit, ClientError> {
     let mut follower = Follower::new(id);
-    let mut sink = LiveSink::new(json);
+    let mut sink = LiveSink::new(follower.id().as_str(), json);
     let mut cancelling = false;
     let task = loop {
         let interrupt = async {
@@ -81,7 +81,8 @@ async fn wait_for_end(conn: &Connection, id: TaskId, json: bool) -> Result<Exit,
             Followed::Ended(task) => break task,
             Followed::Interrupted if !cancelling && sink.suspend(ask_cancel) => {
                 cancelling = true;
-                cancel(conn, follower.id()).await?;
+                let said = cancel(conn, follower.id()).await?;
+                sink.suspend(|| eprintln!("{said}"));
             }
             Followed::Interrupted => {
                 sink.finish();
@@ -135,16 +136,15 @@ fn ask_cancel() -> bool {
     matches!(line.trim(), "c" | "C" | "cancel")
 }
 
-async fn cancel(conn: &Connection, id: &TaskId) -> Result<(), ClientError> {
+/// Cancels task `id`; what the server said.
+async fn cancel(conn: &Connection, id: &TaskId) -> Result<String, ClientError> {
     let args = SendTaskControlArgs {
         agent_id: None,
         task_id: id.clone(),
         control: ControlAction::Cancel,
         reason: Some("cancelled from `handoff run` (Ctrl-C)".to_owned()),
     };
-    let done = conn.call(&args).await?;
-    eprintln!("{}", done.value.message);
-    Ok(())
+    Ok(conn.call(&args).await?.value.message)
 }
 
 /// The task's diff, when one was kept and is not empty (at most its first 64 KiB).
