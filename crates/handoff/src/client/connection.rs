@@ -131,9 +131,14 @@ impl Connection {
                 ),
             };
         }
+        let hint = if status == StatusCode::FORBIDDEN && message.contains("x-agent-id") {
+            "; the token names the agent: drop --agent, HANDOFF_AGENT or `agent` in client.toml"
+        } else {
+            ""
+        };
         ClientError::Refused {
             status: status.as_u16(),
-            message,
+            message: format!("{message}{hint}"),
         }
     }
 }

@@ -14,6 +14,10 @@ use super::{ClientError, connection::Connection, render};
 
 /// Pause between polls: live enough to read along, light on the server.
 const POLL_EVERY: Duration = Duration::from_millis(300);
+/// Polls in a row that may find the server unreachable before following gives up.
+const RETRIES: u32 = 20;
+/// Pause after an unreachable server.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
 /// Events per page (the tool's maximum).
 const PAGE: u32 = 1000;
 
@@ -40,27 +44,34 @@ impl Follower {
         self.offset
     }
 
-    /// The task as it stands and the events recorded since the last poll.
+    /// The task as it stands and the events recorded since the last poll (all of them or,
+    /// on an error, none: the next poll starts from the same place).
     pub async fn poll(
         &mut self,
         conn: &Connection,
     ) -> Result<(TaskView, Vec<EventView>), ClientError> {
         let mut events = Vec::new();
+        let mut offset = self.offset;
         loop {
-            let page = self.page(conn).await?;
-            self.offset = page.events_offset + page.events.len() as u64;
+            let page = self.page(conn, offset).await?;
+            offset = page.events_offset + page.events.len() as u64;
             events.extend(page.events);
             if !page.has_more {
+                self.offset = offset;
                 return Ok((page.task, events));
             }
         }
     }
 
-    async fn page(&self, conn: &Connection) -> Result<GetTaskHistoryOutput, ClientError> {
+    async fn page(
+        &self,
+        conn: &Connection,
+        offset: u64,
+    ) -> Result<GetTaskHistoryOutput, ClientError> {
         let args = GetTaskHistoryArgs {
             agent_id: None,
             task_id: self.id.clone(),
-            events_offset: Some(self.offset),
+            events_offset: Some(offset),
             events_limit: Some(PAGE),
             include_artifacts: None,
         };
@@ -91,12 +102,27 @@ pub async fn follow(
 ) -> Result<Followed, ClientError> {
     tokio::pin!(interrupt);
     let mut ended = false;
+    let mut failures = 0;
     loop {
         let polled = tokio::select! {
-            polled = follower.poll(conn) => polled?,
+            polled = follower.poll(conn) => polled,
             () = &mut interrupt => return Ok(Followed::Interrupted),
         };
-        let (task, events) = polled;
+        let (task, events) = match polled {
+            Ok(polled) => {
+                failures = 0;
+                polled
+            }
+            // A server restarting: the task is still there when it is back.
+            Err(ClientError::Unreachable { .. }) if failures < RETRIES => {
+                failures += 1;
+                tokio::select! {
+                    () = tokio::time::sleep(RETRY_PAUSE) => continue,
+                    () = &mut interrupt => return Ok(Followed::Interrupted),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         sink.update(&task, &events);
         // One more poll after the end is seen: events recorded just before it are delivered.
         if ended && events.is_empty() {
@@ -175,5 +201,13 @@ impl Sink for LiveSink {
                 .map(|t| format!(" tool: {t}"))
                 .unwrap_or_default(),
         );
+    }
+}
+
+/// Completes on Ctrl-C (never, when no handler can be installed). Until it is first polled,
+/// Ctrl-C ends the program as usual.
+pub async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
     }
 }

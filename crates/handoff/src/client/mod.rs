@@ -12,10 +12,12 @@ mod diffstat;
 mod error;
 mod follow;
 mod inspect;
+mod logs;
 mod render;
 mod run;
 mod settings;
 mod steer;
+mod workdir;
 
 use std::process::ExitCode;
 
@@ -75,9 +77,9 @@ async fn dispatch(config: &Config, command: ClientCommand) -> Result<Exit, Clien
         C::Run(args) => run::run(&conn, args).await,
         C::Tasks(args) => inspect::tasks(&conn, args).await,
         C::Show(args) => inspect::show(&conn, args).await,
-        C::Logs(args) => inspect::logs(&conn, args).await,
-        C::Diff(args) => inspect::diff(&conn, args).await,
-        C::Files(args) => inspect::files(&conn, args).await,
+        C::Logs(args) => logs::logs(&conn, args).await,
+        C::Diff(args) => workdir::diff(&conn, args).await,
+        C::Files(args) => workdir::files(&conn, args).await,
         C::Cancel(args) => steer::control(&conn, ControlAction::Cancel, args).await,
         C::Pause(args) => steer::control(&conn, ControlAction::Pause, args).await,
         C::Resume(args) => steer::control(&conn, ControlAction::Resume, args).await,

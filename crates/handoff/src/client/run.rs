@@ -15,7 +15,7 @@ use super::{
     ClientError, Exit,
     connection::Connection,
     diffstat,
-    follow::{Followed, Follower, LiveSink, follow},
+    follow::{Followed, Follower, LiveSink, ctrl_c, follow},
     render,
 };
 use crate::cli::RunArgs;
@@ -71,13 +71,7 @@ async fn wait_for_end(conn: &Connection, id: TaskId, json: bool) -> Result<Exit,
     let mut sink = LiveSink::new(follower.id().as_str(), json);
     let mut cancelling = false;
     let task = loop {
-        let interrupt = async {
-            // Without a handler Ctrl-C would kill the client and print nothing useful.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        match follow(conn, &mut follower, &mut sink, interrupt).await? {
+        match follow(conn, &mut follower, &mut sink, ctrl_c()).await? {
             Followed::Ended(task) => break task,
             Followed::Interrupted if !cancelling && sink.suspend(ask_cancel) => {
                 cancelling = true;
