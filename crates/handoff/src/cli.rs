@@ -476,6 +476,41 @@ mod tests {
     }
 
     #[test]
+    fn client_commands_parse_with_their_connection_flags() {
+        let cli = Cli::parse_from([
+            "handoff",
+            "run",
+            "fix it",
+            "--dir",
+            ".",
+            "--wait",
+            "--url",
+            "http://h:1/mcp",
+        ]);
+        let Command::Client(ClientCommand::Run(run)) = cli.command else {
+            panic!("not run");
+        };
+        assert_eq!(
+            (run.text.as_str(), run.wait, run.no_wait),
+            ("fix it", true, false)
+        );
+        assert_eq!(run.remote.url.as_deref(), Some("http://h:1/mcp"));
+        assert!(Cli::try_parse_from(["handoff", "run", "x", "--wait", "--no-wait"]).is_err());
+        let cli = Cli::parse_from(["handoff", "approve", "task_x", "--scope", "project"]);
+        let Command::Client(ClientCommand::Approve(approve)) = cli.command else {
+            panic!("not approve");
+        };
+        assert_eq!(approve.scope, Scope::Project);
+        assert!(Cli::try_parse_from(["handoff", "approve", "t", "--scope", "always"]).is_err());
+        let cli = Cli::parse_from(["handoff", "logs", "task_x", "-f", "--agent", "me"]);
+        let Command::Client(ClientCommand::Logs(logs)) = cli.command else {
+            panic!("not logs");
+        };
+        assert!(logs.follow);
+        assert_eq!(logs.remote.agent.as_deref(), Some("me"));
+    }
+
+    #[test]
     fn serve_flags_become_overrides() {
         let cli = Cli::parse_from(["handoff", "--log-format", "json", "serve", "--port", "0"]);
         let keys: Vec<_> = cli
