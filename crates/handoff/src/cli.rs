@@ -56,6 +56,257 @@ pub enum Command {
     /// The floor server `handoff bench` measures against (started by it).
     #[command(hide = true)]
     BenchFloor,
+    /// Client commands: talk to a running `handoff serve` over MCP.
+    #[command(flatten)]
+    Client(ClientCommand),
+}
+
+/// Commands that speak MCP to a running server (`--url`, token from `HANDOFF_TOKEN` or
+/// `client.toml`).
+#[derive(Debug, Subcommand)]
+pub enum ClientCommand {
+    /// Hand a task to a coding agent; on a terminal, follow it live to its end.
+    Run(RunArgs),
+    /// Your tasks, newest first (a table).
+    Tasks(TasksArgs),
+    /// Where one task stands: state, times, pending requests, the agent's answer.
+    Show(ShowArgs),
+    /// A task's events (-f: follow it until it ends).
+    Logs(LogsArgs),
+    /// The diff of a task's changes.
+    Diff(DiffArgs),
+    /// List a task's working directory, or print one of its files.
+    Files(FilesArgs),
+    /// Cancel a task (for good).
+    Cancel(ControlArgs),
+    /// Pause a running task.
+    Pause(ControlArgs),
+    /// Resume a paused task.
+    Resume(ControlArgs),
+    /// Tell a task's coding agent something.
+    Message(MessageArgs),
+    /// Allow what a task waiting for a permission asks.
+    Approve(ApproveArgs),
+    /// Refuse what a task waiting for a permission asks.
+    Deny(DenyArgs),
+    /// Permission requests waiting for you, and your standing approvals.
+    Approvals(ApprovalsArgs),
+}
+
+/// Where the client finds the server and whom it acts as.
+#[derive(Debug, Clone, Args)]
+pub struct Remote {
+    /// The server's MCP endpoint (default: client.toml `url`, else
+    /// http://127.0.0.1:<server.port>/mcp).
+    #[arg(long, env = "HANDOFF_URL")]
+    pub url: Option<String>,
+    /// The agent to act as, sent as x-agent-id (default: client.toml `agent`; without a token,
+    /// auth.default_agent or `cli`). A token bound to an agent decides by itself.
+    #[arg(long, env = "HANDOFF_AGENT")]
+    pub agent: Option<String>,
+}
+
+/// Options of `handoff run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What the coding agent should do, in plain language.
+    pub text: String,
+    /// An existing directory to work in (default: a fresh one for the task).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// The executor to run it (default: the server's).
+    #[arg(long)]
+    pub executor: Option<String>,
+    /// Follow the task to its end (the default on a terminal).
+    #[arg(long, conflicts_with = "no_wait")]
+    pub wait: bool,
+    /// Print the task id and return at once (the default when not on a terminal).
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Print JSON (the submission, or with --wait the final status) instead of lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff tasks`.
+#[derive(Debug, Args)]
+pub struct TasksArgs {
+    /// Only tasks in this state (queued, running, paused, input_required, completed, failed,
+    /// timeout, cancelled).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// How many (at most 200).
+    #[arg(long, default_value_t = 50)]
+    pub limit: u32,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The task.
+    pub id: String,
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff logs`.
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The task.
+    pub id: String,
+    /// Keep printing new events until the task ends.
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Print JSON (with -f: one event per line) instead of lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The task.
+    pub id: String,
+    /// Only the diff stat.
+    #[arg(long)]
+    pub stat: bool,
+    /// Print JSON instead of the diff.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff files`.
+#[derive(Debug, Args)]
+pub struct FilesArgs {
+    /// The task.
+    pub id: String,
+    /// A directory to list or a file to print, relative to the task's working directory.
+    pub path: Option<String>,
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff cancel|pause|resume`.
+#[derive(Debug, Args)]
+pub struct ControlArgs {
+    /// The task.
+    pub id: String,
+    /// Why (recorded in the task's history).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Print JSON instead of a line.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff message`.
+#[derive(Debug, Args)]
+pub struct MessageArgs {
+    /// The task.
+    pub id: String,
+    /// What to tell its coding agent.
+    pub text: String,
+    /// The kind of message (update, feedback, context_change, requirement_change,
+    /// priority_change, clarification, correction, guidance).
+    #[arg(long = "type", default_value = "update")]
+    pub kind: String,
+    /// Print JSON instead of a line.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// How far an approval reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scope {
+    /// This one request.
+    Once,
+    /// The same permission and pattern for the rest of the task.
+    Task,
+    /// The same permission and pattern in every task of yours in the same project, until
+    /// revoked.
+    Project,
+}
+
+/// Options of `handoff approve`.
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The task.
+    pub id: String,
+    /// The request to answer (default: the oldest pending one).
+    #[arg(long)]
+    pub request: Option<String>,
+    /// How far the approval reaches.
+    #[arg(long, value_enum, default_value_t = Scope::Once)]
+    pub scope: Scope,
+    /// With --scope task|project: approve these wildcards instead of the request's own
+    /// patterns (repeatable).
+    #[arg(long = "pattern")]
+    pub patterns: Vec<String>,
+    /// Print JSON instead of a line.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff deny`.
+#[derive(Debug, Args)]
+pub struct DenyArgs {
+    /// The task.
+    pub id: String,
+    /// The request to answer (default: the oldest pending one).
+    #[arg(long)]
+    pub request: Option<String>,
+    /// Why, for the coding agent.
+    #[arg(long)]
+    pub message: Option<String>,
+    /// Print JSON instead of a line.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff approvals`.
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
 }
 
 /// `handoff letta …` subcommands.
@@ -222,6 +473,41 @@ mod tests {
             ])
             .is_ok()
         );
+    }
+
+    #[test]
+    fn client_commands_parse_with_their_connection_flags() {
+        let cli = Cli::parse_from([
+            "handoff",
+            "run",
+            "fix it",
+            "--dir",
+            ".",
+            "--wait",
+            "--url",
+            "http://h:1/mcp",
+        ]);
+        let Command::Client(ClientCommand::Run(run)) = cli.command else {
+            panic!("not run");
+        };
+        assert_eq!(
+            (run.text.as_str(), run.wait, run.no_wait),
+            ("fix it", true, false)
+        );
+        assert_eq!(run.remote.url.as_deref(), Some("http://h:1/mcp"));
+        assert!(Cli::try_parse_from(["handoff", "run", "x", "--wait", "--no-wait"]).is_err());
+        let cli = Cli::parse_from(["handoff", "approve", "task_x", "--scope", "project"]);
+        let Command::Client(ClientCommand::Approve(approve)) = cli.command else {
+            panic!("not approve");
+        };
+        assert_eq!(approve.scope, Scope::Project);
+        assert!(Cli::try_parse_from(["handoff", "approve", "t", "--scope", "always"]).is_err());
+        let cli = Cli::parse_from(["handoff", "logs", "task_x", "-f", "--agent", "me"]);
+        let Command::Client(ClientCommand::Logs(logs)) = cli.command else {
+            panic!("not logs");
+        };
+        assert!(logs.follow);
+        assert_eq!(logs.remote.agent.as_deref(), Some("me"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The `handoff` binary: CLI, logging, signals; everything else lives in the library crates.
 
 mod cli;
+mod client;
 mod init;
 mod letta_connect;
 mod logging;
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
             command: LettaCommand::Connect(args),
         } => letta_connect::run(&config, args),
         Command::BenchFloor => bench_floor(),
+        Command::Client(command) => return client::main(&config, command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
 mod claude_client;
 mod cli;
+mod cli_client;
 mod completion;
 mod completion_truth;
 mod dashboard;

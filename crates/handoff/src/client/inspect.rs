@@ -1,0 +1,139 @@
+//! Reading tasks: `handoff tasks` and `handoff show`.
+
+use handoff_protocol::{
+    TaskStatus,
+    tasks::{GetTaskStatusArgs, GetTaskStatusOutput, ListTasksArgs},
+};
+
+use super::{ClientError, Exit, connection::Connection, render, task_id};
+use crate::cli::{ShowArgs, TasksArgs};
+
+/// `handoff tasks`: a table of the caller's tasks, newest first.
+pub async fn tasks(conn: &Connection, args: &TasksArgs) -> Result<Exit, ClientError> {
+    let status = args
+        .status
+        .as_deref()
+        .map(str::parse::<TaskStatus>)
+        .transpose()
+        .map_err(|e| {
+            let names: Vec<&str> = TaskStatus::ALL.iter().map(|s| s.as_str()).collect();
+            ClientError::Usage(format!(
+                "--status: {e}; expected one of {}",
+                names.join(", ")
+            ))
+        })?;
+    let list = ListTasksArgs {
+        status,
+        limit: Some(args.limit.clamp(1, 200)),
+        ..ListTasksArgs::default()
+    };
+    let reply = conn.call(&list).await?;
+    if args.json {
+        render::print_json(&reply.raw)?;
+        return Ok(Exit::Ok);
+    }
+    if reply.value.tasks.is_empty() {
+        eprintln!("no tasks");
+        return Ok(Exit::Ok);
+    }
+    let rows: Vec<Vec<String>> = reply
+        .value
+        .tasks
+        .iter()
+        .map(|t| {
+            vec![
+                t.task_id.clone(),
+                t.status.to_string(),
+                t.executor.clone(),
+                render::ago(t.created_at_ms),
+                t.duration_ms.map(render::duration).unwrap_or_default(),
+                render::one_line(&t.description, 60),
+            ]
+        })
+        .collect();
+    let headers = [
+        "ID",
+        "STATUS",
+        "EXECUTOR",
+        "CREATED",
+        "DURATION",
+        "DESCRIPTION",
+    ];
+    println!("{}", render::table(&headers, &rows));
+    if reply.value.next_cursor.is_some() {
+        eprintln!("(more tasks: raise --limit, at most 200)");
+    }
+    Ok(Exit::Ok)
+}
+
+/// `handoff show ID`: where one task stands.
+pub async fn show(conn: &Connection, args: &ShowArgs) -> Result<Exit, ClientError> {
+    let reply = conn
+        .call(&GetTaskStatusArgs {
+            agent_id: None,
+            task_id: task_id(&args.id)?,
+        })
+        .await?;
+    if args.json {
+        render::print_json(&reply.raw)?;
+    } else {
+        print_status(&reply.value);
+    }
+    Ok(Exit::Ok)
+}
+
+fn print_status(status: &GetTaskStatusOutput) {
+    let task = &status.task;
+    let field = |name: &str, value: &str| println!("{name:<11} {value}");
+    field("task", &task.task_id);
+    field("status", task.status.as_str());
+    field("executor", &task.executor);
+    field("workdir", &task.workdir);
+    field("created", &render::ago(task.created_at_ms));
+    if let Some(ms) = task.duration_ms {
+        field("duration", &render::duration(ms));
+    }
+    if let Some(position) = status.queue_position {
+        field("queue", &format!("position {position}"));
+    }
+    if let Some(exit) = &task.exit {
+        let how = match (exit.code, exit.signal) {
+            (Some(code), _) => format!("code {code}"),
+            (None, Some(signal)) => format!("signal {signal}"),
+            (None, None) => "unknown".to_owned(),
+        };
+        field("exit", &how);
+    }
+    if let Some(error) = &task.error {
+        field("error", error);
+    }
+    if let Some(tool) = &status.last_tool_call {
+        field("doing", tool);
+    }
+    if let Some(verdict) = status
+        .completion
+        .as_ref()
+        .and_then(|c| c["status"].as_str())
+    {
+        field("verdict", verdict);
+    }
+    field("description", &render::one_line(&task.description, 200));
+    for request in &status.pending_input {
+        println!(
+            "waiting     [{}] {} {}: {}",
+            request.request_id,
+            request.kind,
+            request.permission,
+            request.patterns.join(", ")
+        );
+        println!(
+            "            answer with `handoff approve {id} --request {r}` or `handoff deny {id} \
+             --request {r}`",
+            id = task.task_id,
+            r = request.request_id
+        );
+    }
+    if let Some(answer) = &status.answer {
+        println!("\n{}", answer.trim_end());
+    }
+}

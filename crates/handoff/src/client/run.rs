@@ -1,0 +1,161 @@
+//! `handoff run`: submit a task and, with `--wait`, follow it to its end: events, the agent's
+//! final answer, the diff stat, and an exit code that is the outcome. Ctrl-C on a terminal
+//! asks whether to cancel the task or detach; elsewhere it detaches.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use handoff_protocol::{
+    ArtifactKind, TaskId, TaskStatus,
+    tasks::{
+        ControlAction, ExecuteTaskArgs, GetTaskHistoryArgs, GetTaskStatusArgs, SendTaskControlArgs,
+    },
+};
+
+use super::{
+    ClientError, Exit,
+    connection::Connection,
+    diffstat,
+    follow::{Followed, Follower, LiveSink, ctrl_c, follow},
+    render,
+};
+use crate::cli::RunArgs;
+
+/// Runs `handoff run`.
+pub async fn run(conn: &Connection, args: &RunArgs) -> Result<Exit, ClientError> {
+    let workdir = args.dir.as_deref().map(absolute).transpose()?;
+    let submit = ExecuteTaskArgs {
+        task_description: args.text.clone(),
+        executor: args.executor.clone(),
+        workdir,
+        ..ExecuteTaskArgs::default()
+    };
+    let submitted = conn.call(&submit).await?;
+    let wait = args.wait || (!args.no_wait && std::io::stdout().is_terminal());
+    let task = &submitted.value;
+    if !wait {
+        if args.json {
+            render::print_json(&submitted.raw)?;
+        } else {
+            println!(
+                "{} {} ({}, in {})",
+                task.task_id, task.status, task.executor, task.workdir
+            );
+            eprintln!("follow it with `handoff logs {} -f`", task.task_id);
+        }
+        return Ok(Exit::Ok);
+    }
+    let id = TaskId::parse(&task.task_id)
+        .map_err(|e| ClientError::BadReply(format!("execute_task task_id: {e}")))?;
+    if !args.json {
+        println!("{} {} ({})", task.task_id, task.status, task.executor);
+    }
+    wait_for_end(conn, id, args.json).await
+}
+
+/// A directory as the absolute path the server needs.
+fn absolute(dir: &std::path::Path) -> Result<String, ClientError> {
+    let path = std::fs::canonicalize(dir)
+        .map_err(|e| ClientError::Usage(format!("--dir {}: {e}", dir.display())))?;
+    if !path.is_dir() {
+        return Err(ClientError::Usage(format!(
+            "--dir {}: not a directory",
+            dir.display()
+        )));
+    }
+    Ok(path.display().to_string())
+}
+
+/// Follows task `id` until it ends, or until the user detaches.
+async fn wait_for_end(conn: &Connection, id: TaskId, json: bool) -> Result<Exit, ClientError> {
+    let mut follower = Follower::new(id);
+    let mut sink = LiveSink::new(follower.id().as_str(), json);
+    let mut cancelling = false;
+    let task = loop {
+        match follow(conn, &mut follower, &mut sink, ctrl_c()).await? {
+            Followed::Ended(task) => break task,
+            Followed::Interrupted if !cancelling && sink.suspend(ask_cancel) => {
+                cancelling = true;
+                let said = cancel(conn, follower.id()).await?;
+                sink.suspend(|| eprintln!("{said}"));
+            }
+            Followed::Interrupted => {
+                sink.finish();
+                eprintln!(
+                    "detached from {id}; it goes on. Follow it with `handoff logs {id} -f`, stop \
+                     it with `handoff cancel {id}`.",
+                    id = follower.id()
+                );
+                return Ok(Exit::Detached);
+            }
+        }
+    };
+    sink.finish();
+    let status = conn
+        .call(&GetTaskStatusArgs {
+            agent_id: None,
+            task_id: follower.id().clone(),
+        })
+        .await?;
+    let exit = if task.status == TaskStatus::Completed {
+        Exit::Ok
+    } else {
+        Exit::NotCompleted
+    };
+    if json {
+        render::print_json(&status.raw)?;
+        return Ok(exit);
+    }
+    println!("{}", render::outcome_line(&status.value.task));
+    if let Some(answer) = &status.value.answer {
+        println!("\n{}", answer.trim_end());
+    }
+    if let Some(diff) = diff_text(conn, &follower).await? {
+        println!("\n{}", diffstat::render(&diffstat::stat(&diff)));
+    }
+    Ok(exit)
+}
+
+/// On a terminal: asks whether to cancel the task (true) or detach (false). Elsewhere: detach.
+fn ask_cancel() -> bool {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() || !std::io::stderr().is_terminal() {
+        return false;
+    }
+    eprint!("\ncancel the task or detach? [c/D] ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if stdin.lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim(), "c" | "C" | "cancel")
+}
+
+/// Cancels task `id`; what the server said.
+async fn cancel(conn: &Connection, id: &TaskId) -> Result<String, ClientError> {
+    let args = SendTaskControlArgs {
+        agent_id: None,
+        task_id: id.clone(),
+        control: ControlAction::Cancel,
+        reason: Some("cancelled from `handoff run` (Ctrl-C)".to_owned()),
+    };
+    Ok(conn.call(&args).await?.value.message)
+}
+
+/// The task's diff, when one was kept and is not empty (at most its first 64 KiB).
+async fn diff_text(conn: &Connection, follower: &Follower) -> Result<Option<String>, ClientError> {
+    let args = GetTaskHistoryArgs {
+        agent_id: None,
+        task_id: follower.id().clone(),
+        events_offset: Some(follower.offset()),
+        events_limit: Some(1),
+        include_artifacts: Some(true),
+    };
+    let history = conn.call(&args).await?.value;
+    Ok(history
+        .artifacts
+        .unwrap_or_default()
+        .into_iter()
+        .find(|a| a.kind == ArtifactKind::Diff)
+        .map(|a| a.content)
+        .filter(|c| !c.trim().is_empty()))
+}
