@@ -125,6 +125,17 @@ fn opencode(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Check {
             OPENCODE_FIX,
         );
     };
+    provider_check(&model, provider, &layers, env)
+}
+
+/// Whether `provider` of `model` is defined by one of the OpenCode config `layers`, or is a
+/// built-in one whose key is set.
+fn provider_check(
+    model: &str,
+    provider: &str,
+    layers: &[Value],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Check {
     let configured = layers
         .iter()
         .find_map(|c| c.pointer(&format!("/provider/{}", pointer_escape(provider))));
