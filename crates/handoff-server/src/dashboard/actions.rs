@@ -13,6 +13,7 @@ use handoff_protocol::{
     MessageType, ToolCall,
     tasks::{ControlAction, SendTaskControlArgs, SendTaskMessageArgs},
 };
+use handoff_task::TaskId;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::json;
 
@@ -66,6 +67,19 @@ async fn accept(
     Ok(fields)
 }
 
+/// The task an action names (checked before its body is read) and the action's fields.
+async fn task_form(
+    dashboard: &Dashboard,
+    headers: &HeaderMap,
+    viewer: &Viewer,
+    raw: &str,
+    body: Body,
+) -> Result<(TaskId, Fields), Response> {
+    let id = pages::task_id(raw).map_err(|refusal| refused(headers, &refusal))?;
+    let fields = accept(dashboard, headers, Some(viewer), body).await?;
+    Ok((id, fields))
+}
+
 /// Calls a task tool for an action and answers: back to the task page for a browser, the
 /// tool's result as JSON for a script.
 async fn act<A: ToolCall>(
@@ -101,12 +115,8 @@ pub(crate) async fn control(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let id = match pages::task_id(&raw) {
-        Ok(id) => id,
-        Err(refusal) => return refused(&headers, &refusal),
-    };
-    let fields = match accept(&dashboard, &headers, Some(&viewer), body).await {
-        Ok(fields) => fields,
+    let (id, fields) = match task_form(&dashboard, &headers, &viewer, &raw, body).await {
+        Ok(admitted) => admitted,
         Err(response) => return response,
     };
     let parsed = (|| {
@@ -183,12 +193,8 @@ pub(crate) async fn approve(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let id = match pages::task_id(&raw) {
-        Ok(id) => id,
-        Err(refusal) => return refused(&headers, &refusal),
-    };
-    let fields = match accept(&dashboard, &headers, Some(&viewer), body).await {
-        Ok(fields) => fields,
+    let (id, fields) = match task_form(&dashboard, &headers, &viewer, &raw, body).await {
+        Ok(admitted) => admitted,
         Err(response) => return response,
     };
     let message = match approval(&fields) {
@@ -213,12 +219,8 @@ pub(crate) async fn message(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let id = match pages::task_id(&raw) {
-        Ok(id) => id,
-        Err(refusal) => return refused(&headers, &refusal),
-    };
-    let fields = match accept(&dashboard, &headers, Some(&viewer), body).await {
-        Ok(fields) => fields,
+    let (id, fields) = match task_form(&dashboard, &headers, &viewer, &raw, body).await {
+        Ok(admitted) => admitted,
         Err(response) => return response,
     };
     let text = match fields.required("message") {
