@@ -11,6 +11,7 @@ mod completion;
 mod error;
 mod layers;
 mod letta;
+mod matrix;
 mod mask;
 mod model;
 mod parse;
@@ -26,6 +27,7 @@ pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
 pub use error::ConfigError;
 pub use handoff_task::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};
+pub use matrix::{Controller, MatrixConfig};
 pub use letta::{DEFAULT_TOOL_PREFIX, LettaConfig, MAX_TOOL_PREFIX, NotifyRole, check_tool_prefix};
 pub use mask::{MASK, mask_json, mask_setting_text, mask_url_credentials};
 pub use model::{
