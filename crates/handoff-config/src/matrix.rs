@@ -54,6 +54,8 @@ pub struct MatrixConfig {
     pub default_observers: Vec<MatrixUserId>,
     /// Who may steer tasks from their rooms.
     pub controllers: Vec<Controller>,
+    /// Observers may write in the room (to each other; the task hears only controllers).
+    pub observers_may_talk: bool,
     /// Events are posted at most once per this interval (status changes at once).
     pub event_interval: Duration,
     /// A finished task's room is left this long after it ends.
@@ -75,6 +77,7 @@ impl MatrixConfig {
             room_per_task: false,
             default_observers: Vec::new(),
             controllers: Vec::new(),
+            observers_may_talk: false,
             event_interval: Duration::from_secs(2),
             archive_after: Duration::from_secs(3600),
             request_timeout: Duration::from_secs(30),

@@ -277,13 +277,11 @@ fn matrix_config(r: &mut Resolver) -> Result<crate::MatrixConfig, ConfigError> {
     let url = r.optional::<String>("matrix.homeserver_url")?;
     let homeserver_url = r.check("matrix.homeserver_url", url, http_url)?;
     let users = |list: &Vec<String>| {
-        list.iter()
-            .enumerate()
-            .try_for_each(|(i, u)| {
-                handoff_task::MatrixUserId::parse(u)
-                    .map(|_| ())
-                    .map_err(|e| format!("entry {}: {e}", i + 1))
-            })
+        list.iter().enumerate().try_for_each(|(i, u)| {
+            handoff_task::MatrixUserId::parse(u)
+                .map(|_| ())
+                .map_err(|e| format!("entry {}: {e}", i + 1))
+        })
     };
     let observers = r.get_checked("matrix.default_observers", Vec::<String>::new(), users)?;
     let patterns = |list: &Vec<String>| {
@@ -298,6 +296,7 @@ fn matrix_config(r: &mut Resolver) -> Result<crate::MatrixConfig, ConfigError> {
         homeserver_url,
         access_token: r.optional("matrix.access_token")?,
         room_per_task: r.get("matrix.room_per_task", d.room_per_task)?,
+        observers_may_talk: r.get("matrix.observers_may_talk", d.observers_may_talk)?,
         default_observers: observers
             .iter()
             .filter_map(|u| handoff_task::MatrixUserId::parse(u).ok())

@@ -16,6 +16,7 @@ mod store;
 pub use error::StoreError;
 pub use sqlite::SqliteStore;
 pub use store::{
-    ApprovalStore, ChannelRecord, ChannelStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact,
-    StatusChange, Store, TaskFilter, TaskPage, TaskStore, WorkspaceBacklog, WorkspaceStore,
+    ApprovalStore, AuditFilter, ChannelRecord, ChannelStore, ClaimLimits, IdempotencyClaim,
+    InsertOutcome, NewArtifact, StatusChange, Store, TaskFilter, TaskPage, TaskStore,
+    WorkspaceBacklog, WorkspaceStore,
 };

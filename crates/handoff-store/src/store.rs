@@ -329,8 +329,12 @@ pub trait ChannelStore: Send + Sync + 'static {
     async fn cursor(&self, integration: &str, name: &str) -> Result<Option<String>, StoreError>;
 
     /// Stores the integration's position `name`.
-    async fn set_cursor(&self, integration: &str, name: &str, value: &str)
-    -> Result<(), StoreError>;
+    async fn set_cursor(
+        &self,
+        integration: &str,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError>;
 
     /// Records that the command `key` was applied at `at`; `false` when it already was (the
     /// caller must not apply it again).

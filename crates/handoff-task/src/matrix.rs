@@ -47,12 +47,13 @@ pub fn valid_server(server: &str) -> bool {
         Some((host, port)) if !host.ends_with(':') && !port.contains(']') => (host, Some(port)),
         _ => (server, None),
     };
-    let port_ok = port.is_none_or(|p| {
-        (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit())
-    });
+    let port_ok =
+        port.is_none_or(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()));
     let host_ok = if let Some(v6) = host.strip_prefix('[') {
         v6.strip_suffix(']').is_some_and(|a| {
-            !a.is_empty() && a.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+            !a.is_empty()
+                && a.bytes()
+                    .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
         })
     } else {
         !host.is_empty()

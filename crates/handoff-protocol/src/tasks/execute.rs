@@ -1,8 +1,8 @@
 //! `execute_task`: submit a task.
 
 use handoff_task::{
-    AgentId, CompletionSpec, ExitInfo, ObserverId, PermissionAction, PermissionRule, Task, TaskStatus,
-    unix_millis_now,
+    AgentId, CompletionSpec, ExitInfo, ObserverId, PermissionAction, PermissionRule, Task,
+    TaskStatus, unix_millis_now,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

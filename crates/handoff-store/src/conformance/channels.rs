@@ -29,7 +29,10 @@ pub async fn channels_round_trip_and_close<S: ConformanceStore>(store: S) {
         store.channel("matrix", &first.task_id).await.unwrap(),
         Some(first.clone())
     );
-    assert_eq!(store.channel("elsewhere", &first.task_id).await.unwrap(), None);
+    assert_eq!(
+        store.channel("elsewhere", &first.task_id).await.unwrap(),
+        None
+    );
     assert_eq!(
         store.channel_by_id("matrix", "!b").await.unwrap(),
         Some(second.clone())

@@ -248,14 +248,20 @@ fn submit_request(args: ExecuteTaskArgs) -> SubmitRequest {
         idempotency_key: args.idempotency_key,
         timeout_ms: args.timeout_ms,
         priority: args.priority,
-        observers: observers.iter().filter_map(|o| match o {
-            ObserverId::Agent(a) => Some(a.clone()),
-            ObserverId::Matrix(_) => None,
-        }).collect(),
-        matrix_observers: observers.iter().filter_map(|o| match o {
-            ObserverId::Matrix(m) => Some(m.clone()),
-            ObserverId::Agent(_) => None,
-        }).collect(),
+        observers: observers
+            .iter()
+            .filter_map(|o| match o {
+                ObserverId::Agent(a) => Some(a.clone()),
+                ObserverId::Matrix(_) => None,
+            })
+            .collect(),
+        matrix_observers: observers
+            .iter()
+            .filter_map(|o| match o {
+                ObserverId::Matrix(m) => Some(m.clone()),
+                ObserverId::Agent(_) => None,
+            })
+            .collect(),
         metadata: args.metadata.map(Value::Object),
         requeue_on_restart: args.requeue_on_restart.unwrap_or(false),
         notify: args.notify,
