@@ -390,3 +390,141 @@ fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
         );
     });
 }
+
+/// The real OpenCode, its model the scripted model: a controller's message from the room
+/// reaches the working agent (the model is asked with it), and `!approve` settles the
+/// permission request the room was shown.
+#[test]
+fn opencode_hears_a_controllers_message_and_approve_unblocks_a_permission() {
+    use super::executors::{
+        AGENT as E2E, OPENCODE, handoff_env, require_ripgrep, script, wait_end, workdir,
+    };
+    use handoff_scripted_model::ScriptedModel;
+
+    require_ripgrep();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synapse = Synapse::from_env();
+    let (bot, alice) =
+        rt.block_on(async { (synapse.user("bot").await, synapse.user("alice").await) });
+    let state = tempfile::tempdir().unwrap();
+    let model = rt
+        .block_on(ScriptedModel::start(
+            script(&OPENCODE),
+            Some(state.path().join("model.jsonl")),
+        ))
+        .unwrap();
+    let mut env = handoff_env(&OPENCODE, &model.base_url(), state.path());
+    env.extend(
+        [
+            ("MATRIX_HOMESERVER_URL", synapse.url.as_str()),
+            ("MATRIX_ACCESS_TOKEN", bot.token.as_str()),
+            ("HANDOFF_MATRIX_CONTROLLERS", alice.id.as_str()),
+            ("HANDOFF_MATRIX_EVENT_INTERVAL_MS", "300"),
+            ("HANDOFF_MATRIX_SYNC_TIMEOUT_MS", "2000"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let server = serve(&env);
+    let waiting = task_id(&call(
+        &server,
+        E2E,
+        "execute_task",
+        json!({"task_description": "WAIT-FOR-NAME then write the file", "observers": [alice.id]}),
+    ));
+    let asking = task_id(&call(
+        &server,
+        E2E,
+        "execute_task",
+        json!({"task_description": "ASK-TOUCH allow", "observers": [alice.id]}),
+    ));
+
+    // The message: while the agent works on its slow step, the controller names the file.
+    wait_status_for(
+        &server,
+        E2E,
+        &waiting,
+        &["running"],
+        Duration::from_secs(60),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !history(&server, E2E, &waiting)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "tool")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started its step"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    rt.block_on(async {
+        let room = synapse.wait_invite(&alice, &waiting).await;
+        synapse.join(&alice, &room).await;
+        let (status, body) = synapse.say(&alice, &room, "NAME-IS-NOTES").await;
+        assert_eq!(status, 200, "{body}");
+        synapse
+            .wait_message(&alice, &room, &bot.id, "confirming delivery", |b| {
+                b.contains("deliver")
+            })
+            .await;
+    });
+    std::fs::write(workdir(&server, &waiting).join("release"), "").unwrap();
+    let ended = wait_end(&server, &waiting);
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert!(workdir(&server, &waiting).join("notes.txt").exists());
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.scenario.as_deref() == Some("NAME-IS-NOTES")),
+        "the model never saw the controller's message"
+    );
+
+    // The permission: the room shows the request and the command; !approve settles it.
+    let room = rt.block_on(async {
+        let room = synapse.wait_invite(&alice, &asking).await;
+        synapse.join(&alice, &room).await;
+        let shown = synapse
+            .wait_message(
+                &alice,
+                &room,
+                &bot.id,
+                "showing the permission request",
+                |b| b.contains("Answer with: !approve "),
+            )
+            .await;
+        let body = shown["content"]["body"].as_str().unwrap();
+        let request = body
+            .split("Answer with: !approve ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap()
+            .to_owned();
+        let (status, reply) = synapse
+            .say(&alice, &room, &format!("!approve {request}"))
+            .await;
+        assert_eq!(status, 200, "{reply}");
+        let answered = synapse
+            .wait_message(&alice, &room, &bot.id, "answering !approve", |b| {
+                !b.contains("!approve ") && !b.starts_with("Task ")
+            })
+            .await;
+        let answered = answered["content"]["body"].as_str().unwrap().to_owned();
+        assert!(
+            !answered.starts_with("Not"),
+            "{answered} (request {request:?})"
+        );
+        room
+    });
+    let ended = wait_end(&server, &asking);
+    assert_eq!(ended["status"], "completed", "{ended}");
+    let said = rt.block_on(synapse.messages(&alice, &room));
+    assert!(
+        workdir(&server, &asking).join("approved.txt").exists(),
+        "{:#?}",
+        bodies(&said)
+    );
+}
