@@ -313,7 +313,13 @@ fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
     let synapse = Synapse::from_env();
     let (bot, alice) =
         rt.block_on(async { (synapse.user("bot").await, synapse.user("alice").await) });
-    let env = env(&synapse, &bot, &alice.id, &[]);
+    // Rooms are left as soon as their task ends (the schedule is stored).
+    let env = env(
+        &synapse,
+        &bot,
+        &alice.id,
+        &[("HANDOFF_MATRIX_ARCHIVE_AFTER_SECS", "0")],
+    );
     let server = serve(&env);
     let script = "while read line; do echo got:$line; done";
     let id = submit(
@@ -388,6 +394,15 @@ fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
             "one answer per message: {:#?}",
             bodies(&messages)
         );
+        // The task ended: the bot leaves its room on the stored schedule.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while synapse.membership(&alice, &room, &bot.id).await != "leave" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the bot never left the room"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     });
 }
 

@@ -219,6 +219,20 @@ impl Synapse {
         body
     }
 
+    /// `member`'s membership in `room` (`join`, `leave` …) as `user` sees it.
+    pub async fn membership(&self, user: &User, room: &str, member: &str) -> String {
+        let (status, body) = self
+            .request(
+                user,
+                reqwest::Method::GET,
+                &format!("/rooms/{}/state/m.room.member/{}", enc(room), enc(member)),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["membership"].as_str().unwrap_or_default().to_owned()
+    }
+
     /// The whole `m.room.create` event of `room`.
     pub async fn create_event(&self, user: &User, room: &str) -> Value {
         let (status, body) = self
