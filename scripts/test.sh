@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every Handoff test: installs the real MCP clients and the real coding agents (OpenCode,
 # Claude Code, Codex) the end-to-end tests drive (once, into tests/interop: the clients pinned by
-# its lockfile, the agents by version) and a real Letta server (scripts/letta/up.sh), then the
+# its lockfile, the agents by version) and a real Letta server (scripts/letta/up.sh) and a real Synapse (scripts/matrix/up.sh), then the
 # whole Cargo workspace's tests, fmt and clippy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +39,18 @@ letta_up=$!
 stop_letta() {
   if [ "$letta_started" = 1 ]; then scripts/letta/down.sh >/dev/null 2>&1 || true; fi
 }
-trap stop_letta EXIT
+# A real Synapse (SQLite) for the Matrix integration tests, likewise in the background.
+matrix_log=$(mktemp)
+matrix_started=0
+[ -f tests/matrix/run/env ] || matrix_started=1
+echo "== starting a real Synapse in the background (scripts/matrix/up.sh)"
+scripts/matrix/up.sh >"$matrix_log" 2>&1 &
+matrix_up=$!
+stop_servers() {
+  stop_letta
+  if [ "$matrix_started" = 1 ]; then scripts/matrix/down.sh >/dev/null 2>&1 || true; fi
+}
+trap stop_servers EXIT
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -54,6 +65,16 @@ grep '^letta-up: .* bring-up took' "$letta_log" || true
 HANDOFF_TEST_LETTA_URL=$(sed -n 's/^LETTA_URL=//p' "$letta_log" | tail -1)
 export HANDOFF_TEST_LETTA_URL
 echo "== Letta at $HANDOFF_TEST_LETTA_URL"
+
+if ! wait "$matrix_up"; then
+  cat "$matrix_log"
+  echo "Synapse did not start: the Matrix tests need it" >&2
+  exit 1
+fi
+HANDOFF_TEST_SYNAPSE_URL=$(sed -n 's/^SYNAPSE_URL=//p' "$matrix_log" | tail -1)
+HANDOFF_TEST_SYNAPSE_SECRET_FILE=$(sed -n 's/^SYNAPSE_SECRET_FILE=//p' "$matrix_log" | tail -1)
+export HANDOFF_TEST_SYNAPSE_URL HANDOFF_TEST_SYNAPSE_SECRET_FILE
+echo "== Synapse at $HANDOFF_TEST_SYNAPSE_URL"
 
 echo "== cargo test"
 cargo test --workspace

@@ -34,6 +34,8 @@ pub struct Config {
     pub executors: ExecutorsConfig,
     /// Letta integration (off when `api_url` is unset).
     pub letta: crate::LettaConfig,
+    /// Matrix integration.
+    pub matrix: crate::MatrixConfig,
     /// Feature switches kept from the older server.
     pub features: FeatureConfig,
     /// The tool pipeline: who may call which tool, loop guard, output caps.

@@ -275,6 +275,61 @@ impl Resolver {
     }
 }
 
+/// The `[matrix]` section.
+fn matrix_config(r: &mut Resolver) -> Result<crate::MatrixConfig, ConfigError> {
+    let d = crate::MatrixConfig::off();
+    let url = r.optional::<String>("matrix.homeserver_url")?;
+    let homeserver_url = r.check("matrix.homeserver_url", url, http_url)?;
+    let users = |list: &Vec<String>| {
+        list.iter().enumerate().try_for_each(|(i, u)| {
+            handoff_task::MatrixUserId::parse(u)
+                .map(|_| ())
+                .map_err(|e| format!("entry {}: {e}", i + 1))
+        })
+    };
+    let observers = r.get_checked("matrix.default_observers", Vec::<String>::new(), users)?;
+    let patterns = |list: &Vec<String>| {
+        list.iter().enumerate().try_for_each(|(i, c)| {
+            crate::Controller::parse(c)
+                .map(|_| ())
+                .map_err(|e| format!("entry {}: {e}", i + 1))
+        })
+    };
+    let controllers = r.get_checked("matrix.controllers", Vec::<String>::new(), patterns)?;
+    Ok(crate::MatrixConfig {
+        homeserver_url,
+        access_token: r.optional("matrix.access_token")?,
+        room_per_task: r.get("matrix.room_per_task", d.room_per_task)?,
+        observers_may_talk: r.get("matrix.observers_may_talk", d.observers_may_talk)?,
+        default_observers: observers
+            .iter()
+            .filter_map(|u| handoff_task::MatrixUserId::parse(u).ok())
+            .collect(),
+        controllers: controllers
+            .iter()
+            .filter_map(|c| crate::Controller::parse(c).ok())
+            .collect(),
+        event_interval: Duration::from_millis(r.get_checked(
+            "matrix.event_interval_ms",
+            d.event_interval.as_millis() as u64,
+            positive_millis,
+        )?),
+        archive_after: Duration::from_secs(
+            r.get("matrix.archive_after_secs", d.archive_after.as_secs())?,
+        ),
+        request_timeout: Duration::from_secs(r.get_checked(
+            "matrix.request_timeout_secs",
+            d.request_timeout.as_secs(),
+            at_least_one_u64,
+        )?),
+        sync_timeout: Duration::from_millis(
+            r.get("matrix.sync_timeout_ms", d.sync_timeout.as_millis() as u64)?,
+        ),
+        queue_limit: r.get_checked("matrix.queue_limit", d.queue_limit as u32, at_least_one)?
+            as usize,
+    })
+}
+
 fn at_least_one(v: &u32) -> Result<(), String> {
     if *v >= 1 {
         Ok(())
@@ -624,6 +679,7 @@ impl Config {
                 )?),
             }
         };
+        let matrix = matrix_config(&mut r)?;
         let tools = ToolsConfig {
             permissions: r.get("tools.permissions", PermissionPolicy::allow_all())?,
             loop_guard: {
@@ -744,6 +800,7 @@ impl Config {
             runner,
             executors,
             letta,
+            matrix,
             features,
             tools,
             hooks,

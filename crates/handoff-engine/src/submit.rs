@@ -28,6 +28,8 @@ pub struct SubmitRequest {
     pub priority: Option<i32>,
     /// Other agents following the task.
     pub observers: Vec<AgentId>,
+    /// People in Matrix invited to the task's room.
+    pub matrix_observers: Vec<handoff_task::MatrixUserId>,
     /// Free-form metadata (a JSON object).
     pub metadata: Option<Value>,
     /// Run again after a server crash instead of failing.
@@ -168,6 +170,7 @@ impl Engine {
                 timeout_ms,
                 requeue_on_restart: req.requeue_on_restart,
                 observers: req.observers,
+                matrix_observers: req.matrix_observers,
                 caller_workdir,
                 permissions: req.permissions,
                 notify: req.notify.unwrap_or(true),

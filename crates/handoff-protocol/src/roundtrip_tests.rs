@@ -54,7 +54,7 @@ fn execute_task_arguments() {
     let full = wire::<ExecuteTaskArgs>(json!({
         "agent_id": "agent-1", "task_description": "fix the tests", "executor": "opencode",
         "workdir": "/w", "idempotency_key": "k1", "timeout_ms": 60000, "sync": true,
-        "priority": -3, "observers": ["agent-2"], "metadata": {"ticket": 7},
+        "priority": -3, "observers": ["agent-2", "@u:example.org"], "metadata": {"ticket": 7},
         "requeue_on_restart": false, "notify": false,
         "permissions": [
             {"permission": "bash", "pattern": "rm *", "action": "deny"},
@@ -69,7 +69,12 @@ fn execute_task_arguments() {
     }));
     assert_eq!(
         full.observers,
-        Some(vec![AgentId::parse("agent-2").unwrap()])
+        Some(vec![
+            handoff_task::ObserverId::Agent(AgentId::parse("agent-2").unwrap()),
+            handoff_task::ObserverId::Matrix(
+                handoff_task::MatrixUserId::parse("@u:example.org").unwrap()
+            ),
+        ])
     );
     let minimal = wire::<ExecuteTaskArgs>(json!({"task_description": "fix the tests"}));
     assert_eq!(

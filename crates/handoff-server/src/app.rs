@@ -141,7 +141,10 @@ impl App {
             Some(counted) => Arc::new(counted.clone()),
             None => Arc::new(handoff_letta::NoMeter),
         };
-        let letta = crate::integrations::LettaPlugin::start(&config, &engine, store, meter)?;
+        let letta =
+            crate::integrations::LettaPlugin::start(&config, &engine, store.clone(), meter)?;
+        let matrix = crate::integrations::MatrixPlugin::start(&config, &engine, store)?;
+        let matrix_bridge = matrix.as_ref().map(|m| m.bridge().clone());
         let letta_metrics = letta_metrics.zip(letta.as_ref().map(|l| l.sync().clone()));
         if let Some(letta) = &letta {
             // Letta is optional to tasks (writes and notifications wait and retry), so an
@@ -165,6 +168,11 @@ impl App {
         let integrations = letta
             .into_iter()
             .map(|plugin| Arc::new(plugin) as Arc<dyn handoff_engine::Integration>)
+            .chain(
+                matrix
+                    .into_iter()
+                    .map(|plugin| Arc::new(plugin) as Arc<dyn handoff_engine::Integration>),
+            )
             .collect();
         engine.run(integrations).await?;
 
@@ -212,6 +220,20 @@ impl App {
             .audit(Arc::new(StoreAudit::new(engine.clone(), read_only)))
             .failure_rate(Arc::new(SubmissionRateForFailures::new(engine.clone())))
             .build();
+        if let Some(bridge) = &matrix_bridge {
+            // Commands from the rooms are tool calls: they start once the pipeline exists.
+            bridge.steer_with(Arc::new(crate::integrations::PipelineSteering::new(
+                pipeline.clone(),
+            )));
+            status.set_component(
+                "matrix",
+                true,
+                format!(
+                    "rooms on {}; a homeserver that does not answer is retried",
+                    config.matrix.homeserver_url.as_deref().unwrap_or_default()
+                ),
+            );
+        }
         tokio::spawn(clean_spilled_outputs(spill, config.tools.spill_retention));
         let handles = TaskHandles::new(
             engine.clone(),

@@ -1,6 +1,6 @@
 //! Durable task storage, split by reason to change: [`TaskStore`] (tasks, events, artifacts,
 //! open input requests), [`ApprovalStore`] (standing approvals, audit) and per-integration
-//! records ([`WorkspaceStore`] for Letta). The engine talks only to [`Store`] (the first two); [`SqliteStore`] is the
+//! records ([`WorkspaceStore`] for Letta, [`ChannelStore`] for chat integrations such as Matrix). The engine talks only to [`Store`] (the first two); [`SqliteStore`] is the
 //! embedded implementation (one file under the data dir, WAL mode). Every rule that must hold
 //! under concurrency — capacity, idempotency, slot claiming, compare-and-set of states — is
 //! enforced inside one store transaction, so a second implementation (PostgreSQL) can keep the
@@ -16,6 +16,7 @@ mod store;
 pub use error::StoreError;
 pub use sqlite::SqliteStore;
 pub use store::{
-    ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact,
-    StatusChange, Store, TaskFilter, TaskPage, TaskStore, WorkspaceBacklog, WorkspaceStore,
+    ApprovalStore, AuditFilter, ChannelRecord, ChannelStore, ClaimLimits, IdempotencyClaim,
+    InsertOutcome, NewArtifact, StatusChange, Store, TaskFilter, TaskPage, TaskStore,
+    WorkspaceBacklog, WorkspaceStore,
 };

@@ -284,6 +284,64 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     async fn workspace_backlog(&self) -> Result<WorkspaceBacklog, StoreError>;
 }
 
+/// One task's channel in a chat integration (its Matrix room).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelRecord {
+    /// The integration (`matrix`).
+    pub integration: String,
+    /// The task.
+    pub task_id: TaskId,
+    /// The channel's id in the integration (a room id).
+    pub channel_id: String,
+    /// When it was created (Unix ms).
+    pub created_at: i64,
+    /// When it is to be closed (left, archived), once the task ended (Unix ms).
+    pub close_at: Option<i64>,
+    /// When it was closed (Unix ms).
+    pub closed_at: Option<i64>,
+}
+
+/// What chat integrations keep across restarts: each task's channel, their read position, and
+/// the incoming commands already applied (so a restart neither misses nor replays one).
+#[async_trait]
+pub trait ChannelStore: Send + Sync + 'static {
+    /// Stores or replaces the channel record of `record.task_id`.
+    async fn put_channel(&self, record: &ChannelRecord) -> Result<(), StoreError>;
+
+    /// The channel of `task` in `integration`.
+    async fn channel(
+        &self,
+        integration: &str,
+        task: &TaskId,
+    ) -> Result<Option<ChannelRecord>, StoreError>;
+
+    /// The record of the channel `channel_id` in `integration`.
+    async fn channel_by_id(
+        &self,
+        integration: &str,
+        channel_id: &str,
+    ) -> Result<Option<ChannelRecord>, StoreError>;
+
+    /// The channels of `integration` not closed yet, oldest first.
+    async fn open_channels(&self, integration: &str) -> Result<Vec<ChannelRecord>, StoreError>;
+
+    /// The integration's stored position `name` (a sync token).
+    async fn cursor(&self, integration: &str, name: &str) -> Result<Option<String>, StoreError>;
+
+    /// Stores the integration's position `name`.
+    async fn set_cursor(
+        &self,
+        integration: &str,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Records that the command `key` was applied at `at`; `false` when it already was (the
+    /// caller must not apply it again).
+    async fn mark_applied(&self, integration: &str, key: &str, at: i64)
+    -> Result<bool, StoreError>;
+}
+
 /// Work the Letta records still owe, by kind (one record may owe several).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkspaceBacklog {

@@ -10,6 +10,7 @@ mod completion;
 mod event;
 mod id;
 mod input;
+mod matrix;
 mod permission;
 mod principal;
 mod status;
@@ -23,6 +24,7 @@ pub use completion::{CompletionBudget, CompletionPolicy, CompletionSpec, Invalid
 pub use event::{EventKind, NewEvent, TaskEvent};
 pub use id::{InvalidTaskId, TaskId};
 pub use input::PendingInput;
+pub use matrix::{InvalidMatrixUserId, InvalidObserver, MatrixUserId, ObserverId, valid_server};
 pub use permission::{PermissionAction, PermissionRule};
 pub use principal::Principal;
 pub use status::{IllegalTransition, TaskStatus, UnknownStatus};

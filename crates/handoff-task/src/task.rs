@@ -27,6 +27,9 @@ pub struct TaskOptions {
     /// Agents that follow this task besides its owner (notifications, later issues).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observers: Vec<AgentId>,
+    /// People in Matrix invited to the task's room (read only unless a controller).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matrix_observers: Vec<crate::MatrixUserId>,
     /// The working directory was given by the caller (Handoff must not delete it).
     #[serde(default)]
     pub caller_workdir: bool,
@@ -48,6 +51,7 @@ impl Default for TaskOptions {
             timeout_ms: 0,
             requeue_on_restart: false,
             observers: Vec::new(),
+            matrix_observers: Vec::new(),
             caller_workdir: false,
             permissions: Vec::new(),
             notify: true,

@@ -1,8 +1,8 @@
 //! `execute_task`: submit a task.
 
 use handoff_task::{
-    AgentId, CompletionSpec, ExitInfo, PermissionAction, PermissionRule, Task, TaskStatus,
-    unix_millis_now,
+    AgentId, CompletionSpec, ExitInfo, ObserverId, PermissionAction, PermissionRule, Task,
+    TaskStatus, unix_millis_now,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -44,10 +44,11 @@ pub struct ExecuteTaskArgs {
     #[schemars(range(min = -100, max = 100))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
-    /// Other agents that follow this task.
+    /// Who follows this task: other agents (agent ids), and people in Matrix (`@name:server`,
+    /// invited to the task's Matrix room when the server has Matrix configured).
     #[schemars(length(max = 16))]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub observers: Option<Vec<AgentId>>,
+    pub observers: Option<Vec<ObserverId>>,
     /// Free-form JSON object kept with the task (at most 16 KiB serialized).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,

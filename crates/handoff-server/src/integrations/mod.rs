@@ -3,5 +3,7 @@
 //! its own, so it sees exactly what `get_task_status` shows and never reaches inside.
 
 mod letta;
+mod matrix;
 
 pub(crate) use letta::LettaPlugin;
+pub(crate) use matrix::{MatrixPlugin, PipelineSteering};

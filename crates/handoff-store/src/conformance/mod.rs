@@ -1,6 +1,6 @@
 //! The behaviour every store must show, written once against the store traits so each
 //! implementation runs the same cases: capacity, idempotency, claim order and limits,
-//! compare-and-set, event numbering, purging, input requests, approvals, audit and workspaces.
+//! compare-and-set, event numbering, purging, input requests, approvals, audit, workspaces and chat channels.
 //!
 //! Each case is a `pub async fn case<S: ConformanceStore>(store: S)` that panics on a broken
 //! promise. [`store_conformance!`](crate::store_conformance) turns the whole list into one
@@ -41,6 +41,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod approvals;
+pub mod channels;
 pub mod claims;
 pub mod events;
 pub mod inputs;
@@ -51,12 +52,15 @@ pub(crate) mod support;
 pub mod tasks;
 pub mod workspaces;
 
-use crate::{ApprovalStore, TaskStore, WorkspaceStore};
+use crate::{ApprovalStore, ChannelStore, TaskStore, WorkspaceStore};
 
 /// What a store implements to run the suite (clones share the same data).
-pub trait ConformanceStore: TaskStore + ApprovalStore + WorkspaceStore + Clone {}
+pub trait ConformanceStore:
+    TaskStore + ApprovalStore + WorkspaceStore + ChannelStore + Clone
+{
+}
 
-impl<T: TaskStore + ApprovalStore + WorkspaceStore + Clone> ConformanceStore for T {}
+impl<T: TaskStore + ApprovalStore + WorkspaceStore + ChannelStore + Clone> ConformanceStore for T {}
 
 /// Expands to one `#[tokio::test]` per conformance case, each on a store from `$open`.
 #[macro_export]
@@ -82,6 +86,8 @@ macro_rules! store_conformance {
             workspaces::records_round_trip_and_insert_keeps_the_first,
             workspaces::due_records_are_the_ones_with_work,
             workspaces::the_backlog_counts_each_kind_of_work_owed,
+            channels::channels_round_trip_and_close,
+            channels::cursors_are_replaced_and_commands_applied_once,
         );
         // Races need real parallelism to mean anything.
         $crate::store_conformance!(@multi_thread $open;

@@ -30,6 +30,9 @@ pub(crate) fn new_task(agent_name: &str, priority: i32) -> NewTask {
             timeout_ms: 60_000,
             requeue_on_restart: true,
             observers: vec![agent("observer-1")],
+            matrix_observers: vec![
+                handoff_task::MatrixUserId::parse("@watcher:example.org").unwrap(),
+            ],
             caller_workdir: false,
             permissions: Vec::new(),
             notify: false,

@@ -18,6 +18,7 @@
 //! readiness checks.
 
 mod approvals;
+mod channels;
 mod events;
 mod health;
 mod inputs;
@@ -429,6 +430,70 @@ impl ApprovalStore for SqliteStore {
 
     async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         approvals::audit(&self.read, filter).await
+    }
+}
+
+#[async_trait]
+impl crate::ChannelStore for SqliteStore {
+    async fn put_channel(&self, record: &crate::ChannelRecord) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut conn = self.write.acquire().await?;
+            channels::put(&mut conn, record).await
+        })
+        .await
+    }
+
+    async fn channel(
+        &self,
+        integration: &str,
+        task: &TaskId,
+    ) -> Result<Option<crate::ChannelRecord>, StoreError> {
+        channels::get(&self.read, integration, task).await
+    }
+
+    async fn channel_by_id(
+        &self,
+        integration: &str,
+        channel_id: &str,
+    ) -> Result<Option<crate::ChannelRecord>, StoreError> {
+        channels::by_id(&self.read, integration, channel_id).await
+    }
+
+    async fn open_channels(
+        &self,
+        integration: &str,
+    ) -> Result<Vec<crate::ChannelRecord>, StoreError> {
+        channels::open(&self.read, integration).await
+    }
+
+    async fn cursor(&self, integration: &str, name: &str) -> Result<Option<String>, StoreError> {
+        channels::cursor(&self.read, integration, name).await
+    }
+
+    async fn set_cursor(
+        &self,
+        integration: &str,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut conn = self.write.acquire().await?;
+            channels::set_cursor(&mut conn, integration, name, value).await
+        })
+        .await
+    }
+
+    async fn mark_applied(
+        &self,
+        integration: &str,
+        key: &str,
+        at: i64,
+    ) -> Result<bool, StoreError> {
+        self.writing(async {
+            let mut conn = self.write.acquire().await?;
+            channels::mark_applied(&mut conn, integration, key, at).await
+        })
+        .await
     }
 }
 

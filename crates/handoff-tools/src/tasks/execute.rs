@@ -5,7 +5,7 @@ use handoff_protocol::{
     names,
     tasks::{ExecuteTaskArgs, ExecuteTaskOutput},
 };
-use handoff_task::{Principal, Task, TaskStatus};
+use handoff_task::{ObserverId, Principal, Task, TaskStatus};
 use serde_json::Value;
 
 use super::{
@@ -240,6 +240,7 @@ pub(crate) async fn finished_output(
 
 /// What the engine is asked to queue.
 fn submit_request(args: ExecuteTaskArgs) -> SubmitRequest {
+    let observers = args.observers.unwrap_or_default();
     SubmitRequest {
         description: args.task_description,
         executor: args.executor,
@@ -247,7 +248,20 @@ fn submit_request(args: ExecuteTaskArgs) -> SubmitRequest {
         idempotency_key: args.idempotency_key,
         timeout_ms: args.timeout_ms,
         priority: args.priority,
-        observers: args.observers.unwrap_or_default(),
+        observers: observers
+            .iter()
+            .filter_map(|o| match o {
+                ObserverId::Agent(a) => Some(a.clone()),
+                ObserverId::Matrix(_) => None,
+            })
+            .collect(),
+        matrix_observers: observers
+            .iter()
+            .filter_map(|o| match o {
+                ObserverId::Matrix(m) => Some(m.clone()),
+                ObserverId::Agent(_) => None,
+            })
+            .collect(),
         metadata: args.metadata.map(Value::Object),
         requeue_on_restart: args.requeue_on_restart.unwrap_or(false),
         notify: args.notify,

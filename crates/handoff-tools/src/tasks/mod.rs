@@ -37,6 +37,20 @@ pub use handoff_protocol::{
 };
 pub use status::GetTaskStatusTool;
 
+/// The executor agent's final answer to finished task `id`, as `get_task_status` gives it
+/// (`None` before the task ends or when the agent wrote no text); for integrations that
+/// report outcomes elsewhere.
+pub async fn final_answer(
+    engine: &handoff_engine::Engine,
+    caller: &handoff_task::Principal,
+    id: &handoff_task::TaskId,
+) -> Result<Option<String>, handoff_engine::EngineError> {
+    Ok(closing::closing(engine, caller, id)
+        .await?
+        .answer
+        .filter(|a| !a.trim().is_empty()))
+}
+
 use handoff_task::{Principal, Task};
 
 use crate::{AgentId, RegistryError, ToolContext, ToolError, ToolRegistry};

@@ -290,7 +290,7 @@ fn answer(server: &Server, id: &str, decision: &str) -> Value {
 }
 
 /// OpenCode's grep and glob tools need ripgrep; without it they try to download one.
-fn require_ripgrep() {
+pub(super) fn require_ripgrep() {
     let found = std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("rg").is_file()));
     assert!(

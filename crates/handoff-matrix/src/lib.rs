@@ -1,0 +1,205 @@
+//! Handoff's Matrix integration. A task with Matrix observers (`execute_task {observers:
+//! ["@name:server"]}`), or every task under `matrix.room_per_task`, gets a private room of its
+//! own (room version 12) created by the bot: observers are invited read-only, controllers may
+//! talk. The room hears the task's status changes at once, its other events coalesced into at
+//! most one message per interval, each pending permission request with the command that
+//! answers it, and the outcome with the diff stat and the agent's answer. Messages from the
+//! room are read by one `/sync` loop whose position is stored; a command (`!cancel`, `!pause`,
+//! `!resume`, `!approve`, `!deny`) or a message for the agent is applied only for a sender on
+//! the `matrix.controllers` allow-list, once (applied commands are stored), through the
+//! [`Steering`] the composition root supplies (the tool pipeline). Everyone else is told no.
+//! The room is left and forgotten on a stored schedule after the task ends. Matrix being down
+//! never fails or delays a task: posting runs beside it and retries with back-off.
+//!
+//! The client is a thin typed reqwest client over the eight routes needed ([`MatrixClient`]),
+//! not `matrix-sdk`: no end-to-end encryption is needed, and the SDK would bring its own state
+//! stores and several times the build.
+
+mod client;
+pub mod command;
+mod error;
+pub mod html;
+mod identity;
+pub mod pace;
+pub mod render;
+mod room;
+mod source;
+mod sync;
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard, OnceLock},
+    time::Duration,
+};
+
+use handoff_config::MatrixConfig;
+use handoff_store::ChannelStore;
+use handoff_task::{EventKind, NewEvent, Task, TaskId, unix_millis_now};
+use serde_json::json;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+pub use client::{MatrixClient, ROOM_VERSION, RoomEvent, RoomSpec, SyncResponse};
+pub use command::{Command, Scope};
+pub use error::MatrixError;
+pub use identity::acting_name;
+pub use source::{PendingRequest, SourceError, Steering, TaskSource, TaskView};
+
+/// The integration's name in the store.
+pub const INTEGRATION: &str = "matrix";
+
+/// State shared by the room posters, the sync loop and the sweeper.
+pub(crate) struct Shared {
+    pub config: MatrixConfig,
+    pub client: MatrixClient,
+    pub store: Arc<dyn ChannelStore>,
+    pub source: Arc<dyn TaskSource>,
+    /// The bot's user id, once known.
+    pub me: OnceLock<String>,
+    /// Distinguishes this process's transaction ids from an earlier one's.
+    pub run_id: i64,
+    posters: Mutex<HashMap<TaskId, Arc<room::Slot>>>,
+    pub stop: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Shared {
+    fn posters(&self) -> MutexGuard<'_, HashMap<TaskId, Arc<room::Slot>>> {
+        // A poisoned lock only means a panicking thread held it; the map stays consistent.
+        self.posters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the task's poster unless one runs.
+    fn ensure_poster(self: &Arc<Self>, id: &TaskId) -> Arc<room::Slot> {
+        let mut posters = self.posters();
+        if let Some(slot) = posters.get(id) {
+            return slot.clone();
+        }
+        let slot = Arc::new(room::Slot::default());
+        posters.insert(id.clone(), slot.clone());
+        drop(posters);
+        let shared = self.clone();
+        let id = id.clone();
+        let poster_slot = slot.clone();
+        self.tracker.spawn(async move {
+            room::run(&shared, &id, &poster_slot).await;
+            shared.posters().remove(&id);
+        });
+        slot
+    }
+
+    /// Adds a note about Matrix to the task's history.
+    pub async fn note(&self, task: &TaskId, step: &str, message: String) {
+        let event = NewEvent::new(EventKind::Log, message).with_data(json!({ "matrix": step }));
+        self.source.note(task, event).await;
+    }
+
+    /// Sleeps `wait` unless the integration stops first (then `false`).
+    pub async fn pause(&self, wait: Duration) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => true,
+            () = self.stop.cancelled() => false,
+        }
+    }
+}
+
+/// The Matrix integration of one Handoff process. Cheap to clone.
+#[derive(Clone)]
+pub struct MatrixBridge {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for MatrixBridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatrixBridge")
+            .field("homeserver", &self.shared.config.homeserver_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MatrixBridge {
+    /// Starts the integration: the sweeper that closes rooms when due, and the posters of the
+    /// rooms an earlier process left open. Commands are read once [`Self::steer_with`] is
+    /// called.
+    pub fn start(
+        config: MatrixConfig,
+        store: Arc<dyn ChannelStore>,
+        source: Arc<dyn TaskSource>,
+    ) -> Result<Self, MatrixError> {
+        let (Some(url), Some(token)) = (&config.homeserver_url, &config.access_token) else {
+            return Err(MatrixError::Config(
+                "matrix.homeserver_url and matrix.access_token are both needed".to_owned(),
+            ));
+        };
+        let client = MatrixClient::new(url, token.expose(), config.request_timeout)?;
+        let shared = Arc::new(Shared {
+            config,
+            client,
+            store,
+            source,
+            me: OnceLock::new(),
+            run_id: unix_millis_now(),
+            posters: Mutex::new(HashMap::new()),
+            stop: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        });
+        shared.tracker.spawn(room::sweep(shared.clone()));
+        Ok(Self { shared })
+    }
+
+    /// The client (health checks, tests).
+    pub fn client(&self) -> &MatrixClient {
+        &self.shared.client
+    }
+
+    /// Whether `task` gets a room under `config`.
+    pub fn wants_room(config: &MatrixConfig, task: &Task) -> bool {
+        config.room_per_task || !task.options.matrix_observers.is_empty()
+    }
+
+    /// A task starts running: its poster creates (or, after a restart, finds) its room.
+    pub fn task_started(&self, task: &Task) {
+        if Self::wants_room(&self.shared.config, task) {
+            self.shared.ensure_poster(&task.id).mark(true);
+        }
+    }
+
+    /// Something happened to a task. Cheap; tasks without a poster are ignored.
+    pub fn touch(&self, id: &TaskId, status_changed: bool) {
+        let slot = self.shared.posters().get(id).cloned();
+        if let Some(slot) = slot {
+            slot.mark(status_changed);
+        }
+    }
+
+    /// Starts reading the rooms: commands from them are applied through `steering`.
+    pub fn steer_with(&self, steering: Arc<dyn Steering>) {
+        let shared = self.shared.clone();
+        self.shared
+            .tracker
+            .spawn(async move { sync::run(shared, steering).await });
+    }
+
+    /// The room of `task`, once created.
+    pub async fn room_of(&self, task: &TaskId) -> Option<String> {
+        match self.shared.store.channel(INTEGRATION, task).await {
+            Ok(record) => record.map(|r| r.channel_id),
+            Err(e) => {
+                tracing::warn!(task = %task, error = %e, "cannot read the task's Matrix room");
+                None
+            }
+        }
+    }
+
+    /// Stops the posters, the sync loop and the sweeper; the stored rooms and sync position
+    /// let the next process carry on.
+    pub async fn shutdown(&self) {
+        self.shared.stop.cancel();
+        self.shared.tracker.close();
+        if tokio::time::timeout(Duration::from_secs(5), self.shared.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("Matrix posters did not stop within 5 s");
+        }
+    }
+}

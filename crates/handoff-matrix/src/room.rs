@@ -1,0 +1,404 @@
+//! One poster per task with a room: it creates the room (or finds it after a restart), posts
+//! status changes at once and other events coalesced, each pending request once, and the
+//! outcome; then it schedules the room's closing, which the sweeper carries out.
+
+use std::{
+    collections::HashSet,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use handoff_store::ChannelRecord;
+use handoff_task::{MatrixUserId, Task, TaskId, unix_millis_now};
+use serde_json::{Value, json};
+use tokio::{sync::Notify, time::Instant};
+
+use crate::{
+    INTEGRATION, RoomSpec, Shared, TaskView, html,
+    pace::{Next, Pacer, backoff},
+    render,
+};
+
+/// Events read per look at the task.
+const EVENTS_READ: u32 = 40;
+
+/// What wakes a task's poster.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    events: AtomicBool,
+    status: AtomicBool,
+    wake: Notify,
+}
+
+impl Slot {
+    pub(crate) fn mark(&self, status_changed: bool) {
+        if status_changed {
+            self.status.store(true, Ordering::SeqCst);
+        } else {
+            self.events.store(true, Ordering::SeqCst);
+        }
+        self.wake.notify_one();
+    }
+}
+
+/// What one poster remembers between messages.
+struct Poster {
+    room: String,
+    /// The last event seq shown.
+    seq: i64,
+    /// Requests already posted.
+    requests: HashSet<String>,
+    last_status: Option<handoff_task::TaskStatus>,
+    /// Messages sent by this poster (transaction ids).
+    sent: u64,
+    pacer: Pacer,
+}
+
+/// Whether the poster goes on.
+enum Step {
+    Continue,
+    Done,
+}
+
+/// Runs `id`'s poster until its outcome is posted or the integration stops.
+pub(crate) async fn run(shared: &Arc<Shared>, id: &TaskId, slot: &Slot) {
+    let Some(view) = look(shared, id).await else {
+        return;
+    };
+    let Some((room, created)) = ensure_room(shared, &view.task).await else {
+        return;
+    };
+    let mut poster = Poster {
+        room,
+        seq: 0,
+        requests: HashSet::new(),
+        last_status: None,
+        sent: 0,
+        pacer: Pacer::new(shared.config.event_interval),
+    };
+    if created {
+        let may_steer = !shared.config.controllers.is_empty();
+        let lines = render::started(&view.task, may_steer);
+        if !post(shared, id, &mut poster, &lines).await {
+            return;
+        }
+    }
+    poster.pacer.mark(true);
+    loop {
+        if slot.status.swap(false, Ordering::SeqCst) {
+            poster.pacer.mark(true);
+        }
+        if slot.events.swap(false, Ordering::SeqCst) {
+            poster.pacer.mark(false);
+        }
+        match poster.pacer.next(Instant::now()) {
+            Next::Post => match update(shared, id, &mut poster).await {
+                Some(Step::Continue) => {}
+                Some(Step::Done) | None => return,
+            },
+            Next::WaitUntil(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = slot.wake.notified() => {}
+                    () = shared.stop.cancelled() => return,
+                }
+            }
+            Next::Idle => {
+                tokio::select! {
+                    () = slot.wake.notified() => {}
+                    () = shared.stop.cancelled() => return,
+                }
+            }
+        }
+    }
+}
+
+/// The task now, retried until read (`None`: it is gone, or the integration stops).
+async fn look(shared: &Shared, id: &TaskId) -> Option<TaskView> {
+    let mut attempt = 0;
+    loop {
+        match shared.source.view(id, EVENTS_READ).await {
+            Ok(view) => return view,
+            Err(e) => {
+                tracing::warn!(task = %id, error = %e, "matrix: cannot read the task");
+                if !shared.pause(backoff(attempt)).await {
+                    return None;
+                }
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// Posts what changed; `None` when the integration stops.
+async fn update(shared: &Shared, id: &TaskId, poster: &mut Poster) -> Option<Step> {
+    let view = look(shared, id).await?;
+    let task = &view.task;
+    if poster.last_status != Some(task.status) {
+        if task.status.is_terminal() {
+            if !post(shared, id, poster, &render::outcome(&view)).await {
+                return None;
+            }
+            schedule_close(shared, id, &poster.room).await;
+            return Some(Step::Done);
+        }
+        if !post(shared, id, poster, &render::status(task)).await {
+            return None;
+        }
+        poster.last_status = Some(task.status);
+    }
+    for request in &view.pending {
+        if poster.requests.insert(request.id.clone())
+            && !post(shared, id, poster, &render::pending(task, request)).await
+        {
+            return None;
+        }
+    }
+    if let Some(lines) = render::progress(task, &view.recent_events, poster.seq)
+        && !post(shared, id, poster, &lines).await
+    {
+        return None;
+    }
+    if let Some(last) = view.recent_events.last() {
+        poster.seq = poster.seq.max(last.seq);
+    }
+    poster.pacer.posted(Instant::now());
+    Some(Step::Continue)
+}
+
+/// Sends one message, retrying with back-off while the homeserver is unreachable (the same
+/// transaction id each time, so it is posted once). `false` when the integration stops.
+async fn post(shared: &Shared, id: &TaskId, poster: &mut Poster, lines: &[String]) -> bool {
+    poster.sent += 1;
+    let txn = format!("handoff-{}-{}-{}", shared.run_id, id, poster.sent);
+    send_notice(shared, &poster.room, &txn, &html::notice(lines, true)).await
+}
+
+/// Sends `content` to `room` under `txn`, retrying while that may help. `false` when the
+/// integration stops.
+pub(crate) async fn send_notice(shared: &Shared, room: &str, txn: &str, content: &Value) -> bool {
+    let mut attempt = 0;
+    loop {
+        match shared.client.send(room, txn, content).await {
+            Ok(_) => return true,
+            Err(e) if e.retryable() => {
+                tracing::debug!(room, error = %e, "matrix: send failed; retrying");
+                if !shared.pause(backoff(attempt)).await {
+                    return false;
+                }
+                attempt += 1;
+            }
+            Err(e) => {
+                tracing::warn!(room, error = %e, "matrix: message refused; dropped");
+                return true;
+            }
+        }
+    }
+}
+
+/// The task's room: the stored one, or a new one. `None` when the integration stops or the
+/// homeserver refuses to create it (noted in the task's history).
+async fn ensure_room(shared: &Shared, task: &Task) -> Option<(String, bool)> {
+    let mut attempt = 0;
+    loop {
+        match shared.store.channel(INTEGRATION, &task.id).await {
+            Ok(Some(record)) => return Some((record.channel_id, false)),
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!(task = %task.id, error = %e, "matrix: cannot read the room record");
+                if !shared.pause(backoff(attempt)).await {
+                    return None;
+                }
+                attempt += 1;
+            }
+        }
+    }
+    if shared.me.get().is_none()
+        && let Ok(me) = shared.client.whoami().await
+    {
+        let _ = shared.me.set(me);
+    }
+    let spec = room_spec(shared, task);
+    let mut attempt = 0;
+    let room = loop {
+        match shared.client.create_room(&spec).await {
+            Ok(room) => break room,
+            Err(e) if e.retryable() => {
+                if !shared.pause(backoff(attempt)).await {
+                    return None;
+                }
+                attempt += 1;
+            }
+            Err(e) => {
+                let message = format!("the task's Matrix room could not be created: {e}");
+                shared.note(&task.id, "room_failed", message).await;
+                return None;
+            }
+        }
+    };
+    let record = ChannelRecord {
+        integration: INTEGRATION.to_owned(),
+        task_id: task.id.clone(),
+        channel_id: room.clone(),
+        created_at: unix_millis_now(),
+        close_at: None,
+        closed_at: None,
+    };
+    store_channel(shared, &record).await?;
+    let invited = spec.invite.len();
+    let message = format!("Matrix room {room} created, {invited} invited");
+    shared.note(&task.id, "room_created", message).await;
+    Some((room, true))
+}
+
+/// Stores `record`, retrying (`None` when the integration stops).
+async fn store_channel(shared: &Shared, record: &ChannelRecord) -> Option<()> {
+    let mut attempt = 0;
+    loop {
+        match shared.store.put_channel(record).await {
+            Ok(()) => return Some(()),
+            Err(e) => {
+                tracing::warn!(task = %record.task_id, error = %e, "matrix: cannot store the room");
+                if !shared.pause(backoff(attempt)).await {
+                    return None;
+                }
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// The room of `task`: private, v12, observers invited at power 0 (read only unless
+/// `observers_may_talk`), controllers among them at 50 (may write), the bot — its creator —
+/// not listed (room v12 gives creators unlimited power and refuses them in `users`).
+pub(crate) fn room_spec(shared: &Shared, task: &Task) -> RoomSpec {
+    let config = &shared.config;
+    let me = shared.me.get().map(String::as_str);
+    let mut invite: Vec<&MatrixUserId> = Vec::new();
+    for user in task
+        .options
+        .matrix_observers
+        .iter()
+        .chain(&config.default_observers)
+    {
+        if Some(user.as_str()) != me && !invite.contains(&user) {
+            invite.push(user);
+        }
+    }
+    let users: serde_json::Map<String, Value> = invite
+        .iter()
+        .map(|u| {
+            let level = if config.may_control(u) { 50 } else { 0 };
+            (u.as_str().to_owned(), json!(level))
+        })
+        .collect();
+    let events_default = if config.observers_may_talk { 0 } else { 50 };
+    let power_levels = json!({
+        "users": users,
+        "users_default": 0,
+        "events_default": events_default,
+        "state_default": 100,
+        "invite": 100,
+        "kick": 100,
+        "ban": 100,
+        "redact": 100,
+        "notifications": {"room": 100},
+        "events": {
+            "m.room.name": 100,
+            "m.room.topic": 100,
+            "m.room.avatar": 100,
+            "m.room.power_levels": 100,
+            "m.room.history_visibility": 100,
+            "m.room.canonical_alias": 100,
+            "m.room.encryption": 100,
+            "m.room.server_acl": 100,
+            "m.room.tombstone": 100,
+        },
+    });
+    RoomSpec {
+        name: render::room_name(task),
+        topic: render::room_topic(task),
+        invite: invite.iter().map(|u| u.as_str().to_owned()).collect(),
+        power_levels,
+        initial_state: vec![(
+            TASK_STATE.to_owned(),
+            json!({"task_id": task.id.as_str(), "agent_id": task.agent_id.as_str()}),
+        )],
+    }
+}
+
+/// The state event naming the room's task (Handoff's namespace).
+pub const TASK_STATE: &str = "dev.handoff.task";
+
+/// Stores when the room of a finished task is to be closed.
+async fn schedule_close(shared: &Shared, id: &TaskId, room: &str) {
+    let close_at = unix_millis_now().saturating_add(millis(shared.config.archive_after));
+    let record = match shared.store.channel(INTEGRATION, id).await {
+        Ok(Some(mut record)) => {
+            record.close_at = Some(close_at);
+            record
+        }
+        Ok(None) | Err(_) => ChannelRecord {
+            integration: INTEGRATION.to_owned(),
+            task_id: id.clone(),
+            channel_id: room.to_owned(),
+            created_at: unix_millis_now(),
+            close_at: Some(close_at),
+            closed_at: None,
+        },
+    };
+    let _ = store_channel(shared, &record).await;
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Resumes the posters of rooms an earlier process left open, then leaves and forgets rooms
+/// whose closing time has come, until the integration stops.
+pub(crate) async fn sweep(shared: Arc<Shared>) {
+    match shared.store.open_channels(INTEGRATION).await {
+        Ok(open) => {
+            for record in open.iter().filter(|r| r.close_at.is_none()) {
+                shared.ensure_poster(&record.task_id).mark(true);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "matrix: cannot list open rooms"),
+    }
+    loop {
+        let now = unix_millis_now();
+        let mut next = now.saturating_add(30_000);
+        match shared.store.open_channels(INTEGRATION).await {
+            Ok(open) => {
+                for mut record in open {
+                    let Some(at) = record.close_at else { continue };
+                    if at > now {
+                        next = next.min(at);
+                        continue;
+                    }
+                    match shared
+                        .client
+                        .leave_and_forget(&record.channel_id, "the task ended")
+                        .await
+                    {
+                        Err(e) if e.retryable() => continue,
+                        Err(e) => {
+                            tracing::warn!(room = %record.channel_id, error = %e, "matrix: leaving failed; recorded as closed")
+                        }
+                        Ok(()) => {}
+                    }
+                    record.closed_at = Some(unix_millis_now());
+                    let _ = shared.store.put_channel(&record).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "matrix: cannot list open rooms"),
+        }
+        let wait = u64::try_from(next.saturating_sub(unix_millis_now())).unwrap_or(0);
+        if !shared.pause(Duration::from_millis(wait.max(100))).await {
+            return;
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! The Matrix integration as an engine plug-in: the engine's notices drive the room posters,
+//! the posters read tasks through the engine's public queries, and commands from the rooms
+//! go through the tool pipeline as the Matrix sender (an operator principal named after it),
+//! audited like any MCP call.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
+};
+
+use async_trait::async_trait;
+use handoff_config::Config;
+use handoff_engine::{Engine, EngineError, Integration};
+use handoff_matrix::{
+    Command, MatrixBridge, PendingRequest, SourceError, Steering, TaskSource, TaskView,
+};
+use handoff_runner::InputKind;
+use handoff_store::ChannelStore;
+use handoff_task::{
+    AgentId, ArtifactBody, ArtifactKind, MatrixUserId, NewEvent, Principal, Task, TaskId,
+    TaskStatus,
+};
+use handoff_tools::{CallRequest, Pipeline, ToolContext};
+use serde_json::{Map, Value, json};
+
+/// The name the integration reads under (its principal, in histories and logs).
+const ACTOR: &str = "handoff-matrix";
+
+/// The largest diff read for the outcome's diff stat.
+const DIFF_READ: u64 = 4 * 1024 * 1024;
+
+/// Matrix rooms per task, plugged into the engine.
+pub(crate) struct MatrixPlugin {
+    bridge: MatrixBridge,
+}
+
+impl MatrixPlugin {
+    /// Starts the integration when the homeserver and token are set.
+    pub(crate) fn start(
+        config: &Config,
+        engine: &Engine,
+        store: Arc<dyn ChannelStore>,
+    ) -> Result<Option<Self>, EngineError> {
+        if !config.matrix.enabled() {
+            return Ok(None);
+        }
+        let principal = AgentId::parse(ACTOR)
+            .map(Principal::Operator)
+            .map_err(|e| EngineError::Internal(e.to_string()))?;
+        let source = Arc::new(EngineView {
+            engine: engine.clone(),
+            principal,
+        });
+        let bridge = MatrixBridge::start(config.matrix.clone(), store, source)
+            .map_err(|e| EngineError::Internal(format!("matrix: {e}")))?;
+        Ok(Some(Self { bridge }))
+    }
+
+    /// The running integration.
+    pub(crate) fn bridge(&self) -> &MatrixBridge {
+        &self.bridge
+    }
+}
+
+#[async_trait]
+impl Integration for MatrixPlugin {
+    async fn task_started(&self, task: &Task) {
+        self.bridge.task_started(task);
+    }
+
+    fn events_appended(&self, task: &TaskId) {
+        self.bridge.touch(task, false);
+    }
+
+    fn status_changed(&self, task: &TaskId, _: TaskStatus) {
+        self.bridge.touch(task, true);
+    }
+
+    async fn shutdown(&self) {
+        self.bridge.shutdown().await;
+    }
+}
+
+/// The integration's reads: the engine's own overview, and the answer `get_task_status` gives.
+struct EngineView {
+    engine: Engine,
+    principal: Principal,
+}
+
+#[async_trait]
+impl TaskSource for EngineView {
+    async fn view(&self, id: &TaskId, events: u32) -> Result<Option<TaskView>, SourceError> {
+        let overview = match self.engine.overview(&self.principal, id, events).await {
+            Ok(overview) => overview,
+            Err(EngineError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(SourceError(e.to_string())),
+        };
+        let pending = overview
+            .pending_input
+            .iter()
+            .map(|r| PendingRequest {
+                id: r.id.clone(),
+                kind: match r.kind {
+                    InputKind::Permission => "permission",
+                    InputKind::Question => "question",
+                }
+                .to_owned(),
+                title: r.title.clone(),
+            })
+            .collect();
+        let finished = overview.task.status.is_terminal();
+        let answer = if finished {
+            handoff_tools::tasks::final_answer(&self.engine, &self.principal, id)
+                .await
+                .map_err(|e| SourceError(e.to_string()))?
+        } else {
+            None
+        };
+        let diff = match overview
+            .artifacts
+            .iter()
+            .find(|a| a.kind == ArtifactKind::Diff)
+        {
+            Some(artifact) if finished => read_body(&artifact.body).await,
+            _ => None,
+        };
+        Ok(Some(TaskView {
+            task: overview.task,
+            recent_events: overview.recent_events,
+            pending,
+            answer,
+            diff,
+        }))
+    }
+
+    async fn note(&self, id: &TaskId, event: NewEvent) {
+        if let Err(e) = self.engine.note(&self.principal, id, event).await {
+            tracing::debug!(task = %id, error = %e, "cannot note a Matrix event");
+        }
+    }
+}
+
+/// An artifact's text (a spilled one read from its file, up to [`DIFF_READ`] bytes).
+async fn read_body(body: &ArtifactBody) -> Option<String> {
+    match body {
+        ArtifactBody::Inline(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        ArtifactBody::File(path) => {
+            use tokio::io::AsyncReadExt;
+            let file = tokio::fs::File::open(path).await.ok()?;
+            let mut bytes = Vec::new();
+            file.take(DIFF_READ).read_to_end(&mut bytes).await.ok()?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+    }
+}
+
+/// Commands from rooms as tool calls through the pipeline.
+pub(crate) struct PipelineSteering {
+    pipeline: Pipeline,
+    calls: AtomicU64,
+}
+
+impl PipelineSteering {
+    /// Steering through `pipeline`.
+    pub(crate) fn new(pipeline: Pipeline) -> Self {
+        Self {
+            pipeline,
+            calls: AtomicU64::new(0),
+        }
+    }
+}
+
+#[async_trait]
+impl Steering for PipelineSteering {
+    async fn steer(
+        &self,
+        sender: &MatrixUserId,
+        task: &TaskId,
+        command: &Command,
+    ) -> Result<String, String> {
+        let (tool, arguments, field) = tool_call(sender, task, command)?;
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let call_id = format!("matrix-{}-{n}", handoff_task::unix_millis_now());
+        let ctx = ToolContext::new(call_id.clone(), call_id)
+            .with_agent(Some(handoff_matrix::acting_name(sender)))
+            .with_operator(true);
+        let request = CallRequest {
+            name: tool.to_owned(),
+            arguments: Some(arguments),
+        };
+        match self.pipeline.call(ctx, request).await {
+            Ok(output) => Ok(output
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or("done")
+                .to_owned()),
+            Err(e) => Err(handoff_matrix::html::one_line(&e.to_string(), 400)),
+        }
+    }
+}
+
+/// The tool, its arguments and the output field to report for `command`.
+fn tool_call(
+    sender: &MatrixUserId,
+    task: &TaskId,
+    command: &Command,
+) -> Result<(&'static str, Map<String, Value>, &'static str), String> {
+    let from = format!("from Matrix, {sender}");
+    let control = |action: &str| {
+        let args = json!({"task_id": task.as_str(), "control": action, "reason": from});
+        (handoff_protocol::names::SEND_TASK_CONTROL, args, "message")
+    };
+    let approval = |decision: &str, request: &str, scope: Option<&str>| {
+        let mut answer = json!({"decision": decision, "request_id": request});
+        if let Some(scope) = scope {
+            answer["scope"] = json!(scope);
+        }
+        let args = json!({
+            "task_id": task.as_str(),
+            "message": answer.to_string(),
+            "message_type": "approval",
+            "metadata": {"matrix_sender": sender.as_str()},
+        });
+        (handoff_protocol::names::SEND_TASK_MESSAGE, args, "note")
+    };
+    let (tool, args, field) = match command {
+        Command::Cancel => control("cancel"),
+        Command::Pause => control("pause"),
+        Command::Resume => control("resume"),
+        Command::Approve { request, scope } => approval("allow", request, Some(scope.as_str())),
+        Command::Deny { request } => approval("deny", request, None),
+        Command::Message(text) => {
+            let args = json!({
+                "task_id": task.as_str(),
+                "message": text,
+                "metadata": {"matrix_sender": sender.as_str()},
+            });
+            (handoff_protocol::names::SEND_TASK_MESSAGE, args, "note")
+        }
+        Command::Help => return Err("!help is answered in the room".to_owned()),
+    };
+    match args {
+        Value::Object(map) => Ok((tool, map, field)),
+        _ => Err("internal: arguments are not an object".to_owned()),
+    }
+}

@@ -1,0 +1,545 @@
+//! Matrix end to end: the real Handoff binary with its Matrix integration against a real
+//! Synapse (`scripts/matrix/up.sh`; users registered through the shared-secret admin API),
+//! people played by this test through the client-server API.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{
+    harness::{Server, start, start_in},
+    mcp::{call, history, ok, task_id, wait_status_for},
+    synapse::{Synapse, User, bodies},
+};
+
+const AGENT: &str = "agent-matrix";
+
+/// Handoff running bash scripts as tasks, with Matrix on as `bot`.
+fn env(
+    synapse: &Synapse,
+    bot: &User,
+    controllers: &str,
+    extra: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = [
+        ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
+        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
+        ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
+        ("HANDOFF_COMMAND_MESSAGES_VIA_STDIN", "true"),
+        ("HANDOFF_CANCEL_GRACE_MS", "500"),
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0"),
+        ("MATRIX_HOMESERVER_URL", synapse.url.as_str()),
+        ("MATRIX_ACCESS_TOKEN", bot.token.as_str()),
+        ("HANDOFF_MATRIX_CONTROLLERS", controllers),
+        ("HANDOFF_MATRIX_EVENT_INTERVAL_MS", "300"),
+        ("HANDOFF_MATRIX_SYNC_TIMEOUT_MS", "2000"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    env.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    env
+}
+
+fn serve(env: &[(String, String)]) -> Server {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    start(&env)
+}
+
+fn submit(server: &Server, arguments: Value) -> String {
+    task_id(&call(server, AGENT, "execute_task", arguments))
+}
+
+/// The message events of a task's history whose text contains `text`.
+fn messages_with(server: &Server, id: &str, text: &str) -> usize {
+    history(server, AGENT, id)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["kind"] == "message" && e["message"].as_str().is_some_and(|m| m.contains(text))
+        })
+        .count()
+}
+
+#[test]
+fn two_observers_get_one_v12_room_read_only_where_events_and_the_escaped_outcome_arrive() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synapse = Synapse::from_env();
+    let (bot, alice, bob) = rt.block_on(async {
+        (
+            synapse.user("bot").await,
+            synapse.user("alice").await,
+            synapse.user("bob").await,
+        )
+    });
+    let server = serve(&env(&synapse, &bot, &alice.id, &[]));
+    let evil = "<img src=x onerror=alert(1)>";
+    let script = format!("echo '{evil}'; echo second-line; echo done");
+    let id = submit(
+        &server,
+        json!({"task_description": script, "observers": [bob.id, alice.id]}),
+    );
+    wait_status_for(&server, AGENT, &id, &["completed"], Duration::from_secs(60));
+
+    rt.block_on(async {
+        // One room for the task, to which both observers are invited.
+        let room = synapse.wait_invite(&bob, &id).await;
+        assert_eq!(synapse.wait_invite(&alice, &id).await, room);
+        assert_eq!(synapse.invites_for(&bob, &id).await, vec![room.clone()]);
+        synapse.join(&bob, &room).await;
+
+        // Room v12, created by the bot, which is not in the power levels' users.
+        let create = synapse.create_event(&bob, &room).await;
+        assert_eq!(create["sender"], bot.id.as_str(), "{create}");
+        assert_eq!(create["content"]["room_version"], "12", "{create}");
+        let levels = synapse.state(&bob, &room, "m.room.power_levels").await;
+        assert_eq!(
+            levels["users"],
+            json!({bob.id.clone(): 0, alice.id.clone(): 50}),
+            "observer at 0, controller at 50, creator absent: {levels}"
+        );
+        assert_eq!(levels["users_default"], 0, "{levels}");
+        assert_eq!(levels["events_default"], 50, "{levels}");
+        let task = synapse.state(&bob, &room, "dev.handoff.task").await;
+        assert_eq!(task["task_id"], id.as_str(), "{task}");
+
+        // A read-only observer cannot write.
+        let (status, body) = synapse.say(&bob, &room, "!cancel").await;
+        assert_eq!(status, 403, "{body}");
+        assert_eq!(body["errcode"], "M_FORBIDDEN", "{body}");
+
+        // The events and the outcome arrive; the description's HTML is escaped everywhere.
+        synapse
+            .wait_message(&bob, &room, &bot.id, "with the task's output", |b| {
+                b.contains("second-line")
+            })
+            .await;
+        let outcome = synapse
+            .wait_message(&bob, &room, &bot.id, "with the outcome", |b| {
+                b.contains("completed") && b.contains("Changes:")
+            })
+            .await;
+        assert!(
+            outcome["content"]["body"]
+                .as_str()
+                .unwrap()
+                .contains("Answer")
+                || outcome["content"]["body"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no final answer"),
+            "{outcome}"
+        );
+        let messages = synapse.messages(&bob, &room).await;
+        let first = messages
+            .iter()
+            .find(|m| m["sender"] == bot.id.as_str())
+            .unwrap();
+        assert!(
+            first["content"]["body"].as_str().unwrap().contains(evil),
+            "{first}"
+        );
+        for message in messages.iter().filter(|m| m["sender"] == bot.id.as_str()) {
+            let content = &message["content"];
+            assert_eq!(content["format"], "org.matrix.custom.html", "{message}");
+            let html = content["formatted_body"].as_str().unwrap();
+            assert!(!html.contains("<img"), "unescaped HTML: {html}");
+        }
+        let escaped = first["content"]["formatted_body"].as_str().unwrap();
+        assert!(
+            escaped.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{escaped}"
+        );
+    });
+}
+
+#[test]
+fn only_controllers_steer_others_are_told_so_and_the_bot_never_hears_itself() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synapse = Synapse::from_env();
+    let (bot, alice, mallory) = rt.block_on(async {
+        (
+            synapse.user("bot").await,
+            synapse.user("alice").await,
+            synapse.user("mallory").await,
+        )
+    });
+    let server = serve(&env(
+        &synapse,
+        &bot,
+        &alice.id,
+        &[("HANDOFF_MATRIX_OBSERVERS_MAY_TALK", "true")],
+    ));
+    let script = "echo started; while [ ! -f release ]; do sleep 0.1; done";
+    let id = submit(
+        &server,
+        json!({"task_description": script, "observers": [alice.id, mallory.id]}),
+    );
+    wait_status_for(&server, AGENT, &id, &["running"], Duration::from_secs(60));
+    let room = rt.block_on(async {
+        let room = synapse.wait_invite(&mallory, &id).await;
+        synapse.join(&mallory, &room).await;
+        synapse.join(&alice, &room).await;
+        // A member who may write but is not a controller: refused, and told so.
+        let (status, body) = synapse.say(&mallory, &room, "!cancel").await;
+        assert_eq!(status, 200, "{body}");
+        synapse
+            .wait_message(
+                &mallory,
+                &room,
+                &bot.id,
+                "refusing mallory's !cancel",
+                |b| b.starts_with("Sorry") && b.contains(&mallory.id),
+            )
+            .await;
+        let (status, _) = synapse
+            .say(&mallory, &room, "please delete everything")
+            .await;
+        assert_eq!(status, 200);
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let messages = synapse.messages(&mallory, &room).await;
+            let refusals = messages
+                .iter()
+                .filter(|m| {
+                    m["sender"] == bot.id.as_str()
+                        && m["content"]["body"]
+                            .as_str()
+                            .is_some_and(|b| b.starts_with("Sorry"))
+                })
+                .count();
+            if refusals == 2 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{:#?}",
+                bodies(&messages)
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        room
+    });
+    // Nothing of mallory's reached the task.
+    let status = ok(&call(
+        &server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": id}),
+    ))
+    .clone();
+    assert_eq!(status["status"], "running", "{status}");
+    assert_eq!(messages_with(&server, &id, "delete everything"), 0);
+    let controls = history(&server, AGENT, &id)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "control")
+        .count();
+    assert_eq!(controls, 0);
+
+    // The controller's !cancel cancels, through the tool pipeline, as the controller.
+    rt.block_on(async {
+        let (status, body) = synapse.say(&alice, &room, "!cancel").await;
+        assert_eq!(status, 200, "{body}");
+    });
+    wait_status_for(&server, AGENT, &id, &["cancelled"], Duration::from_secs(60));
+    let events = history(&server, AGENT, &id)["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let control = events
+        .iter()
+        .find(|e| e["kind"] == "control")
+        .unwrap_or_else(|| panic!("no control event: {events:#?}"));
+    assert!(control.to_string().contains(&alice.id), "{control}");
+
+    rt.block_on(async {
+        synapse
+            .wait_message(&alice, &room, &bot.id, "with the outcome", |b| {
+                b.contains("cancelled") && b.contains("Changes:")
+            })
+            .await;
+        // A marker after everything the bot said: once its answer is there, the bot has read
+        // all its own earlier messages, and answered none of them.
+        synapse.say(&alice, &room, "!help").await;
+        synapse
+            .wait_message(&alice, &room, &bot.id, "answering !help", |b| {
+                b.starts_with("Commands:")
+            })
+            .await;
+        let messages = synapse.messages(&alice, &room).await;
+        let people = messages
+            .iter()
+            .filter(|m| m["sender"] != bot.id.as_str())
+            .count();
+        let replies = messages
+            .iter()
+            .filter(|m| {
+                m["sender"] == bot.id.as_str()
+                    && m["content"]["body"].as_str().is_some_and(|b| {
+                        b.starts_with("Sorry")
+                            || b.starts_with("Commands:")
+                            || b.starts_with("Not ")
+                            || b.contains("cancel") && !b.starts_with("Task ")
+                    })
+            })
+            .count();
+        assert_eq!(
+            replies,
+            people,
+            "one reply per human message: {:#?}",
+            bodies(&messages)
+        );
+        assert!(
+            messages.iter().all(|m| !m["content"]["body"]
+                .as_str()
+                .unwrap_or("")
+                .contains(&format!("Sorry {}", bot.id))),
+            "{:#?}",
+            bodies(&messages)
+        );
+    });
+}
+
+#[test]
+fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synapse = Synapse::from_env();
+    let (bot, alice) =
+        rt.block_on(async { (synapse.user("bot").await, synapse.user("alice").await) });
+    // Rooms are left as soon as their task ends (the schedule is stored).
+    let env = env(
+        &synapse,
+        &bot,
+        &alice.id,
+        &[("HANDOFF_MATRIX_ARCHIVE_AFTER_SECS", "0")],
+    );
+    let server = serve(&env);
+    let script = "while read line; do echo got:$line; done";
+    let id = submit(
+        &server,
+        json!({"task_description": script, "observers": [alice.id], "requeue_on_restart": true}),
+    );
+    wait_status_for(&server, AGENT, &id, &["running"], Duration::from_secs(60));
+    let room = rt.block_on(async {
+        let room = synapse.wait_invite(&alice, &id).await;
+        synapse.join(&alice, &room).await;
+        let (status, first) = synapse.say(&alice, &room, "first-note").await;
+        assert_eq!(status, 200, "{first}");
+        synapse
+            .wait_message(&alice, &room, &bot.id, "answering first-note", |b| {
+                b.contains("deliver") || b.contains("recorded")
+            })
+            .await;
+        room
+    });
+    assert_eq!(messages_with(&server, &id, "first-note"), 1);
+
+    // Handoff dies; a command arrives while it is down.
+    let dir = server.kill9();
+    rt.block_on(async {
+        let (status, body) = synapse.say(&alice, &room, "second-note").await;
+        assert_eq!(status, 200, "{body}");
+    });
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start_in(dir, &env_ref);
+    wait_status_for(&server, AGENT, &id, &["running"], Duration::from_secs(60));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while messages_with(&server, &id, "second-note") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "second-note never reached the task"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    rt.block_on(async {
+        synapse.say(&alice, &room, "!cancel").await;
+    });
+    wait_status_for(&server, AGENT, &id, &["cancelled"], Duration::from_secs(60));
+    assert_eq!(
+        messages_with(&server, &id, "first-note"),
+        1,
+        "replayed after the restart"
+    );
+    assert_eq!(
+        messages_with(&server, &id, "second-note"),
+        1,
+        "missed or applied twice"
+    );
+    rt.block_on(async {
+        synapse
+            .wait_message(&alice, &room, &bot.id, "with the outcome", |b| {
+                b.contains("cancelled")
+            })
+            .await;
+        let messages = synapse.messages(&alice, &room).await;
+        let replies_to_first = messages
+            .iter()
+            .filter(|m| m["sender"] == bot.id.as_str())
+            .filter(|m| {
+                m["content"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("recorded") || b.contains("deliver"))
+            })
+            .count();
+        assert_eq!(
+            replies_to_first,
+            2,
+            "one answer per message: {:#?}",
+            bodies(&messages)
+        );
+        // The task ended: the bot leaves its room on the stored schedule.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while synapse.membership(&alice, &room, &bot.id).await != "leave" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the bot never left the room"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+}
+
+/// The real OpenCode, its model the scripted model: a controller's message from the room
+/// reaches the working agent (the model is asked with it), and `!approve` settles the
+/// permission request the room was shown.
+#[test]
+fn opencode_hears_a_controllers_message_and_approve_unblocks_a_permission() {
+    use super::executors::{
+        AGENT as E2E, OPENCODE, handoff_env, require_ripgrep, script, wait_end, workdir,
+    };
+    use handoff_scripted_model::ScriptedModel;
+
+    require_ripgrep();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synapse = Synapse::from_env();
+    let (bot, alice) =
+        rt.block_on(async { (synapse.user("bot").await, synapse.user("alice").await) });
+    let state = tempfile::tempdir().unwrap();
+    let model = rt
+        .block_on(ScriptedModel::start(
+            script(&OPENCODE),
+            Some(state.path().join("model.jsonl")),
+        ))
+        .unwrap();
+    let mut env = handoff_env(&OPENCODE, &model.base_url(), state.path());
+    env.extend(
+        [
+            ("MATRIX_HOMESERVER_URL", synapse.url.as_str()),
+            ("MATRIX_ACCESS_TOKEN", bot.token.as_str()),
+            ("HANDOFF_MATRIX_CONTROLLERS", alice.id.as_str()),
+            ("HANDOFF_MATRIX_EVENT_INTERVAL_MS", "300"),
+            ("HANDOFF_MATRIX_SYNC_TIMEOUT_MS", "2000"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let server = serve(&env);
+    let waiting = task_id(&call(
+        &server,
+        E2E,
+        "execute_task",
+        json!({"task_description": "WAIT-FOR-NAME then write the file", "observers": [alice.id]}),
+    ));
+    let asking = task_id(&call(
+        &server,
+        E2E,
+        "execute_task",
+        json!({"task_description": "ASK-TOUCH allow", "observers": [alice.id]}),
+    ));
+
+    // The message: while the agent works on its slow step, the controller names the file.
+    wait_status_for(
+        &server,
+        E2E,
+        &waiting,
+        &["running"],
+        Duration::from_secs(60),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !history(&server, E2E, &waiting)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "tool")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started its step"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    rt.block_on(async {
+        let room = synapse.wait_invite(&alice, &waiting).await;
+        synapse.join(&alice, &room).await;
+        let (status, body) = synapse.say(&alice, &room, "NAME-IS-NOTES").await;
+        assert_eq!(status, 200, "{body}");
+        synapse
+            .wait_message(&alice, &room, &bot.id, "confirming delivery", |b| {
+                b.contains("deliver")
+            })
+            .await;
+    });
+    std::fs::write(workdir(&server, &waiting).join("release"), "").unwrap();
+    let ended = wait_end(&server, &waiting);
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert!(workdir(&server, &waiting).join("notes.txt").exists());
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.scenario.as_deref() == Some("NAME-IS-NOTES")),
+        "the model never saw the controller's message"
+    );
+
+    // The permission: the room shows the request and the command; !approve settles it.
+    let room = rt.block_on(async {
+        let room = synapse.wait_invite(&alice, &asking).await;
+        synapse.join(&alice, &room).await;
+        let shown = synapse
+            .wait_message(
+                &alice,
+                &room,
+                &bot.id,
+                "showing the permission request",
+                |b| b.contains("Answer with: !approve "),
+            )
+            .await;
+        let body = shown["content"]["body"].as_str().unwrap();
+        let request = body
+            .split("Answer with: !approve ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap()
+            .to_owned();
+        let (status, reply) = synapse
+            .say(&alice, &room, &format!("!approve {request}"))
+            .await;
+        assert_eq!(status, 200, "{reply}");
+        let answered = synapse
+            .wait_message(&alice, &room, &bot.id, "answering !approve", |b| {
+                !b.contains("!approve ") && !b.starts_with("Task ")
+            })
+            .await;
+        let answered = answered["content"]["body"].as_str().unwrap().to_owned();
+        assert!(
+            !answered.starts_with("Not"),
+            "{answered} (request {request:?})"
+        );
+        room
+    });
+    let ended = wait_end(&server, &asking);
+    assert_eq!(ended["status"], "completed", "{ended}");
+    let said = rt.block_on(synapse.messages(&alice, &room));
+    assert!(
+        workdir(&server, &asking).join("approved.txt").exists(),
+        "{:#?}",
+        bodies(&said)
+    );
+}

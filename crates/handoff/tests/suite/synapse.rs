@@ -1,0 +1,349 @@
+//! A real Synapse for the Matrix tests (started by `scripts/matrix/up.sh`): fresh users through
+//! the shared-secret admin API, and the few client calls a test needs to act as a person.
+
+use std::{
+    sync::atomic::{AtomicUsize, Ordering},
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+/// The running Synapse, from `HANDOFF_TEST_SYNAPSE_URL` and `HANDOFF_TEST_SYNAPSE_SECRET_FILE`.
+pub struct Synapse {
+    pub url: String,
+    secret: String,
+    http: reqwest::Client,
+}
+
+/// A registered user.
+#[derive(Clone)]
+pub struct User {
+    pub id: String,
+    pub token: String,
+}
+
+const HOW: &str = "start one with `scripts/matrix/up.sh` and export HANDOFF_TEST_SYNAPSE_URL \
+    (its SYNAPSE_URL line) and HANDOFF_TEST_SYNAPSE_SECRET_FILE (tests/matrix/registration_secret); \
+    scripts/test.sh does both";
+
+impl Synapse {
+    /// The Synapse the test scripts started; panics with how to start one.
+    pub fn from_env() -> Self {
+        let url = std::env::var("HANDOFF_TEST_SYNAPSE_URL").unwrap_or_else(|_| {
+            panic!(
+                "HANDOFF_TEST_SYNAPSE_URL is not set: the Matrix tests need a real Synapse; {HOW}"
+            )
+        });
+        let file = std::env::var("HANDOFF_TEST_SYNAPSE_SECRET_FILE")
+            .unwrap_or_else(|_| panic!("HANDOFF_TEST_SYNAPSE_SECRET_FILE is not set; {HOW}"));
+        let secret = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {file} ({e}); {HOW}"))
+            .trim()
+            .to_owned();
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Self {
+            url: url.trim_end_matches('/').to_owned(),
+            secret,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// Registers a fresh user whose name starts with `prefix`.
+    pub async fn user(&self, prefix: &str) -> User {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "{prefix}{}x{}x{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                % 100_000
+        );
+        let route = format!("{}/_synapse/admin/v1/register", self.url);
+        let nonce: Value = self
+            .http
+            .get(&route)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("Synapse at {} does not answer ({e}); {HOW}", self.url))
+            .json()
+            .await
+            .unwrap();
+        let nonce = nonce["nonce"].as_str().unwrap().to_owned();
+        let password = "pass-word-1";
+        let mac = hmac_sha1(&self.secret, &[&nonce, &name, password, "notadmin"]);
+        let reply = self
+            .http
+            .post(&route)
+            .json(&json!({"nonce": nonce, "username": name, "password": password, "admin": false, "mac": mac}))
+            .send()
+            .await
+            .unwrap();
+        let status = reply.status();
+        let body: Value = reply.json().await.unwrap();
+        assert!(status.is_success(), "registering {name}: {status} {body}");
+        User {
+            id: body["user_id"].as_str().unwrap().to_owned(),
+            token: body["access_token"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    async fn request(
+        &self,
+        user: &User,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}/_matrix/client/v3{path}", self.url))
+            .bearer_auth(&user.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let reply = request.send().await.unwrap();
+        let status = reply.status().as_u16();
+        let text = reply.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// Waits until `user` is invited to a room whose name mentions `task`; returns its id.
+    pub async fn wait_invite(&self, user: &User, task: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (status, sync) = self
+                .request(user, reqwest::Method::GET, "/sync?timeout=1000", None)
+                .await;
+            assert_eq!(status, 200, "{sync}");
+            if let Some(invites) = sync["rooms"]["invite"].as_object() {
+                for (room, invite) in invites {
+                    let named = invite["invite_state"]["events"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|e| {
+                            e["type"] == "m.room.name"
+                                && e["content"]["name"]
+                                    .as_str()
+                                    .is_some_and(|n| n.contains(task))
+                        });
+                    if named {
+                        return room.clone();
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} was never invited to {task}'s room",
+                user.id
+            );
+        }
+    }
+
+    /// The rooms `user` is invited to whose name mentions `task`.
+    pub async fn invites_for(&self, user: &User, task: &str) -> Vec<String> {
+        let (_, sync) = self
+            .request(user, reqwest::Method::GET, "/sync?timeout=0", None)
+            .await;
+        let mut rooms = Vec::new();
+        for section in ["invite", "join"] {
+            if let Some(map) = sync["rooms"][section].as_object() {
+                for (room, data) in map {
+                    let events = if section == "invite" {
+                        &data["invite_state"]["events"]
+                    } else {
+                        &data["state"]["events"]
+                    };
+                    let named = events.as_array().into_iter().flatten().any(|e| {
+                        e["type"] == "m.room.name"
+                            && e["content"]["name"]
+                                .as_str()
+                                .is_some_and(|n| n.contains(task))
+                    });
+                    if named {
+                        rooms.push(room.clone());
+                    }
+                }
+            }
+        }
+        rooms
+    }
+
+    /// `user` joins `room`.
+    pub async fn join(&self, user: &User, room: &str) {
+        let (status, body) = self
+            .request(
+                user,
+                reqwest::Method::POST,
+                &format!("/rooms/{}/join", enc(room)),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(status, 200, "{} joining {room}: {body}", user.id);
+    }
+
+    /// `user` writes `text` in `room`: the HTTP status and body.
+    pub async fn say(&self, user: &User, room: &str, text: &str) -> (u16, Value) {
+        static TXN: AtomicUsize = AtomicUsize::new(0);
+        let txn = format!(
+            "t{}-{}",
+            std::process::id(),
+            TXN.fetch_add(1, Ordering::SeqCst)
+        );
+        self.request(
+            user,
+            reqwest::Method::PUT,
+            &format!("/rooms/{}/send/m.room.message/{txn}", enc(room)),
+            Some(json!({"msgtype": "m.text", "body": text})),
+        )
+        .await
+    }
+
+    /// A state event of `room` as `user` sees it.
+    pub async fn state(&self, user: &User, room: &str, kind: &str) -> Value {
+        let (status, body) = self
+            .request(
+                user,
+                reqwest::Method::GET,
+                &format!("/rooms/{}/state/{kind}/", enc(room)),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{kind} of {room}: {body}");
+        body
+    }
+
+    /// `member`'s membership in `room` (`join`, `leave` …) as `user` sees it.
+    pub async fn membership(&self, user: &User, room: &str, member: &str) -> String {
+        let (status, body) = self
+            .request(
+                user,
+                reqwest::Method::GET,
+                &format!("/rooms/{}/state/m.room.member/{}", enc(room), enc(member)),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["membership"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// The whole `m.room.create` event of `room`.
+    pub async fn create_event(&self, user: &User, room: &str) -> Value {
+        let (status, body) = self
+            .request(
+                user,
+                reqwest::Method::GET,
+                &format!("/rooms/{}/state", enc(room)),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "m.room.create")
+            .cloned()
+            .unwrap()
+    }
+
+    /// The room's messages, oldest first.
+    pub async fn messages(&self, user: &User, room: &str) -> Vec<Value> {
+        let (status, body) = self
+            .request(
+                user,
+                reqwest::Method::GET,
+                &format!("/rooms/{}/messages?dir=b&limit=500", enc(room)),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let mut events: Vec<Value> = body["chunk"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "m.room.message")
+            .cloned()
+            .collect();
+        events.reverse();
+        events
+    }
+
+    /// Waits until a message from `sender` in `room` satisfies `want`; returns it.
+    pub async fn wait_message(
+        &self,
+        user: &User,
+        room: &str,
+        sender: &str,
+        what: &str,
+        want: impl Fn(&str) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let messages = self.messages(user, room).await;
+            if let Some(found) = messages
+                .iter()
+                .find(|m| m["sender"] == sender && m["content"]["body"].as_str().is_some_and(&want))
+            {
+                return found.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no message {what} from {sender} in {room}: {:#?}",
+                bodies(&messages)
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// `sender: body` of each message, for failure output.
+pub fn bodies(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| {
+            format!(
+                "{}: {}",
+                m["sender"].as_str().unwrap_or("?"),
+                m["content"]["body"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+fn enc(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Hex HMAC-SHA1 of `parts` joined by NUL, computed by python3 (no Rust HMAC dependency).
+fn hmac_sha1(key: &str, parts: &[&str]) -> String {
+    let output = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import hmac, hashlib, sys; print(hmac.new(sys.argv[1].encode(), '\\0'.join(sys.argv[2:]).encode(), hashlib.sha1).hexdigest())",
+            key,
+        ])
+        .args(parts)
+        .output()
+        .expect("python3 computes the registration mac");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
