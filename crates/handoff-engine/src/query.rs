@@ -1,5 +1,5 @@
 use handoff_store::TaskFilter;
-use handoff_task::{Artifact, Principal, Task, TaskEvent, TaskId, TaskStatus};
+use handoff_task::{Artifact, EventKind, Principal, Task, TaskEvent, TaskId, TaskStatus};
 
 use crate::{Engine, EngineError};
 
@@ -42,6 +42,8 @@ pub struct StatusView {
     pub pending_input: Vec<handoff_runner::InputRequest>,
     /// The completion evaluator's conclusion (or its latest progress), when it ran.
     pub completion: Option<serde_json::Value>,
+    /// Its newest tool call while it is not finished: what the agent is doing now.
+    pub last_tool_call: Option<TaskEvent>,
 }
 
 /// A page of a task's history.
@@ -148,7 +150,17 @@ impl Engine {
             None
         };
         let pending_input = self.pending_input(id).await?;
+        // Read on its own: a command's output can push the call out of the recent events.
+        let last_tool_call = if task.status.is_terminal() {
+            None
+        } else {
+            self.inner
+                .store
+                .last_event_of_kind(id, EventKind::Tool)
+                .await?
+        };
         Ok(StatusView {
+            last_tool_call,
             completion,
             pending_input,
             task,
@@ -182,6 +194,20 @@ impl Engine {
     ) -> Result<Vec<TaskEvent>, EngineError> {
         self.readable(caller, id).await?;
         Ok(self.inner.store.recent_events(id, n).await?)
+    }
+
+    /// The task's newest tool call, however much output followed it.
+    pub async fn last_tool_call(
+        &self,
+        caller: &Principal,
+        id: &TaskId,
+    ) -> Result<Option<TaskEvent>, EngineError> {
+        self.readable(caller, id).await?;
+        Ok(self
+            .inner
+            .store
+            .last_event_of_kind(id, EventKind::Tool)
+            .await?)
     }
 
     /// A page of events (and optionally the artifacts).

@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use handoff_task::{
-    AgentId, Approval, Artifact, ArtifactBody, ArtifactKind, AuditRecord, ExitInfo, NewEvent,
-    NewTask, PendingInput, Task, TaskEvent, TaskId, TaskStatus, WorkspaceRecord,
+    AgentId, Approval, Artifact, ArtifactBody, ArtifactKind, AuditRecord, EventKind, ExitInfo,
+    NewEvent, NewTask, PendingInput, Task, TaskEvent, TaskId, TaskStatus, WorkspaceRecord,
 };
 use serde_json::Value;
 
@@ -175,6 +175,13 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// The last `n` events, oldest first.
     async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError>;
+
+    /// The task's newest event of `kind`, however many events of other kinds came after it.
+    async fn last_event_of_kind(
+        &self,
+        id: &TaskId,
+        kind: EventKind,
+    ) -> Result<Option<TaskEvent>, StoreError>;
 
     /// Stores (or replaces) one artifact.
     async fn put_artifact(

@@ -14,8 +14,8 @@ use handoff_store::{
     SqliteStore, StatusChange, StoreError, TaskFilter, TaskPage, TaskStore,
 };
 use handoff_task::{
-    AgentId, Approval, Artifact, AuditRecord, NewEvent, NewTask, PendingInput, Task, TaskEvent,
-    TaskId, TaskStatus,
+    AgentId, Approval, Artifact, AuditRecord, EventKind, NewEvent, NewTask, PendingInput, Task,
+    TaskEvent, TaskId, TaskStatus,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -230,6 +230,14 @@ impl TaskStore for GatedStore {
 
     async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
         self.inner.recent_events(id, n).await
+    }
+
+    async fn last_event_of_kind(
+        &self,
+        id: &TaskId,
+        kind: EventKind,
+    ) -> Result<Option<TaskEvent>, StoreError> {
+        self.inner.last_event_of_kind(id, kind).await
     }
 
     async fn put_artifact(

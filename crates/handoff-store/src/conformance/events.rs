@@ -83,6 +83,31 @@ pub async fn appended_events_are_numbered_contiguously<S: ConformanceStore>(stor
         (EventKind::Output, "line 0", &json!({ "i": 0 }), 10)
     );
 
+    // The newest event of a kind is found however many of other kinds follow it.
+    assert_eq!(
+        store
+            .last_event_of_kind(&task.id, EventKind::Tool)
+            .await
+            .unwrap(),
+        None
+    );
+    let tool = NewEvent::new(EventKind::Tool, "bash: ls");
+    store.append_events(&task.id, 30, &[tool]).await.unwrap();
+    let later: Vec<NewEvent> = (0..30).map(|i| out(100 + i)).collect();
+    store.append_events(&task.id, 31, &later).await.unwrap();
+    let found = store
+        .last_event_of_kind(&task.id, EventKind::Tool)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((found.seq, found.message.as_str()), (25, "bash: ls"));
+    let newest = store
+        .last_event_of_kind(&task.id, EventKind::Output)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(newest.seq, 55);
+
     let missing = TaskId::generate().unwrap();
     let err = store
         .append_events(&missing, 1, &[out(0)])

@@ -95,6 +95,24 @@ pub(super) async fn recent(
     rows.iter().rev().map(event_from_row).collect()
 }
 
+/// The newest event of `kind`: a backwards walk of the task's (task_id, seq) key.
+pub(super) async fn last_of_kind(
+    read: &SqlitePool,
+    id: &TaskId,
+    kind: EventKind,
+) -> Result<Option<TaskEvent>, StoreError> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        event_columns!(),
+        " FROM task_events WHERE task_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1"
+    ))
+    .bind(id.as_str())
+    .bind(kind.as_str())
+    .fetch_optional(read)
+    .await?;
+    row.as_ref().map(event_from_row).transpose()
+}
+
 /// Stores or replaces the task's artifact of this kind.
 pub(super) async fn put_artifact(
     conn: &mut SqliteConnection,

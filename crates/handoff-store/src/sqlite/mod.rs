@@ -30,8 +30,8 @@ use std::{future::Future, path::Path, time::Duration};
 
 use async_trait::async_trait;
 use handoff_task::{
-    AgentId, Approval, Artifact, AuditRecord, NewEvent, NewTask, PendingInput, Task, TaskEvent,
-    TaskId, TaskStatus, WorkspaceRecord,
+    AgentId, Approval, Artifact, AuditRecord, EventKind, NewEvent, NewTask, PendingInput, Task,
+    TaskEvent, TaskId, TaskStatus, WorkspaceRecord,
 };
 use serde_json::Value;
 use sqlx::{
@@ -296,6 +296,14 @@ impl TaskStore for SqliteStore {
 
     async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
         events::recent(&self.read, id, n).await
+    }
+
+    async fn last_event_of_kind(
+        &self,
+        id: &TaskId,
+        kind: EventKind,
+    ) -> Result<Option<TaskEvent>, StoreError> {
+        events::last_of_kind(&self.read, id, kind).await
     }
 
     async fn put_artifact(

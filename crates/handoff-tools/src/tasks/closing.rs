@@ -49,13 +49,9 @@ fn answer(events: &[TaskEvent]) -> Option<String> {
     Some(parts.join("\n"))
 }
 
-/// The latest tool call among `events`: what the agent is doing now.
-pub(crate) fn last_tool_call(events: &[TaskEvent]) -> Option<String> {
-    events
-        .iter()
-        .rev()
-        .find(|e| e.kind == EventKind::Tool)
-        .map(|e| clip(&e.message, LAST_TOOL_CALL_CHARS))
+/// A tool call event as one line of what the agent is doing now.
+pub(crate) fn tool_call_line(event: &TaskEvent) -> String {
+    clip(&event.message, LAST_TOOL_CALL_CHARS)
 }
 
 /// Longest tool call shown as what the agent is doing (a progress line stays one line).
@@ -108,23 +104,13 @@ mod tests {
     }
 
     #[test]
-    fn the_last_tool_call_is_the_newest_tool_event() {
-        let events = [
-            event(1, EventKind::Tool, "bash: ls"),
-            event(2, EventKind::Text, "Now the edit."),
-            event(3, EventKind::Tool, "edit: src/lib.rs"),
-            event(4, EventKind::Output, "ok"),
-        ];
-        assert_eq!(last_tool_call(&events).as_deref(), Some("edit: src/lib.rs"));
-        assert_eq!(last_tool_call(&events[1..2]), None);
+    fn a_tool_call_line_is_clipped_to_one_line() {
+        let call = event(3, EventKind::Tool, "edit: src/lib.rs");
+        assert_eq!(tool_call_line(&call), "edit: src/lib.rs");
         let long = "x".repeat(500);
-        let clipped = last_tool_call(&[event(1, EventKind::Tool, &long)]);
         assert_eq!(
-            clipped,
-            Some(format!(
-                "{}… [300 more bytes]",
-                "x".repeat(LAST_TOOL_CALL_CHARS)
-            ))
+            tool_call_line(&event(1, EventKind::Tool, &long)),
+            format!("{}… [300 more bytes]", "x".repeat(LAST_TOOL_CALL_CHARS))
         );
     }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{
     caller,
-    closing::{Closing, closing, last_tool_call},
+    closing::{Closing, closing, tool_call_line},
     failure::tool_error,
     outlook,
     repeats::RepeatedSubmissions,
@@ -20,9 +20,6 @@ use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
 
 /// How often a `sync` call reports progress while it waits.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
-
-/// Recent events searched for the agent's latest tool call in a progress notification.
-const PROGRESS_EVENTS: u32 = 20;
 
 /// `execute_task` (alias `opencode_execute_task`): hands a development task to an executor.
 pub struct ExecuteTaskTool {
@@ -203,10 +200,11 @@ impl ExecuteTaskTool {
             // is doing, not only that it runs.
             let doing = self
                 .engine
-                .recent_events(caller, &task.id, PROGRESS_EVENTS)
+                .last_tool_call(caller, &task.id)
                 .await
                 .ok()
-                .and_then(|events| last_tool_call(&events));
+                .flatten()
+                .map(|call| tool_call_line(&call));
             let message = match doing {
                 Some(call) => format!(
                     "task {} is {}; last tool call: {call}",

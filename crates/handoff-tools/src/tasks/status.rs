@@ -6,7 +6,7 @@ use handoff_protocol::{
 
 use super::{
     caller,
-    closing::{closing, last_tool_call},
+    closing::{closing, tool_call_line},
     failure::tool_error,
     outlook, text,
 };
@@ -64,11 +64,7 @@ impl Tool for GetTaskStatusTool {
             None
         };
         let outlook = outlook(&ctx, &agent, &view.task, answer.clone());
-        let last_tool_call = if view.task.status.is_terminal() {
-            None
-        } else {
-            last_tool_call(&view.recent_events)
-        };
+        let last_tool_call = view.last_tool_call.as_ref().map(tool_call_line);
         let output = GetTaskStatusOutput {
             task: TaskView::from(&view.task),
             queue_position: view.queue_position,
