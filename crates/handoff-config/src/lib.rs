@@ -33,7 +33,7 @@ pub use handoff_task::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use letta::{DEFAULT_TOOL_PREFIX, LettaConfig, MAX_TOOL_PREFIX, NotifyRole, check_tool_prefix};
 pub use mask::{MASK, mask_json, mask_setting_text, mask_url_credentials};
-pub use matrix::{Controller, MatrixConfig};
+pub use matrix::{Controller, MatrixConfig, Owner};
 pub use model::{
     ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,
     FeatureConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig, PromptVia, RunnerConfig,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use handoff_task::{MatrixUserId, valid_server};
+use handoff_task::{AgentId, MatrixUserId, valid_server};
 
 use crate::Secret;
 
@@ -64,8 +64,32 @@ pub struct MatrixConfig {
     pub request_timeout: Duration,
     /// How long one `/sync` long poll waits for news.
     pub sync_timeout: Duration,
-    /// Messages waiting per room when the homeserver is down; older progress is dropped first.
-    pub queue_limit: usize,
+    /// Each agent's owner on Matrix: steers that agent's tasks and is invited to their rooms.
+    pub owners: Vec<Owner>,
+}
+
+/// An agent's owner on Matrix (`agent-id=@name:server`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// The agent whose tasks the owner may steer.
+    pub agent: AgentId,
+    /// The owner.
+    pub user: MatrixUserId,
+}
+
+impl Owner {
+    /// Reads `agent-id=@name:server`; the error does not repeat the value.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (agent, user) = text
+            .trim()
+            .split_once('=')
+            .ok_or_else(|| "expected agent-id=@name:server".to_owned())?;
+        let agent = AgentId::parse(agent.trim())
+            .map_err(|_| "the part before = is not a valid agent id".to_owned())?;
+        let user = MatrixUserId::parse(user.trim())
+            .map_err(|_| "the part after = is not a Matrix user id @name:server".to_owned())?;
+        Ok(Self { agent, user })
+    }
 }
 
 impl MatrixConfig {
@@ -82,7 +106,7 @@ impl MatrixConfig {
             archive_after: Duration::from_secs(3600),
             request_timeout: Duration::from_secs(30),
             sync_timeout: Duration::from_secs(30),
-            queue_limit: 100,
+            owners: Vec::new(),
         }
     }
 
@@ -91,9 +115,22 @@ impl MatrixConfig {
         self.homeserver_url.is_some() && self.access_token.is_some()
     }
 
-    /// Whether `user` may steer tasks.
+    /// Whether `user` may steer every task (a controller).
     pub fn may_control(&self, user: &MatrixUserId) -> bool {
         self.controllers.iter().any(|c| c.matches(user))
+    }
+
+    /// Whether `user` may steer the tasks of `agent`: a controller, or that agent's owner.
+    pub fn may_steer(&self, user: &MatrixUserId, agent: &AgentId) -> bool {
+        self.may_control(user) || self.owners_of(agent).any(|owner| owner == user)
+    }
+
+    /// The Matrix owners of `agent`.
+    pub fn owners_of<'a>(&'a self, agent: &'a AgentId) -> impl Iterator<Item = &'a MatrixUserId> {
+        self.owners
+            .iter()
+            .filter(move |o| &o.agent == agent)
+            .map(|o| &o.user)
     }
 }
 
@@ -122,6 +159,29 @@ mod tests {
         assert!(!config.may_control(&user("@bob:trusted.org:8448")));
         assert!(!config.may_control(&user("@bob:untrusted.org")));
         assert!(!MatrixConfig::off().may_control(&user("@alice:example.org")));
+    }
+
+    #[test]
+    fn owners_steer_only_their_agents_tasks() {
+        let config = MatrixConfig {
+            owners: vec![Owner::parse("agent-a = @alice:example.org").unwrap()],
+            ..MatrixConfig::off()
+        };
+        let a = AgentId::parse("agent-a").unwrap();
+        let b = AgentId::parse("agent-b").unwrap();
+        assert!(config.may_steer(&user("@alice:example.org"), &a));
+        assert!(!config.may_steer(&user("@alice:example.org"), &b));
+        assert!(!config.may_steer(&user("@bob:example.org"), &a));
+        assert!(!config.may_control(&user("@alice:example.org")));
+        for bad in [
+            "agent-a",
+            "agent a=@alice:x.org",
+            "agent-a=alice",
+            "=@alice:x.org",
+        ] {
+            let err = Owner::parse(bad).unwrap_err();
+            assert!(!err.contains("alice"), "{err}");
+        }
     }
 
     #[test]

@@ -296,6 +296,14 @@ fn matrix_config(r: &mut Resolver) -> Result<crate::MatrixConfig, ConfigError> {
         })
     };
     let controllers = r.get_checked("matrix.controllers", Vec::<String>::new(), patterns)?;
+    let owner_pairs = |list: &Vec<String>| {
+        list.iter().enumerate().try_for_each(|(i, o)| {
+            crate::Owner::parse(o)
+                .map(|_| ())
+                .map_err(|e| format!("entry {}: {e}", i + 1))
+        })
+    };
+    let owners = r.get_checked("matrix.owners", Vec::<String>::new(), owner_pairs)?;
     Ok(crate::MatrixConfig {
         homeserver_url,
         access_token: r.optional("matrix.access_token")?,
@@ -325,8 +333,10 @@ fn matrix_config(r: &mut Resolver) -> Result<crate::MatrixConfig, ConfigError> {
         sync_timeout: Duration::from_millis(
             r.get("matrix.sync_timeout_ms", d.sync_timeout.as_millis() as u64)?,
         ),
-        queue_limit: r.get_checked("matrix.queue_limit", d.queue_limit as u32, at_least_one)?
-            as usize,
+        owners: owners
+            .iter()
+            .filter_map(|o| crate::Owner::parse(o).ok())
+            .collect(),
     })
 }
 

@@ -199,12 +199,12 @@ settings! {
     "matrix.room_per_task" [env("HANDOFF_MATRIX_ROOM_PER_TASK")]: "give every task a Matrix room, not only tasks whose execute_task observers name Matrix users (@name:server)";
     "matrix.default_observers" [env("HANDOFF_MATRIX_DEFAULT_OBSERVERS"), env("MATRIX_DEFAULT_HUMAN_OBSERVERS")]: "Matrix users invited to every task's room (read only unless also controllers); comma-separated";
     "matrix.controllers" [env("HANDOFF_MATRIX_CONTROLLERS")]: "who may steer a task from its room (!cancel, !pause, !resume, !approve, !deny, messages to the agent): Matrix user ids or *:server; everyone else is refused";
+    "matrix.owners" [env("HANDOFF_MATRIX_OWNERS")]: "each agent's owner on Matrix, as agent-id=@name:server (comma-separated): that agent's tasks get rooms, the owner is invited and may steer them like a controller";
     "matrix.observers_may_talk" [env("HANDOFF_MATRIX_OBSERVERS_MAY_TALK")]: "observers may write in a task's room (events_default 0) instead of only reading; what they write never reaches the task unless they are controllers";
     "matrix.event_interval_ms" [env("HANDOFF_MATRIX_EVENT_INTERVAL_MS")]: "a task's events are posted to its room at most once per this interval, coalesced (status changes at once)";
     "matrix.archive_after_secs" [env("HANDOFF_MATRIX_ARCHIVE_AFTER_SECS")]: "the bot leaves and forgets a finished task's room this long after it ends (kept across restarts)";
     "matrix.request_timeout_secs" [env("HANDOFF_MATRIX_REQUEST_TIMEOUT_SECS")]: "bound on one call to the homeserver (besides the sync long poll)";
     "matrix.sync_timeout_ms" [env("HANDOFF_MATRIX_SYNC_TIMEOUT_MS")]: "how long one /sync long poll waits for new messages";
-    "matrix.queue_limit" [env("HANDOFF_MATRIX_QUEUE_LIMIT")]: "messages kept per room while the homeserver is unreachable (older progress messages are dropped first)";
     "features.async_execute" [env("HANDOFF_ENABLE_ASYNC_EXECUTE"), env("ENABLE_ASYNC_EXECUTE")]: "allow execute_task without sync=true";
     "features.enforce_idempotency" [env("HANDOFF_ENFORCE_IDEMPOTENCY"), env("ENFORCE_IDEMPOTENCY")]: "honour idempotency keys";
 }

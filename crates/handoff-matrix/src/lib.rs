@@ -6,8 +6,9 @@
 //! answers it, and the outcome with the diff stat and the agent's answer. Messages from the
 //! room are read by one `/sync` loop whose position is stored; a command (`!cancel`, `!pause`,
 //! `!resume`, `!approve`, `!deny`) or a message for the agent is applied only for a sender on
-//! the `matrix.controllers` allow-list, once (applied commands are stored), through the
-//! [`Steering`] the composition root supplies (the tool pipeline). Everyone else is told no.
+//! the `matrix.controllers` allow-list or an owner of the task's agent (`matrix.owners`, who
+//! is also invited), once (applied commands are stored), through the [`Steering`] the
+//! composition root supplies (the tool pipeline). Everyone else is told no.
 //! The room is left and forgotten on a stored schedule after the task ends. Matrix being down
 //! never fails or delays a task: posting runs beside it and retries with back-off.
 //!
@@ -151,9 +152,11 @@ impl MatrixBridge {
         &self.shared.client
     }
 
-    /// Whether `task` gets a room under `config`.
+    /// Whether `task` gets a room under `config`: someone is there to read it.
     pub fn wants_room(config: &MatrixConfig, task: &Task) -> bool {
-        config.room_per_task || !task.options.matrix_observers.is_empty()
+        config.room_per_task
+            || !task.options.matrix_observers.is_empty()
+            || config.owners_of(&task.agent_id).next().is_some()
     }
 
     /// A task starts running: its poster creates (or, after a restart, finds) its room.

@@ -271,9 +271,10 @@ async fn store_channel(shared: &Shared, record: &ChannelRecord) -> Option<()> {
     }
 }
 
-/// The room of `task`: private, v12, observers invited at power 0 (read only unless
-/// `observers_may_talk`), controllers among them at 50 (may write), the bot — its creator —
-/// not listed (room v12 gives creators unlimited power and refuses them in `users`).
+/// The room of `task`: private, v12, observers and the agent's owners invited, observers at
+/// power 0 (read only unless `observers_may_talk`), controllers and owners at 50 (may write),
+/// the bot — its creator — not listed (room v12 gives creators unlimited power and refuses
+/// them in `users`).
 pub(crate) fn room_spec(shared: &Shared, task: &Task) -> RoomSpec {
     let config = &shared.config;
     let me = shared.me.get().map(String::as_str);
@@ -283,6 +284,7 @@ pub(crate) fn room_spec(shared: &Shared, task: &Task) -> RoomSpec {
         .matrix_observers
         .iter()
         .chain(&config.default_observers)
+        .chain(config.owners_of(&task.agent_id))
     {
         if Some(user.as_str()) != me && !invite.contains(&user) {
             invite.push(user);
@@ -291,7 +293,11 @@ pub(crate) fn room_spec(shared: &Shared, task: &Task) -> RoomSpec {
     let users: serde_json::Map<String, Value> = invite
         .iter()
         .map(|u| {
-            let level = if config.may_control(u) { 50 } else { 0 };
+            let level = if config.may_steer(u, &task.agent_id) {
+                50
+            } else {
+                0
+            };
             (u.as_str().to_owned(), json!(level))
         })
         .collect();

@@ -188,13 +188,10 @@ async fn answer(
     sender: &str,
     body: &str,
 ) -> String {
-    let allowed = MatrixUserId::parse(sender)
-        .ok()
-        .filter(|user| shared.config.may_control(user));
-    let Some(user) = allowed else {
+    let Some(user) = may_steer(shared, task, sender).await else {
         return format!(
-            "Sorry {sender}, only this task's controllers may steer it from here; nothing was \
-             sent to the task."
+            "Sorry {sender}, only this task's controllers and its agent's owner may steer it \
+             from here; nothing was sent to the task."
         );
     };
     let command = match command::parse(body) {
@@ -206,6 +203,20 @@ async fn answer(
         Ok(done) => done,
         Err(refused) => format!("Not done: {refused}"),
     }
+}
+
+/// `sender` as a user who may steer `task`: a controller, or the owner of its agent (read from
+/// the task, so an unreadable task steers for nobody but controllers).
+async fn may_steer(shared: &Shared, task: &TaskId, sender: &str) -> Option<MatrixUserId> {
+    let user = MatrixUserId::parse(sender).ok()?;
+    if shared.config.may_control(&user) {
+        return Some(user);
+    }
+    let agent = match shared.source.view(task, 0).await {
+        Ok(Some(view)) => view.task.agent_id,
+        _ => return None,
+    };
+    shared.config.may_steer(&user, &agent).then_some(user)
 }
 
 #[cfg(test)]

@@ -308,6 +308,66 @@ fn only_controllers_steer_others_are_told_so_and_the_bot_never_hears_itself() {
 }
 
 #[test]
+fn an_agents_owner_is_invited_and_steers_its_tasks_and_another_agents_owner_does_not() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synapse = Synapse::from_env();
+    let (bot, olivia, oscar) = rt.block_on(async {
+        (
+            synapse.user("bot").await,
+            synapse.user("olivia").await,
+            synapse.user("oscar").await,
+        )
+    });
+    let owners = format!("{AGENT}={},agent-other={}", olivia.id, oscar.id);
+    let server = serve(&env(
+        &synapse,
+        &bot,
+        "@nobody:controllers.invalid",
+        &[
+            ("HANDOFF_MATRIX_OWNERS", owners.as_str()),
+            ("HANDOFF_MATRIX_OBSERVERS_MAY_TALK", "true"),
+        ],
+    ));
+    let script = "echo started; while [ ! -f release ]; do sleep 0.1; done";
+    // The agent's owner is reason enough for a room. Oscar is only an observer here: he owns
+    // another agent, not this one.
+    let id = submit(
+        &server,
+        json!({"task_description": script, "observers": [oscar.id]}),
+    );
+    wait_status_for(&server, AGENT, &id, &["running"], Duration::from_secs(60));
+    rt.block_on(async {
+        // The owner is invited without being named, and may write (50); oscar reads at 0.
+        let room = synapse.wait_invite(&olivia, &id).await;
+        synapse.join(&olivia, &room).await;
+        synapse.join(&oscar, &room).await;
+        let levels = synapse.state(&olivia, &room, "m.room.power_levels").await;
+        assert_eq!(
+            levels["users"],
+            json!({oscar.id.clone(): 0, olivia.id.clone(): 50}),
+            "{levels}"
+        );
+        let (status, body) = synapse.say(&oscar, &room, "!cancel").await;
+        assert_eq!(status, 200, "{body}");
+        synapse
+            .wait_message(&oscar, &room, &bot.id, "refusing oscar's !cancel", |b| {
+                b.starts_with("Sorry") && b.contains(&oscar.id)
+            })
+            .await;
+        let (status, body) = synapse.say(&olivia, &room, "!cancel").await;
+        assert_eq!(status, 200, "{body}");
+    });
+    wait_status_for(&server, AGENT, &id, &["cancelled"], Duration::from_secs(60));
+    let events = history(&server, AGENT, &id)["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let controls: Vec<&Value> = events.iter().filter(|e| e["kind"] == "control").collect();
+    assert_eq!(controls.len(), 1, "{events:#?}");
+    assert!(controls[0].to_string().contains(&olivia.id), "{events:#?}");
+}
+
+#[test]
 fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let synapse = Synapse::from_env();
