@@ -78,6 +78,10 @@ const ABOUT: &[(&str, &str)] = &[
         "The Letta integration: workspace memory blocks and completion notifications.",
     ),
     (
+        "matrix",
+        "The Matrix integration: a room per task, who is invited and who may steer from there.",
+    ),
+    (
         "features",
         "Switches kept from the older TypeScript server.",
     ),

@@ -1,4 +1,4 @@
-use std::{collections::BTreeMap, io::Write, path::PathBuf};
+use std::{collections::BTreeMap, io::Write, path::PathBuf, time::Duration};
 
 use pretty_assertions::assert_eq;
 
