@@ -5,6 +5,7 @@
 //! becomes a standing approval of exactly the command parts or paths shown.
 
 use handoff_config::PermissionAction;
+use handoff_protocol::tasks::{AnswerDecision, AnswerScope, ApprovalAnswer};
 use handoff_runner::{Decision, InputAnswer, InputKind, InputRequest, Scope};
 use handoff_task::{
     AgentId, Approval, ApprovalScope, AuditRecord, EventKind, NewEvent, PendingInput, TaskStatus,
@@ -397,12 +398,32 @@ pub(crate) fn parse_approval(message: &str) -> Result<InputAnswer, EngineError> 
         }
         _ => {}
     }
-    serde_json::from_str(trimmed).map_err(|e| EngineError::Invalid {
-        field: "message",
-        message: format!(
-            "an approval answers the pending request: JSON {{\"decision\": \"allow\"|\"deny\", \"scope\"?: \"once\"|\"task\"|\"project\", \"patterns\"?: [wildcards], \"message\"?: string, \"request_id\"?: string}} or the word allow/deny ({e})"
-        ),
-    })
+    ApprovalAnswer::from_message(trimmed)
+        .map(input_answer)
+        .map_err(|e| EngineError::Invalid {
+            field: "message",
+            message: format!(
+                "an approval answers the pending request: JSON {{\"decision\": \"allow\"|\"deny\", \"scope\"?: \"once\"|\"task\"|\"project\", \"patterns\"?: [wildcards], \"message\"?: string, \"request_id\"?: string}} or the word allow/deny ({e})"
+            ),
+        })
+}
+
+/// The wire answer as the runner's: one definition of the JSON, in the protocol crate.
+fn input_answer(answer: ApprovalAnswer) -> InputAnswer {
+    InputAnswer {
+        decision: match answer.decision {
+            AnswerDecision::Allow => Decision::Allow,
+            AnswerDecision::Deny => Decision::Deny,
+        },
+        scope: match answer.scope {
+            AnswerScope::Once => Scope::Once,
+            AnswerScope::Task => Scope::Task,
+            AnswerScope::Project => Scope::Project,
+        },
+        message: answer.message,
+        request_id: answer.request_id,
+        patterns: answer.patterns,
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The task tools' arguments and results (names kept from the older server so existing agents
 //! keep working).
 
+mod approval_answer;
 mod approvals;
 mod audit;
 mod control;
@@ -11,6 +12,7 @@ mod list;
 mod message;
 mod status;
 
+pub use approval_answer::{AnswerDecision, AnswerScope, ApprovalAnswer};
 pub use approvals::{
     ListApprovalsArgs, ListApprovalsOutput, RevokeApprovalArgs, RevokeApprovalOutput,
 };

@@ -11,7 +11,7 @@ use axum::{
 };
 use handoff_protocol::{
     MessageType, ToolCall,
-    tasks::{ControlAction, SendTaskControlArgs, SendTaskMessageArgs},
+    tasks::{AnswerScope, ApprovalAnswer, ControlAction, SendTaskControlArgs, SendTaskMessageArgs},
 };
 use handoff_task::TaskId;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -155,22 +155,18 @@ pub(crate) async fn control(
 
 /// The approval message `send_task_message` reads, from the form's fields.
 fn approval(fields: &Fields) -> Result<String, Refused> {
-    let decision = match fields.required("decision")? {
-        "allow" => "allow",
-        "deny" => "deny",
-        _ => return Err(Refused::field("decision", "expected allow or deny")),
-    };
     let scope = match fields.get("scope").unwrap_or("once") {
-        "once" => "once",
-        "task" => "task",
-        "project" => "project",
+        "once" => AnswerScope::Once,
+        "task" => AnswerScope::Task,
+        "project" => AnswerScope::Project,
         _ => return Err(Refused::field("scope", "expected once, task or project")),
     };
-    let mut answer = json!({
-        "decision": decision,
-        "scope": scope,
-        "message": format!("{} in the dashboard", if decision == "allow" { "approved" } else { "denied" }),
-    });
+    let (answer, said) = match fields.required("decision")? {
+        "allow" => (ApprovalAnswer::allow(scope), "approved in the dashboard"),
+        "deny" => (ApprovalAnswer::deny(), "denied in the dashboard"),
+        _ => return Err(Refused::field("decision", "expected allow or deny")),
+    };
+    let mut answer = answer.with_message(Some(said.to_owned()));
     if let Some(request) = fields.get("request_id").filter(|r| !r.is_empty()) {
         let plain = request.len() <= 200
             && request
@@ -179,9 +175,9 @@ fn approval(fields: &Fields) -> Result<String, Refused> {
         if !plain {
             return Err(Refused::field("request_id", "not a request id"));
         }
-        answer["request_id"] = json!(request);
+        answer.request_id = Some(request.to_owned());
     }
-    Ok(answer.to_string())
+    Ok(answer.to_message())
 }
 
 /// `POST /tasks/{id}/approve`: answer a pending permission request (`send_task_message`,

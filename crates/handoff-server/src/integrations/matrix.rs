@@ -12,8 +12,10 @@ use async_trait::async_trait;
 use handoff_config::Config;
 use handoff_engine::{Engine, EngineError, Integration};
 use handoff_matrix::{
-    Command, MatrixBridge, PendingRequest, SourceError, Steering, TaskSource, TaskView,
+    Command, MatrixBridge, PendingRequest, Scope as MatrixScope, SourceError, Steering, TaskSource,
+    TaskView,
 };
+use handoff_protocol::tasks::{AnswerScope, ApprovalAnswer};
 use handoff_runner::InputKind;
 use handoff_store::ChannelStore;
 use handoff_task::{
@@ -210,14 +212,11 @@ fn tool_call(
         let args = json!({"task_id": task.as_str(), "control": action, "reason": from});
         (handoff_protocol::names::SEND_TASK_CONTROL, args, "message")
     };
-    let approval = |decision: &str, request: &str, scope: Option<&str>| {
-        let mut answer = json!({"decision": decision, "request_id": request});
-        if let Some(scope) = scope {
-            answer["scope"] = json!(scope);
-        }
+    let approval = |answer: ApprovalAnswer, request: &str| {
+        let answer = answer.for_request(Some(request.to_owned()));
         let args = json!({
             "task_id": task.as_str(),
-            "message": answer.to_string(),
+            "message": answer.to_message(),
             "message_type": "approval",
             "metadata": {"matrix_sender": sender.as_str()},
         });
@@ -227,8 +226,15 @@ fn tool_call(
         Command::Cancel => control("cancel"),
         Command::Pause => control("pause"),
         Command::Resume => control("resume"),
-        Command::Approve { request, scope } => approval("allow", request, Some(scope.as_str())),
-        Command::Deny { request } => approval("deny", request, None),
+        Command::Approve { request, scope } => {
+            let scope = match scope {
+                MatrixScope::Once => AnswerScope::Once,
+                MatrixScope::Task => AnswerScope::Task,
+                MatrixScope::Project => AnswerScope::Project,
+            };
+            approval(ApprovalAnswer::allow(scope), request)
+        }
+        Command::Deny { request } => approval(ApprovalAnswer::deny(), request),
         Command::Message(text) => {
             let args = json!({
                 "task_id": task.as_str(),

@@ -2,9 +2,9 @@
 
 use handoff_protocol::{
     MessageType,
-    tasks::{ControlAction, SendTaskControlArgs, SendTaskMessageArgs},
+    tasks::{AnswerScope, ApprovalAnswer, ControlAction, SendTaskControlArgs, SendTaskMessageArgs},
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{ClientError, Exit, connection::Connection, render, task_id};
 use crate::cli::{ApproveArgs, ControlArgs, DenyArgs, MessageArgs, Scope};
@@ -60,26 +60,23 @@ pub async fn message(conn: &Connection, args: &MessageArgs) -> Result<Exit, Clie
 /// `handoff approve ID [--request R] [--scope S] [--pattern P…]`.
 pub async fn approve(conn: &Connection, args: &ApproveArgs) -> Result<Exit, ClientError> {
     let scope = match args.scope {
-        Scope::Once => "once",
-        Scope::Task => "task",
-        Scope::Project => "project",
+        Scope::Once => AnswerScope::Once,
+        Scope::Task => AnswerScope::Task,
+        Scope::Project => AnswerScope::Project,
     };
     if args.scope == Scope::Once && !args.patterns.is_empty() {
         return Err(ClientError::Usage(
             "--pattern applies to --scope task or project only".into(),
         ));
     }
-    let mut answer = json!({"decision": "allow", "scope": scope});
-    if !args.patterns.is_empty() {
-        answer["patterns"] = json!(args.patterns);
-    }
-    if let Some(request) = &args.request {
-        answer["request_id"] = json!(request);
-    }
+    let answer = ApprovalAnswer {
+        patterns: args.patterns.clone(),
+        ..ApprovalAnswer::allow(scope).for_request(args.request.clone())
+    };
     send(
         conn,
         &args.id,
-        answer.to_string(),
+        answer.to_message(),
         MessageType::Approval,
         args.json,
     )
@@ -88,17 +85,13 @@ pub async fn approve(conn: &Connection, args: &ApproveArgs) -> Result<Exit, Clie
 
 /// `handoff deny ID [--request R] [--message M]`.
 pub async fn deny(conn: &Connection, args: &DenyArgs) -> Result<Exit, ClientError> {
-    let mut answer = json!({"decision": "deny"});
-    if let Some(request) = &args.request {
-        answer["request_id"] = json!(request);
-    }
-    if let Some(message) = &args.message {
-        answer["message"] = json!(message);
-    }
+    let answer = ApprovalAnswer::deny()
+        .for_request(args.request.clone())
+        .with_message(args.message.clone());
     send(
         conn,
         &args.id,
-        answer.to_string(),
+        answer.to_message(),
         MessageType::Approval,
         args.json,
     )
