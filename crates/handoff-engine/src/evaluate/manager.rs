@@ -17,6 +17,7 @@ use handoff_task::{EventKind, NewEvent, Task, TaskStatus};
 use serde_json::{Value, json};
 
 use super::{
+    Settings,
     assess::{Goal, assess},
     continuable_spec, continuation_prompt, release, resume, settings,
 };
@@ -38,6 +39,29 @@ pub(super) struct Done {
     pub(super) diff_stat: String,
 }
 
+/// One managed run: what every step reads, and the turns and judging spent so far.
+struct Managed<'a> {
+    inner: &'a Arc<EngineState>,
+    task: &'a Task,
+    executor: &'a Arc<dyn Executor>,
+    client: &'a LlmClient,
+    settings: &'a Settings,
+    prompt: &'a str,
+    turns: u32,
+    /// Judge tokens and cost so far, for the budget.
+    judged: (u64, f64),
+}
+
+/// What became of one sub-task.
+enum StepEnd {
+    /// Judged done.
+    Done(Done),
+    /// Not done after its retries, or not verifiable: why, and what remains.
+    Failed { why: String, remaining: Vec<String> },
+    /// The whole run ends with this (the executor stopped, the budget ran out, an error).
+    Ended(Finish),
+}
+
 /// Runs `task` as a managed plan; `prompt` is its composed prompt.
 pub(crate) async fn run(
     inner: &Arc<EngineState>,
@@ -47,186 +71,207 @@ pub(crate) async fn run(
 ) -> Result<Finish, EngineError> {
     let settings = settings(inner, task);
     let Some(client) = inner.judge.clone() else {
-        return conclude(
-            inner,
-            task,
-            outcome(
-                CompletionStatus::Error,
-                "manager mode needs evaluator.provider and evaluator.model",
-                0,
-            ),
-        )
-        .await;
+        let why = "manager mode needs evaluator.provider and evaluator.model";
+        return conclude(inner, task, outcome(CompletionStatus::Error, why, 0)).await;
+    };
+    let mut m = Managed {
+        inner,
+        task,
+        executor,
+        client: &client,
+        settings: &settings,
+        prompt,
+        turns: 0,
+        judged: (0, 0.0),
     };
     let mut ledger = match plan(inner, task, &client, prompt, None).await? {
         Ok(ledger) => ledger,
-        Err(reason) => {
-            return conclude(
-                inner,
-                task,
-                outcome(CompletionStatus::Unverified, &reason, 0),
-            )
-            .await;
-        }
+        Err(reason) => return m.conclude(CompletionStatus::Unverified, &reason).await,
     };
     let mut done: Vec<Done> = Vec::new();
     let mut replanned = false;
-    let mut turns = 0;
-    // Judge tokens and cost so far, for the budget.
-    let mut judged = (0, 0.0);
     'plan: loop {
         let order: Vec<SubTask> = match ledger.validate() {
             Ok(order) => order.into_iter().cloned().collect(),
             Err(e) => {
-                return conclude(
-                    inner,
-                    task,
-                    outcome(CompletionStatus::Unverified, &e.to_string(), turns),
-                )
-                .await;
+                return m
+                    .conclude(CompletionStatus::Unverified, &e.to_string())
+                    .await;
             }
         };
         let total = order.len();
         for (index, sub) in order.iter().enumerate() {
-            note(
-                inner,
-                task,
-                format!("step {}/{total}: {}", index + 1, sub.goal),
-                json!({"step": index + 1, "of": total, "subtask": sub}),
-            )
-            .await?;
-            if let Some(why) = over_budget(inner, task, turns, judged).await? {
-                let end = outcome(CompletionStatus::BudgetExhausted, &why, turns);
-                return conclude(inner, task, end).await;
+            let step = format!("step {}/{total}: {}", index + 1, sub.goal);
+            let data = json!({"step": index + 1, "of": total, "subtask": sub});
+            note(inner, task, step, data).await?;
+            if let Some(why) = over_budget(inner, task, m.turns, m.judged).await? {
+                return m.conclude(CompletionStatus::BudgetExhausted, &why).await;
             }
-            let pack = context_pack(prompt, &ledger, sub, &done);
-            let (mut finish, mut state) = start(inner, task, executor, &pack).await?;
-            turns += 1;
-            let mut attempt = 1;
-            loop {
-                if finish.status != TaskStatus::Completed {
-                    release(executor, state.as_ref()).await;
-                    let spent = (turns, (0, None));
-                    super::interrupted::record_interrupted(inner, task, spent, &finish, false)
-                        .await?;
-                    return Ok(finish);
+            match m.subtask(&ledger, sub, &done).await? {
+                StepEnd::Done(finished) => done.push(finished),
+                StepEnd::Ended(finish) => return Ok(finish),
+                StepEnd::Failed { why, remaining } if replanned => {
+                    let mut end = outcome(CompletionStatus::NotDone, &why, m.turns);
+                    end.remaining = remaining;
+                    return conclude(inner, task, end).await;
                 }
-                let goal = Goal {
-                    text: &sub.goal,
-                    criteria: &sub.success_criteria,
-                    cycle: (attempt, SUBTASK_RETRIES + 1),
-                    replan: false,
-                    run_checks: false,
-                };
-                let seen = assess(inner, task, &settings, Some(&client), &goal).await?;
-                judged.0 += seen.judge_tokens;
-                judged.1 += seen.judge_cost.unwrap_or(0.0);
-                if seen.done {
-                    release(executor, state.as_ref()).await;
-                    done.push(Done {
-                        id: sub.id.clone(),
-                        summary: seen.summary.clone(),
-                        diff_stat: own_changes(&seen.diff_stat, &done),
-                    });
-                    break;
-                }
-                if attempt > SUBTASK_RETRIES || seen.unverified.is_some() {
-                    release(executor, state.as_ref()).await;
-                    let why = seen.unverified.clone().unwrap_or_else(|| {
-                        format!(
-                            "sub-task {} not done after {SUBTASK_RETRIES} retries: {}",
-                            sub.id,
-                            seen.remaining.join("; ")
-                        )
-                    });
-                    if replanned {
-                        let mut end = outcome(CompletionStatus::NotDone, &why, turns);
-                        end.remaining = seen.remaining.clone();
-                        return conclude(inner, task, end).await;
-                    }
+                StepEnd::Failed { why, .. } => {
                     replanned = true;
-                    let progress = format!(
-                        "{why}\nDone so far:\n{}",
-                        done.iter()
-                            .map(|d| format!("- {}: {}", d.id, d.summary))
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    );
-                    note(
-                        inner,
-                        task,
-                        "re-planning after a failed sub-task".to_owned(),
-                        json!({"reason": why}),
-                    )
-                    .await?;
-                    ledger = match plan(inner, task, &client, prompt, Some(&progress)).await? {
+                    ledger = match m.replan(&why, &done).await? {
                         Ok(ledger) => ledger,
                         Err(reason) => {
-                            return conclude(
-                                inner,
-                                task,
-                                outcome(CompletionStatus::Unverified, &reason, turns),
-                            )
-                            .await;
+                            return m.conclude(CompletionStatus::Unverified, &reason).await;
                         }
                     };
                     done.clear();
                     continue 'plan;
                 }
-                if let Some(why) = over_budget(inner, task, turns, judged).await? {
-                    release(executor, state.as_ref()).await;
-                    let mut end = outcome(CompletionStatus::BudgetExhausted, &why, turns);
-                    end.remaining = seen.remaining.clone();
-                    return conclude(inner, task, end).await;
-                }
-                let retry = continuation_prompt(&seen.remaining, &seen.continuation, false);
-                note(
-                    inner,
-                    task,
-                    format!("Evaluator: sub-task {}: {} item(s) remaining — retry {attempt}/{SUBTASK_RETRIES}", sub.id, seen.remaining.len()),
-                    json!({"subtask": sub.id, "remaining": seen.remaining, "continuation_prompt": retry}),
-                )
-                .await?;
-                let run = match resume(inner, task, executor, state.as_ref(), &retry).await {
-                    Ok(run) => run,
-                    Err(e) => {
-                        return conclude(
-                            inner,
-                            task,
-                            outcome(
-                                CompletionStatus::Error,
-                                &format!("could not continue the executor: {e}"),
-                                turns,
-                            ),
-                        )
-                        .await;
-                    }
-                };
-                (finish, state) = follow(inner, task, executor, run).await?;
-                turns += 1;
-                attempt += 1;
             }
         }
         break;
     }
-    // The final whole-task evaluation always runs.
-    let goal = Goal {
-        text: &task.description,
-        criteria: &settings.success_criteria,
-        cycle: (1, 1),
-        replan: false,
-        run_checks: true,
-    };
-    let seen = assess(inner, task, &settings, Some(&client), &goal).await?;
-    let mut end = outcome(
-        seen.status(),
-        &seen.unverified.clone().unwrap_or(seen.reason.clone()),
-        turns,
-    );
-    end.remaining = seen.remaining;
-    end.checks = seen.checks;
-    end.confidence = seen.confidence;
-    conclude(inner, task, end).await
+    m.final_evaluation().await
+}
+
+impl Managed<'_> {
+    /// Runs one sub-task to its end: the first attempt, then up to [`SUBTASK_RETRIES`]
+    /// targeted retries in the same session.
+    async fn subtask(
+        &mut self,
+        ledger: &TaskLedger,
+        sub: &SubTask,
+        done: &[Done],
+    ) -> Result<StepEnd, EngineError> {
+        let (inner, task, executor) = (self.inner, self.task, self.executor);
+        let pack = context_pack(self.prompt, ledger, sub, done);
+        let (mut finish, mut state) = start(inner, task, executor, &pack).await?;
+        self.turns += 1;
+        let mut attempt = 1;
+        loop {
+            if finish.status != TaskStatus::Completed {
+                release(executor, state.as_ref()).await;
+                let spent = (self.turns, (0, None));
+                super::interrupted::record_interrupted(inner, task, spent, &finish, false).await?;
+                return Ok(StepEnd::Ended(finish));
+            }
+            let goal = Goal {
+                text: &sub.goal,
+                criteria: &sub.success_criteria,
+                cycle: (attempt, SUBTASK_RETRIES + 1),
+                replan: false,
+                run_checks: false,
+            };
+            let seen = assess(inner, task, self.settings, Some(self.client), &goal).await?;
+            self.judged.0 += seen.judge_tokens;
+            self.judged.1 += seen.judge_cost.unwrap_or(0.0);
+            if seen.done || attempt > SUBTASK_RETRIES || seen.unverified.is_some() {
+                release(executor, state.as_ref()).await;
+            }
+            if seen.done {
+                return Ok(StepEnd::Done(Done {
+                    id: sub.id.clone(),
+                    summary: seen.summary.clone(),
+                    diff_stat: own_changes(&seen.diff_stat, done),
+                }));
+            }
+            if attempt > SUBTASK_RETRIES || seen.unverified.is_some() {
+                let why = seen.unverified.clone().unwrap_or_else(|| {
+                    format!(
+                        "sub-task {} not done after {SUBTASK_RETRIES} retries: {}",
+                        sub.id,
+                        seen.remaining.join("; ")
+                    )
+                });
+                return Ok(StepEnd::Failed {
+                    why,
+                    remaining: seen.remaining,
+                });
+            }
+            if let Some(why) = over_budget(inner, task, self.turns, self.judged).await? {
+                release(executor, state.as_ref()).await;
+                let mut end = outcome(CompletionStatus::BudgetExhausted, &why, self.turns);
+                end.remaining = seen.remaining;
+                return Ok(StepEnd::Ended(conclude(inner, task, end).await?));
+            }
+            let retry = continuation_prompt(&seen.remaining, &seen.continuation, false);
+            note(
+                inner,
+                task,
+                format!("Evaluator: sub-task {}: {} item(s) remaining — retry {attempt}/{SUBTASK_RETRIES}", sub.id, seen.remaining.len()),
+                json!({"subtask": sub.id, "remaining": seen.remaining, "continuation_prompt": retry}),
+            )
+            .await?;
+            let run = match resume(inner, task, executor, state.as_ref(), &retry).await {
+                Ok(run) => run,
+                Err(e) => {
+                    let why = format!("could not continue the executor: {e}");
+                    let end = outcome(CompletionStatus::Error, &why, self.turns);
+                    return Ok(StepEnd::Ended(conclude(inner, task, end).await?));
+                }
+            };
+            (finish, state) = follow(inner, task, executor, run).await?;
+            self.turns += 1;
+            attempt += 1;
+        }
+    }
+
+    /// A new ledger after a failed sub-task, told what failed and what is done.
+    async fn replan(
+        &self,
+        why: &str,
+        done: &[Done],
+    ) -> Result<Result<TaskLedger, String>, EngineError> {
+        let progress = format!(
+            "{why}\nDone so far:\n{}",
+            done.iter()
+                .map(|d| format!("- {}: {}", d.id, d.summary))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        let reason = "re-planning after a failed sub-task".to_owned();
+        note(self.inner, self.task, reason, json!({"reason": why})).await?;
+        plan(
+            self.inner,
+            self.task,
+            self.client,
+            self.prompt,
+            Some(&progress),
+        )
+        .await
+    }
+
+    /// The whole-task evaluation that always ends a managed run.
+    async fn final_evaluation(&self) -> Result<Finish, EngineError> {
+        let goal = Goal {
+            text: &self.task.description,
+            criteria: &self.settings.success_criteria,
+            cycle: (1, 1),
+            replan: false,
+            run_checks: true,
+        };
+        let seen = assess(
+            self.inner,
+            self.task,
+            self.settings,
+            Some(self.client),
+            &goal,
+        )
+        .await?;
+        let mut end = outcome(
+            seen.status(),
+            &seen.unverified.clone().unwrap_or(seen.reason.clone()),
+            self.turns,
+        );
+        end.remaining = seen.remaining;
+        end.checks = seen.checks;
+        end.confidence = seen.confidence;
+        conclude(self.inner, self.task, end).await
+    }
+
+    /// Ends the run with `status` for `why`, after the turns spent.
+    async fn conclude(&self, status: CompletionStatus, why: &str) -> Result<Finish, EngineError> {
+        conclude(self.inner, self.task, outcome(status, why, self.turns)).await
+    }
 }
 
 /// The cap another executor turn would pass, after `turns` turns and `judged` judging.
