@@ -9,7 +9,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use handoff_task::{NotifyState, WorkspaceRecord, unix_millis_now};
+use handoff_task::{NotifyState, Task, WorkspaceRecord, unix_millis_now};
 use serde_json::Value;
 
 use super::{EVENTS_READ, Shared, Slot, writer::Halt};
@@ -70,17 +70,33 @@ pub(crate) async fn deliver(
         && !shared.config.notify_sync
         && answered_in_call(shared, record, slot).await?
     {
-        record.notify = NotifyState::Off;
-        shared.save(record).await?;
-        shared.meter.notification_skipped();
-        let message = "Letta: no completion notification: the final result reached the agent \
-                       in its execute_task {sync: true} call (letta.notify_sync is off)"
-            .to_owned();
-        shared.note(&record.task_id, "not_notified", message).await;
-        return Ok(());
+        return skip_answered(shared, record).await;
     }
     let label = record.block_id.as_ref().map(|_| record.label.as_str());
     let notice = Notice::for_task(&snapshot, label);
+    send_until_settled(shared, record, &notice, &snapshot.task).await
+}
+
+/// Records that no notification is sent: the call that submitted the task got its result.
+async fn skip_answered(shared: &Shared, record: &mut WorkspaceRecord) -> Result<(), Halt> {
+    record.notify = NotifyState::Off;
+    shared.save(record).await?;
+    shared.meter.notification_skipped();
+    let message = "Letta: no completion notification: the final result reached the agent \
+                   in its execute_task {sync: true} call (letta.notify_sync is off)"
+        .to_owned();
+    shared.note(&record.task_id, "not_notified", message).await;
+    Ok(())
+}
+
+/// Sends `notice` until it is delivered (or found delivered by an earlier attempt), refused
+/// for good, or owed no longer (retention over); transient failures retry with back-off.
+async fn send_until_settled(
+    shared: &Shared,
+    record: &mut WorkspaceRecord,
+    notice: &Notice,
+    task: &Task,
+) -> Result<(), Halt> {
     let agent = record.agent_id.as_str().to_owned();
     let message = NewMessage {
         role: shared.config.notify_role.as_str().to_owned(),
@@ -88,10 +104,10 @@ pub(crate) async fn deliver(
         otid: notice.otid.clone(),
     };
     let mut failures = 0u32;
-    let ended = snapshot.task.completed_at.unwrap_or_else(unix_millis_now);
+    let ended = task.completed_at.unwrap_or_else(unix_millis_now);
     loop {
         let earlier = match record.notify {
-            NotifyState::Sending => landed(shared, &agent, &notice, ended).await,
+            NotifyState::Sending => landed(shared, &agent, notice, ended).await,
             _ => Ok(false),
         };
         let outcome = match earlier {
@@ -106,47 +122,52 @@ pub(crate) async fn deliver(
             }
             Err(e) => Err(e),
         };
-        match outcome {
-            Ok(run) => {
-                let after_end = unix_millis_now().saturating_sub(ended).max(0);
-                shared
-                    .meter
-                    .notification_sent(Duration::from_millis(after_end.unsigned_abs()));
-                record.notify = NotifyState::Sent;
-                record.notify_run_id = run.flatten();
-                record.last_error = None;
-                shared.save(record).await?;
-                let message = "Letta: completion notification delivered".to_owned();
-                shared.note(&record.task_id, "notified", message).await;
-                return Ok(());
-            }
+        let error = match outcome {
+            Ok(run) => return delivered(shared, record, run.flatten(), ended).await,
             Err(LettaError::Stopped { .. }) => return Err(Halt::Stopping),
-            Err(e) if e.is_permanent() => {
-                shared.meter.notification_failed();
-                record.notify = NotifyState::Failed;
-                record.last_error = Some(e.to_string());
-                shared.save(record).await?;
-                let message = format!("Letta: notification not delivered: {e}");
-                shared.note(&record.task_id, "not_notified", message).await;
-                return Ok(());
-            }
-            Err(e) => {
-                shared.meter.notification_failed();
-                failures += 1;
-                record.last_error = Some(e.to_string());
-                if shared.retention_over(snapshot.task.completed_at) {
-                    record.notify = NotifyState::Failed;
-                    shared.save(record).await?;
-                    return Ok(());
-                }
-                shared.save(record).await?;
-                tokio::select! {
-                    () = tokio::time::sleep(RETRY.wait(failures).max(FLOOR)) => {}
-                    () = shared.stop.cancelled() => return Err(Halt::Stopping),
-                }
-            }
+            Err(e) => e,
+        };
+        shared.meter.notification_failed();
+        record.last_error = Some(error.to_string());
+        if error.is_permanent() {
+            record.notify = NotifyState::Failed;
+            shared.save(record).await?;
+            let message = format!("Letta: notification not delivered: {error}");
+            shared.note(&record.task_id, "not_notified", message).await;
+            return Ok(());
+        }
+        failures += 1;
+        if shared.retention_over(task.completed_at) {
+            record.notify = NotifyState::Failed;
+            shared.save(record).await?;
+            return Ok(());
+        }
+        shared.save(record).await?;
+        tokio::select! {
+            () = tokio::time::sleep(RETRY.wait(failures).max(FLOOR)) => {}
+            () = shared.stop.cancelled() => return Err(Halt::Stopping),
         }
     }
+}
+
+/// Records a delivered notification (`run`: Letta's run id, when the send returned one).
+async fn delivered(
+    shared: &Shared,
+    record: &mut WorkspaceRecord,
+    run: Option<String>,
+    ended: i64,
+) -> Result<(), Halt> {
+    let after_end = unix_millis_now().saturating_sub(ended).max(0);
+    shared
+        .meter
+        .notification_sent(Duration::from_millis(after_end.unsigned_abs()));
+    record.notify = NotifyState::Sent;
+    record.notify_run_id = run;
+    record.last_error = None;
+    shared.save(record).await?;
+    let message = "Letta: completion notification delivered".to_owned();
+    shared.note(&record.task_id, "notified", message).await;
+    Ok(())
 }
 
 /// Whether the task's final result went back in the call that submitted it; while that call
