@@ -157,102 +157,104 @@ impl Driver {
                     .await;
             }
             (protocol::INITIALIZE, Err(e)) => self.fatal(format!("Codex did not start: {e}")).await,
-            (protocol::CONFIG, result) => {
-                let overrides = match &result {
-                    Ok(read) => protocol::retry_overrides(
-                        read.get("config").unwrap_or(&Value::Null),
-                        self.settings.max_retries,
-                    ),
-                    Err(_) => None,
-                };
-                let note = match (&overrides, &result) {
-                    (Some((provider, _)), _) => format!(
-                        "Codex's provider `{provider}` gives up after {} retries",
-                        self.settings.max_retries
-                    ),
-                    (None, Ok(_)) => {
-                        "Codex's provider is built in; Codex's own retry bound applies".to_owned()
-                    }
-                    (None, Err(e)) => format!(
-                        "could not read Codex's config ({e}); Codex's own retry bound applies"
-                    ),
-                };
-                self.emit(RunEvent::Event(NewEvent::new(EventKind::Log, note)))
-                    .await;
-                let config = overrides.map(|(_, config)| config);
-                let line = match &self.settings.resume_thread {
-                    Some(thread) => protocol::thread_resume(
-                        thread,
-                        &self.settings.cwd,
-                        self.settings.model.as_deref(),
-                        config,
-                    ),
-                    None => protocol::thread_start(
-                        &self.settings.cwd,
-                        self.settings.model.as_deref(),
-                        config,
-                    ),
-                };
-                self.shared.write(&line).await;
-            }
-            (protocol::THREAD, Ok(started)) => {
-                let Some(thread) = started.pointer("/thread/id").and_then(Value::as_str) else {
-                    return self
-                        .fatal("Codex started a thread without an id".to_owned())
-                        .await;
-                };
-                self.emit(RunEvent::Event(
-                    NewEvent::new(EventKind::Log, "Codex thread started").with_data(json!({
-                        "thread_id": thread,
-                        "model": started.get("model"),
-                        "model_provider": started.get("modelProvider"),
-                        "approval_policy": started.get("approvalPolicy"),
-                        "sandbox": started.get("sandbox"),
-                        "rollout": started.pointer("/thread/path"),
-                    })),
-                ))
-                .await;
-                let line = self
-                    .shared
-                    .session()
-                    .thread_started(thread, &self.settings.prompt);
-                self.shared.write(&line).await;
-            }
+            (protocol::CONFIG, result) => self.config_read(result).await,
+            (protocol::THREAD, Ok(started)) => self.thread_started(&started).await,
             (protocol::THREAD, Err(e)) => {
                 self.fatal(format!("Codex could not start a thread: {e}"))
                     .await
             }
-            (id, result) => {
-                let Some(client_id) = id.strip_prefix(protocol::TURN_PREFIX) else {
+            (id, result) => match id.strip_prefix(protocol::TURN_PREFIX) {
+                Some(client_id) => self.turn_answered(client_id, result).await,
+                None => {
                     if let Err(e) = result {
                         tracing::debug!(id, error = %e, "Codex refused a request");
                     }
-                    return;
-                };
-                match result {
-                    Ok(turn) => {
-                        let turn = turn.pointer("/turn/id").and_then(Value::as_str);
-                        let again = self
-                            .shared
-                            .session()
-                            .accepted(client_id, turn.unwrap_or(""));
-                        if let Some(line) = again {
-                            self.shared.write(&line).await;
-                        }
-                    }
-                    Err(e) if client_id == PROMPT_ID => {
-                        self.fatal(format!("Codex refused the task: {e}")).await
-                    }
-                    Err(e) => {
-                        self.emit(RunEvent::Event(NewEvent::new(
-                            EventKind::Error,
-                            format!("Codex refused a message: {e}"),
-                        )))
-                        .await;
-                        self.shared.session().rejected(client_id);
-                        self.close_if_done().await;
-                    }
                 }
+            },
+        }
+    }
+
+    /// Codex's config is read: bound its provider's retries, then start or resume the thread.
+    async fn config_read(&mut self, result: Result<Value, String>) {
+        let overrides = match &result {
+            Ok(read) => protocol::retry_overrides(
+                read.get("config").unwrap_or(&Value::Null),
+                self.settings.max_retries,
+            ),
+            Err(_) => None,
+        };
+        let note = match (&overrides, &result) {
+            (Some((provider, _)), _) => format!(
+                "Codex's provider `{provider}` gives up after {} retries",
+                self.settings.max_retries
+            ),
+            (None, Ok(_)) => {
+                "Codex's provider is built in; Codex's own retry bound applies".to_owned()
+            }
+            (None, Err(e)) => {
+                format!("could not read Codex's config ({e}); Codex's own retry bound applies")
+            }
+        };
+        self.emit(RunEvent::Event(NewEvent::new(EventKind::Log, note)))
+            .await;
+        let config = overrides.map(|(_, config)| config);
+        let (cwd, model) = (&self.settings.cwd, self.settings.model.as_deref());
+        let line = match &self.settings.resume_thread {
+            Some(thread) => protocol::thread_resume(thread, cwd, model, config),
+            None => protocol::thread_start(cwd, model, config),
+        };
+        self.shared.write(&line).await;
+    }
+
+    /// The thread runs: record it and send the task's first turn.
+    async fn thread_started(&mut self, started: &Value) {
+        let Some(thread) = started.pointer("/thread/id").and_then(Value::as_str) else {
+            return self
+                .fatal("Codex started a thread without an id".to_owned())
+                .await;
+        };
+        self.emit(RunEvent::Event(
+            NewEvent::new(EventKind::Log, "Codex thread started").with_data(json!({
+                "thread_id": thread,
+                "model": started.get("model"),
+                "model_provider": started.get("modelProvider"),
+                "approval_policy": started.get("approvalPolicy"),
+                "sandbox": started.get("sandbox"),
+                "rollout": started.pointer("/thread/path"),
+            })),
+        ))
+        .await;
+        let line = self
+            .shared
+            .session()
+            .thread_started(thread, &self.settings.prompt);
+        self.shared.write(&line).await;
+    }
+
+    /// Codex accepted or refused the turn (or steer) Handoff sent as `client_id`.
+    async fn turn_answered(&mut self, client_id: &str, result: Result<Value, String>) {
+        match result {
+            Ok(turn) => {
+                let turn = turn.pointer("/turn/id").and_then(Value::as_str);
+                let again = self
+                    .shared
+                    .session()
+                    .accepted(client_id, turn.unwrap_or(""));
+                if let Some(line) = again {
+                    self.shared.write(&line).await;
+                }
+            }
+            Err(e) if client_id == PROMPT_ID => {
+                self.fatal(format!("Codex refused the task: {e}")).await
+            }
+            Err(e) => {
+                self.emit(RunEvent::Event(NewEvent::new(
+                    EventKind::Error,
+                    format!("Codex refused a message: {e}"),
+                )))
+                .await;
+                self.shared.session().rejected(client_id);
+                self.close_if_done().await;
             }
         }
     }
