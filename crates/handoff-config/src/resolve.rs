@@ -115,6 +115,11 @@ impl Render for WorkdirCleanup {
         self.as_str().to_owned()
     }
 }
+impl Render for crate::AcpExecutors {
+    fn render(&self) -> String {
+        self.to_json().to_string()
+    }
+}
 impl Render for ToolOutputLimits {
     fn render(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
@@ -540,6 +545,7 @@ impl Config {
                 max_retries: r.get("executors.codex.max_retries", 2u32)?,
                 isolation: r.optional("executors.codex.isolation")?,
             },
+            acp: r.get("executors.acp", crate::AcpExecutors::default())?,
             permissions: r.get("executors.permissions", PermissionPolicy::default())?,
             ask_timeout: Duration::from_secs(r.get("executors.ask_timeout_secs", 600u64)?),
         };

@@ -2,12 +2,12 @@
 
 use std::{path::PathBuf, sync::Arc};
 
-use handoff_config::{CommandExecutorConfig, Config, OpenCodeExecutorConfig};
+use handoff_config::{AcpExecutorConfig, CommandExecutorConfig, Config, OpenCodeExecutorConfig};
 use handoff_isolation::{EnvPolicy, IsolationLevel, Isolator};
 use handoff_runner::{
-    CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor, CommandConfig,
-    CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig, OpenCodeCliExecutor,
-    OpenCodeConfig, OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
+    AcpConfig, AcpExecutor, CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor,
+    CommandConfig, CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig,
+    OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
 };
 
 use crate::isolation::isolation;
@@ -73,6 +73,10 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             ));
         }
     }
+    for agent in &config.executors.acp.0 {
+        acp_executor(&mut registry, &mut notes, agent, confine(agent.isolation))?;
+        registry.set_checks(&agent.name, CheckRunner::new(confine(agent.isolation)));
+    }
     let opencode = match opencode_server(config) {
         Some(server) => {
             if let OpenCodeServer::Managed { binary, env, .. } = &server {
@@ -126,6 +130,37 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
         opencode,
         notes,
     })
+}
+
+/// Registers the ACP agent `agent`, or notes it as missing when its program is not found.
+fn acp_executor(
+    registry: &mut ExecutorRegistry,
+    notes: &mut Vec<String>,
+    agent: &AcpExecutorConfig,
+    isolation: Option<Isolation>,
+) -> Result<(), RunnerError> {
+    let program = agent.argv.first().map_or("", String::as_str);
+    let Some(binary) = find_program(program) else {
+        let how = format!(
+            "install `{program}` or fix executors.acp.{}.argv",
+            agent.name
+        );
+        notes.push(format!(
+            "{}: `{program}` not found on PATH ({how})",
+            agent.name
+        ));
+        registry.mark_missing(&agent.name, how);
+        return Ok(());
+    };
+    let mut argv = agent.argv.clone();
+    argv[0] = binary.to_string_lossy().into_owned();
+    registry.register(Arc::new(AcpExecutor::new(AcpConfig {
+        name: agent.name.clone(),
+        argv,
+        env: agent.env.clone(),
+        isolation,
+    })?));
+    Ok(())
 }
 
 fn command_config(config: &CommandExecutorConfig, isolation: Option<Isolation>) -> CommandConfig {

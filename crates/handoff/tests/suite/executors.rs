@@ -252,7 +252,7 @@ fn artifacts(server: &Server, id: &str) -> Vec<Value> {
 }
 
 /// Waits until the task waits for an answer and returns the pending request's event.
-fn wait_ask(server: &Server, id: &str) -> Value {
+pub(super) fn wait_ask(server: &Server, id: &str) -> Value {
     let status = wait_status_for(
         server,
         AGENT,
@@ -272,7 +272,7 @@ fn wait_ask(server: &Server, id: &str) -> Value {
         .unwrap_or_else(|| panic!("{id} is input_required without a pending request event"))
 }
 
-fn answer(server: &Server, id: &str, decision: &str) -> Value {
+pub(super) fn answer(server: &Server, id: &str, decision: &str) -> Value {
     let answer = json!({"decision": decision, "message": format!("{decision} from the test")});
     let result = call(
         server,
@@ -290,7 +290,7 @@ fn answer(server: &Server, id: &str, decision: &str) -> Value {
 }
 
 /// OpenCode's grep and glob tools need ripgrep; without it they try to download one.
-fn require_ripgrep() {
+pub(super) fn require_ripgrep() {
     let found = std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("rg").is_file()));
     assert!(

@@ -1,0 +1,383 @@
+//! The `acp` executor end to end with the real `opencode acp` (one agent process per task,
+//! sandboxed, in its own cgroup) against the scripted model: a file created, a message that
+//! reaches the next model request, permission asks allowed and denied through
+//! `send_task_message`, cancel during a hanging model stream, pause that stops the agent's work
+//! and its model requests, and a continuation by the completion checks in the same session.
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use handoff_scripted_model::{Script, ScriptedModel};
+use serde_json::{Value, json};
+
+use super::{
+    executors::{
+        AGENT, OPENCODE, answer, events, handoff_env, require_ripgrep, wait_ask, wait_end,
+        wait_hang_reached_model, workdir,
+    },
+    harness::{Server, require, start},
+    mcp::{call, calls, ok, task_id},
+};
+
+/// The executor's name in these tests.
+const EXECUTOR: &str = "opencode-acp";
+
+/// Counts up in `count` until the file `release` appears (at most 120 s).
+const COUNT_UNTIL_RELEASE: &str = "i=0; while [ ! -f {{cwd}}/release ] && [ $i -lt 2400 ]; do i=$((i+1)); echo $i > {{cwd}}/count; sleep 0.05; done";
+
+fn bash(command: &str) -> Value {
+    json!({"tool_calls": [{"name": "bash", "arguments": {"command": command, "description": "scripted step"}}]})
+}
+
+fn write(file: &str, content: &str) -> Value {
+    json!({"tool_calls": [(OPENCODE.write_call)(file, content)]})
+}
+
+fn script() -> Script {
+    let script = json!({
+        "scenarios": [
+            {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from opencode\n"), {"text": "Created hello.txt."}]},
+            {"match": "WAIT-FOR-NAME", "turns": [bash(COUNT_UNTIL_RELEASE), {"text": "nobody told me a name"}]},
+            {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
+            {"match": "HANG", "turns": [{"hang": true}]},
+            {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer"}]},
+            {"match": "PAUSE-COUNT", "turns": [bash(COUNT_UNTIL_RELEASE), {"text": "counted until released"}]},
+            // The completion checks' continuation names the failing command; it comes first so
+            // the continuation is not read as the original task.
+            {"match": "test -f continued.txt", "turns": [write("continued.txt", "second turn\n"), {"text": "continued.txt is there now"}]},
+            {"match": "CONTINUE-ME", "turns": [write("first.txt", "first turn\n"), {"text": "first.txt written. Done."}]}
+        ],
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    Script::from_json(&script.to_string()).unwrap()
+}
+
+/// Handoff with `opencode acp` configured as the ACP executor `opencode-acp`, sandboxed, its
+/// state under `home`. OpenCode asks before every tool, so Handoff's rules decide.
+fn acp_env(model_url: &str, home: &Path) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, model_url, home)
+        .into_iter()
+        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR")
+        .collect();
+    let mut config: Value = serde_json::from_str(
+        &env.iter()
+            .find(|(k, _)| k == "HANDOFF_OPENCODE_CONFIG")
+            .unwrap()
+            .1,
+    )
+    .unwrap();
+    config["permission"] = json!({"*": "ask"});
+    let dir = |name: &str| home.join(name).display().to_string();
+    let agents = json!({EXECUTOR: {
+        "argv": [require("agents/node_modules/.bin/opencode"), "acp"],
+        "env": {
+            "OPENCODE_CONFIG_CONTENT": config.to_string(),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
+            "HOME": dir("home"),
+            "XDG_CONFIG_HOME": dir("config"),
+            "XDG_DATA_HOME": dir("data"),
+            "XDG_CACHE_HOME": dir("cache"),
+            "XDG_STATE_HOME": dir("state"),
+        },
+        "isolation": "sandbox"
+    }});
+    env.extend([
+        ("HANDOFF_ACP_EXECUTORS".to_owned(), agents.to_string()),
+        ("HANDOFF_DEFAULT_EXECUTOR".to_owned(), EXECUTOR.to_owned()),
+        // OpenCode keeps its database and caches under the test's XDG directories.
+        (
+            "HANDOFF_SANDBOX_WRITABLE".to_owned(),
+            home.display().to_string(),
+        ),
+        ("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "2g".to_owned()),
+    ]);
+    env
+}
+
+fn counter(path: &Path) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn control(server: &Server, id: &str, action: &str) -> Value {
+    let result = call(
+        server,
+        AGENT,
+        "send_task_control",
+        json!({"task_id": id, "control": action}),
+    );
+    assert_eq!(result["is_error"], false, "{action}: {result}");
+    ok(&result).clone()
+}
+
+/// Milliseconds between the first events of `id` whose messages start with `from` and `to`.
+fn between(server: &Server, id: &str, from: &str, to: &str) -> i64 {
+    let history = events(server, id);
+    let at = |prefix: &str| {
+        history
+            .iter()
+            .find(|e| e["message"].as_str().is_some_and(|m| m.starts_with(prefix)))
+            .and_then(|e| e["at_ms"].as_i64())
+            .unwrap_or_else(|| panic!("no event `{prefix}` in {history:#?}"))
+    };
+    at(to) - at(from)
+}
+
+#[test]
+fn opencode_acp_tasks_end_to_end() {
+    require_ripgrep();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let model = runtime
+        .block_on(ScriptedModel::start(
+            script(),
+            Some(state.path().join("model.jsonl")),
+        ))
+        .unwrap();
+    let env = acp_env(&model.base_url(), state.path());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+
+    let prompts = [
+        json!({"task_description": "CREATE-FILE please"}),
+        json!({"task_description": "WAIT-FOR-NAME then write the file"}),
+        json!({"task_description": "HANG forever"}),
+        json!({"task_description": "ASK-TOUCH allow"}),
+        json!({"task_description": "ASK-TOUCH deny"}),
+        json!({"task_description": "PAUSE-COUNT until released"}),
+        json!({"task_description": "CONTINUE-ME", "completion": {"policy": "checks",
+            "verify_commands": ["test -f continued.txt"]}}),
+    ];
+    let submitted = calls(
+        &server,
+        AGENT,
+        Value::Array(
+            prompts
+                .iter()
+                .map(|args| json!({"name": "execute_task", "arguments": args}))
+                .collect(),
+        ),
+    );
+    let ids: Vec<String> = submitted.iter().map(task_id).collect();
+    let [create, multi, hang, allow, deny, paused, continued] =
+        <[String; 7]>::try_from(ids).unwrap();
+
+    // The file-creating task: completed through the permission pipeline, answer and diff kept.
+    let done = wait_end(&server, &create);
+    assert_eq!(
+        done["status"],
+        "completed",
+        "{done}\n{:#?}",
+        events(&server, &create)
+    );
+    let status = call(
+        &server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": create}),
+    );
+    assert_eq!(ok(&status)["answer"], "Created hello.txt.", "{status}");
+    assert_eq!(
+        std::fs::read_to_string(workdir(&server, &create).join("hello.txt")).unwrap(),
+        "hello from opencode\n"
+    );
+    let history = events(&server, &create);
+    assert!(
+        history.iter().any(|e| e["kind"] == "tool"
+            && e["data"]["tool"] == "write"
+            && e["data"]["status"] == "completed"),
+        "no completed write tool event: {history:#?}"
+    );
+    // It ran sandboxed, and the agent said who it is.
+    assert!(
+        history
+            .iter()
+            .any(|e| e["message"] == "process started" && e["data"]["isolation"] == "sandbox"),
+        "{history:#?}"
+    );
+    assert!(
+        history
+            .iter()
+            .any(|e| e["data"]["agent_info"]["name"] == "OpenCode"),
+        "{history:#?}"
+    );
+    eprintln!(
+        "opencode acp start-up (process started → session started): {} ms",
+        between(
+            &server,
+            &create,
+            "process started",
+            &format!("{EXECUTOR} session started")
+        )
+    );
+
+    // A message sent while the agent works becomes its next turn.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let count = workdir(&server, &multi).join("count");
+    while counter(&count) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the agent never started its bash step"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sent = call(
+        &server,
+        AGENT,
+        "send_task_message",
+        json!({"task_id": multi, "message": "NAME-IS-NOTES", "message_type": "requirement_change"}),
+    );
+    assert_eq!(sent["is_error"], false, "{sent}");
+    assert_eq!(ok(&sent)["delivered"], true, "{sent}");
+    std::fs::write(workdir(&server, &multi).join("release"), "").unwrap();
+
+    // Permission asks: allow and deny.
+    let asked = wait_ask(&server, &allow);
+    assert_eq!(asked["data"]["request"]["permission"], "bash", "{asked}");
+    assert_eq!(
+        asked["data"]["request"]["patterns"][0],
+        format!("touch {}/approved.txt", workdir(&server, &allow).display()),
+        "{asked}"
+    );
+    answer(&server, &allow, "allow");
+    wait_ask(&server, &deny);
+    answer(&server, &deny, "deny");
+
+    // Pause freezes the agent: no work and no model request while paused.
+    let count = workdir(&server, &paused).join("count");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while counter(&count) < 5 {
+        assert!(Instant::now() < deadline, "the counting step never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    control(&server, &paused, "pause");
+    let requests = |scenario: &str| {
+        model
+            .requests()
+            .iter()
+            .filter(|r| r.scenario.as_deref() == Some(scenario))
+            .count()
+    };
+    let frozen_at = counter(&count);
+    // Released while paused: a running agent would end its step and ask the model at once.
+    std::fs::write(workdir(&server, &paused).join("release"), "").unwrap();
+    let asked_before = requests("PAUSE-COUNT");
+    let paused_for = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(counter(&count), frozen_at, "progress while paused");
+    assert_eq!(
+        requests("PAUSE-COUNT"),
+        asked_before,
+        "a model request while paused"
+    );
+    let status = ok(&call(
+        &server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": paused}),
+    ))
+    .clone();
+    assert_eq!(status["status"], "paused", "{status}");
+    eprintln!(
+        "paused for {} ms without progress",
+        paused_for.elapsed().as_millis()
+    );
+    control(&server, &paused, "resume");
+    let done = wait_end(&server, &paused);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        requests("PAUSE-COUNT"),
+        asked_before + 1,
+        "the turn went on after resume"
+    );
+    assert_eq!(
+        ok(&call(
+            &server,
+            AGENT,
+            "get_task_status",
+            json!({"task_id": paused})
+        ))["answer"],
+        "counted until released"
+    );
+
+    // Cancel during a hanging model stream: the task ends quickly, its process group is gone.
+    wait_hang_reached_model(&model);
+    let cancelled = control(&server, &hang, "cancel");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let history = events(&server, &hang);
+    let pgid = history
+        .iter()
+        .find_map(|e| e["data"]["pid"].as_i64())
+        .expect("the process started event names its pid");
+    let pgid = nix::unistd::Pid::from_raw(i32::try_from(pgid).unwrap());
+    assert!(
+        nix::sys::signal::killpg(pgid, None).is_err(),
+        "the cancelled task's process group is still running"
+    );
+
+    // The message reached the model as the next turn's prompt, and the agent followed it.
+    let done = wait_end(&server, &multi);
+    assert_eq!(
+        done["status"],
+        "completed",
+        "{done}\n{:#?}",
+        events(&server, &multi)
+    );
+    assert_eq!(
+        std::fs::read_to_string(workdir(&server, &multi).join("notes.txt")).unwrap(),
+        "named by a message\n"
+    );
+    let dir = workdir(&server, &multi);
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.scenario.as_deref() == Some("NAME-IS-NOTES")
+                && r.cwd.as_deref() == dir.to_str()
+                && r.body.to_string().contains("WAIT-FOR-NAME")),
+        "no model request of the same session carried the message"
+    );
+
+    let allowed = wait_end(&server, &allow);
+    assert_eq!(allowed["status"], "completed", "{allowed}");
+    assert!(workdir(&server, &allow).join("approved.txt").exists());
+    let denied = wait_end(&server, &deny);
+    assert_eq!(denied["status"], "completed", "{denied}");
+    assert!(!workdir(&server, &deny).join("approved.txt").exists());
+
+    // The completion checks continued the task in the same session: the continuation's model
+    // request still carries the first turn.
+    let done = wait_end(&server, &continued);
+    assert_eq!(
+        done["status"],
+        "completed",
+        "{done}\n{:#?}",
+        events(&server, &continued)
+    );
+    let dir = workdir(&server, &continued);
+    assert!(dir.join("first.txt").exists() && dir.join("continued.txt").exists());
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.scenario.as_deref() == Some("test -f continued.txt")
+                && r.body.to_string().contains("CONTINUE-ME")),
+        "the continuation did not see the first turn"
+    );
+    let sessions: Vec<String> = events(&server, &continued)
+        .iter()
+        .filter_map(|e| e["data"]["session_id"].as_str().map(str::to_owned))
+        .collect();
+    assert!(sessions.len() >= 2, "{sessions:?}");
+    assert!(sessions.iter().all(|s| s == &sessions[0]), "{sessions:?}");
+
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
