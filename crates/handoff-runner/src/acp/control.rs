@@ -70,6 +70,9 @@ impl RunControl for AcpControl {
             .cloned()
             .unwrap_or_else(|| Value::String(request.id.clone()));
         self.shared.session().answered(&rpc_id);
+        if answer.decision == Decision::Deny {
+            self.shared.denied();
+        }
         let line = match option(request, answer) {
             Some(option) => protocol::selected(&rpc_id, &option),
             // No option says what Handoff decided: withdrawing the request refuses it.

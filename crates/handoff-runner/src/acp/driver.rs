@@ -31,6 +31,8 @@ pub(crate) struct Shared {
     pub process: CommandControl,
     session: Mutex<Session>,
     cancelled: AtomicBool,
+    /// Handoff refused a permission: some adapters (Codex's) then end the turn `cancelled`.
+    denied: AtomicBool,
     /// Counts ended turns, so a cancel can wait for its `session/cancel` to land.
     turns_ended: watch::Sender<u64>,
     /// The run's events (a cancel reports the requests it withdrew).
@@ -45,6 +47,7 @@ impl Shared {
             process,
             session: Mutex::new(Session::default()),
             cancelled: AtomicBool::new(false),
+            denied: AtomicBool::new(false),
             turns_ended: watch::Sender::new(0),
             events,
         };
@@ -77,6 +80,11 @@ impl Shared {
     /// Watches the count of ended turns.
     pub fn turn_ends(&self) -> watch::Receiver<u64> {
         self.turns_ended.subscribe()
+    }
+
+    /// Records that a permission was refused.
+    pub fn denied(&self) {
+        self.denied.store(true, Ordering::SeqCst);
     }
 
     fn cancelled(&self) -> bool {
@@ -337,12 +345,19 @@ impl Driver {
             failed(fatal)
         } else {
             match self.last_stop.take() {
-                Some(Ok(reason)) if reason == "end_turn" => RunOutcome {
-                    success: true,
-                    error: None,
-                    output: answer.clone(),
-                    ..outcome.clone()
-                },
+                // A turn the agent ended itself after a refusal is the refusal's consequence,
+                // not a failure of the run (the task goes on to its checks like any other).
+                Some(Ok(reason))
+                    if reason == "end_turn"
+                        || (reason == "cancelled" && self.shared.denied.load(Ordering::SeqCst)) =>
+                {
+                    RunOutcome {
+                        success: true,
+                        error: None,
+                        output: answer.clone(),
+                        ..outcome.clone()
+                    }
+                }
                 Some(Ok(reason)) => failed(format!("{agent} stopped: {reason}")),
                 Some(Err(e)) => failed(format!("{agent} failed: {e}")),
                 None => failed(format!(
