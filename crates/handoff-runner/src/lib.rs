@@ -29,7 +29,9 @@ mod process;
 mod registry;
 mod text;
 
-pub use acp::{AcpConfig, AcpExecutor};
+pub use acp::{
+    AcpConfig, AcpExecutor, AgentIdentity as AcpAgentIdentity, probe as probe_acp_agent,
+};
 pub use checks::{CheckRun, CheckRunner};
 pub use claude::{ClaudeConfig, ClaudeExecutor, NAME as CLAUDE};
 pub use codex::{CodexConfig, CodexExecutor, NAME as CODEX};

@@ -10,10 +10,13 @@
 mod control;
 mod driver;
 mod mapping;
+mod probe;
 mod protocol;
 mod session;
 
 use std::time::Duration;
+
+pub use probe::{AgentIdentity, probe};
 
 use async_trait::async_trait;
 use serde_json::Value;

@@ -457,3 +457,84 @@ fn acp_end_to_end(agent: &AcpAgent) {
     drop(server);
     runtime.block_on(model.shutdown());
 }
+
+/// `handoff doctor` names every configured ACP agent with the version it reports to
+/// `initialize`, and fails (with a fix) for one that is not there.
+#[test]
+fn doctor_lists_each_acp_agent_with_its_version() {
+    let state = tempfile::tempdir().unwrap();
+    // Not reached: `initialize` needs no model.
+    let mut env = acp_env(&OPENCODE_ACP, "http://127.0.0.1:9", state.path());
+    let agents = |agent: &AcpAgent| {
+        let env = acp_env(agent, "http://127.0.0.1:9", state.path());
+        let config = &env
+            .iter()
+            .find(|(k, _)| k == "HANDOFF_ACP_EXECUTORS")
+            .unwrap()
+            .1;
+        serde_json::from_str::<Value>(config).unwrap()
+    };
+    let mut all = agents(&OPENCODE_ACP);
+    all[CODEX_ACP.executor] = agents(&CODEX_ACP)[CODEX_ACP.executor].clone();
+    all["missing-acp"] = json!({"argv": ["/nonexistent/agent-acp"]});
+    env.retain(|(k, _)| k != "HANDOFF_ACP_EXECUTORS" && k != "HANDOFF_DEFAULT_EXECUTOR");
+    env.extend([
+        ("HANDOFF_ACP_EXECUTORS".to_owned(), all.to_string()),
+        (
+            "HANDOFF_DEFAULT_EXECUTOR".to_owned(),
+            "missing-acp".to_owned(),
+        ),
+        (
+            "HANDOFF_DATA_DIR".to_owned(),
+            state.path().join("data").display().to_string(),
+        ),
+    ]);
+    let out = std::process::Command::new(super::harness::BIN)
+        .args(["doctor", "--json"])
+        .current_dir(state.path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "the default executor's agent is missing"
+    );
+    let checks: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = |name: &str| {
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} check in {checks:#}"))
+            .clone()
+    };
+    let opencode = check("acp opencode-acp");
+    assert_eq!(opencode["ok"], true, "{opencode}");
+    assert!(
+        opencode["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("OpenCode 1.18.33 (ACP 1"),
+        "{opencode}"
+    );
+    let codex = check("acp codex-acp");
+    assert_eq!(codex["ok"], true, "{codex}");
+    assert!(
+        codex["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("@agentclientprotocol/codex-acp 2.6.0"),
+        "{codex}"
+    );
+    let missing = check("acp missing-acp");
+    assert_eq!(missing["ok"], false, "{missing}");
+    assert_eq!(missing["required"], true, "{missing}");
+    assert!(
+        missing["fix"]
+            .as_str()
+            .unwrap()
+            .contains("executors.acp.missing-acp.argv"),
+        "{missing}"
+    );
+}
