@@ -132,7 +132,7 @@ settings! {
     "executors.opencode.retry_max_attempts" [env("HANDOFF_OPENCODE_RETRY_MAX_ATTEMPTS")]: "provider retries tolerated before the task fails (OpenCode itself retries forever)";
     "executors.opencode.retry_max_secs" [env("HANDOFF_OPENCODE_RETRY_MAX_SECS")]: "seconds spent retrying the provider before the task fails";
     "executors.opencode.delete_sessions" [env("HANDOFF_OPENCODE_DELETE_SESSIONS")]: "delete each task's OpenCode session when the task ends";
-    "executors.opencode.isolation" [env("HANDOFF_OPENCODE_ISOLATION")]: "isolation level of the `opencode` and `opencode-cli` executor (default: runner.isolation)";
+    "executors.opencode.isolation" [env("HANDOFF_OPENCODE_ISOLATION")]: "isolation level of the `opencode`, `opencode-cli` and `opencode-acp` executors (default: runner.isolation; the shared server of `opencode` is never sandboxed per task: `opencode-acp` runs one confined `opencode acp` per task)";
     "executors.claude.binary" [env("HANDOFF_CLAUDE_BINARY")]: "the `claude` program (Claude Code) the `claude` executor runs";
     "executors.claude.model" [env("HANDOFF_CLAUDE_MODEL")]: "model passed to Claude Code (--model; Claude Code's default when unset)";
     "executors.claude.max_retries" [env("HANDOFF_CLAUDE_MAX_RETRIES")]: "provider retries before Claude Code gives up (CLAUDE_CODE_MAX_RETRIES)";

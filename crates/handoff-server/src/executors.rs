@@ -73,13 +73,15 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             ));
         }
     }
-    for agent in &config.executors.acp.0 {
-        acp_executor(&mut registry, &mut notes, agent, confine(agent.isolation))?;
-        registry.set_checks(&agent.name, CheckRunner::new(confine(agent.isolation)));
-    }
     let opencode = match opencode_server(config) {
         Some(server) => {
             if let OpenCodeServer::Managed { binary, env, .. } = &server {
+                registry.register(Arc::new(AcpExecutor::new(opencode_acp_config(
+                    config,
+                    binary,
+                    env,
+                    confine(config.executors.opencode.isolation),
+                ))?));
                 // The same program and settings, one `opencode run` per task.
                 registry.register(Arc::new(OpenCodeCliExecutor::new(OpenCodeCliConfig {
                     binary: binary.clone(),
@@ -105,6 +107,11 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             None
         }
     };
+    // Configured ACP agents come last: one named like a built-in executor replaces it.
+    for agent in &config.executors.acp.0 {
+        acp_executor(&mut registry, &mut notes, agent, confine(agent.isolation))?;
+        registry.set_checks(&agent.name, CheckRunner::new(confine(agent.isolation)));
+    }
     // Verify commands run confined like the task's own executor.
     let levels = [
         (
@@ -115,6 +122,7 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             handoff_runner::OPENCODE_CLI,
             config.executors.opencode.isolation,
         ),
+        (OPENCODE_ACP, config.executors.opencode.isolation),
         (handoff_runner::CLAUDE, config.executors.claude.isolation),
         (handoff_runner::CODEX, config.executors.codex.isolation),
         (
@@ -130,6 +138,44 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
         opencode,
         notes,
     })
+}
+
+/// The name of the built-in ACP executor that runs `opencode acp` per task.
+pub(crate) const OPENCODE_ACP: &str = "opencode-acp";
+
+/// `opencode acp`, one process per task confined at the `opencode` executor's level, with the
+/// managed server's program, environment and config — except that OpenCode asks before every
+/// tool, so Handoff's rules, hooks and approvals decide (as they do for the shared server,
+/// which gets them per session).
+fn opencode_acp_config(
+    config: &Config,
+    binary: &str,
+    env: &[(String, String)],
+    isolation: Option<Isolation>,
+) -> AcpConfig {
+    let mut env: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| k != "OPENCODE_CONFIG_CONTENT")
+        .cloned()
+        .collect();
+    let settings = &config.executors.opencode;
+    let mut inline = settings
+        .config_json
+        .as_deref()
+        .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}));
+    inline["permission"] = serde_json::json!({ "*": "ask" });
+    if let Some(model) = &settings.model {
+        inline["model"] = serde_json::json!(model);
+    }
+    env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), inline.to_string()));
+    AcpConfig {
+        name: OPENCODE_ACP.to_owned(),
+        argv: vec![binary.to_owned(), "acp".to_owned()],
+        env,
+        isolation,
+    }
 }
 
 /// Registers the ACP agent `agent`, or notes it as missing when its program is not found.

@@ -538,3 +538,89 @@ fn doctor_lists_each_acp_agent_with_its_version() {
         "{missing}"
     );
 }
+
+/// The built-in `opencode-acp` executor (made from the `opencode` settings, no ACP config):
+/// a sandboxed OpenCode per task that writes inside its directory and nowhere else.
+#[test]
+fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
+    require_ripgrep();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let escape = "echo inside > {{cwd}}/inside.txt; echo x > {{cwd}}/../escape.txt; echo x > /etc/handoff-acp-escape; true";
+    let script = json!({
+        "scenarios": [{"match": "ESCAPE", "turns": [
+            {"tool_calls": [(OPENCODE_ACP.bash_call)(escape)]}, {"text": "tried"}
+        ]}],
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    let model = runtime
+        .block_on(ScriptedModel::start(
+            Script::from_json(&script.to_string()).unwrap(),
+            None,
+        ))
+        .unwrap();
+    let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, &model.base_url(), state.path())
+        .into_iter()
+        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR")
+        .collect();
+    env.extend([
+        (
+            "HANDOFF_DEFAULT_EXECUTOR".to_owned(),
+            "opencode-acp".to_owned(),
+        ),
+        (
+            "HANDOFF_OPENCODE_ISOLATION".to_owned(),
+            "sandbox".to_owned(),
+        ),
+        (
+            "HANDOFF_SANDBOX_WRITABLE".to_owned(),
+            state.path().display().to_string(),
+        ),
+    ]);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+    let id = task_id(&call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": "ESCAPE please"}),
+    ));
+    let done = wait_end(&server, &id);
+    assert_eq!(
+        done["status"],
+        "completed",
+        "{done}\n{:#?}",
+        events(&server, &id)
+    );
+    let dir = workdir(&server, &id);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("inside.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(
+        !dir.join("../escape.txt").exists(),
+        "wrote next to its directory"
+    );
+    assert!(
+        !Path::new("/etc/handoff-acp-escape").exists(),
+        "wrote to /etc"
+    );
+    let history = events(&server, &id);
+    assert!(
+        history
+            .iter()
+            .any(|e| e["message"] == "process started" && e["data"]["isolation"] == "sandbox"),
+        "{history:#?}"
+    );
+    // Its bash step went through Handoff's rules (OpenCode asked, the policy allowed).
+    assert!(
+        history.iter().any(|e| e["kind"] == "input"
+            || e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("allowed by policy"))),
+        "{history:#?}"
+    );
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
