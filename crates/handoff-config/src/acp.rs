@@ -81,8 +81,28 @@ impl AcpExecutors {
         Ok(Self(agents))
     }
 
-    /// The agents as one JSON object, the shape they are configured in (values of `env` are
-    /// masked by the caller like any setting's).
+    /// The agents as shown to people (`handoff config`, errors): every `env` value masked, as
+    /// agents' variables hold keys, often inside JSON text no key-based masking sees into.
+    pub fn shown(&self) -> serde_json::Value {
+        let mut json = self.to_json();
+        for agent in json
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|m| m.values_mut())
+        {
+            for value in agent
+                .get_mut("env")
+                .and_then(serde_json::Value::as_object_mut)
+                .into_iter()
+                .flat_map(|env| env.values_mut())
+            {
+                *value = serde_json::json!(crate::MASK);
+            }
+        }
+        json
+    }
+
+    /// The agents as one JSON object, the shape they are configured in.
     pub fn to_json(&self) -> serde_json::Value {
         let agents: serde_json::Map<String, serde_json::Value> = self
             .0
@@ -146,6 +166,12 @@ mod tests {
         let json = AcpExecutors::from_text(r#"{"codex-acp": {"argv": ["codex-acp"]}}"#).unwrap();
         assert_eq!(json.0[0].isolation, None);
         assert_eq!(json.to_json()["codex-acp"]["argv"][0], "codex-acp");
+        let shown = agents.shown();
+        assert_eq!(
+            shown["opencode-acp"]["env"]["OPENCODE_DISABLE_AUTOUPDATE"],
+            crate::MASK
+        );
+        assert_eq!(shown["opencode-acp"]["argv"][1], "acp");
     }
 
     #[test]

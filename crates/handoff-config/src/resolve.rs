@@ -117,7 +117,7 @@ impl Render for WorkdirCleanup {
 }
 impl Render for crate::AcpExecutors {
     fn render(&self) -> String {
-        self.to_json().to_string()
+        self.shown().to_string()
     }
 }
 impl Render for ToolOutputLimits {
