@@ -15,11 +15,11 @@ use serde_json::{Value, json};
 
 use super::{
     executors::{
-        AGENT, OPENCODE, answer, events, handoff_env, require_ripgrep, wait_ask, wait_end,
+        AGENT, OPENCODE, answer, events, handoff_env, require_ripgrep, wait_end,
         wait_hang_reached_model, workdir,
     },
     harness::{Server, require, start},
-    mcp::{call, calls, ok, task_id},
+    mcp::{call, calls, ok, task_id, wait_status_for},
 };
 
 /// What differs between the ACP agents.
@@ -110,14 +110,20 @@ fn script(agent: &AcpAgent) -> Script {
     let bash = |command: &str| json!({"tool_calls": [(agent.bash_call)(command)]});
     let write =
         |file: &str, content: &str| json!({"tool_calls": [(agent.write_call)(file, content)]});
+    // Each repeat says which it is, so the completion checks never see the same step four
+    // times (they would call the task stuck).
+    let count = |n: u32| bash(&format!("{COUNT_UNTIL_RELEASE}; echo step {n}"));
     let script = json!({
         "scenarios": [
             {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from the agent\n"), {"text": "Created hello.txt."}]},
-            {"match": "WAIT-FOR-NAME", "turns": [bash(COUNT_UNTIL_RELEASE), {"text": "nobody told me a name"}]},
+            // Codex hands a step still running after 30 s back to the model; repeating it keeps
+            // the agent busy until the release on a loaded machine too (once released, a repeat
+            // returns at once).
+            {"match": "WAIT-FOR-NAME", "turns": [count(1), count(2), count(3), count(4), {"text": "nobody told me a name"}]},
             {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
             {"match": "HANG", "turns": [{"hang": true}]},
             {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer"}]},
-            {"match": "PAUSE-COUNT", "turns": [bash(COUNT_UNTIL_RELEASE), {"text": "counted until released"}]},
+            {"match": "PAUSE-COUNT", "turns": [count(1), count(2), count(3), count(4), {"text": "counted until released"}]},
             // The completion checks' continuation names the failing command; it comes first so
             // the continuation is not read as the original task.
             {"match": "test -f continued.txt", "turns": [write("continued.txt", "second turn\n"), {"text": "continued.txt is there now"}]},
@@ -169,6 +175,45 @@ fn acp_env(agent: &AcpAgent, model_url: &str, home: &Path) -> Vec<(String, Strin
     env
 }
 
+/// Waits until the task waits for an answer (seven agents start at once here, so longer than
+/// the other suites wait) and returns the pending request's event.
+fn wait_ask(server: &Server, id: &str) -> Value {
+    let status = wait_status_for(
+        server,
+        AGENT,
+        id,
+        &["input_required", "completed", "failed"],
+        Duration::from_secs(180),
+    );
+    assert_eq!(status["status"], "input_required", "{status}");
+    events(server, id)
+        .into_iter()
+        .find(|e| e["kind"] == "input" && e["data"]["state"] == "pending")
+        .unwrap_or_else(|| panic!("{id} is input_required without a pending request event"))
+}
+
+/// Live (not zombie) processes of process group `pgid`, as `pid state command`.
+fn group_members(pgid: i32) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The command (field 2) may hold spaces; the rest follows its last ')'.
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(state), Some(group)) = (fields.first(), fields.get(2)) else {
+            continue;
+        };
+        if group.parse::<i32>().ok() == Some(pgid) && !matches!(*state, "Z" | "X") {
+            found.push(format!("{head}) {state}"));
+        }
+    }
+    found
+}
+
 fn counter(path: &Path) -> u64 {
     std::fs::read_to_string(path)
         .ok()
@@ -211,8 +256,15 @@ fn codex_acp_tasks_end_to_end() {
     acp_end_to_end(&CODEX_ACP);
 }
 
+/// The end-to-end runs start seven agents each; on a small machine two at once would only
+/// measure the machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Every scenario against one running Handoff whose default executor is `agent`.
 fn acp_end_to_end(agent: &AcpAgent) {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
     let model = runtime
@@ -392,10 +444,17 @@ fn acp_end_to_end(agent: &AcpAgent) {
         .iter()
         .find_map(|e| e["data"]["pid"].as_i64())
         .expect("the process started event names its pid");
-    let pgid = nix::unistd::Pid::from_raw(i32::try_from(pgid).unwrap());
+    let pgid = i32::try_from(pgid).unwrap();
+    // Give stragglers a moment to be reaped: the group's leader is gone once cancel returned,
+    // and the members it took down go with it; zombies waiting for their reaper count as gone.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !group_members(pgid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert!(
-        nix::sys::signal::killpg(pgid, None).is_err(),
-        "the cancelled task's process group is still running"
+        group_members(pgid).is_empty(),
+        "the cancelled task's process group is still running: {:?}",
+        group_members(pgid)
     );
 
     // The message reached the model as the next turn's prompt, and the agent followed it.
