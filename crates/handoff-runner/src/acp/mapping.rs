@@ -30,6 +30,8 @@ pub(crate) enum Signal {
 #[derive(Debug, Default)]
 pub(crate) struct Reader {
     message: String,
+    /// The `messageId` of the message being streamed, when the agent gives one.
+    message_id: Option<String>,
     tools: HashMap<String, ToolCall>,
     /// The last agent message of the last turn: the task's answer.
     pub answer: Option<String>,
@@ -103,10 +105,17 @@ impl Reader {
     fn update(&mut self, update: &Value) -> Vec<Signal> {
         let kind = text(update, "sessionUpdate");
         if kind == "agent_message_chunk" {
+            // A chunk of another message ends the one being streamed.
+            let id = update.get("messageId").and_then(Value::as_str);
+            let mut out = Vec::new();
+            if id.is_some() && id != self.message_id.as_deref() {
+                out = self.flush();
+                self.message_id = id.map(str::to_owned);
+            }
             if let Some(chunk) = update.pointer("/content/text").and_then(Value::as_str) {
                 self.message.push_str(chunk);
             }
-            return Vec::new();
+            return out;
         }
         let mut out = self.flush();
         match kind {

@@ -83,6 +83,26 @@ fn message_chunks_become_one_text_event_and_the_answer() {
 }
 
 #[test]
+fn chunks_of_another_message_end_the_one_before() {
+    let mut reader = Reader::default();
+    let chunk = |id: Option<&str>, text: &str| {
+        let mut update = json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text}});
+        if let Some(id) = id {
+            update["messageId"] = json!(id);
+        }
+        update
+    };
+    assert!(read(&mut reader, update(chunk(None, "Warning: no metadata\n"))).is_empty());
+    let said = events(read(&mut reader, update(chunk(Some("m1"), "Done"))));
+    assert_eq!(said[0].message, "Warning: no metadata\n");
+    assert!(read(&mut reader, update(chunk(Some("m1"), "."))).is_empty());
+    let said = events(reader.flush());
+    assert_eq!(said[0].message, "Done.");
+    assert_eq!(reader.answer.as_deref(), Some("Done."));
+}
+
+#[test]
 fn a_permission_request_is_named_like_handoffs_rules() {
     let mut reader = Reader::default();
     let said = read(
