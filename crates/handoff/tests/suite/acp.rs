@@ -140,8 +140,19 @@ fn script(agent: &AcpAgent) -> Script {
 fn acp_env(agent: &AcpAgent, model_url: &str, home: &Path) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, model_url, home)
         .into_iter()
-        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR")
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "HANDOFF_DEFAULT_EXECUTOR" | "HANDOFF_ASK_TIMEOUT_SECS" | "HANDOFF_TASK_TIMEOUT_MS"
+            )
+        })
         .collect();
+    // Seven agents start at once on a small machine: an ask must outlast the other scenarios
+    // the test walks through first (no scenario here waits for the ask timeout).
+    env.extend([
+        ("HANDOFF_ASK_TIMEOUT_SECS".to_owned(), "900".to_owned()),
+        ("HANDOFF_TASK_TIMEOUT_MS".to_owned(), "900000".to_owned()),
+    ]);
     let opencode: Value = serde_json::from_str(
         &env.iter()
             .find(|(k, _)| k == "HANDOFF_OPENCODE_CONFIG")
