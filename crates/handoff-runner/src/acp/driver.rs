@@ -100,6 +100,9 @@ impl Shared {
 
 /// What the handshake needs besides the process.
 pub(crate) struct Settings {
+    /// Held by a run that starts before any run of its executor reached a session; released
+    /// (marked warmed) once this one does, or dropped when it fails.
+    pub first: Option<tokio::sync::OwnedMutexGuard<bool>>,
     /// The executor's name, for messages.
     pub agent: String,
     /// The task's prompt, sent as the first turn.
@@ -192,6 +195,9 @@ impl Driver {
                         .fatal(format!("{agent} started a session without an id"))
                         .await;
                 };
+                if let Some(mut first) = self.settings.first.take() {
+                    *first = true;
+                }
                 self.emit(RunEvent::Event(
                     NewEvent::new(EventKind::Log, format!("{agent} session started"))
                         .with_data(json!({ "session_id": session })),
@@ -315,6 +321,8 @@ impl Driver {
     }
 
     async fn fatal(&mut self, message: String) {
+        // The next run tries the first start again.
+        self.settings.first = None;
         self.emit(RunEvent::Event(NewEvent::new(
             EventKind::Error,
             message.clone(),

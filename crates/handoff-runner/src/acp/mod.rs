@@ -14,7 +14,7 @@ mod probe;
 mod protocol;
 mod session;
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 pub use probe::{AgentIdentity, probe};
 
@@ -28,6 +28,10 @@ use crate::{
 
 /// How long after `session/cancel` the agent gets to end its turn before it is signalled.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// How long a run waits for the executor's first agent to reach a session before it starts
+/// anyway.
+const FIRST_START_WAIT: Duration = Duration::from_secs(60);
 
 /// How one ACP executor runs its agent.
 #[derive(Debug, Clone)]
@@ -47,6 +51,10 @@ pub struct AcpConfig {
 pub struct AcpExecutor {
     name: String,
     process: CommandExecutor,
+    /// Whether an agent process of this executor has reached a session yet. Until one has, runs
+    /// start one at a time: agents set up shared state on their first start (OpenCode creates
+    /// its database), and concurrent first starts race (measured: "Failed query: CREATE TABLE").
+    warmed: Arc<tokio::sync::Mutex<bool>>,
 }
 
 impl AcpExecutor {
@@ -69,6 +77,7 @@ impl AcpExecutor {
         Ok(Self {
             name: config.name,
             process,
+            warmed: Arc::new(tokio::sync::Mutex::new(false)),
         })
     }
 }
@@ -122,7 +131,13 @@ impl Executor for AcpExecutor {
 impl AcpExecutor {
     /// One agent process for `spec`: a new session, or `load_session` continued.
     async fn run(&self, spec: RunSpec, load_session: Option<String>) -> Result<Run, RunnerError> {
+        // A first start that hangs holds the others up for a bounded time only.
+        let first = tokio::time::timeout(FIRST_START_WAIT, Arc::clone(&self.warmed).lock_owned())
+            .await
+            .ok()
+            .filter(|warmed| !**warmed);
         let settings = driver::Settings {
+            first,
             agent: self.name.clone(),
             prompt: spec.prompt.clone(),
             cwd: spec.workdir.to_string_lossy().into_owned(),
