@@ -15,11 +15,13 @@ fi
 # The coding agents, pinned; installed by name because their per-platform binary packages
 # cannot all be recorded in a lockfile from one platform.
 agents="$interop/agents"
-if [ ! -x "$agents/node_modules/.bin/opencode" ] || [ ! -x "$agents/node_modules/.bin/claude" ] || [ ! -x "$agents/node_modules/.bin/codex" ]; then
-  echo "== installing the coding agents (opencode-ai, claude-code, codex)"
+if [ ! -x "$agents/node_modules/.bin/opencode" ] || [ ! -x "$agents/node_modules/.bin/claude" ] || [ ! -x "$agents/node_modules/.bin/codex" ] \
+  || [ ! -x "$agents/node_modules/.bin/codex-acp" ]; then
+  echo "== installing the coding agents (opencode-ai, claude-code, codex, codex-acp)"
   mkdir -p "$agents"
   npm install --no-save --no-package-lock --no-audit --no-fund --prefix "$agents" \
-    opencode-ai@1.18.33 @anthropic-ai/claude-code@2.1.330 @openai/codex@0.169.0
+    opencode-ai@1.18.33 @anthropic-ai/claude-code@2.1.330 @openai/codex@0.169.0 \
+    @agentclientprotocol/codex-acp@2.6.0
 fi
 if ! "$interop/.venv/bin/python" -c 'import mcp' 2>/dev/null; then
   echo "== installing the Python MCP SDK (venv)"

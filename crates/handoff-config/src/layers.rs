@@ -232,7 +232,11 @@ fn flatten(prefix: &str, table: toml::Table, out: &mut BTreeMap<String, toml::Va
             format!("{prefix}.{key}")
         };
         match value {
-            toml::Value::Table(inner) => flatten(&dotted, inner, out),
+            toml::Value::Table(inner)
+                if !crate::spec::TABLE_SETTINGS.contains(&dotted.as_str()) =>
+            {
+                flatten(&dotted, inner, out)
+            }
             leaf => {
                 out.insert(dotted, leaf);
             }

@@ -6,6 +6,7 @@
 //! resolved setting remembers which layer set it, and an invalid value is an error that names
 //! the variable, file key or flag it came from.
 
+mod acp;
 mod auth;
 mod completion;
 mod docs;
@@ -25,6 +26,7 @@ mod spec;
 mod template;
 mod tools;
 
+pub use acp::{AcpExecutorConfig, AcpExecutors};
 pub use auth::{TokenGrant, TokenGrants, TokenRole};
 pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
 pub use docs::{REGENERATE, configuration_markdown};

@@ -11,8 +11,8 @@ use handoff_policy::{
 };
 
 use crate::{
-    ByteSize, CompletionConfig, EffectiveSetting, EvaluatorConfig, PermissionPolicy, Secret,
-    ToolOutputLimits,
+    AcpExecutors, ByteSize, CompletionConfig, EffectiveSetting, EvaluatorConfig, PermissionPolicy,
+    Secret, ToolOutputLimits,
 };
 
 /// Handoff's whole configuration, resolved from every layer.
@@ -256,6 +256,8 @@ pub struct ExecutorsConfig {
     pub claude: ClaudeExecutorConfig,
     /// The `codex` executor (Codex CLI's app server, one process per task).
     pub codex: CodexExecutorConfig,
+    /// The ACP agents offered as executors, each under its own name.
+    pub acp: AcpExecutors,
     /// What executors may do without asking.
     pub permissions: PermissionPolicy,
     /// An unanswered permission or question request is denied after this.

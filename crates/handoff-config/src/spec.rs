@@ -52,6 +52,10 @@ fn debug_flag(value: &str) -> Result<Option<String>, String> {
     }
 }
 
+/// Settings whose value is a whole TOML table (one entry per name), kept as one value rather
+/// than flattened into dotted keys.
+pub(crate) const TABLE_SETTINGS: &[&str] = &["executors.acp"];
+
 macro_rules! settings {
     ($( $key:literal [$($env:expr),*] $(secret=$secret:literal)? : $doc:literal ;)*) => {
         /// Every setting Handoff reads, in display order.
@@ -128,7 +132,7 @@ settings! {
     "executors.opencode.retry_max_attempts" [env("HANDOFF_OPENCODE_RETRY_MAX_ATTEMPTS")]: "provider retries tolerated before the task fails (OpenCode itself retries forever)";
     "executors.opencode.retry_max_secs" [env("HANDOFF_OPENCODE_RETRY_MAX_SECS")]: "seconds spent retrying the provider before the task fails";
     "executors.opencode.delete_sessions" [env("HANDOFF_OPENCODE_DELETE_SESSIONS")]: "delete each task's OpenCode session when the task ends";
-    "executors.opencode.isolation" [env("HANDOFF_OPENCODE_ISOLATION")]: "isolation level of the `opencode` and `opencode-cli` executor (default: runner.isolation)";
+    "executors.opencode.isolation" [env("HANDOFF_OPENCODE_ISOLATION")]: "isolation level of the `opencode`, `opencode-cli` and `opencode-acp` executors (default: runner.isolation; the shared server of `opencode` is never sandboxed per task: `opencode-acp` runs one confined `opencode acp` per task)";
     "executors.claude.binary" [env("HANDOFF_CLAUDE_BINARY")]: "the `claude` program (Claude Code) the `claude` executor runs";
     "executors.claude.model" [env("HANDOFF_CLAUDE_MODEL")]: "model passed to Claude Code (--model; Claude Code's default when unset)";
     "executors.claude.max_retries" [env("HANDOFF_CLAUDE_MAX_RETRIES")]: "provider retries before Claude Code gives up (CLAUDE_CODE_MAX_RETRIES)";
@@ -138,6 +142,7 @@ settings! {
     "executors.codex.home" [env("HANDOFF_CODEX_HOME")]: "CODEX_HOME for the Codex processes (its config.toml, sessions); inherited when unset";
     "executors.codex.max_retries" [env("HANDOFF_CODEX_MAX_RETRIES")]: "provider retries before Codex gives up (request_max_retries and stream_max_retries of a custom provider)";
     "executors.codex.isolation" [env("HANDOFF_CODEX_ISOLATION")]: "isolation level of the `codex` executor (default: runner.isolation)";
+    "executors.acp" [env("HANDOFF_ACP_EXECUTORS")]: "ACP agents offered as executors, each under its own name: [executors.acp.<name>] tables of {argv, env?, isolation?}, or one JSON object {\"<name>\": {argv, env?, isolation?}}; one agent process per task speaks the Agent Client Protocol on stdio (e.g. argv [\"opencode\", \"acp\"]); isolation defaults to runner.isolation";
     "executors.permissions" [env("HANDOFF_PERMISSION_RULES")]: "JSON array of {permission, pattern, action: allow|deny|ask}; last match wins; `ask` puts the task in input_required";
     "executors.ask_timeout_secs" [env("HANDOFF_ASK_TIMEOUT_SECS")]: "an unanswered permission or question request is denied after this many seconds";
     "tools.permissions" [env("HANDOFF_TOOL_PERMISSION_RULES")]: "JSON array of {permission: tool name, pattern: key=value of an argument, action, agent?}: which Handoff tools each agent may call (a blanket deny hides the tool)";

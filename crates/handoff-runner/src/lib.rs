@@ -4,13 +4,15 @@
 //! runs a configured argv in its own process group; [`OpenCodeExecutor`] runs tasks as sessions
 //! of an OpenCode server, [`OpenCodeCliExecutor`] as `opencode run` processes,
 //! [`ClaudeExecutor`] as Claude Code stream-json processes, and [`CodexExecutor`] as
-//! `codex app-server` JSON-RPC processes.
+//! `codex app-server` JSON-RPC processes, and [`AcpExecutor`] any agent that speaks the Agent
+//! Client Protocol, one process per task.
 //!
 //! Runs live in memory; what a restarted Handoff needs to stop them is the state each run hands
 //! the engine to store, and — for a run whose state never reached the store — the task id every
 //! process carries in its environment ([`TASK_ID_ENV`], see [`stop_task_leftovers`]). The
 //! managed OpenCode server is recorded in a file under the data dir before it is spawned.
 
+mod acp;
 mod checks;
 mod claude;
 mod codex;
@@ -27,6 +29,9 @@ mod process;
 mod registry;
 mod text;
 
+pub use acp::{
+    AcpConfig, AcpExecutor, AgentIdentity as AcpAgentIdentity, probe as probe_acp_agent,
+};
 pub use checks::{CheckRun, CheckRunner};
 pub use claude::{ClaudeConfig, ClaudeExecutor, NAME as CLAUDE};
 pub use codex::{CodexConfig, CodexExecutor, NAME as CODEX};

@@ -2,12 +2,12 @@
 
 use std::{path::PathBuf, sync::Arc};
 
-use handoff_config::{CommandExecutorConfig, Config, OpenCodeExecutorConfig};
+use handoff_config::{AcpExecutorConfig, CommandExecutorConfig, Config, OpenCodeExecutorConfig};
 use handoff_isolation::{EnvPolicy, IsolationLevel, Isolator};
 use handoff_runner::{
-    CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor, CommandConfig,
-    CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig, OpenCodeCliExecutor,
-    OpenCodeConfig, OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
+    AcpConfig, AcpExecutor, CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor,
+    CommandConfig, CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig,
+    OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
 };
 
 use crate::isolation::isolation;
@@ -76,6 +76,12 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
     let opencode = match opencode_server(config) {
         Some(server) => {
             if let OpenCodeServer::Managed { binary, env, .. } = &server {
+                registry.register(Arc::new(AcpExecutor::new(opencode_acp_config(
+                    config,
+                    binary,
+                    env,
+                    confine(config.executors.opencode.isolation),
+                ))?));
                 // The same program and settings, one `opencode run` per task.
                 registry.register(Arc::new(OpenCodeCliExecutor::new(OpenCodeCliConfig {
                     binary: binary.clone(),
@@ -101,6 +107,11 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             None
         }
     };
+    // Configured ACP agents come last: one named like a built-in executor replaces it.
+    for agent in &config.executors.acp.0 {
+        acp_executor(&mut registry, &mut notes, agent, confine(agent.isolation))?;
+        registry.set_checks(&agent.name, CheckRunner::new(confine(agent.isolation)));
+    }
     // Verify commands run confined like the task's own executor.
     let levels = [
         (
@@ -111,6 +122,7 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             handoff_runner::OPENCODE_CLI,
             config.executors.opencode.isolation,
         ),
+        (OPENCODE_ACP, config.executors.opencode.isolation),
         (handoff_runner::CLAUDE, config.executors.claude.isolation),
         (handoff_runner::CODEX, config.executors.codex.isolation),
         (
@@ -126,6 +138,75 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
         opencode,
         notes,
     })
+}
+
+/// The name of the built-in ACP executor that runs `opencode acp` per task.
+pub(crate) const OPENCODE_ACP: &str = "opencode-acp";
+
+/// `opencode acp`, one process per task confined at the `opencode` executor's level, with the
+/// managed server's program, environment and config — except that OpenCode asks before every
+/// tool, so Handoff's rules, hooks and approvals decide (as they do for the shared server,
+/// which gets them per session).
+fn opencode_acp_config(
+    config: &Config,
+    binary: &str,
+    env: &[(String, String)],
+    isolation: Option<Isolation>,
+) -> AcpConfig {
+    let mut env: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| k != "OPENCODE_CONFIG_CONTENT")
+        .cloned()
+        .collect();
+    let settings = &config.executors.opencode;
+    let mut inline = settings
+        .config_json
+        .as_deref()
+        .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}));
+    inline["permission"] = serde_json::json!({ "*": "ask" });
+    if let Some(model) = &settings.model {
+        inline["model"] = serde_json::json!(model);
+    }
+    env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), inline.to_string()));
+    AcpConfig {
+        name: OPENCODE_ACP.to_owned(),
+        argv: vec![binary.to_owned(), "acp".to_owned()],
+        env,
+        isolation,
+    }
+}
+
+/// Registers the ACP agent `agent`, or notes it as missing when its program is not found.
+fn acp_executor(
+    registry: &mut ExecutorRegistry,
+    notes: &mut Vec<String>,
+    agent: &AcpExecutorConfig,
+    isolation: Option<Isolation>,
+) -> Result<(), RunnerError> {
+    let program = agent.argv.first().map_or("", String::as_str);
+    let Some(binary) = find_program(program) else {
+        let how = format!(
+            "install `{program}` or fix executors.acp.{}.argv",
+            agent.name
+        );
+        notes.push(format!(
+            "{}: `{program}` not found on PATH ({how})",
+            agent.name
+        ));
+        registry.mark_missing(&agent.name, how);
+        return Ok(());
+    };
+    let mut argv = agent.argv.clone();
+    argv[0] = binary.to_string_lossy().into_owned();
+    registry.register(Arc::new(AcpExecutor::new(AcpConfig {
+        name: agent.name.clone(),
+        argv,
+        env: agent.env.clone(),
+        isolation,
+    })?));
+    Ok(())
 }
 
 fn command_config(config: &CommandExecutorConfig, isolation: Option<Isolation>) -> CommandConfig {

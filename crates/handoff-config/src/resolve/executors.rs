@@ -51,6 +51,7 @@ pub(super) fn executors(r: &mut Resolver) -> Result<ExecutorsConfig, ConfigError
             max_retries: r.get("executors.codex.max_retries", 2u32)?,
             isolation: r.optional("executors.codex.isolation")?,
         },
+        acp: r.get("executors.acp", crate::AcpExecutors::default())?,
         permissions: r.get("executors.permissions", PermissionPolicy::default())?,
         ask_timeout: Duration::from_secs(r.get("executors.ask_timeout_secs", 600u64)?),
     };

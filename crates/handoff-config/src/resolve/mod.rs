@@ -121,6 +121,11 @@ impl Render for WorkdirCleanup {
         self.as_str().to_owned()
     }
 }
+impl Render for crate::AcpExecutors {
+    fn render(&self) -> String {
+        self.shown().to_string()
+    }
+}
 impl Render for ToolOutputLimits {
     fn render(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()

@@ -544,3 +544,53 @@ fn notifying_after_a_sync_result_is_off_unless_asked_for() {
         .to_string();
     assert!(err.contains("HANDOFF_LETTA_NOTIFY_SYNC"), "{err}");
 }
+
+#[test]
+fn acp_agents_from_file_tables_or_json_and_their_errors_name_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        &dir,
+        "handoff.toml",
+        "[executors.acp.opencode-acp]\nargv = [\"opencode\", \"acp\"]\nisolation = \"sandbox\"\n\n[executors.acp.codex-acp]\nargv = [\"codex-acp\"]\nenv = { INITIAL_AGENT_MODE = \"read-only\" }\n",
+    );
+    let from_file = Config::load(LoadOptions {
+        config_file: Some(file),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    let names: Vec<&str> = from_file
+        .executors
+        .acp
+        .0
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["codex-acp", "opencode-acp"]);
+    assert_eq!(
+        from_file.executors.acp.0[0].env,
+        [("INITIAL_AGENT_MODE".to_owned(), "read-only".to_owned())]
+    );
+    let load = |pairs: &[(&str, &str)]| {
+        Config::load(LoadOptions {
+            env: env(pairs),
+            ..LoadOptions::default()
+        })
+    };
+    let json = load(&[(
+        "HANDOFF_ACP_EXECUTORS",
+        r#"{"gemini": {"argv": ["gemini", "--experimental-acp"]}}"#,
+    )])
+    .unwrap();
+    assert_eq!(
+        json.executors.acp.0[0].argv,
+        ["gemini", "--experimental-acp"]
+    );
+    assert!(load(&[]).unwrap().executors.acp.0.is_empty());
+    let err = load(&[("HANDOFF_ACP_EXECUTORS", r#"{"claude": {"argv": ["x"]}}"#)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("HANDOFF_ACP_EXECUTORS") && err.contains("built-in"),
+        "{err}"
+    );
+}

@@ -1,5 +1,5 @@
 //! `handoff doctor`: checks what this configuration needs on this machine — executor programs
-//! and versions, `rg`, the model endpoint OpenCode is pointed at, the sandbox layer, the data
+//! and versions (an ACP agent's from its answer to `initialize`), `rg`, the model endpoint OpenCode is pointed at, the sandbox layer, the data
 //! directory, Letta — and says how to fix what is missing.
 
 use std::{path::Path, process::Stdio, time::Duration};
@@ -11,6 +11,7 @@ use tokio::process::Command;
 
 use crate::executors::find_program;
 
+mod acp;
 mod model;
 
 /// How long one probe may take.
@@ -97,6 +98,7 @@ pub async fn diagnose(config: &Config) -> Vec<Check> {
     if let Some(check) = codex_tmpdir(config, default == "codex") {
         checks.push(check);
     }
+    checks.extend(acp::agents(config).await);
     checks.push(
         program(
             "git",

@@ -272,7 +272,7 @@ fn wait_ask(server: &Server, id: &str) -> Value {
         .unwrap_or_else(|| panic!("{id} is input_required without a pending request event"))
 }
 
-fn answer(server: &Server, id: &str, decision: &str) -> Value {
+pub(super) fn answer(server: &Server, id: &str, decision: &str) -> Value {
     let answer = json!({"decision": decision, "message": format!("{decision} from the test")});
     let result = call(
         server,

@@ -1,3 +1,4 @@
+mod acp;
 mod claude_client;
 mod cli;
 mod cli_client;

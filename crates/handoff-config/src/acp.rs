@@ -1,0 +1,193 @@
+//! The `acp` executors: one per configured ACP agent, each under its own name —
+//! `[executors.acp.<name>] argv = […], env = {…}, isolation = "sandbox"` in the file, or the same
+//! as one JSON object in `HANDOFF_ACP_EXECUTORS`.
+
+use std::collections::BTreeMap;
+
+use handoff_isolation::IsolationLevel;
+use serde::{Deserialize, Serialize};
+
+use crate::parse::FromRaw;
+
+/// Names the built-in executors already use; an ACP agent cannot take them.
+const TAKEN: &[&str] = &["command", "opencode", "opencode-cli", "claude", "codex"];
+
+/// One ACP agent Handoff offers as an executor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcpExecutorConfig {
+    /// The executor's name (`execute_task {executor}`).
+    pub name: String,
+    /// The agent's program and arguments, e.g. `["opencode", "acp"]`.
+    pub argv: Vec<String>,
+    /// Variables added to the agent's environment.
+    pub env: Vec<(String, String)>,
+    /// Isolation level (`runner.isolation` when unset).
+    pub isolation: Option<IsolationLevel>,
+}
+
+/// Every configured ACP agent, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AcpExecutors(pub Vec<AcpExecutorConfig>);
+
+/// One agent as the file or the variable spells it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    argv: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    isolation: Option<String>,
+}
+
+const SHAPE: &str = "expected a JSON object of {\"<name>\": {\"argv\": [...], \"env\"?: {...}, \"isolation\"?: none|process|sandbox|container}}";
+
+impl AcpExecutors {
+    fn from_raw(raw: BTreeMap<String, RawAgent>) -> Result<Self, String> {
+        let mut agents = Vec::with_capacity(raw.len());
+        for (name, agent) in raw {
+            let named = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+            if !named {
+                return Err(format!(
+                    "ACP executor name `{name}`: use lowercase letters, digits, - and _"
+                ));
+            }
+            if TAKEN.contains(&name.as_str()) {
+                return Err(format!(
+                    "ACP executor name `{name}` is a built-in executor's; choose another"
+                ));
+            }
+            if agent.argv.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(format!(
+                    "executors.acp.{name}.argv is empty; name the agent's program"
+                ));
+            }
+            let isolation = agent
+                .isolation
+                .as_deref()
+                .map(IsolationLevel::from_text)
+                .transpose()
+                .map_err(|e| format!("executors.acp.{name}.isolation: {e}"))?;
+            agents.push(AcpExecutorConfig {
+                name,
+                argv: agent.argv,
+                env: agent.env.into_iter().collect(),
+                isolation,
+            });
+        }
+        Ok(Self(agents))
+    }
+
+    /// The agents as shown to people (`handoff config`, errors): every `env` value masked, as
+    /// agents' variables hold keys, often inside JSON text no key-based masking sees into.
+    pub fn shown(&self) -> serde_json::Value {
+        let mut json = self.to_json();
+        for agent in json
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|m| m.values_mut())
+        {
+            for value in agent
+                .get_mut("env")
+                .and_then(serde_json::Value::as_object_mut)
+                .into_iter()
+                .flat_map(|env| env.values_mut())
+            {
+                *value = serde_json::json!(crate::MASK);
+            }
+        }
+        json
+    }
+
+    /// The agents as one JSON object, the shape they are configured in.
+    pub fn to_json(&self) -> serde_json::Value {
+        let agents: serde_json::Map<String, serde_json::Value> = self
+            .0
+            .iter()
+            .map(|a| {
+                let env: BTreeMap<&str, &str> = a
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                let mut agent = serde_json::json!({ "argv": a.argv, "env": env });
+                if let Some(level) = a.isolation {
+                    agent["isolation"] = serde_json::json!(level.as_str());
+                }
+                (a.name.clone(), agent)
+            })
+            .collect();
+        serde_json::Value::Object(agents)
+    }
+}
+
+impl FromRaw for AcpExecutors {
+    fn from_text(text: &str) -> Result<Self, String> {
+        let raw = serde_json::from_str(text.trim()).map_err(|e| format!("{SHAPE}: {e}"))?;
+        Self::from_raw(raw)
+    }
+
+    fn from_toml(value: &toml::Value) -> Result<Self, String> {
+        match value {
+            toml::Value::String(s) => Self::from_text(s),
+            other => {
+                let json = serde_json::to_value(other).map_err(|e| e.to_string())?;
+                let raw = serde_json::from_value(json).map_err(|e| format!("{SHAPE}: {e}"))?;
+                Self::from_raw(raw)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agents_read_from_toml_tables_and_json() {
+        let file: toml::Table = toml::from_str(
+            r#"
+            [opencode-acp]
+            argv = ["opencode", "acp"]
+            env = { OPENCODE_DISABLE_AUTOUPDATE = "1" }
+            isolation = "sandbox"
+            "#,
+        )
+        .unwrap();
+        let agents = AcpExecutors::from_toml(&toml::Value::Table(file)).unwrap();
+        assert_eq!(agents.0[0].name, "opencode-acp");
+        assert_eq!(agents.0[0].argv, ["opencode", "acp"]);
+        assert_eq!(agents.0[0].isolation, Some(IsolationLevel::Sandbox));
+        assert_eq!(agents.0[0].env[0].0, "OPENCODE_DISABLE_AUTOUPDATE");
+        let json = AcpExecutors::from_text(r#"{"codex-acp": {"argv": ["codex-acp"]}}"#).unwrap();
+        assert_eq!(json.0[0].isolation, None);
+        assert_eq!(json.to_json()["codex-acp"]["argv"][0], "codex-acp");
+        let shown = agents.shown();
+        assert_eq!(
+            shown["opencode-acp"]["env"]["OPENCODE_DISABLE_AUTOUPDATE"],
+            crate::MASK
+        );
+        assert_eq!(shown["opencode-acp"]["argv"][1], "acp");
+    }
+
+    #[test]
+    fn bad_agents_are_refused_with_the_reason() {
+        for (text, words) in [
+            (r#"{"codex": {"argv": ["x"]}}"#, "built-in"),
+            (r#"{"Bad Name": {"argv": ["x"]}}"#, "lowercase"),
+            (r#"{"a": {"argv": []}}"#, "argv is empty"),
+            (
+                r#"{"a": {"argv": ["x"], "isolation": "moon"}}"#,
+                "isolation",
+            ),
+            (r#"{"a": {"argv": ["x"], "cwd": "/"}}"#, "unknown field"),
+        ] {
+            let error = AcpExecutors::from_text(text).unwrap_err();
+            assert!(error.contains(words), "{text}: {error}");
+        }
+    }
+}

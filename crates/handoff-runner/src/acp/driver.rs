@@ -1,0 +1,379 @@
+//! Follows one ACP agent process: walks it through `initialize` and `session/new` (or
+//! `session/load`) to a prompt turn, turns its updates into task events and its permission
+//! requests into input requests, sends waiting messages as the next turn, lets it go once no
+//! turn runs and nothing waits, and reports how the run ended.
+
+use std::sync::{
+    Arc, Mutex, MutexGuard, PoisonError,
+    atomic::{AtomicBool, Ordering},
+};
+
+use handoff_task::{EventKind, NewEvent};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+use super::{
+    mapping::{Reader, Signal},
+    protocol,
+    session::Session,
+};
+use crate::{
+    RunEvent, RunOutcome,
+    command::CommandControl,
+    json_lines::{Said, sort},
+};
+
+/// Room for bursts of updates while the engine is busy.
+const EVENT_BUFFER: usize = 256;
+
+/// What the driver and the control handle share.
+pub(crate) struct Shared {
+    pub process: CommandControl,
+    session: Mutex<Session>,
+    cancelled: AtomicBool,
+    /// Handoff refused a permission: some adapters (Codex's) then end the turn `cancelled`.
+    denied: AtomicBool,
+    /// Counts ended turns, so a cancel can wait for its `session/cancel` to land.
+    turns_ended: watch::Sender<u64>,
+    /// The run's events (a cancel reports the requests it withdrew).
+    events: mpsc::Sender<RunEvent>,
+}
+
+impl Shared {
+    /// The shared state, and the receiving end of the run's events.
+    pub fn new(process: CommandControl) -> (Arc<Self>, mpsc::Receiver<RunEvent>) {
+        let (events, rx) = mpsc::channel(EVENT_BUFFER);
+        let shared = Self {
+            process,
+            session: Mutex::new(Session::default()),
+            cancelled: AtomicBool::new(false),
+            denied: AtomicBool::new(false),
+            turns_ended: watch::Sender::new(0),
+            events,
+        };
+        (Arc::new(shared), rx)
+    }
+
+    /// The session's state (never held across an await).
+    pub fn session(&self) -> MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks the run as being cancelled; no message is taken after this. Every permission
+    /// request still waiting is answered `cancelled`, as the protocol requires.
+    pub async fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        let asks = {
+            let mut session = self.session();
+            session.close();
+            session.take_asks()
+        };
+        for id in asks {
+            self.write(&protocol::cancelled(&id)).await;
+            let settled = RunEvent::InputSettled {
+                id: super::mapping::id_text(&id),
+            };
+            let _ = self.events.send(settled).await;
+        }
+    }
+
+    /// Watches the count of ended turns.
+    pub fn turn_ends(&self) -> watch::Receiver<u64> {
+        self.turns_ended.subscribe()
+    }
+
+    /// Records that a permission was refused.
+    pub fn denied(&self) {
+        self.denied.store(true, Ordering::SeqCst);
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    pub async fn write(&self, line: &str) {
+        if let Err(e) = self.process.write_line(line).await {
+            tracing::debug!(error = %e, "the ACP agent did not take a line");
+        }
+    }
+}
+
+/// What the handshake needs besides the process.
+pub(crate) struct Settings {
+    /// Held by a run that starts before any run of its executor reached a session; released
+    /// (marked warmed) once this one does, or dropped when it fails.
+    pub first: Option<tokio::sync::OwnedMutexGuard<bool>>,
+    /// The executor's name, for messages.
+    pub agent: String,
+    /// The task's prompt, sent as the first turn.
+    pub prompt: String,
+    /// The task directory, as the session's cwd.
+    pub cwd: String,
+    /// Continue this stored session instead of starting one.
+    pub load_session: Option<String>,
+}
+
+/// Starts translating the process's events into `shared`'s channel.
+pub(crate) fn start(shared: Arc<Shared>, settings: Settings, inner: mpsc::Receiver<RunEvent>) {
+    let tx = shared.events.clone();
+    tokio::spawn(
+        Driver {
+            shared,
+            settings,
+            tx,
+            reader: Reader::default(),
+            last_stop: None,
+            fatal: None,
+        }
+        .run(inner),
+    );
+}
+
+struct Driver {
+    shared: Arc<Shared>,
+    settings: Settings,
+    tx: mpsc::Sender<RunEvent>,
+    reader: Reader,
+    /// How the latest turn ended: its stop reason, or the agent's error.
+    last_stop: Option<Result<String, String>>,
+    /// Why the run cannot go on (the handshake failed).
+    fatal: Option<String>,
+}
+
+impl Driver {
+    async fn run(mut self, mut inner: mpsc::Receiver<RunEvent>) {
+        loop {
+            match sort(inner.recv().await, &self.settings.agent) {
+                Said::Json(value) => self.message(&value).await,
+                Said::Other(event) => self.emit(event).await,
+                Said::Ended(outcome) => return self.finish(outcome).await,
+            }
+        }
+    }
+
+    async fn emit(&self, event: RunEvent) {
+        let _ = self.tx.send(event).await;
+    }
+
+    async fn message(&mut self, value: &Value) {
+        for signal in self.reader.read(value) {
+            match signal {
+                Signal::Event(event) => self.emit(RunEvent::Event(event)).await,
+                Signal::Input(request) => {
+                    let id = request.detail.get("rpc_id").cloned().unwrap_or(Value::Null);
+                    if self.shared.cancelled() {
+                        self.shared.write(&protocol::cancelled(&id)).await;
+                        continue;
+                    }
+                    self.shared.session().asked(id);
+                    self.emit(RunEvent::InputRequested(request)).await;
+                }
+                Signal::Unsupported(id) => self.shared.write(&protocol::unsupported(&id)).await,
+                Signal::Response(id, result) => self.response(&id, result).await,
+            }
+        }
+    }
+
+    /// Answers to Handoff's own requests drive the handshake and the turns.
+    async fn response(&mut self, id: &str, result: Result<Value, String>) {
+        let agent = self.settings.agent.clone();
+        match (id, result) {
+            (protocol::INITIALIZE, Ok(init)) => self.initialized(&init).await,
+            (protocol::INITIALIZE, Err(e)) => {
+                self.fatal(format!("{agent} did not start: {e}")).await
+            }
+            (protocol::SESSION, Ok(session)) => {
+                self.reader.replaying = false;
+                let loaded = self.settings.load_session.clone();
+                let Some(session) = session
+                    .get("sessionId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .or(loaded)
+                else {
+                    return self
+                        .fatal(format!("{agent} started a session without an id"))
+                        .await;
+                };
+                if let Some(mut first) = self.settings.first.take() {
+                    *first = true;
+                }
+                self.emit(RunEvent::Event(
+                    NewEvent::new(EventKind::Log, format!("{agent} session started"))
+                        .with_data(json!({ "session_id": session })),
+                ))
+                .await;
+                let line = self
+                    .shared
+                    .session()
+                    .started(&session, &self.settings.prompt);
+                self.shared.write(&line).await;
+            }
+            (protocol::SESSION, Err(e)) => {
+                self.fatal(format!("{agent} could not start a session: {e}"))
+                    .await
+            }
+            (id, result) => {
+                let Some(turn) = id
+                    .strip_prefix(protocol::PROMPT_PREFIX)
+                    .and_then(|n| n.parse::<u64>().ok())
+                else {
+                    return;
+                };
+                self.turn_end(turn, result).await;
+            }
+        }
+    }
+
+    async fn initialized(&mut self, init: &Value) {
+        let agent = self.settings.agent.clone();
+        let version = init.get("protocolVersion").and_then(Value::as_u64);
+        if version != Some(protocol::PROTOCOL_VERSION) {
+            let said = version.map_or("none".to_owned(), |v| v.to_string());
+            return self
+                .fatal(format!(
+                    "{agent} speaks ACP version {said}; Handoff speaks {}",
+                    protocol::PROTOCOL_VERSION
+                ))
+                .await;
+        }
+        let info = init.get("agentInfo").cloned().unwrap_or(Value::Null);
+        self.emit(RunEvent::Event(
+            NewEvent::new(
+                EventKind::Log,
+                format!(
+                    "{agent}: {} {}",
+                    info.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("ACP agent"),
+                    info.get("version").and_then(Value::as_str).unwrap_or("")
+                ),
+            )
+            .with_data(json!({ "agent_info": info,
+                "agent_capabilities": init.get("agentCapabilities") })),
+        ))
+        .await;
+        let line = match self.settings.load_session.clone() {
+            None => protocol::session_new(&self.settings.cwd),
+            Some(session) => {
+                let loads = init.pointer("/agentCapabilities/loadSession") == Some(&json!(true));
+                if !loads {
+                    return self
+                        .fatal(format!(
+                            "{agent} cannot load a session, so it cannot continue"
+                        ))
+                        .await;
+                }
+                self.reader.replaying = true;
+                protocol::session_load(&session, &self.settings.cwd)
+            }
+        };
+        self.shared.write(&line).await;
+    }
+
+    async fn turn_end(&mut self, turn: u64, result: Result<Value, String>) {
+        if let Some(usage) = result.as_ref().ok().and_then(|done| done.get("usage")) {
+            let tokens = json!({
+                "input": usage.get("inputTokens").and_then(Value::as_u64).unwrap_or(0),
+                "output": usage.get("outputTokens").and_then(Value::as_u64).unwrap_or(0),
+            });
+            self.emit(RunEvent::Event(
+                NewEvent::new(EventKind::Log, "turn usage")
+                    .with_data(json!({ "tokens": tokens, "usage": usage })),
+            ))
+            .await;
+        }
+        let stop = result.map(|done| {
+            done.get("stopReason")
+                .and_then(Value::as_str)
+                .unwrap_or("end_turn")
+                .to_owned()
+        });
+        if let Err(e) = &stop {
+            self.emit(RunEvent::Event(NewEvent::new(
+                EventKind::Error,
+                format!("{} failed: {e}", self.settings.agent),
+            )))
+            .await;
+        }
+        let latest = self.shared.session().is_latest(turn);
+        if latest {
+            self.last_stop = Some(stop);
+        }
+        self.shared.turns_ended.send_modify(|n| *n += 1);
+        if self.shared.cancelled() {
+            self.shared.process.close_input().await;
+            return;
+        }
+        let next = self.shared.session().turn_ended();
+        match next {
+            Some(line) => self.shared.write(&line).await,
+            None => self.close_if_done().await,
+        }
+    }
+
+    /// Once no turn runs and no message waits, EOF lets the agent exit on its own.
+    async fn close_if_done(&self) {
+        let done = self.shared.session().try_close();
+        if done {
+            self.shared.process.close_input().await;
+        }
+    }
+
+    async fn fatal(&mut self, message: String) {
+        // The next run tries the first start again.
+        self.settings.first = None;
+        self.emit(RunEvent::Event(NewEvent::new(
+            EventKind::Error,
+            message.clone(),
+        )))
+        .await;
+        self.fatal = Some(message);
+        self.shared.session().close();
+        self.shared.process.close_input().await;
+    }
+
+    async fn finish(mut self, outcome: RunOutcome) {
+        for signal in self.reader.flush() {
+            if let Signal::Event(event) = signal {
+                self.emit(RunEvent::Event(event)).await;
+            }
+        }
+        let agent = self.settings.agent.clone();
+        let answer = self.reader.answer.take();
+        let failed = |error: String| RunOutcome {
+            success: false,
+            error: Some(error),
+            output: answer.clone(),
+            ..outcome.clone()
+        };
+        let result = if self.shared.cancelled() {
+            failed("cancelled".to_owned())
+        } else if let Some(fatal) = self.fatal.take() {
+            failed(fatal)
+        } else {
+            match self.last_stop.take() {
+                // A turn the agent ended itself after a refusal is the refusal's consequence,
+                // not a failure of the run (the task goes on to its checks like any other).
+                Some(Ok(reason))
+                    if reason == "end_turn"
+                        || (reason == "cancelled" && self.shared.denied.load(Ordering::SeqCst)) =>
+                {
+                    RunOutcome {
+                        success: true,
+                        error: None,
+                        output: answer.clone(),
+                        ..outcome.clone()
+                    }
+                }
+                Some(Ok(reason)) => failed(format!("{agent} stopped: {reason}")),
+                Some(Err(e)) => failed(format!("{agent} failed: {e}")),
+                None => failed(format!(
+                    "{agent} ended without finishing a turn ({})",
+                    outcome.error.as_deref().unwrap_or("no error reported")
+                )),
+            }
+        };
+        let _ = self.tx.send(RunEvent::Finished(result)).await;
+    }
+}

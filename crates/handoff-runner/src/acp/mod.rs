@@ -1,0 +1,160 @@
+//! The `acp` executors: any coding agent that speaks the Agent Client Protocol (JSON-RPC 2.0
+//! over stdio, v1) — `opencode acp`, the Claude Code and Codex adapters, Gemini CLI … — one
+//! agent process per task, started through the isolation launcher. `initialize`, then
+//! `session/new` in the task directory, then the prompt as the first `session/prompt`; updates
+//! become task events, permission requests go through Handoff's policy, a message waits for the
+//! running turn to end and becomes the next turn, a cancel is `session/cancel` and then the
+//! process group (or cgroup). Pause freezes the task's cgroup. Process handling is the
+//! `command` executor's.
+
+mod control;
+mod driver;
+mod mapping;
+mod probe;
+mod protocol;
+mod session;
+
+use std::{sync::Arc, time::Duration};
+
+pub use probe::{AgentIdentity, probe};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::{
+    Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat, PromptVia, Run, RunSpec,
+    RunnerError, command::abandon_state,
+};
+
+/// How long after `session/cancel` the agent gets to end its turn before it is signalled.
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// How long a run waits for the executor's first agent to reach a session before it starts
+/// anyway.
+const FIRST_START_WAIT: Duration = Duration::from_secs(60);
+
+/// How one ACP executor runs its agent.
+#[derive(Debug, Clone)]
+pub struct AcpConfig {
+    /// The name `execute_task {executor}` selects it by.
+    pub name: String,
+    /// The agent's program and arguments (`["opencode", "acp"]`).
+    pub argv: Vec<String>,
+    /// Extra environment for the agent.
+    pub env: Vec<(String, String)>,
+    /// How its processes are confined.
+    pub isolation: Option<crate::Isolation>,
+}
+
+/// Runs tasks with an ACP agent.
+#[derive(Debug)]
+pub struct AcpExecutor {
+    name: String,
+    process: CommandExecutor,
+    /// Whether an agent process of this executor has reached a session yet. Until one has, runs
+    /// start one at a time: agents set up shared state on their first start (OpenCode creates
+    /// its database), and concurrent first starts race (measured: "Failed query: CREATE TABLE").
+    warmed: Arc<tokio::sync::Mutex<bool>>,
+}
+
+impl AcpExecutor {
+    /// An executor for `config`; an empty argv is refused.
+    pub fn new(config: AcpConfig) -> Result<Self, RunnerError> {
+        if config.argv.is_empty() {
+            return Err(RunnerError::NotConfigured {
+                executor: config.name,
+                message: "argv is empty; set the agent's program".to_owned(),
+            });
+        }
+        let process = CommandExecutor::new(CommandConfig {
+            argv: config.argv,
+            prompt_via: PromptVia::Stdin,
+            messages_via_stdin: true,
+            env: config.env,
+            message_format: MessageFormat::Raw,
+            isolation: config.isolation,
+        })?;
+        Ok(Self {
+            name: config.name,
+            process,
+            warmed: Arc::new(tokio::sync::Mutex::new(false)),
+        })
+    }
+}
+
+#[async_trait]
+impl Executor for AcpExecutor {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            messages: true,
+            pause: true,
+            reattach: false,
+        }
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        self.process.unavailable_reason()
+    }
+
+    async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
+        self.run(spec, None).await
+    }
+
+    /// A new agent process loads the session the first run reported (`session_id` in
+    /// `state`) and runs `prompt` as its next turn.
+    async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
+        let session = state
+            .get("session_id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| RunnerError::Io {
+                context: "continuing the ACP session",
+                message: "the run reported no session id".to_owned(),
+            })?
+            .to_owned();
+        let spec = RunSpec {
+            prompt: prompt.to_owned(),
+            ..spec
+        };
+        self.run(spec, Some(session)).await
+    }
+
+    async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
+        abandon_state(state).await
+    }
+}
+
+impl AcpExecutor {
+    /// One agent process for `spec`: a new session, or `load_session` continued.
+    async fn run(&self, spec: RunSpec, load_session: Option<String>) -> Result<Run, RunnerError> {
+        // A first start that hangs holds the others up for a bounded time only.
+        let first = tokio::time::timeout(FIRST_START_WAIT, Arc::clone(&self.warmed).lock_owned())
+            .await
+            .ok()
+            .filter(|warmed| !**warmed);
+        let settings = driver::Settings {
+            first,
+            agent: self.name.clone(),
+            prompt: spec.prompt.clone(),
+            cwd: spec.workdir.to_string_lossy().into_owned(),
+            load_session,
+        };
+        // The first line on stdin is the handshake; the prompt follows once a session exists.
+        let spec = RunSpec {
+            prompt: protocol::initialize(),
+            ..spec
+        };
+        let spawned = self.process.spawn(&spec).await?;
+        let (shared, events) = driver::Shared::new(spawned.control);
+        driver::start(shared.clone(), settings, spawned.events);
+        Ok(Run {
+            events,
+            control: Box::new(control::AcpControl::new(shared)),
+            state: Some(spawned.state),
+        })
+    }
+}

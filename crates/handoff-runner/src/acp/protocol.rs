@@ -1,0 +1,129 @@
+//! The JSON-RPC lines Handoff writes to an ACP agent (Agent Client Protocol v1), and the ids
+//! it names its requests by so the answers can be told apart.
+
+use serde_json::{Value, json};
+
+/// The protocol version Handoff speaks; an agent answering another one is refused.
+pub(crate) const PROTOCOL_VERSION: u64 = 1;
+
+/// Id of the `initialize` request.
+pub(crate) const INITIALIZE: &str = "handoff-initialize";
+/// Id of the `session/new` or `session/load` request.
+pub(crate) const SESSION: &str = "handoff-session";
+/// Prefix of a `session/prompt` request's id; the turn's number follows.
+pub(crate) const PROMPT_PREFIX: &str = "handoff-prompt:";
+
+fn request(id: &str, method: &str, params: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+}
+
+/// `initialize`, the first line the agent reads. Handoff serves neither `fs/*` nor
+/// `terminal/*`, so it advertises neither: the agent uses its own tools, inside its confinement.
+pub(crate) fn initialize() -> String {
+    request(
+        INITIALIZE,
+        "initialize",
+        json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {
+                "fs": { "readTextFile": false, "writeTextFile": false },
+                "terminal": false
+            },
+            "clientInfo": { "name": "handoff", "title": "Handoff",
+                "version": env!("CARGO_PKG_VERSION") }
+        }),
+    )
+}
+
+/// `session/new` in the task directory, with no MCP servers.
+pub(crate) fn session_new(cwd: &str) -> String {
+    request(
+        SESSION,
+        "session/new",
+        json!({ "cwd": cwd, "mcpServers": [] }),
+    )
+}
+
+/// `session/load` of a session the agent stored earlier (it replays the history first).
+pub(crate) fn session_load(session: &str, cwd: &str) -> String {
+    request(
+        SESSION,
+        "session/load",
+        json!({ "sessionId": session, "cwd": cwd, "mcpServers": [] }),
+    )
+}
+
+/// `session/prompt` number `turn` with `texts` as text blocks.
+pub(crate) fn prompt(session: &str, turn: u64, texts: &[String]) -> String {
+    let blocks: Vec<Value> = texts
+        .iter()
+        .map(|text| json!({ "type": "text", "text": text }))
+        .collect();
+    request(
+        &format!("{PROMPT_PREFIX}{turn}"),
+        "session/prompt",
+        json!({ "sessionId": session, "prompt": blocks }),
+    )
+}
+
+/// The `session/cancel` notification: the agent stops and answers the prompt `cancelled`.
+pub(crate) fn cancel(session: &str) -> String {
+    json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": session } })
+        .to_string()
+}
+
+/// The answer to one of the agent's requests.
+pub(crate) fn response(id: &Value, result: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+}
+
+/// A permission answer choosing `option`.
+pub(crate) fn selected(id: &Value, option: &str) -> String {
+    response(
+        id,
+        json!({ "outcome": { "outcome": "selected", "optionId": option } }),
+    )
+}
+
+/// A permission answer withdrawing the request (the prompt turn was cancelled).
+pub(crate) fn cancelled(id: &Value) -> String {
+    response(id, json!({ "outcome": { "outcome": "cancelled" } }))
+}
+
+/// An error answer to a request Handoff does not serve.
+pub(crate) fn unsupported(id: &Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id,
+        "error": { "code": -32601, "message": "not supported by Handoff" } })
+    .to_string()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_handshake_offers_no_client_capabilities() {
+        let line: Value = serde_json::from_str(&initialize()).unwrap();
+        assert_eq!(line["params"]["protocolVersion"], 1);
+        assert_eq!(
+            line["params"]["clientCapabilities"]["fs"]["writeTextFile"],
+            false
+        );
+        assert_eq!(line["params"]["clientCapabilities"]["terminal"], false);
+    }
+
+    #[test]
+    fn a_prompt_names_its_turn_and_carries_text_blocks() {
+        let line: Value =
+            serde_json::from_str(&prompt("s1", 2, &["a".to_owned(), "b".to_owned()])).unwrap();
+        assert_eq!(line["id"], "handoff-prompt:2");
+        assert_eq!(line["params"]["sessionId"], "s1");
+        assert_eq!(
+            line["params"]["prompt"][1],
+            json!({"type": "text", "text": "b"})
+        );
+        let answer: Value = serde_json::from_str(&selected(&json!(7), "once")).unwrap();
+        assert_eq!(answer["result"]["outcome"]["optionId"], "once");
+    }
+}

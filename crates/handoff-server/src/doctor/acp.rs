@@ -1,0 +1,65 @@
+//! One check per configured ACP agent: its program answers `initialize`, and with which
+//! name and version.
+
+use handoff_config::{AcpExecutorConfig, Config};
+
+use super::{Check, PROBE};
+use crate::executors::find_program;
+
+/// Checks every ACP agent of `config`; the default executor's is required.
+pub(super) async fn agents(config: &Config) -> Vec<Check> {
+    let mut checks = Vec::with_capacity(config.executors.acp.0.len());
+    for agent in &config.executors.acp.0 {
+        let required = config.tasks.default_executor == agent.name;
+        checks.push(agent_check(config, agent, required).await);
+    }
+    checks
+}
+
+async fn agent_check(config: &Config, agent: &AcpExecutorConfig, required: bool) -> Check {
+    let name = format!("acp {}", agent.name);
+    let program = agent.argv.first().map_or("", String::as_str);
+    let fix = format!(
+        "install `{program}` or fix executors.acp.{}.argv (it must speak ACP on stdio)",
+        agent.name
+    );
+    let Some(binary) = find_program(program) else {
+        return Check::fail(
+            &name,
+            required,
+            format!("`{program}` not found on PATH"),
+            fix,
+        );
+    };
+    let mut argv = agent.argv.clone();
+    argv[0] = binary.to_string_lossy().into_owned();
+    // Asked in the workspace root, where tasks' directories live; `serve` makes a missing
+    // root later, so a temp dir stands in until then.
+    let cwd = if config.workspace_dir.is_dir() {
+        config.workspace_dir.clone()
+    } else {
+        std::env::temp_dir()
+    };
+    match handoff_runner::probe_acp_agent(&argv, &agent.env, &cwd, PROBE).await {
+        Ok(found) if found.protocol_version == Some(1) => Check::pass(
+            &name,
+            format!(
+                "{} {} (ACP 1, {})",
+                found.name.as_deref().unwrap_or("unnamed agent"),
+                found.version.as_deref().unwrap_or("(no version)"),
+                binary.display()
+            ),
+        ),
+        Ok(found) => Check::fail(
+            &name,
+            required,
+            format!(
+                "{} answers ACP version {:?}; Handoff speaks 1",
+                binary.display(),
+                found.protocol_version
+            ),
+            "use a version of the agent that speaks ACP 1",
+        ),
+        Err(e) => Check::fail(&name, required, e.to_string(), fix),
+    }
+}

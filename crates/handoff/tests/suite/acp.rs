@@ -1,0 +1,695 @@
+//! The `acp` executor end to end with the real `opencode acp` (one agent process per task,
+//! sandboxed, in its own cgroup) and the real Codex adapter `codex-acp`, against the scripted
+//! model: a file created, a message that
+//! reaches the next model request, permission asks allowed and denied through
+//! `send_task_message`, cancel during a hanging model stream, pause that stops the agent's work
+//! and its model requests, and a continuation by the completion checks in the same session.
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use handoff_scripted_model::{Script, ScriptedModel};
+use serde_json::{Value, json};
+
+use super::{
+    executors::{
+        AGENT, OPENCODE, answer, events, handoff_env, require_ripgrep, wait_end,
+        wait_hang_reached_model, workdir,
+    },
+    harness::{Server, require, start},
+    mcp::{call, calls, ok, task_id, wait_status_for},
+};
+
+/// What differs between the ACP agents.
+struct AcpAgent {
+    /// The executor's name Handoff offers it under.
+    executor: &'static str,
+    /// Its program under `agents/node_modules/.bin`, and the arguments.
+    argv: &'static [&'static str],
+    /// Its isolation level.
+    isolation: &'static str,
+    /// The scripted model's tool call running a shell command.
+    bash_call: fn(&str) -> Value,
+    /// The scripted model's tool call writing a file (named relative to the task directory).
+    write_call: fn(&str, &str) -> Value,
+    /// The agent's environment: `home` for its state, `opencode` the OpenCode config that
+    /// points at the scripted model.
+    env: fn(&Path, &Value) -> Value,
+}
+
+const OPENCODE_ACP: AcpAgent = AcpAgent {
+    executor: "opencode-acp",
+    argv: &["opencode", "acp"],
+    // Sandboxed (bubblewrap) in its own cgroup.
+    isolation: "sandbox",
+    bash_call: |command| json!({"name": "bash", "arguments": {"command": command, "description": "scripted step"}}),
+    write_call: OPENCODE.write_call,
+    env: |home, opencode| {
+        let mut config = opencode.clone();
+        // OpenCode asks before every tool, so Handoff's rules decide.
+        config["permission"] = json!({"*": "ask"});
+        let dir = |name: &str| home.join(name).display().to_string();
+        json!({
+            "OPENCODE_CONFIG_CONTENT": config.to_string(),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
+            "HOME": dir("home"),
+            "XDG_CONFIG_HOME": dir("config"),
+            "XDG_DATA_HOME": dir("data"),
+            "XDG_CACHE_HOME": dir("cache"),
+            "XDG_STATE_HOME": dir("state"),
+        })
+    },
+};
+
+/// The Codex adapter (`@agentclientprotocol/codex-acp`, which runs its own `codex app-server`).
+/// Codex sandboxes its commands with bubblewrap, which cannot run inside Handoff's sandbox,
+/// so it runs at level `process` (its own cgroup still freezes and kills it).
+const CODEX_ACP: AcpAgent = AcpAgent {
+    executor: "codex-acp",
+    argv: &["codex-acp"],
+    isolation: "process",
+    // Escalated, so the adapter asks (read-only mode) instead of refusing in Codex's sandbox.
+    bash_call: |command| {
+        json!({"name": "exec_command", "arguments": {"cmd": command, "workdir": "{{cwd}}",
+            "yield_time_ms": 30000, "sandbox_permissions": "require_escalated",
+            "justification": "scripted step"}})
+    },
+    write_call: |file, content| {
+        let added: String = content.lines().map(|line| format!("+{line}\n")).collect();
+        let patch = format!(
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {file}\n{added}*** End Patch\nEOF\n"
+        );
+        json!({"name": "exec_command", "arguments": {"cmd": patch, "workdir": "{{cwd}}"}})
+    },
+    env: |home, _| {
+        let dir = |name: &str| home.join(name).display().to_string();
+        json!({
+            // `handoff_env` wrote its config.toml: the scripted model as provider.
+            "CODEX_HOME": dir("codex-home"),
+            // The Codex the `codex` executor runs (the adapter's own is older and fails to
+            // open its state when several tasks start at once).
+            "CODEX_PATH": require("agents/node_modules/.bin/codex"),
+            "MOCK_API_KEY": "sk-mock",
+            "TMPDIR": dir("tmp"),
+            "HOME": dir("home"),
+            // The adapter's default mode has a model review approvals; read-only asks the
+            // client before every edit and command, so Handoff's rules decide.
+            "INITIAL_AGENT_MODE": "read-only",
+        })
+    },
+};
+
+/// Counts up in `count` until the file `release` appears (at most 120 s).
+const COUNT_UNTIL_RELEASE: &str = "i=0; while [ ! -f {{cwd}}/release ] && [ $i -lt 2400 ]; do i=$((i+1)); echo $i > {{cwd}}/count; sleep 0.05; done";
+
+fn script(agent: &AcpAgent) -> Script {
+    let bash = |command: &str| json!({"tool_calls": [(agent.bash_call)(command)]});
+    let write =
+        |file: &str, content: &str| json!({"tool_calls": [(agent.write_call)(file, content)]});
+    // Each repeat says which it is, so the completion checks never see the same step four
+    // times (they would call the task stuck).
+    let count = |n: u32| bash(&format!("{COUNT_UNTIL_RELEASE}; echo step {n}"));
+    let script = json!({
+        "scenarios": [
+            {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from the agent\n"), {"text": "Created hello.txt."}]},
+            // Codex hands a step still running after 30 s back to the model; repeating it keeps
+            // the agent busy until the release on a loaded machine too (once released, a repeat
+            // returns at once).
+            {"match": "WAIT-FOR-NAME", "turns": [count(1), count(2), count(3), count(4), {"text": "nobody told me a name"}]},
+            {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
+            {"match": "HANG", "turns": [{"hang": true}]},
+            {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer"}]},
+            {"match": "PAUSE-COUNT", "turns": [count(1), count(2), count(3), count(4), {"text": "counted until released"}]},
+            // The completion checks' continuation names the failing command; it comes first so
+            // the continuation is not read as the original task.
+            {"match": "test -f continued.txt", "turns": [write("continued.txt", "second turn\n"), {"text": "continued.txt is there now"}]},
+            {"match": "CONTINUE-ME", "turns": [write("first.txt", "first turn\n"), {"text": "first.txt written. Done."}]}
+        ],
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    Script::from_json(&script.to_string()).unwrap()
+}
+
+/// Handoff with `agent` configured as an ACP executor and the default one, its state under
+/// `home`.
+fn acp_env(agent: &AcpAgent, model_url: &str, home: &Path) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, model_url, home)
+        .into_iter()
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "HANDOFF_DEFAULT_EXECUTOR" | "HANDOFF_ASK_TIMEOUT_SECS" | "HANDOFF_TASK_TIMEOUT_MS"
+            )
+        })
+        .collect();
+    // Seven agents start at once on a small machine: an ask must outlast the other scenarios
+    // the test walks through first (no scenario here waits for the ask timeout).
+    env.extend([
+        ("HANDOFF_ASK_TIMEOUT_SECS".to_owned(), "900".to_owned()),
+        ("HANDOFF_TASK_TIMEOUT_MS".to_owned(), "900000".to_owned()),
+    ]);
+    let opencode: Value = serde_json::from_str(
+        &env.iter()
+            .find(|(k, _)| k == "HANDOFF_OPENCODE_CONFIG")
+            .unwrap()
+            .1,
+    )
+    .unwrap();
+    let (program, args) = agent.argv.split_first().unwrap();
+    let mut argv = vec![json!(require(&format!(
+        "agents/node_modules/.bin/{program}"
+    )))];
+    argv.extend(args.iter().map(|a| json!(a)));
+    let agents = json!({agent.executor: {
+        "argv": argv,
+        "env": (agent.env)(home, &opencode),
+        "isolation": agent.isolation,
+    }});
+    env.extend([
+        ("HANDOFF_ACP_EXECUTORS".to_owned(), agents.to_string()),
+        (
+            "HANDOFF_DEFAULT_EXECUTOR".to_owned(),
+            agent.executor.to_owned(),
+        ),
+        // The agents keep their databases and caches under the test's directories.
+        (
+            "HANDOFF_SANDBOX_WRITABLE".to_owned(),
+            home.display().to_string(),
+        ),
+        ("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "2g".to_owned()),
+    ]);
+    env
+}
+
+/// Waits until the task waits for an answer (seven agents start at once here, so longer than
+/// the other suites wait) and returns the pending request's event.
+fn wait_ask(server: &Server, id: &str) -> Value {
+    let status = wait_status_for(
+        server,
+        AGENT,
+        id,
+        &["input_required", "completed", "failed"],
+        Duration::from_secs(180),
+    );
+    assert_eq!(status["status"], "input_required", "{status}");
+    events(server, id)
+        .into_iter()
+        .find(|e| e["kind"] == "input" && e["data"]["state"] == "pending")
+        .unwrap_or_else(|| panic!("{id} is input_required without a pending request event"))
+}
+
+/// Live (not zombie) processes of process group `pgid`, as `pid state command`.
+fn group_members(pgid: i32) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The command (field 2) may hold spaces; the rest follows its last ')'.
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(state), Some(group)) = (fields.first(), fields.get(2)) else {
+            continue;
+        };
+        if group.parse::<i32>().ok() == Some(pgid) && !matches!(*state, "Z" | "X") {
+            found.push(format!("{head}) {state}"));
+        }
+    }
+    found
+}
+
+fn counter(path: &Path) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn control(server: &Server, id: &str, action: &str) -> Value {
+    let result = call(
+        server,
+        AGENT,
+        "send_task_control",
+        json!({"task_id": id, "control": action}),
+    );
+    assert_eq!(result["is_error"], false, "{action}: {result}");
+    ok(&result).clone()
+}
+
+/// Milliseconds between the first events of `id` whose messages start with `from` and `to`.
+fn between(server: &Server, id: &str, from: &str, to: &str) -> i64 {
+    let history = events(server, id);
+    let at = |prefix: &str| {
+        history
+            .iter()
+            .find(|e| e["message"].as_str().is_some_and(|m| m.starts_with(prefix)))
+            .and_then(|e| e["at_ms"].as_i64())
+            .unwrap_or_else(|| panic!("no event `{prefix}` in {history:#?}"))
+    };
+    at(to) - at(from)
+}
+
+#[test]
+fn opencode_acp_tasks_end_to_end() {
+    require_ripgrep();
+    acp_end_to_end(&OPENCODE_ACP);
+}
+
+#[test]
+fn codex_acp_tasks_end_to_end() {
+    acp_end_to_end(&CODEX_ACP);
+}
+
+/// The end-to-end runs start seven agents each; on a small machine two at once would only
+/// measure the machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Every scenario against one running Handoff whose default executor is `agent`.
+fn acp_end_to_end(agent: &AcpAgent) {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let model = runtime
+        .block_on(ScriptedModel::start(
+            script(agent),
+            Some(state.path().join("model.jsonl")),
+        ))
+        .unwrap();
+    let env = acp_env(agent, &model.base_url(), state.path());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+
+    let prompts = [
+        json!({"task_description": "CREATE-FILE please"}),
+        json!({"task_description": "WAIT-FOR-NAME then write the file"}),
+        json!({"task_description": "HANG forever"}),
+        json!({"task_description": "ASK-TOUCH allow"}),
+        json!({"task_description": "ASK-TOUCH deny"}),
+        json!({"task_description": "PAUSE-COUNT until released"}),
+        json!({"task_description": "CONTINUE-ME", "completion": {"policy": "checks",
+            "verify_commands": ["test -f continued.txt"]}}),
+    ];
+    let submitted = calls(
+        &server,
+        AGENT,
+        Value::Array(
+            prompts
+                .iter()
+                .map(|args| json!({"name": "execute_task", "arguments": args}))
+                .collect(),
+        ),
+    );
+    let ids: Vec<String> = submitted.iter().map(task_id).collect();
+    let [create, multi, hang, allow, deny, paused, continued] =
+        <[String; 7]>::try_from(ids).unwrap();
+
+    // Pause freezes the agent: no work and no model request while paused. (First, as Codex
+    // hands a step still running after 30 s back to the model.)
+    let count = workdir(&server, &paused).join("count");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while counter(&count) < 5 {
+        assert!(Instant::now() < deadline, "the counting step never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    control(&server, &paused, "pause");
+    let requests = |scenario: &str| {
+        model
+            .requests()
+            .iter()
+            .filter(|r| r.scenario.as_deref() == Some(scenario))
+            .count()
+    };
+    let frozen_at = counter(&count);
+    // Released while paused: a running agent would end its step and ask the model at once.
+    std::fs::write(workdir(&server, &paused).join("release"), "").unwrap();
+    let asked_before = requests("PAUSE-COUNT");
+    let paused_for = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(counter(&count), frozen_at, "progress while paused");
+    assert_eq!(
+        requests("PAUSE-COUNT"),
+        asked_before,
+        "a model request while paused"
+    );
+    let status = ok(&call(
+        &server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": paused}),
+    ))
+    .clone();
+    assert_eq!(status["status"], "paused", "{status}");
+    eprintln!(
+        "paused for {} ms without progress",
+        paused_for.elapsed().as_millis()
+    );
+    control(&server, &paused, "resume");
+    let done = wait_end(&server, &paused);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        requests("PAUSE-COUNT") > asked_before,
+        "the turn went on after resume"
+    );
+    assert_eq!(
+        ok(&call(
+            &server,
+            AGENT,
+            "get_task_status",
+            json!({"task_id": paused})
+        ))["answer"],
+        "counted until released"
+    );
+
+    // A message sent while the agent works becomes its next turn.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let count = workdir(&server, &multi).join("count");
+    while counter(&count) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the agent never started its bash step"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sent = call(
+        &server,
+        AGENT,
+        "send_task_message",
+        json!({"task_id": multi, "message": "NAME-IS-NOTES", "message_type": "requirement_change"}),
+    );
+    assert_eq!(sent["is_error"], false, "{sent}");
+    assert_eq!(ok(&sent)["delivered"], true, "{sent}");
+    std::fs::write(workdir(&server, &multi).join("release"), "").unwrap();
+
+    // The file-creating task: completed through the permission pipeline, answer and diff kept.
+    let done = wait_end(&server, &create);
+    assert_eq!(
+        done["status"],
+        "completed",
+        "{done}\n{:#?}",
+        events(&server, &create)
+    );
+    let status = call(
+        &server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": create}),
+    );
+    assert_eq!(ok(&status)["answer"], "Created hello.txt.", "{status}");
+    assert_eq!(
+        std::fs::read_to_string(workdir(&server, &create).join("hello.txt")).unwrap(),
+        "hello from the agent\n"
+    );
+    let history = events(&server, &create);
+    assert!(
+        history.iter().any(|e| e["kind"] == "tool"
+            && e["data"]["kind"] == "edit"
+            && e["data"]["status"] == "completed"),
+        "no completed edit tool event: {history:#?}"
+    );
+    // It ran at its isolation level, and the agent said who it is.
+    assert!(
+        history.iter().any(|e| e["message"] == "process started"
+            && e["data"]["isolation"] == agent.isolation),
+        "{history:#?}"
+    );
+    assert!(
+        history
+            .iter()
+            .any(|e| e["data"]["agent_info"]["version"].is_string()),
+        "{history:#?}"
+    );
+    let session_started = format!("{} session started", agent.executor);
+    eprintln!(
+        "{} start-up (process started → session started): {} ms",
+        agent.executor,
+        between(&server, &create, "process started", &session_started)
+    );
+
+    // Permission asks: allow and deny.
+    let asked = wait_ask(&server, &allow);
+    assert_eq!(asked["data"]["request"]["permission"], "bash", "{asked}");
+    assert_eq!(
+        asked["data"]["request"]["patterns"][0],
+        format!("touch {}/approved.txt", workdir(&server, &allow).display()),
+        "{asked}"
+    );
+    answer(&server, &allow, "allow");
+    wait_ask(&server, &deny);
+    answer(&server, &deny, "deny");
+
+    // Cancel during a hanging model stream: the task ends quickly, its process group is gone.
+    wait_hang_reached_model(&model);
+    let cancelled = control(&server, &hang, "cancel");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let history = events(&server, &hang);
+    let pgid = history
+        .iter()
+        .find_map(|e| e["data"]["pid"].as_i64())
+        .expect("the process started event names its pid");
+    let pgid = i32::try_from(pgid).unwrap();
+    // Give stragglers a moment to be reaped: the group's leader is gone once cancel returned,
+    // and the members it took down go with it; zombies waiting for their reaper count as gone.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !group_members(pgid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        group_members(pgid).is_empty(),
+        "the cancelled task's process group is still running: {:?}",
+        group_members(pgid)
+    );
+
+    // The message reached the model as the next turn's prompt, and the agent followed it.
+    let done = wait_end(&server, &multi);
+    assert_eq!(
+        done["status"],
+        "completed",
+        "{done}\n{:#?}",
+        events(&server, &multi)
+    );
+    assert_eq!(
+        std::fs::read_to_string(workdir(&server, &multi).join("notes.txt")).unwrap(),
+        "named by a message\n"
+    );
+    let dir = workdir(&server, &multi);
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.scenario.as_deref() == Some("NAME-IS-NOTES")
+                && r.cwd.as_deref() == dir.to_str()
+                && r.body.to_string().contains("WAIT-FOR-NAME")),
+        "no model request of the same session carried the message"
+    );
+
+    let allowed = wait_end(&server, &allow);
+    assert_eq!(allowed["status"], "completed", "{allowed}");
+    assert!(workdir(&server, &allow).join("approved.txt").exists());
+    let denied = wait_end(&server, &deny);
+    assert_eq!(denied["status"], "completed", "{denied}");
+    assert!(!workdir(&server, &deny).join("approved.txt").exists());
+
+    // The completion checks continued the task in the same session: the continuation's model
+    // request still carries the first turn.
+    let done = wait_end(&server, &continued);
+    assert_eq!(
+        done["status"],
+        "completed",
+        "{done}\n{:#?}",
+        events(&server, &continued)
+    );
+    let dir = workdir(&server, &continued);
+    assert!(dir.join("first.txt").exists() && dir.join("continued.txt").exists());
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.scenario.as_deref() == Some("test -f continued.txt")
+                && r.body.to_string().contains("CONTINUE-ME")),
+        "the continuation did not see the first turn"
+    );
+    let sessions: Vec<String> = events(&server, &continued)
+        .iter()
+        .filter_map(|e| e["data"]["session_id"].as_str().map(str::to_owned))
+        .collect();
+    assert!(sessions.len() >= 2, "{sessions:?}");
+    assert!(sessions.iter().all(|s| s == &sessions[0]), "{sessions:?}");
+
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+/// `handoff doctor` names every configured ACP agent with the version it reports to
+/// `initialize`, and fails (with a fix) for one that is not there.
+#[test]
+fn doctor_lists_each_acp_agent_with_its_version() {
+    let state = tempfile::tempdir().unwrap();
+    // Not reached: `initialize` needs no model.
+    let mut env = acp_env(&OPENCODE_ACP, "http://127.0.0.1:9", state.path());
+    let agents = |agent: &AcpAgent| {
+        let env = acp_env(agent, "http://127.0.0.1:9", state.path());
+        let config = &env
+            .iter()
+            .find(|(k, _)| k == "HANDOFF_ACP_EXECUTORS")
+            .unwrap()
+            .1;
+        serde_json::from_str::<Value>(config).unwrap()
+    };
+    let mut all = agents(&OPENCODE_ACP);
+    all[CODEX_ACP.executor] = agents(&CODEX_ACP)[CODEX_ACP.executor].clone();
+    all["missing-acp"] = json!({"argv": ["/nonexistent/agent-acp"]});
+    env.retain(|(k, _)| k != "HANDOFF_ACP_EXECUTORS" && k != "HANDOFF_DEFAULT_EXECUTOR");
+    env.extend([
+        ("HANDOFF_ACP_EXECUTORS".to_owned(), all.to_string()),
+        (
+            "HANDOFF_DEFAULT_EXECUTOR".to_owned(),
+            "missing-acp".to_owned(),
+        ),
+        (
+            "HANDOFF_DATA_DIR".to_owned(),
+            state.path().join("data").display().to_string(),
+        ),
+    ]);
+    let out = std::process::Command::new(super::harness::BIN)
+        .args(["doctor", "--json"])
+        .current_dir(state.path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "the default executor's agent is missing"
+    );
+    let checks: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = |name: &str| {
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} check in {checks:#}"))
+            .clone()
+    };
+    let opencode = check("acp opencode-acp");
+    assert_eq!(opencode["ok"], true, "{opencode}");
+    assert!(
+        opencode["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("OpenCode 1.18.33 (ACP 1"),
+        "{opencode}"
+    );
+    let codex = check("acp codex-acp");
+    assert_eq!(codex["ok"], true, "{codex}");
+    assert!(
+        codex["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("@agentclientprotocol/codex-acp 2.6.0"),
+        "{codex}"
+    );
+    let missing = check("acp missing-acp");
+    assert_eq!(missing["ok"], false, "{missing}");
+    assert_eq!(missing["required"], true, "{missing}");
+    assert!(
+        missing["fix"]
+            .as_str()
+            .unwrap()
+            .contains("executors.acp.missing-acp.argv"),
+        "{missing}"
+    );
+}
+
+/// The built-in `opencode-acp` executor (made from the `opencode` settings, no ACP config):
+/// a sandboxed OpenCode per task that writes inside its directory and nowhere else.
+#[test]
+fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
+    require_ripgrep();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let escape = "echo inside > {{cwd}}/inside.txt; echo x > {{cwd}}/../escape.txt; echo x > /etc/handoff-acp-escape; true";
+    let script = json!({
+        "scenarios": [
+            {"match": "ESCAPE", "turns": [
+                {"tool_calls": [(OPENCODE_ACP.bash_call)(escape)]}, {"text": "tried"}
+            ]}
+        ],
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    let model = runtime
+        .block_on(ScriptedModel::start(
+            Script::from_json(&script.to_string()).unwrap(),
+            None,
+        ))
+        .unwrap();
+    let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, &model.base_url(), state.path())
+        .into_iter()
+        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR")
+        .collect();
+    env.extend([
+        (
+            "HANDOFF_DEFAULT_EXECUTOR".to_owned(),
+            "opencode-acp".to_owned(),
+        ),
+        (
+            "HANDOFF_OPENCODE_ISOLATION".to_owned(),
+            "sandbox".to_owned(),
+        ),
+        (
+            "HANDOFF_SANDBOX_WRITABLE".to_owned(),
+            state.path().display().to_string(),
+        ),
+    ]);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+    let submit = |text: &str| {
+        task_id(&call(
+            &server,
+            AGENT,
+            "execute_task",
+            json!({"task_description": text}),
+        ))
+    };
+    let id = submit("ESCAPE please");
+
+    let done = wait_end(&server, &id);
+    assert_eq!(
+        done["status"],
+        "completed",
+        "{done}\n{:#?}",
+        events(&server, &id)
+    );
+    let dir = workdir(&server, &id);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("inside.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(
+        !dir.join("../escape.txt").exists(),
+        "wrote next to its directory"
+    );
+    assert!(
+        !Path::new("/etc/handoff-acp-escape").exists(),
+        "wrote to /etc"
+    );
+    let history = events(&server, &id);
+    assert!(
+        history
+            .iter()
+            .any(|e| e["message"] == "process started" && e["data"]["isolation"] == "sandbox"),
+        "{history:#?}"
+    );
+
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
