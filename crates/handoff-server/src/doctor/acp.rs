@@ -1,10 +1,16 @@
 //! One check per configured ACP agent: its program answers `initialize`, and with which
 //! name and version.
 
+use std::time::Duration;
+
 use handoff_config::{AcpExecutorConfig, Config};
 
-use super::{Check, PROBE};
+use super::Check;
 use crate::executors::find_program;
+
+/// How long an ACP agent gets to answer `initialize`: a first start sets up the agent's state
+/// (OpenCode creates its database), measured at 13–35 s on a loaded 2-core machine.
+const ACP_PROBE: Duration = Duration::from_secs(60);
 
 /// Checks every ACP agent of `config`; the default executor's is required.
 pub(super) async fn agents(config: &Config) -> Vec<Check> {
@@ -40,7 +46,7 @@ async fn agent_check(config: &Config, agent: &AcpExecutorConfig, required: bool)
     } else {
         std::env::temp_dir()
     };
-    match handoff_runner::probe_acp_agent(&argv, &agent.env, &cwd, PROBE).await {
+    match handoff_runner::probe_acp_agent(&argv, &agent.env, &cwd, ACP_PROBE).await {
         Ok(found) if found.protocol_version == Some(1) => Check::pass(
             &name,
             format!(
