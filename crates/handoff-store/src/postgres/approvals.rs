@@ -241,17 +241,16 @@ pub(super) async fn purge_audit(conn: &mut PgConnection, before: i64) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use tempfile::TempDir;
-
     use super::*;
-    use crate::{ApprovalStore, conformance::support::audit_record, sqlite::SqliteStore};
+    use crate::{
+        ApprovalStore,
+        conformance::support::audit_record,
+        postgres::{PgStore, tests::fresh_database},
+    };
 
     #[tokio::test]
     async fn a_huge_record_is_stored_as_a_bounded_row() {
-        let dir = TempDir::new().unwrap();
-        let store = SqliteStore::open(&dir.path().join("handoff.db"))
-            .await
-            .unwrap();
+        let store = PgStore::connect(&fresh_database().await).await.unwrap();
         let huge = "x".repeat(1 << 20);
         let mut record = audit_record(1, "agent-a", None);
         record.subject = huge.clone();

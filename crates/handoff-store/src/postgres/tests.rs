@@ -82,3 +82,40 @@ async fn reopening_keeps_the_data_and_migrations_run_once() {
         .expect("task survives");
     assert_eq!(read.description, task.description);
 }
+
+/// Two stores with pools of their own — two Handoff instances on one database — racing to
+/// claim: the limits hold across them, and no task is claimed twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_from_two_instances_respect_the_limits_together() {
+    use crate::{ClaimLimits, TaskStore};
+    let url = fresh_database().await;
+    let a = PgStore::connect(&url).await.unwrap();
+    let b = PgStore::connect(&url).await.unwrap();
+    for i in 0..20 {
+        let task = crate::conformance::support::new_task(&format!("agent-{}", i % 4), 0);
+        a.insert_task(&task, None, 100).await.unwrap();
+    }
+    let limits = ClaimLimits {
+        max_active: 6,
+        max_active_per_agent: 2,
+    };
+    let mut handles = Vec::new();
+    for i in 0..24 {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        handles.push(tokio::spawn(
+            async move { store.claim_next(limits, 1).await },
+        ));
+    }
+    let mut ids = std::collections::HashSet::new();
+    let mut per_agent = std::collections::HashMap::<String, u32>::new();
+    for h in handles {
+        if let Some(task) = h.await.unwrap().unwrap() {
+            assert!(ids.insert(task.id.clone()), "{} claimed twice", task.id);
+            *per_agent
+                .entry(task.agent_id.as_str().to_owned())
+                .or_default() += 1;
+        }
+    }
+    assert_eq!(ids.len(), 6, "{per_agent:?}");
+    assert!(per_agent.values().all(|&n| n <= 2), "{per_agent:?}");
+}
