@@ -387,6 +387,15 @@ fn http_url(url: &Option<String>) -> Result<(), String> {
     }
 }
 
+fn postgres_url(url: &Option<String>) -> Result<(), String> {
+    match url {
+        Some(u) if !(u.starts_with("postgres://") || u.starts_with("postgresql://")) => {
+            Err("expected a postgres:// or postgresql:// URL".to_owned())
+        }
+        _ => Ok(()),
+    }
+}
+
 fn json_object(json: &Option<String>) -> Result<(), String> {
     match json
         .as_deref()
@@ -500,6 +509,8 @@ impl Config {
         };
         let data_dir: PathBuf = r.get("data_dir", PathBuf::from(".handoff"))?;
         let workspace_dir = r.get("workspace_dir", data_dir.join("workspaces"))?;
+        let database_url = r.optional::<String>("store.url")?;
+        let database_url = r.check("store.url", database_url, postgres_url)?;
 
         let max_concurrent = r.get_checked("tasks.max_concurrent", 10u32, at_least_one)?;
         let per_agent = r.get_checked(
@@ -795,6 +806,7 @@ impl Config {
             server,
             log,
             data_dir,
+            database_url,
             workspace_dir,
             tasks,
             runner,
