@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Handoff test: installs the real MCP clients and the real coding agents (OpenCode,
 # Claude Code, Codex) the end-to-end tests drive (once, into tests/interop: the clients pinned by
-# its lockfile, the agents by version) and a real Letta server (scripts/letta/up.sh) and a real Synapse (scripts/matrix/up.sh), then the
+# its lockfile, the agents by version) and a real Letta server (scripts/letta/up.sh) and a real Synapse (scripts/matrix/up.sh) and a
+# throw-away PostgreSQL (scripts/postgres/up.sh), then the
 # whole Cargo workspace's tests, fmt and clippy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,8 +49,16 @@ matrix_started=0
 echo "== starting a real Synapse in the background (scripts/matrix/up.sh)"
 scripts/matrix/up.sh >"$matrix_log" 2>&1 &
 matrix_up=$!
+# A throw-away PostgreSQL for the PgStore conformance and e2e tests, likewise in the background.
+pg_log=$(mktemp)
+pg_started=0
+[ -f tests/postgres/run/env ] || pg_started=1
+echo "== starting a throw-away PostgreSQL in the background (scripts/postgres/up.sh)"
+scripts/postgres/up.sh >"$pg_log" 2>&1 &
+pg_up=$!
 stop_servers() {
   stop_letta
+  if [ "$pg_started" = 1 ]; then scripts/postgres/down.sh >/dev/null 2>&1 || true; fi
   if [ "$matrix_started" = 1 ]; then scripts/matrix/down.sh >/dev/null 2>&1 || true; fi
 }
 trap stop_servers EXIT
@@ -77,6 +86,15 @@ HANDOFF_TEST_SYNAPSE_URL=$(sed -n 's/^SYNAPSE_URL=//p' "$matrix_log" | tail -1)
 HANDOFF_TEST_SYNAPSE_SECRET_FILE=$(sed -n 's/^SYNAPSE_SECRET_FILE=//p' "$matrix_log" | tail -1)
 export HANDOFF_TEST_SYNAPSE_URL HANDOFF_TEST_SYNAPSE_SECRET_FILE
 echo "== Synapse at $HANDOFF_TEST_SYNAPSE_URL"
+
+if ! wait "$pg_up"; then
+  cat "$pg_log"
+  echo "PostgreSQL did not start: the PgStore tests need it" >&2
+  exit 1
+fi
+HANDOFF_TEST_DATABASE_URL=$(sed -n 's/^HANDOFF_TEST_DATABASE_URL=//p' "$pg_log" | tail -1)
+export HANDOFF_TEST_DATABASE_URL
+echo "== PostgreSQL at $HANDOFF_TEST_DATABASE_URL"
 
 echo "== cargo test"
 cargo test --workspace

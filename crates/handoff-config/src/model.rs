@@ -24,6 +24,8 @@ pub struct Config {
     pub log: LogConfig,
     /// Where Handoff keeps its database and spilled outputs.
     pub data_dir: PathBuf,
+    /// The PostgreSQL database of the task store (`postgres://…`); `None`: SQLite in `data_dir`.
+    pub database_url: Option<crate::Secret>,
     /// Root of per-task working directories.
     pub workspace_dir: PathBuf,
     /// Task engine limits.

@@ -34,6 +34,10 @@ const ABOUT: &[(&str, &str)] = &[
     ),
     ("log", "Logging to stderr."),
     (
+        "store",
+        "Where tasks are stored: the embedded SQLite database (the default) or a PostgreSQL server.",
+    ),
+    (
         "tasks",
         "The task engine: queue and concurrency, deadlines, output and artifact bounds, snapshots, working directories.",
     ),

@@ -7,7 +7,7 @@ use handoff_config::Config;
 use handoff_engine::{Engine, EngineError, EngineMetrics};
 use handoff_policy::{hooks::HookRunner, output::SpillDir};
 use handoff_runner::{ExecutorRegistry, OpenCodeExecutor, RunnerError};
-use handoff_store::{SqliteStore, StoreError};
+use handoff_store::StoreError;
 use handoff_tools::{
     Pipeline, RegistryError, ToolRegistry,
     builtin::{HealthTool, PingTool, ReadToolOutputTool, ServiceStatus},
@@ -31,7 +31,7 @@ pub enum AppError {
     /// The database could not be opened.
     #[error("opening the task store at {path}: {source}")]
     Store {
-        /// Database file.
+        /// Database file, or PostgreSQL's host:port/database.
         path: String,
         /// The cause.
         source: StoreError,
@@ -85,14 +85,10 @@ impl App {
         let mcp_metrics = McpMetrics::register(&mut metrics);
         let engine_metrics = EngineMetrics::register(&mut metrics);
 
-        let path = config.database_path();
-        let store = SqliteStore::open(&path)
+        let store = crate::store::OpenStore::open(&config)
             .await
-            .map_err(|source| AppError::Store {
-                path: path.display().to_string(),
-                source,
-            })?;
-        let store_ok = format!("SQLite at {}", path.display());
+            .map_err(|(path, source)| AppError::Store { path, source })?;
+        let store_ok = store.describe(&config);
         status.set_component("store", true, store_ok.as_str());
         let store_faults = store.write_faults();
         let prober = store.clone();
@@ -130,8 +126,7 @@ impl App {
                 }
             });
         }
-        let store = Arc::new(store);
-        let engine = Engine::new(config.clone(), store.clone(), executors, engine_metrics)?;
+        let engine = Engine::new(config.clone(), store.tasks(), executors, engine_metrics)?;
         let letta_metrics = config
             .letta
             .api_url
@@ -142,8 +137,8 @@ impl App {
             None => Arc::new(handoff_letta::NoMeter),
         };
         let letta =
-            crate::integrations::LettaPlugin::start(&config, &engine, store.clone(), meter)?;
-        let matrix = crate::integrations::MatrixPlugin::start(&config, &engine, store)?;
+            crate::integrations::LettaPlugin::start(&config, &engine, store.workspaces(), meter)?;
+        let matrix = crate::integrations::MatrixPlugin::start(&config, &engine, store.channels())?;
         let matrix_bridge = matrix.as_ref().map(|m| m.bridge().clone());
         let letta_metrics = letta_metrics.zip(letta.as_ref().map(|l| l.sync().clone()));
         if let Some(letta) = &letta {
@@ -257,10 +252,8 @@ impl App {
             store_faults,
             move || {
                 let store = prober.clone();
-                async move {
-                    // A failure is recorded by the store itself; the next probe tries again.
-                    let _ = store.probe_writes().await;
-                }
+                // A failure is recorded by the store itself; the next probe tries again.
+                async move { store.probe_writes().await }
             },
             app.status.clone(),
             store_ok,

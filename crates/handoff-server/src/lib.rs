@@ -16,6 +16,7 @@ mod lock;
 mod mcp;
 mod serve;
 mod stdio;
+mod store;
 mod store_health;
 
 pub use app::{App, AppError};

@@ -15,6 +15,9 @@ pub enum StoreError {
         /// What was wrong.
         message: String,
     },
+    /// The database is taken by another process.
+    #[error("{0}")]
+    InUse(String),
     /// Filesystem error (creating the database directory, spilled artifacts).
     #[error("i/o error on {path}: {source}")]
     Io {

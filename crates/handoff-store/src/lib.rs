@@ -1,7 +1,8 @@
 //! Durable task storage, split by reason to change: [`TaskStore`] (tasks, events, artifacts,
 //! open input requests), [`ApprovalStore`] (standing approvals, audit) and per-integration
 //! records ([`WorkspaceStore`] for Letta, [`ChannelStore`] for chat integrations such as Matrix). The engine talks only to [`Store`] (the first two); [`SqliteStore`] is the
-//! embedded implementation (one file under the data dir, WAL mode). Every rule that must hold
+//! embedded implementation (one file under the data dir, WAL mode), [`PgStore`] the PostgreSQL
+//! one for several instances sharing a database. Every rule that must hold
 //! under concurrency — capacity, idempotency, slot claiming, compare-and-set of states — is
 //! enforced inside one store transaction, so a second implementation (PostgreSQL) can keep the
 //! same guarantees across several Handoff instances. Only one thing lives in memory: whether
@@ -10,10 +11,12 @@
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod error;
+mod postgres;
 mod sqlite;
 mod store;
 
 pub use error::StoreError;
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use store::{
     ApprovalStore, AuditFilter, ChannelRecord, ChannelStore, ClaimLimits, IdempotencyClaim,

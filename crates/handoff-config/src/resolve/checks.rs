@@ -1,6 +1,6 @@
 //! Checks of single values, shared by the sections.
 
-use crate::ByteSize;
+use crate::{ByteSize, Secret};
 
 pub(super) fn at_least_one(v: &u32) -> Result<(), String> {
     if *v >= 1 {
@@ -80,4 +80,13 @@ pub(super) fn loopback_origins() -> Vec<String> {
     ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
         .map(str::to_owned)
         .to_vec()
+}
+
+pub(super) fn postgres_url(url: &Option<Secret>) -> Result<(), String> {
+    match url.as_ref().map(Secret::expose) {
+        Some(u) if !(u.starts_with("postgres://") || u.starts_with("postgresql://")) => {
+            Err("expected a postgres:// or postgresql:// URL".to_owned())
+        }
+        _ => Ok(()),
+    }
 }

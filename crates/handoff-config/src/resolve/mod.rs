@@ -305,6 +305,8 @@ impl Config {
         };
         let data_dir: PathBuf = r.get("data_dir", PathBuf::from(".handoff"))?;
         let workspace_dir = r.get("workspace_dir", data_dir.join("workspaces"))?;
+        let database_url = r.optional::<Secret>("store.url")?;
+        let database_url = r.check("store.url", database_url, checks::postgres_url)?;
         let tasks = tasks::tasks(&mut r)?;
         let executors = executors::executors(&mut r)?;
         let runner = executors::runner(&mut r)?;
@@ -322,6 +324,7 @@ impl Config {
             server,
             log,
             data_dir,
+            database_url,
             workspace_dir,
             tasks,
             runner,

@@ -129,3 +129,40 @@ pub async fn claims_skip_agents_at_their_limit<S: ConformanceStore>(store: S) {
     };
     assert!(store.claim_next(none, 5).await.unwrap().is_none());
 }
+
+/// Many claimers at once, with queued work from several agents: neither the global limit nor
+/// any agent's limit is exceeded, and every agent with work gets its share.
+pub async fn concurrent_claims_respect_the_per_agent_limit<S: ConformanceStore>(store: S) {
+    let store = Arc::new(store);
+    for i in 0..12 {
+        let agent_name = format!("agent-{}", i % 3);
+        store
+            .insert_task(&new_task(&agent_name, 0), None, ROOMY)
+            .await
+            .unwrap();
+    }
+    let limits = ClaimLimits {
+        max_active: 5,
+        max_active_per_agent: 2,
+    };
+    let mut handles = Vec::new();
+    for _ in 0..30 {
+        let store = Arc::clone(&store);
+        handles.push(tokio::spawn(async move {
+            store.claim_next(limits, 100).await.unwrap()
+        }));
+    }
+    let mut per_agent = std::collections::HashMap::<String, u32>::new();
+    let mut total = 0;
+    for h in handles {
+        if let Some(t) = h.await.unwrap() {
+            *per_agent.entry(t.agent_id.as_str().to_owned()).or_default() += 1;
+            total += 1;
+        }
+    }
+    assert_eq!(total, 5, "the global limit is exact: {per_agent:?}");
+    assert!(per_agent.values().all(|&n| n <= 2), "{per_agent:?}");
+    assert_eq!(per_agent.len(), 3, "{per_agent:?}");
+    let running = store.tasks_in(&[TaskStatus::Running]).await.unwrap();
+    assert_eq!(running.len(), 5);
+}

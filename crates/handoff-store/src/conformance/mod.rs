@@ -93,6 +93,7 @@ macro_rules! store_conformance {
         $crate::store_conformance!(@multi_thread $open;
             inserts::concurrent_inserts_respect_capacity_and_keys,
             claims::concurrent_claims_are_exact_and_fifo,
+            claims::concurrent_claims_respect_the_per_agent_limit,
             events::appended_events_are_numbered_contiguously,
         );
     };

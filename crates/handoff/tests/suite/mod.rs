@@ -25,6 +25,7 @@ mod mcp_tasks;
 mod netns;
 mod opencode_recovery;
 mod owner_during_evaluation;
+mod postgres;
 mod raw_mcp;
 mod single_instance;
 mod stdio;

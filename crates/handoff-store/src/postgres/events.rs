@@ -1,0 +1,167 @@
+//! A task's event log and artifacts.
+
+use handoff_task::{Artifact, ArtifactBody, EventKind, NewEvent, TaskEvent, TaskId};
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+
+use super::rows::{
+    artifact_columns, artifact_from_row, event_columns, event_from_row, to_i64, to_u64,
+};
+use super::{query, query_scalar};
+use crate::{NewArtifact, StoreError};
+
+/// A status event recording a move between states.
+pub(super) fn status_event(message: impl Into<String>, data: Value) -> NewEvent {
+    NewEvent::new(EventKind::Status, message).with_data(data)
+}
+
+/// Appends `events` after the task's last one. Must run inside a write transaction: the
+/// max-then-insert numbering is only gap- and duplicate-free because writers are serialized.
+pub(super) async fn append(
+    conn: &mut PgConnection,
+    id: &TaskId,
+    at: i64,
+    events: &[NewEvent],
+) -> Result<Vec<i64>, StoreError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let last: i64 = query_scalar("SELECT COALESCE(MAX(seq), 0) FROM task_events WHERE task_id = ?")
+        .bind(id.as_str())
+        .fetch_one(&mut *conn)
+        .await?;
+    let mut seqs = Vec::with_capacity(events.len());
+    for (seq, event) in (last + 1..).zip(events) {
+        // A missing task fails here on the foreign key, rolling back the whole batch.
+        query(
+            "INSERT INTO task_events (task_id, seq, at, kind, message, data) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id.as_str())
+        .bind(seq)
+        .bind(at)
+        .bind(event.kind.as_str())
+        .bind(event.message.as_str())
+        .bind(event.data.to_string())
+        .execute(&mut *conn)
+        .await?;
+        seqs.push(seq);
+    }
+    Ok(seqs)
+}
+
+/// A page of events in order, plus the total, from one consistent snapshot.
+pub(super) async fn page(
+    read: &PgPool,
+    id: &TaskId,
+    offset: u64,
+    limit: u32,
+) -> Result<(Vec<TaskEvent>, u64), StoreError> {
+    let mut tx = read.begin().await?;
+    let rows = query(concat!(
+        "SELECT ",
+        event_columns!(),
+        " FROM task_events WHERE task_id = ? ORDER BY seq LIMIT ? OFFSET ?"
+    ))
+    .bind(id.as_str())
+    .bind(i64::from(limit))
+    .bind(to_i64(offset))
+    .fetch_all(&mut *tx)
+    .await?;
+    let total: i64 = query_scalar("SELECT COUNT(*) FROM task_events WHERE task_id = ?")
+        .bind(id.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    let events = rows.iter().map(event_from_row).collect::<Result<_, _>>()?;
+    Ok((events, to_u64(total)))
+}
+
+/// The last `n` events, oldest first.
+pub(super) async fn recent(
+    read: &PgPool,
+    id: &TaskId,
+    n: u32,
+) -> Result<Vec<TaskEvent>, StoreError> {
+    let rows = query(concat!(
+        "SELECT ",
+        event_columns!(),
+        " FROM task_events WHERE task_id = ? ORDER BY seq DESC LIMIT ?"
+    ))
+    .bind(id.as_str())
+    .bind(i64::from(n))
+    .fetch_all(read)
+    .await?;
+    rows.iter().rev().map(event_from_row).collect()
+}
+
+/// The newest event of `kind`: a backwards walk of the task's (task_id, seq) key.
+pub(super) async fn last_of_kind(
+    read: &PgPool,
+    id: &TaskId,
+    kind: EventKind,
+) -> Result<Option<TaskEvent>, StoreError> {
+    let row = query(concat!(
+        "SELECT ",
+        event_columns!(),
+        " FROM task_events WHERE task_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1"
+    ))
+    .bind(id.as_str())
+    .bind(kind.as_str())
+    .fetch_optional(read)
+    .await?;
+    row.as_ref().map(event_from_row).transpose()
+}
+
+/// Stores or replaces the task's artifact of this kind.
+pub(super) async fn put_artifact(
+    conn: &mut PgConnection,
+    id: &TaskId,
+    at: i64,
+    artifact: &NewArtifact,
+) -> Result<(), StoreError> {
+    let (inline, file_path) = match &artifact.body {
+        ArtifactBody::Inline(bytes) => (Some(bytes.as_slice()), None),
+        ArtifactBody::File(path) => {
+            // A lossy conversion would store a path that no longer names the spilled file.
+            let text = path.to_str().ok_or_else(|| StoreError::Io {
+                path: path.display().to_string(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "artifact path is not valid UTF-8",
+                ),
+            })?;
+            (None, Some(text))
+        }
+    };
+    query(
+        "INSERT INTO task_artifacts (task_id, kind, size, capped, inline, file_path, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (task_id, kind) DO UPDATE SET size = excluded.size, \
+         capped = excluded.capped, inline = excluded.inline, file_path = excluded.file_path, \
+         created_at = excluded.created_at",
+    )
+    .bind(id.as_str())
+    .bind(artifact.kind.as_str())
+    .bind(to_i64(artifact.size))
+    .bind(artifact.capped)
+    .bind(inline)
+    .bind(file_path)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// A task's artifacts, in kind order.
+pub(super) async fn artifacts(read: &PgPool, id: &TaskId) -> Result<Vec<Artifact>, StoreError> {
+    let rows = query(concat!(
+        "SELECT ",
+        artifact_columns!(),
+        " FROM task_artifacts WHERE task_id = ? ORDER BY kind"
+    ))
+    .bind(id.as_str())
+    .fetch_all(read)
+    .await?;
+    rows.iter().map(artifact_from_row).collect()
+}

@@ -1,0 +1,599 @@
+//! The PostgreSQL store: the same tables and rules as [`crate::SqliteStore`], for several Handoff
+//! instances sharing one database.
+//!
+//! Write serialization: every multi-statement write runs in a transaction that first takes one
+//! transaction-scoped advisory lock ([`WRITE_LOCK`]), the counterpart of SQLite's
+//! `BEGIN IMMEDIATE`: the read-then-write checks (idempotency, queue capacity, global and
+//! per-agent claim limits, compare-and-set, event numbering) then hold across every process
+//! using the database, and under READ COMMITTED each statement after the lock sees every write
+//! committed before it. Claims also select their row `FOR UPDATE SKIP LOCKED`, so they never
+//! wait on a task row another transaction holds. Single-statement writes need no lock.
+//! The SQL is shared in shape with the SQLite modules: queries are written with `?` and
+//! [`query`] numbers them (`$1`, `$2`, ...) for PostgreSQL.
+
+mod approvals;
+mod channels;
+mod events;
+mod inputs;
+mod rows;
+mod tasks;
+mod workspaces;
+
+use std::{future::Future, sync::Arc};
+
+use async_trait::async_trait;
+use handoff_task::{
+    AgentId, Approval, Artifact, AuditRecord, EventKind, NewEvent, NewTask, PendingInput, Task,
+    TaskEvent, TaskId, TaskStatus, WorkspaceRecord,
+};
+use serde_json::Value;
+use sqlx::{
+    AssertSqlSafe, PgPool, Postgres, Transaction,
+    migrate::Migrator,
+    postgres::{PgArguments, PgPoolOptions, PgRow},
+    query::{Query, QueryAs, QueryScalar},
+};
+use tokio::sync::watch;
+
+use crate::{
+    ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact,
+    StatusChange, StoreError, TaskFilter, TaskPage, TaskStore, WorkspaceStore,
+};
+
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations-postgres");
+
+/// The advisory lock key every multi-statement write holds for its transaction ("handoff" in
+/// ASCII): one serialization point for the whole database, as SQLite's write lock is.
+const WRITE_LOCK: i64 = 0x68_61_6e_64_6f_66_66;
+
+/// Connections per process.
+const CONNECTIONS: u32 = 10;
+
+/// The session advisory lock the one Handoff instance of a database holds ("handoff" + 1).
+const INSTANCE_LOCK: i64 = WRITE_LOCK + 1;
+
+/// `sql` with each `?` outside string literals replaced by PostgreSQL's `$1`, `$2`, ...
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let (mut n, mut quoted) = (0, false);
+    for c in sql.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '?' if !quoted => {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// `sqlx::query` for SQL written with `?` placeholders.
+pub(super) fn query<'q>(sql: &str) -> Query<'q, Postgres, PgArguments> {
+    sqlx::query(AssertSqlSafe(numbered(sql)))
+}
+
+/// `sqlx::query_as` for SQL written with `?` placeholders.
+pub(super) fn query_as<'q, O>(sql: &str) -> QueryAs<'q, Postgres, O, PgArguments>
+where
+    O: for<'r> sqlx::FromRow<'r, PgRow>,
+{
+    sqlx::query_as(AssertSqlSafe(numbered(sql)))
+}
+
+/// `sqlx::query_scalar` for SQL written with `?` placeholders.
+pub(super) fn query_scalar<'q, O>(sql: &str) -> QueryScalar<'q, Postgres, O, PgArguments>
+where
+    (O,): for<'r> sqlx::FromRow<'r, PgRow>,
+{
+    sqlx::query_scalar(AssertSqlSafe(numbered(sql)))
+}
+
+/// The PostgreSQL implementation of every store trait; cheap to clone (clones share the pool).
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    /// The latest failed write's error while writes fail, for readiness checks.
+    fault: Arc<watch::Sender<Option<String>>>,
+    /// The connection holding [`INSTANCE_LOCK`], once claimed.
+    instance: Arc<tokio::sync::Mutex<Option<sqlx::PgConnection>>>,
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://...`) and brings the schema up to date.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(CONNECTIONS)
+            .connect(url)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self {
+            pool,
+            fault: Arc::new(watch::channel(None).0),
+            instance: Arc::default(),
+        })
+    }
+
+    /// Makes this process the database's only Handoff instance while it runs, by a session
+    /// advisory lock on a connection of its own (PostgreSQL drops it with the connection when
+    /// the process dies). Until tasks carry leases, a second instance's start-up recovery
+    /// would take the first one's running tasks for its own orphans.
+    pub async fn claim_sole_instance(&self) -> Result<(), StoreError> {
+        let mut conn = self.pool.acquire().await?.detach();
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(INSTANCE_LOCK)
+            .fetch_one(&mut conn)
+            .await?;
+        if !locked {
+            return Err(StoreError::InUse(
+                "another Handoff instance is using this database; until scale-out leases \
+                 exist, one instance per database"
+                    .to_owned(),
+            ));
+        }
+        *self.instance.lock().await = Some(conn);
+        Ok(())
+    }
+
+    /// Why writes fail, while they do: the latest failed write's database error.
+    pub fn write_fault(&self) -> Option<String> {
+        self.fault.borrow().clone()
+    }
+
+    /// Follows [`Self::write_fault`].
+    pub fn write_faults(&self) -> watch::Receiver<Option<String>> {
+        self.fault.subscribe()
+    }
+
+    /// Makes one small real write, so [`Self::write_fault`] clears once writes work again.
+    pub async fn probe_writes(&self) -> Result<(), StoreError> {
+        self.writing(async {
+            query(
+                "INSERT INTO store_probe (id, at) VALUES (1, ?) \
+                 ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+            )
+            .bind(handoff_task::unix_millis_now())
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Closes the pool, waiting for in-flight statements.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Runs one write, recording whether the database took it: a connection or I/O failure
+    /// marks writes as failing, a success clears it, a refused request changes nothing.
+    async fn writing<T>(
+        &self,
+        write: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let result = write.await;
+        match &result {
+            Ok(_) => {
+                if self.fault.send_if_modified(|f| f.take().is_some()) {
+                    tracing::info!("task store writes succeed again");
+                }
+            }
+            Err(StoreError::Database(
+                e @ (sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)),
+            )) => {
+                let text = e.to_string();
+                if self.fault.send_if_modified(|f| {
+                    let first = f.is_none();
+                    *f = Some(text.clone());
+                    first
+                }) {
+                    tracing::warn!(error = %text, "task store writes fail");
+                }
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    /// A transaction holding the database-wide write lock from its first statement.
+    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(WRITE_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+}
+
+#[async_trait]
+impl TaskStore for PgStore {
+    async fn insert_task(
+        &self,
+        task: &NewTask,
+        idempotency: Option<&IdempotencyClaim>,
+        max_queued: u32,
+    ) -> Result<InsertOutcome, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let outcome = tasks::insert(&mut tx, task, idempotency, max_queued).await?;
+            tx.commit().await?;
+            Ok(outcome)
+        })
+        .await
+    }
+
+    async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        tasks::get(&self.pool, id).await
+    }
+
+    async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
+        tasks::list(&self.pool, filter).await
+    }
+
+    async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let claimed = tasks::claim(&mut tx, limits, at).await?;
+            tx.commit().await?;
+            Ok(claimed)
+        })
+        .await
+    }
+
+    async fn set_status(
+        &self,
+        id: &TaskId,
+        change: &StatusChange,
+    ) -> Result<Option<Task>, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let updated = tasks::set_status(&mut tx, id, change).await?;
+            tx.commit().await?;
+            Ok(updated)
+        })
+        .await
+    }
+
+    async fn find_idempotent(
+        &self,
+        agent: &AgentId,
+        claim: &IdempotencyClaim,
+    ) -> Result<Option<Task>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        tasks::find_idempotent(&mut conn, agent, claim).await
+    }
+
+    async fn requeue(
+        &self,
+        id: &TaskId,
+        from: TaskStatus,
+        at: i64,
+        reason: &str,
+    ) -> Result<Option<Task>, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let updated = tasks::requeue(&mut tx, id, from, at, reason).await?;
+            tx.commit().await?;
+            Ok(updated)
+        })
+        .await
+    }
+
+    async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError> {
+        self.writing(async {
+            query("UPDATE tasks SET runner_state = ? WHERE id = ?")
+                .bind(state.map(Value::to_string))
+                .bind(id.as_str())
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn mark_result_delivered(&self, id: &TaskId, at: i64) -> Result<(), StoreError> {
+        self.writing(async {
+            query(
+                "UPDATE tasks SET result_delivered_at = COALESCE(result_delivered_at, ?) \
+                 WHERE id = ?",
+            )
+            .bind(at)
+            .bind(id.as_str())
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn append_events(
+        &self,
+        id: &TaskId,
+        at: i64,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let seqs = events::append(&mut tx, id, at, events).await?;
+            tx.commit().await?;
+            Ok(seqs)
+        })
+        .await
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        offset: u64,
+        limit: u32,
+    ) -> Result<(Vec<TaskEvent>, u64), StoreError> {
+        events::page(&self.pool, id, offset, limit).await
+    }
+
+    async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
+        events::recent(&self.pool, id, n).await
+    }
+
+    async fn last_event_of_kind(
+        &self,
+        id: &TaskId,
+        kind: EventKind,
+    ) -> Result<Option<TaskEvent>, StoreError> {
+        events::last_of_kind(&self.pool, id, kind).await
+    }
+
+    async fn put_artifact(
+        &self,
+        id: &TaskId,
+        at: i64,
+        artifact: &NewArtifact,
+    ) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut conn = self.pool.acquire().await?;
+            events::put_artifact(&mut conn, id, at, artifact).await
+        })
+        .await
+    }
+
+    async fn artifacts(&self, id: &TaskId) -> Result<Vec<Artifact>, StoreError> {
+        events::artifacts(&self.pool, id).await
+    }
+
+    async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
+        tasks::count_by_status(&self.pool).await
+    }
+
+    async fn queue_position(&self, id: &TaskId) -> Result<Option<u64>, StoreError> {
+        tasks::queue_position(&self.pool, id).await
+    }
+
+    async fn tasks_in(&self, statuses: &[TaskStatus]) -> Result<Vec<Task>, StoreError> {
+        tasks::tasks_in(&self.pool, statuses).await
+    }
+
+    async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let purged = tasks::purge(&mut tx, before, limit).await?;
+            for task in &purged {
+                approvals::purge_task(&mut tx, &task.id).await?;
+            }
+            approvals::purge_audit(&mut tx, before).await?;
+            workspaces::purge(&mut tx, before).await?;
+            tx.commit().await?;
+            Ok(purged)
+        })
+        .await
+    }
+
+    async fn put_input_request(&self, input: &PendingInput) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut conn = self.pool.acquire().await?;
+            inputs::put(&mut conn, input).await
+        })
+        .await
+    }
+
+    async fn delete_input_request(
+        &self,
+        task: &TaskId,
+        request_id: &str,
+    ) -> Result<bool, StoreError> {
+        self.writing(async {
+            let mut conn = self.pool.acquire().await?;
+            inputs::delete(&mut conn, task, request_id).await
+        })
+        .await
+    }
+
+    async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
+        inputs::of_task(&self.pool, task).await
+    }
+
+    async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut conn = self.pool.acquire().await?;
+            inputs::clear(&mut conn, task).await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl ApprovalStore for PgStore {
+    async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            approvals::insert(&mut tx, approval).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn approvals_for_task(
+        &self,
+        agent: &AgentId,
+        task: &TaskId,
+        project: &str,
+    ) -> Result<Vec<Approval>, StoreError> {
+        approvals::for_task(&self.pool, agent, task, project).await
+    }
+
+    async fn list_approvals(
+        &self,
+        agent: &AgentId,
+        task: Option<&TaskId>,
+    ) -> Result<Vec<Approval>, StoreError> {
+        approvals::list(&self.pool, agent, task).await
+    }
+
+    async fn revoke_approval(
+        &self,
+        agent: &AgentId,
+        id: &str,
+    ) -> Result<Option<Approval>, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let revoked = approvals::revoke(&mut tx, agent, id).await?;
+            tx.commit().await?;
+            Ok(revoked)
+        })
+        .await
+    }
+
+    async fn append_audit(&self, record: &AuditRecord) -> Result<i64, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let seq = approvals::append_audit(&mut tx, record).await?;
+            tx.commit().await?;
+            Ok(seq)
+        })
+        .await
+    }
+
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        approvals::audit(&self.pool, filter).await
+    }
+}
+
+#[async_trait]
+impl crate::ChannelStore for PgStore {
+    async fn put_channel(&self, record: &crate::ChannelRecord) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut conn = self.pool.acquire().await?;
+            channels::put(&mut conn, record).await
+        })
+        .await
+    }
+
+    async fn channel(
+        &self,
+        integration: &str,
+        task: &TaskId,
+    ) -> Result<Option<crate::ChannelRecord>, StoreError> {
+        channels::get(&self.pool, integration, task).await
+    }
+
+    async fn channel_by_id(
+        &self,
+        integration: &str,
+        channel_id: &str,
+    ) -> Result<Option<crate::ChannelRecord>, StoreError> {
+        channels::by_id(&self.pool, integration, channel_id).await
+    }
+
+    async fn open_channels(
+        &self,
+        integration: &str,
+    ) -> Result<Vec<crate::ChannelRecord>, StoreError> {
+        channels::open(&self.pool, integration).await
+    }
+
+    async fn cursor(&self, integration: &str, name: &str) -> Result<Option<String>, StoreError> {
+        channels::cursor(&self.pool, integration, name).await
+    }
+
+    async fn set_cursor(
+        &self,
+        integration: &str,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut conn = self.pool.acquire().await?;
+            channels::set_cursor(&mut conn, integration, name, value).await
+        })
+        .await
+    }
+
+    async fn mark_applied(
+        &self,
+        integration: &str,
+        key: &str,
+        at: i64,
+    ) -> Result<bool, StoreError> {
+        self.writing(async {
+            let mut conn = self.pool.acquire().await?;
+            channels::mark_applied(&mut conn, integration, key, at).await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl WorkspaceStore for PgStore {
+    async fn insert_workspace(
+        &self,
+        record: &WorkspaceRecord,
+    ) -> Result<WorkspaceRecord, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let stored = workspaces::insert_new(&mut tx, record).await?;
+            tx.commit().await?;
+            Ok(stored)
+        })
+        .await
+    }
+
+    async fn put_workspace(&self, record: &WorkspaceRecord) -> Result<(), StoreError> {
+        self.writing(async {
+            let mut conn = self.pool.acquire().await?;
+            workspaces::put(&mut conn, record).await
+        })
+        .await
+    }
+
+    async fn workspace(&self, task: &TaskId) -> Result<Option<WorkspaceRecord>, StoreError> {
+        workspaces::get(&self.pool, task).await
+    }
+
+    async fn workspaces_due(
+        &self,
+        now: i64,
+        limit: u32,
+    ) -> Result<Vec<WorkspaceRecord>, StoreError> {
+        workspaces::due(&self.pool, now, limit).await
+    }
+
+    async fn next_workspace_due(&self) -> Result<Option<i64>, StoreError> {
+        workspaces::next_due(&self.pool).await
+    }
+
+    async fn workspace_backlog(&self) -> Result<crate::WorkspaceBacklog, StoreError> {
+        workspaces::backlog(&self.pool).await
+    }
+}
+
+#[cfg(test)]
+mod tests;
