@@ -339,7 +339,12 @@ mod tests {
         ];
         for text in texts {
             let over = any_leaf_over(&json!({ "deep": [text.clone()] }), budget);
-            assert_eq!(over, truncate(&text, budget).truncated, "{} bytes", text.len());
+            assert_eq!(
+                over,
+                truncate(&text, budget).truncated,
+                "{} bytes",
+                text.len()
+            );
         }
     }
 
