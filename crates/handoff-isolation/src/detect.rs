@@ -28,12 +28,22 @@ pub struct HostCapabilities {
 impl HostCapabilities {
     /// Probes the host (runs `bwrap` and `docker` once each; well under a second).
     pub fn detect(bwrap: &Path, docker: &Path) -> Self {
+        // Each probe spawns programs and waits for them (`docker version` alone takes tens of
+        // ms with no daemon): side by side, start-up waits for the slower one only.
+        let (bwrap, docker) = std::thread::scope(|scope| {
+            let docker = scope.spawn(|| docker_version(docker));
+            let bwrap = confine::bwrap_works(bwrap).map(|version| (bwrap.to_owned(), version));
+            let docker = docker
+                .join()
+                .unwrap_or_else(|_| Err("the docker probe panicked".to_owned()));
+            (bwrap, docker)
+        });
         Self {
-            bwrap: confine::bwrap_works(bwrap).map(|version| (bwrap.to_owned(), version)),
+            bwrap,
             landlock: confine::landlock_available(),
             seccomp: confine::seccomp_available(),
             cgroups: CgroupSupport::detect(),
-            docker: docker_version(docker),
+            docker,
         }
     }
 

@@ -80,6 +80,12 @@ impl App {
     /// running.
     pub async fn start(config: Config) -> Result<Self, AppError> {
         let config = Arc::new(config);
+        // Probing runs bubblewrap and docker once each (tens of ms): it overlaps opening and
+        // migrating the store instead of following it.
+        let isolator = {
+            let config = config.clone();
+            tokio::task::spawn_blocking(move || crate::isolation::isolator(&config))
+        };
         let status = ServiceStatus::new();
         let mut metrics = Registry::default();
         let mcp_metrics = McpMetrics::register(&mut metrics);
@@ -93,13 +99,9 @@ impl App {
         let store_faults = store.write_faults();
         let prober = store.clone();
 
-        let isolator = {
-            let config = config.clone();
-            // Probing runs bubblewrap and docker once each.
-            tokio::task::spawn_blocking(move || crate::isolation::isolator(&config))
-                .await
-                .map_err(|e| AppError::Isolation(e.to_string()))?
-        };
+        let isolator = isolator
+            .await
+            .map_err(|e| AppError::Isolation(e.to_string()))?;
         let (isolation_ok, isolation_summary) = crate::isolation::summary(&config, &isolator);
         status.set_component("isolation", isolation_ok, isolation_summary);
         let crate::executors::Executors {

@@ -50,10 +50,16 @@ pub(crate) fn output_within(command: &mut Command) -> Result<Output, String> {
         .spawn()
         .map_err(|e| e.to_string())?;
     let deadline = Instant::now() + PROBE;
+    // Probes run before the server is up and usually end within milliseconds: look soon and
+    // often at first, so start-up does not wait a whole polling gap after each probe.
+    let mut gap = Duration::from_micros(200);
     loop {
         match child.try_wait() {
             Ok(Some(_)) => return child.wait_with_output().map_err(|e| e.to_string()),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(gap);
+                gap = (gap * 2).min(Duration::from_millis(5));
+            }
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();

@@ -50,6 +50,13 @@ const MIN_LEAF: usize = 1024;
 
 /// Caps `value`; returns the capped value and the cuts made.
 pub fn limit_value(mut value: Value, limits: Limits, spill: &SpillDir) -> (Value, Vec<Truncation>) {
+    // Most results are small: prove nothing would be cut without copying a string (the slow
+    // path below clones every leaf and builds its pointer).
+    if !any_leaf_over(&value, leaf_budget(limits.field))
+        && serialized_len(&value) <= limits.total_bytes
+    {
+        return (value, Vec::new());
+    }
     let mut leaves = Vec::new();
     collect_leaves(&value, String::new(), None, &mut leaves);
     let mut cuts: Vec<Truncation> = Vec::new();
@@ -124,6 +131,29 @@ fn collect_leaves(value: &Value, pointer: String, key: Option<&str>, out: &mut V
     }
 }
 
+/// The cap [`cut_leaf`] cuts a leaf to: room is kept for the notice.
+fn leaf_budget(cap: Cap) -> Cap {
+    Cap {
+        max_bytes: cap.max_bytes.saturating_sub(NOTICE_BYTES).max(1),
+        ..cap
+    }
+}
+
+/// Whether any string in `value` is over `budget` — exactly when [`truncate`] would cut it.
+fn any_leaf_over(value: &Value, budget: Cap) -> bool {
+    match value {
+        // A text of at most `max_lines` bytes cannot have more lines: no count needed.
+        Value::String(text) => {
+            text.len() > budget.max_bytes
+                || (text.len() > budget.max_lines
+                    && text.split_inclusive('\n').count() > budget.max_lines)
+        }
+        Value::Array(items) => items.iter().any(|item| any_leaf_over(item, budget)),
+        Value::Object(map) => map.values().any(|item| any_leaf_over(item, budget)),
+        _ => false,
+    }
+}
+
 /// Output of commands ends with what matters (errors), so it keeps its tail.
 fn is_shell_like(key: &str) -> bool {
     ["output", "stdout", "stderr", "log", "tail"]
@@ -133,11 +163,7 @@ fn is_shell_like(key: &str) -> bool {
 
 /// Cuts one leaf from its original text; records (and spills) the first cut of each leaf.
 fn cut_leaf(leaf: &Leaf, cap: Cap, spill: &SpillDir, cuts: &mut Vec<Truncation>) -> Option<String> {
-    let budget = Cap {
-        max_bytes: cap.max_bytes.saturating_sub(NOTICE_BYTES).max(1),
-        ..cap
-    };
-    let cut = truncate(&leaf.text, budget);
+    let cut = truncate(&leaf.text, leaf_budget(cap));
     if !cut.truncated {
         return None;
     }
@@ -188,7 +214,25 @@ fn set(value: &mut Value, pointer: &str, new: Value) {
 }
 
 fn serialized_len(value: &Value) -> usize {
-    serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
+    let mut counter = ByteCounter(0);
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+/// Counts serialized bytes without keeping them.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Last resort: trailing items of the largest arrays go (the whole result is spilled once).
@@ -280,6 +324,37 @@ mod tests {
         let (out, cuts) = limit_value(value.clone(), small(), &SpillDir::under(dir.path()));
         assert_eq!(out, value);
         assert!(cuts.is_empty());
+    }
+
+    #[test]
+    fn the_quick_check_agrees_with_truncate_at_the_edges() {
+        let budget = leaf_budget(small().field);
+        let texts = [
+            "x".repeat(budget.max_bytes),
+            "x".repeat(budget.max_bytes + 1),
+            "\n".repeat(budget.max_lines),
+            "\n".repeat(budget.max_lines + 1),
+            "ab\n".repeat(budget.max_lines),
+            "ab\n".repeat(budget.max_lines) + "c",
+        ];
+        for text in texts {
+            let over = any_leaf_over(&json!({ "deep": [text.clone()] }), budget);
+            assert_eq!(
+                over,
+                truncate(&text, budget).truncated,
+                "{} bytes",
+                text.len()
+            );
+        }
+    }
+
+    #[test]
+    fn many_short_lines_are_cut_though_the_bytes_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let value = json!({ "log": "a\n".repeat(200) });
+        let (_, cuts) = limit_value(value, small(), &SpillDir::under(dir.path()));
+        assert_eq!(cuts.len(), 1);
+        assert_eq!(cuts[0].original_lines, 200);
     }
 
     #[test]
