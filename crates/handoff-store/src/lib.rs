@@ -12,6 +12,7 @@
 pub mod conformance;
 mod error;
 mod postgres;
+mod rows;
 mod sqlite;
 mod store;
 

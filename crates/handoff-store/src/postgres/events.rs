@@ -4,10 +4,10 @@ use handoff_task::{Artifact, ArtifactBody, EventKind, NewEvent, TaskEvent, TaskI
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 
-use super::rows::{
+use super::{query, query_scalar};
+use crate::rows::{
     artifact_columns, artifact_from_row, event_columns, event_from_row, to_i64, to_u64,
 };
-use super::{query, query_scalar};
 use crate::{NewArtifact, StoreError};
 
 /// A status event recording a move between states.

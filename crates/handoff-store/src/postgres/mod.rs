@@ -15,7 +15,6 @@ mod approvals;
 mod channels;
 mod events;
 mod inputs;
-mod rows;
 mod tasks;
 mod workspaces;
 

@@ -6,8 +6,8 @@ use serde_json::json;
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
 use super::events::{append, status_event};
-use super::rows::{options_json, status, task_columns, task_from_row, to_u64};
 use super::{query, query_as, query_scalar};
+use crate::rows::{options_json, status, task_columns, task_from_row, to_u64};
 use crate::{
     ClaimLimits, IdempotencyClaim, InsertOutcome, StatusChange, StoreError, TaskFilter, TaskPage,
 };

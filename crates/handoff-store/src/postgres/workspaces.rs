@@ -3,9 +3,9 @@
 use handoff_task::{AgentId, BlockPhase, NotifyState, TaskId, WorkspaceRecord};
 use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
 
-use super::rows::{to_i64, to_u64};
 use super::{query, query_scalar};
 use crate::StoreError;
+use crate::rows::{to_i64, to_u64};
 
 fn corrupt(e: impl ToString) -> StoreError {
     StoreError::Corrupt {

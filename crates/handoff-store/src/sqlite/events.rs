@@ -4,7 +4,7 @@ use handoff_task::{Artifact, ArtifactBody, EventKind, NewEvent, TaskEvent, TaskI
 use serde_json::Value;
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::rows::{
+use crate::rows::{
     artifact_columns, artifact_from_row, event_columns, event_from_row, to_i64, to_u64,
 };
 use crate::{NewArtifact, StoreError};

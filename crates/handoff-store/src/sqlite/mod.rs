@@ -22,7 +22,6 @@ mod channels;
 mod events;
 mod health;
 mod inputs;
-mod rows;
 mod tasks;
 mod workspaces;
 

@@ -6,7 +6,7 @@ use serde_json::json;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 
 use super::events::{append, status_event};
-use super::rows::{options_json, status, task_columns, task_from_row, to_u64};
+use crate::rows::{options_json, status, task_columns, task_from_row, to_u64};
 use crate::{
     ClaimLimits, IdempotencyClaim, InsertOutcome, StatusChange, StoreError, TaskFilter, TaskPage,
 };

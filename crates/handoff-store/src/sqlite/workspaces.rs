@@ -3,8 +3,8 @@
 use handoff_task::{AgentId, BlockPhase, NotifyState, TaskId, WorkspaceRecord};
 use sqlx::{Row, SqliteConnection, SqlitePool, sqlite::SqliteRow};
 
-use super::rows::{to_i64, to_u64};
 use crate::StoreError;
+use crate::rows::{to_i64, to_u64};
 
 fn corrupt(e: impl ToString) -> StoreError {
     StoreError::Corrupt {
