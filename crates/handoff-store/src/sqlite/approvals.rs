@@ -3,6 +3,7 @@
 use handoff_task::{AgentId, Approval, ApprovalScope, AuditRecord, TaskId};
 use sqlx::{Row, SqliteConnection, SqlitePool, sqlite::SqliteRow};
 
+use super::limit::push_limit;
 use crate::{AuditFilter, StoreError};
 
 fn corrupt(e: impl ToString) -> StoreError {
@@ -209,8 +210,8 @@ pub(super) async fn audit(
     if let Some(before) = filter.before_seq {
         qb.push(" AND seq < ").push_bind(before);
     }
-    qb.push(" ORDER BY seq DESC LIMIT ")
-        .push_bind(i64::from(filter.limit));
+    qb.push(" ORDER BY seq DESC");
+    push_limit(&mut qb, i64::from(filter.limit));
     let rows = qb.build().fetch_all(read).await?;
     rows.iter()
         .map(|row| {

@@ -4,6 +4,7 @@ use handoff_task::{Artifact, ArtifactBody, EventKind, NewEvent, TaskEvent, TaskI
 use serde_json::Value;
 use sqlx::{SqliteConnection, SqlitePool};
 
+use super::limit::limit_param;
 use crate::rows::{
     artifact_columns, artifact_from_row, event_columns, event_from_row, to_i64, to_u64,
 };
@@ -61,7 +62,9 @@ pub(super) async fn page(
     let rows = sqlx::query(concat!(
         "SELECT ",
         event_columns!(),
-        " FROM task_events WHERE task_id = ? ORDER BY seq LIMIT ? OFFSET ?"
+        " FROM task_events WHERE task_id = ? ORDER BY seq",
+        limit_param!(),
+        " OFFSET ?"
     ))
     .bind(id.as_str())
     .bind(i64::from(limit))
@@ -86,7 +89,8 @@ pub(super) async fn recent(
     let rows = sqlx::query(concat!(
         "SELECT ",
         event_columns!(),
-        " FROM task_events WHERE task_id = ? ORDER BY seq DESC LIMIT ?"
+        " FROM task_events WHERE task_id = ? ORDER BY seq DESC",
+        limit_param!()
     ))
     .bind(id.as_str())
     .bind(i64::from(n))

@@ -22,6 +22,7 @@ mod channels;
 mod events;
 mod health;
 mod inputs;
+mod limit;
 mod tasks;
 mod workspaces;
 

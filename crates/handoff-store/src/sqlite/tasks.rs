@@ -6,6 +6,7 @@ use serde_json::json;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 
 use super::events::{append, status_event};
+use super::limit::push_limit;
 use crate::rows::{options_json, status, task_columns, task_from_row, to_u64};
 use crate::{
     ClaimLimits, IdempotencyClaim, InsertOutcome, StatusChange, StoreError, TaskFilter, TaskPage,
@@ -285,8 +286,8 @@ pub(super) async fn purge(
     push_in(&mut qb, &terminal);
     qb.push(" AND completed_at < ")
         .push_bind(before)
-        .push(" ORDER BY completed_at, queue_seq LIMIT ")
-        .push_bind(i64::from(limit));
+        .push(" ORDER BY completed_at, queue_seq");
+    push_limit(&mut qb, i64::from(limit));
     let rows = qb.build().fetch_all(&mut *conn).await?;
     let tasks = rows
         .iter()
@@ -326,7 +327,8 @@ pub(super) fn list_query(prefix: &str, filter: &TaskFilter) -> QueryBuilder<Sqli
         push_list_branch(&mut qb, filter, Some(*status), page);
         qb.push(")");
     }
-    qb.push(" ORDER BY queue_seq DESC LIMIT ").push_bind(page);
+    qb.push(" ORDER BY queue_seq DESC");
+    push_limit(&mut qb, page);
     qb
 }
 
@@ -354,7 +356,8 @@ fn push_list_branch(
     if let Some(before) = filter.before_seq {
         qb.push(" AND queue_seq < ").push_bind(before);
     }
-    qb.push(" ORDER BY queue_seq DESC LIMIT ").push_bind(page);
+    qb.push(" ORDER BY queue_seq DESC");
+    push_limit(qb, page);
 }
 
 /// See [`crate::TaskStore::list_tasks`].

@@ -3,6 +3,7 @@
 use handoff_task::{AgentId, BlockPhase, NotifyState, TaskId, WorkspaceRecord};
 use sqlx::{Row, SqliteConnection, SqlitePool, sqlite::SqliteRow};
 
+use super::limit::limit_param;
 use crate::StoreError;
 use crate::rows::{to_i64, to_u64};
 
@@ -14,12 +15,12 @@ fn corrupt(e: impl ToString) -> StoreError {
 }
 
 macro_rules! select_workspaces {
-    ($where:literal) => {
+    ($($where:expr),+) => {
         concat!(
             "SELECT task_id, agent_id, label, block_id, phase, notify, notify_run_id, writes, ",
             "bytes_written, detach_at, delete_at, last_error, created_at, updated_at ",
             "FROM letta_workspaces WHERE ",
-            $where
+            $($where),+
         )
     };
 }
@@ -124,7 +125,8 @@ pub(super) async fn due(
     let rows = sqlx::query(select_workspaces!(
         "phase IN ('creating', 'attached') OR notify IN ('pending', 'sending') \
          OR (phase = 'final' AND detach_at <= ?) OR (phase = 'detached' AND delete_at <= ?) \
-         ORDER BY updated_at LIMIT ?"
+         ORDER BY updated_at",
+        limit_param!()
     ))
     .bind(now)
     .bind(now)
