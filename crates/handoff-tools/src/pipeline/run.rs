@@ -240,14 +240,7 @@ impl Pipeline {
             return Err(unknown());
         }
 
-        let mut args = request.arguments.unwrap_or_default();
-        if def.takes_agent_id() && matches!(args.get("agent_id"), None | Some(Value::Null)) {
-            // The edge's identity, else (no identity at all) the configured default.
-            if let Some(agent) = ctx.agent_id.as_ref().or(ctx.fallback_agent.as_ref()) {
-                args.insert("agent_id".to_owned(), Value::String(agent.to_string()));
-            }
-        }
-        let args = Value::Object(args);
+        let args = with_agent_id(&ctx, def, request.arguments.unwrap_or_default());
 
         trail.stage = "loop_guard";
         if let GuardVerdict::Refuse(reason) = inner.guard.check(&ctx, def, &args) {
@@ -268,45 +261,10 @@ impl Pipeline {
                 pointer: failure.pointer,
                 message: failure.message,
             })?;
-
-        // Identity is decided at the edge: an `agent_id` argument may repeat it, or choose one
-        // only where the edge established none (an open server or a gateway without a header).
-        if let Some(Value::String(explicit)) = args.get("agent_id") {
-            let agent = AgentId::parse(explicit).map_err(|e| ToolError::InvalidArguments {
-                tool: def.name.to_owned(),
-                pointer: "/agent_id".to_owned(),
-                message: e.to_string(),
-            })?;
-            if ctx.operator {
-                // An operator stays itself; the argument names whose tasks it acts on.
-                trail.agent = ctx.agent_id.clone();
-            } else if ctx.agent_id.as_ref().is_some_and(|known| known != &agent) {
-                return Err(ToolError::InvalidArguments {
-                    tool: def.name.to_owned(),
-                    pointer: "/agent_id".to_owned(),
-                    message: "is not the identity this connection authenticated as; omit it (the x-agent-id header or the token decides who calls)".to_owned(),
-                });
-            } else {
-                trail.agent = Some(agent.clone());
-                ctx.agent_id = Some(agent);
-            }
-        }
+        settle_identity(&mut ctx, def, &args, trail)?;
 
         trail.stage = "permission";
-        let permission = PermissionRequest {
-            tool: def.name.to_owned(),
-            permission: def.name.to_owned(),
-            patterns: argument_patterns(&args),
-        };
-        let decision = match inner.permissions.decide(&ctx, &permission).await {
-            // A hook's allow spares the prompt, never a deny.
-            Decision::Ask(reason) if hook_approved => {
-                trail.reason = Some(format!("allowed by a PreToolUse hook over: {reason}"));
-                Decision::Allow
-            }
-            decision => decision,
-        };
-        decision.into_result(&permission)?;
+        self.permit(&ctx, def, &args, hook_approved, trail).await?;
 
         trail.stage = "execute";
         let mut ctx = ctx.with_permissions(inner.permissions.clone());
@@ -330,6 +288,73 @@ impl Pipeline {
         }
         outcome.map(|output| Reply::new(output, text))
     }
+
+    /// The permission stage: the rules' decision, where a hook's allow spares the prompt (never
+    /// a deny).
+    async fn permit(
+        &self,
+        ctx: &ToolContext,
+        def: &ToolDefinition,
+        args: &Value,
+        hook_approved: bool,
+        trail: &mut Trail,
+    ) -> Result<(), ToolError> {
+        let permission = PermissionRequest {
+            tool: def.name.to_owned(),
+            permission: def.name.to_owned(),
+            patterns: argument_patterns(args),
+        };
+        let decision = match self.inner.permissions.decide(ctx, &permission).await {
+            Decision::Ask(reason) if hook_approved => {
+                trail.reason = Some(format!("allowed by a PreToolUse hook over: {reason}"));
+                Decision::Allow
+            }
+            decision => decision,
+        };
+        decision.into_result(&permission)
+    }
+}
+
+/// The arguments, with `agent_id` filled in where the tool takes one and the caller left it
+/// out: the edge's identity, else (no identity at all) the configured default.
+fn with_agent_id(ctx: &ToolContext, def: &ToolDefinition, mut args: Map<String, Value>) -> Value {
+    if def.takes_agent_id() && matches!(args.get("agent_id"), None | Some(Value::Null)) {
+        if let Some(agent) = ctx.agent_id.as_ref().or(ctx.fallback_agent.as_ref()) {
+            args.insert("agent_id".to_owned(), Value::String(agent.to_string()));
+        }
+    }
+    Value::Object(args)
+}
+
+/// Identity is decided at the edge: an `agent_id` argument may repeat it, or choose one only
+/// where the edge established none (an open server or a gateway without a header).
+fn settle_identity(
+    ctx: &mut ToolContext,
+    def: &ToolDefinition,
+    args: &Value,
+    trail: &mut Trail,
+) -> Result<(), ToolError> {
+    let Some(Value::String(explicit)) = args.get("agent_id") else {
+        return Ok(());
+    };
+    let invalid = |message: String| ToolError::InvalidArguments {
+        tool: def.name.to_owned(),
+        pointer: "/agent_id".to_owned(),
+        message,
+    };
+    let agent = AgentId::parse(explicit).map_err(|e| invalid(e.to_string()))?;
+    if ctx.operator {
+        // An operator stays itself; the argument names whose tasks it acts on.
+        trail.agent = ctx.agent_id.clone();
+    } else if ctx.agent_id.as_ref().is_some_and(|known| known != &agent) {
+        return Err(invalid(
+            "is not the identity this connection authenticated as; omit it (the x-agent-id header or the token decides who calls)".to_owned(),
+        ));
+    } else {
+        trail.agent = Some(agent.clone());
+        ctx.agent_id = Some(agent);
+    }
+    Ok(())
 }
 
 /// What the audit record of one call says, filled in as the call moves through the stages.
