@@ -318,10 +318,12 @@ impl Pipeline {
 /// The arguments, with `agent_id` filled in where the tool takes one and the caller left it
 /// out: the edge's identity, else (no identity at all) the configured default.
 fn with_agent_id(ctx: &ToolContext, def: &ToolDefinition, mut args: Map<String, Value>) -> Value {
-    if def.takes_agent_id() && matches!(args.get("agent_id"), None | Some(Value::Null)) {
-        if let Some(agent) = ctx.agent_id.as_ref().or(ctx.fallback_agent.as_ref()) {
-            args.insert("agent_id".to_owned(), Value::String(agent.to_string()));
-        }
+    let missing = matches!(args.get("agent_id"), None | Some(Value::Null));
+    if def.takes_agent_id()
+        && missing
+        && let Some(agent) = ctx.agent_id.as_ref().or(ctx.fallback_agent.as_ref())
+    {
+        args.insert("agent_id".to_owned(), Value::String(agent.to_string()));
     }
     Value::Object(args)
 }
