@@ -75,7 +75,7 @@ impl ClientError {
             _ => String::new(),
         };
         Self::Tool {
-            text,
+            text: in_cli_words(&text),
             body: body.map(Box::new),
             hint,
         }
@@ -87,5 +87,77 @@ impl ClientError {
             Self::Tool { body: Some(b), .. } => Some(&b.code),
             _ => None,
         }
+    }
+}
+
+/// The MCP tools a tool's text may name, and the client command that does the same.
+const COMMANDS: [(&str, &str); 8] = [
+    ("execute_task", "handoff run"),
+    ("list_tasks", "handoff tasks"),
+    ("get_task_status", "handoff show"),
+    ("send_task_message", "handoff message"),
+    ("send_task_control", "handoff cancel|pause|resume"),
+    ("get_task_files", "handoff files"),
+    ("read_task_file", "handoff files ID PATH"),
+    ("get_task_events", "handoff logs"),
+];
+
+/// A tool's text as a command-line user reads it: the tools it names become the commands
+/// that do the same (the text was written for a model calling tools).
+fn in_cli_words(text: &str) -> String {
+    let mut out = text.to_owned();
+    for (tool, command) in COMMANDS {
+        out = replace_word(&out, &format!("`{tool}`"), &format!("`{command}`"));
+        out = replace_word(&out, tool, &format!("`{command}`"));
+    }
+    out
+}
+
+/// `text` with every whole-word `word` replaced (neighbours that could continue an identifier
+/// or a quoted name keep a match from counting).
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let joins = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '`');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().last().or_else(|| out.chars().last());
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        let bare = !word.starts_with('`');
+        if bare && (joins(before) || joins(after)) {
+            out.push_str(word);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_cli_words;
+
+    #[test]
+    fn tool_names_become_the_commands_that_do_the_same() {
+        let text = "Error INVALID_ARGUMENTS: invalid arguments for tool `execute_task`: /timeout_ms: \
+                    0 is less than the minimum of 1.\nFix: correct /timeout_ms and call \
+                    execute_task again; list_tasks shows your tasks.";
+        assert_eq!(
+            in_cli_words(text),
+            "Error INVALID_ARGUMENTS: invalid arguments for tool `handoff run`: /timeout_ms: 0 is \
+             less than the minimum of 1.\nFix: correct /timeout_ms and call `handoff run` again; \
+             `handoff tasks` shows your tasks."
+        );
+    }
+
+    #[test]
+    fn words_that_only_contain_a_tool_name_stay() {
+        let text = "my_list_tasks_helper and list_tasks2 stay; get_task_status, once.";
+        assert_eq!(
+            in_cli_words(text),
+            "my_list_tasks_helper and list_tasks2 stay; `handoff show`, once."
+        );
     }
 }
