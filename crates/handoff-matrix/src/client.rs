@@ -89,6 +89,10 @@ pub struct RoomSpec {
     pub power_levels: Value,
     /// Extra state events `(type, content)` with an empty state key.
     pub initial_state: Vec<(String, Value)>,
+    /// The local part of the alias the room is created under (`handoff-<task>`): creating it
+    /// twice fails with `M_ROOM_IN_USE`, so a creation a crash interrupted is found, not
+    /// repeated.
+    pub alias_name: String,
 }
 
 #[derive(Deserialize)]
@@ -222,6 +226,7 @@ impl MatrixClient {
             "invite": spec.invite,
             "initial_state": initial_state,
             "power_level_content_override": spec.power_levels,
+            "room_alias_name": spec.alias_name,
         });
         let room: RoomId = self
             .call(
@@ -234,6 +239,39 @@ impl MatrixClient {
             )
             .await?;
         Ok(room.room_id)
+    }
+
+    /// The room `alias` (`#local:server`) names, or `None` when no room has it.
+    pub async fn resolve_alias(&self, alias: &str) -> Result<Option<String>, MatrixError> {
+        let path = format!("/directory/room/{}", encode(alias));
+        match self
+            .call::<RoomId>("resolve alias", Method::GET, &path, &[], None, self.timeout)
+            .await
+        {
+            Ok(room) => Ok(Some(room.room_id)),
+            Err(MatrixError::Status { errcode, .. }) if errcode == "M_NOT_FOUND" => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Removes `alias` (already gone: no error), so a closed room is no longer found by it.
+    pub async fn delete_alias(&self, alias: &str) -> Result<(), MatrixError> {
+        let path = format!("/directory/room/{}", encode(alias));
+        match self
+            .call::<Value>(
+                "delete alias",
+                Method::DELETE,
+                &path,
+                &[],
+                None,
+                self.timeout,
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(MatrixError::Status { errcode, .. }) if errcode == "M_NOT_FOUND" => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Invites `user` to `room` (already invited or joined: no error).

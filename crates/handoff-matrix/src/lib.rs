@@ -12,12 +12,13 @@
 //! The room is left and forgotten on a stored schedule after the task ends. Matrix being down
 //! never fails or delays a task: posting runs beside it and retries with back-off.
 //!
-//! The client is a thin typed reqwest client over the eight routes needed ([`MatrixClient`]),
+//! The client is a thin typed reqwest client over the few routes needed ([`MatrixClient`]),
 //! not `matrix-sdk`: no end-to-end encryption is needed, and the SDK would bring its own state
 //! stores and several times the build.
 
 mod client;
 pub mod command;
+pub mod create;
 mod error;
 pub mod html;
 mod identity;
@@ -185,7 +186,10 @@ impl MatrixBridge {
     /// The room of `task`, once created.
     pub async fn room_of(&self, task: &TaskId) -> Option<String> {
         match self.shared.store.channel(INTEGRATION, task).await {
-            Ok(record) => record.map(|r| r.channel_id),
+            // Before the room exists its alias is recorded; that is no room yet.
+            Ok(record) => record
+                .map(|r| r.channel_id)
+                .filter(|id| create::is_room_id(id)),
             Err(e) => {
                 tracing::warn!(task = %task, error = %e, "cannot read the task's Matrix room");
                 None

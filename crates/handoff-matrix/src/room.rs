@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::{sync::Notify, time::Instant};
 
 use crate::{
-    INTEGRATION, RoomSpec, Shared, TaskView, html,
+    INTEGRATION, RoomSpec, Shared, TaskView, create, html,
     pace::{Next, Pacer, backoff},
     render,
 };
@@ -68,7 +68,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, id: &TaskId, slot: &Slot) {
     let Some(view) = look(shared, id).await else {
         return;
     };
-    let Some((room, created)) = ensure_room(shared, &view.task).await else {
+    let Some((room, created)) = create::ensure_room(shared, &view.task).await else {
         return;
     };
     let mut poster = Poster {
@@ -199,63 +199,8 @@ pub(crate) async fn send_notice(shared: &Shared, room: &str, txn: &str, content:
     }
 }
 
-/// The task's room: the stored one, or a new one. `None` when the integration stops or the
-/// homeserver refuses to create it (noted in the task's history).
-async fn ensure_room(shared: &Shared, task: &Task) -> Option<(String, bool)> {
-    let mut attempt = 0;
-    loop {
-        match shared.store.channel(INTEGRATION, &task.id).await {
-            Ok(Some(record)) => return Some((record.channel_id, false)),
-            Ok(None) => break,
-            Err(e) => {
-                tracing::warn!(task = %task.id, error = %e, "matrix: cannot read the room record");
-                if !shared.pause(backoff(attempt)).await {
-                    return None;
-                }
-                attempt += 1;
-            }
-        }
-    }
-    if shared.me.get().is_none()
-        && let Ok(me) = shared.client.whoami().await
-    {
-        let _ = shared.me.set(me);
-    }
-    let spec = room_spec(shared, task);
-    let mut attempt = 0;
-    let room = loop {
-        match shared.client.create_room(&spec).await {
-            Ok(room) => break room,
-            Err(e) if e.retryable() => {
-                if !shared.pause(backoff(attempt)).await {
-                    return None;
-                }
-                attempt += 1;
-            }
-            Err(e) => {
-                let message = format!("the task's Matrix room could not be created: {e}");
-                shared.note(&task.id, "room_failed", message).await;
-                return None;
-            }
-        }
-    };
-    let record = ChannelRecord {
-        integration: INTEGRATION.to_owned(),
-        task_id: task.id.clone(),
-        channel_id: room.clone(),
-        created_at: unix_millis_now(),
-        close_at: None,
-        closed_at: None,
-    };
-    store_channel(shared, &record).await?;
-    let invited = spec.invite.len();
-    let message = format!("Matrix room {room} created, {invited} invited");
-    shared.note(&task.id, "room_created", message).await;
-    Some((room, true))
-}
-
 /// Stores `record`, retrying (`None` when the integration stops).
-async fn store_channel(shared: &Shared, record: &ChannelRecord) -> Option<()> {
+pub(crate) async fn store_channel(shared: &Shared, record: &ChannelRecord) -> Option<()> {
     let mut attempt = 0;
     loop {
         match shared.store.put_channel(record).await {
@@ -333,6 +278,7 @@ pub(crate) fn room_spec(shared: &Shared, task: &Task) -> RoomSpec {
             TASK_STATE.to_owned(),
             json!({"task_id": task.id.as_str(), "agent_id": task.agent_id.as_str()}),
         )],
+        alias_name: create::alias_name(&task.id),
     }
 }
 
@@ -385,6 +331,9 @@ pub(crate) async fn sweep(shared: Arc<Shared>) {
                         next = next.min(at);
                         continue;
                     }
+                    if !release_alias(&shared, &record.task_id).await {
+                        continue;
+                    }
                     match shared
                         .client
                         .leave_and_forget(&record.channel_id, "the task ended")
@@ -405,6 +354,29 @@ pub(crate) async fn sweep(shared: Arc<Shared>) {
         let wait = u64::try_from(next.saturating_sub(unix_millis_now())).unwrap_or(0);
         if !shared.pause(Duration::from_millis(wait.max(100))).await {
             return;
+        }
+    }
+}
+
+/// Frees the alias of a room being closed, so it names no room once the bot has left; `false`
+/// when the homeserver is unreachable (the sweep tries again).
+async fn release_alias(shared: &Shared, task: &TaskId) -> bool {
+    let me = match shared.me.get() {
+        Some(me) => me.clone(),
+        None => match shared.client.whoami().await {
+            Ok(me) => shared.me.get_or_init(|| me).clone(),
+            Err(e) => return !e.retryable(),
+        },
+    };
+    let Some(alias) = create::alias(task, &me) else {
+        return true;
+    };
+    match shared.client.delete_alias(&alias).await {
+        Ok(()) => true,
+        Err(e) if e.retryable() => false,
+        Err(e) => {
+            tracing::warn!(%alias, error = %e, "matrix: removing the room's alias failed");
+            true
         }
     }
 }

@@ -8,6 +8,7 @@ mod approval;
 mod artifact;
 mod completion;
 mod event;
+pub mod faults;
 mod id;
 mod input;
 mod matrix;

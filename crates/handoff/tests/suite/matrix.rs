@@ -466,6 +466,88 @@ fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
     });
 }
 
+/// Handoff dies between creating a task's room and recording it (crash injected at that
+/// point): the next process finds the room by its alias instead of creating a second one,
+/// posts the task's outcome there, leaves it and frees the alias.
+#[test]
+fn a_room_created_just_before_a_crash_is_adopted_not_duplicated_or_orphaned() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synapse = Synapse::from_env();
+    let (bot, alice) =
+        rt.block_on(async { (synapse.user("bot").await, synapse.user("alice").await) });
+    let env = env(
+        &synapse,
+        &bot,
+        &alice.id,
+        &[("HANDOFF_MATRIX_ARCHIVE_AFTER_SECS", "0")],
+    );
+    let mut crashing = env.clone();
+    crashing.push((
+        "HANDOFF_TEST_ABORT_AT".to_owned(),
+        "matrix_after_room_created".to_owned(),
+    ));
+    let mut server = serve(&crashing);
+    let id = submit(
+        &server,
+        json!({"task_description": "sleep 30", "observers": [alice.id]}),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Handoff never reached the crash point after creating the room"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let room = rt.block_on(synapse.wait_invite(&alice, &id));
+
+    let dir = server.kill9();
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start_in(dir, &env_ref);
+    // The crash interrupted the task; the room hears how it ended.
+    wait_status_for(&server, AGENT, &id, &["failed"], Duration::from_secs(60));
+    rt.block_on(async {
+        synapse.join(&alice, &room).await;
+        synapse
+            .wait_message(&alice, &room, &bot.id, "with the outcome", |b| {
+                b.contains("failed")
+            })
+            .await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while synapse.membership(&alice, &room, &bot.id).await != "leave" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the bot never left the room"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let server_name = bot.id.split_once(':').unwrap().1;
+        let alias = format!("#handoff-{id}:{server_name}");
+        assert_eq!(
+            synapse.resolve_alias(&alice, &alias).await,
+            None,
+            "the closed room's alias is freed"
+        );
+    });
+    // Read once the outcome was posted, so a second room would have been made by now.
+    let invited = rt.block_on(synapse.invites_for(&alice, &id));
+    assert!(
+        invited.iter().all(|r| *r == room),
+        "one room for the task: {invited:?}"
+    );
+    let notes = history(&server, AGENT, &id)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Matrix room"))
+        })
+        .count();
+    assert_eq!(notes, 1, "the room is made known once");
+}
+
 /// The real OpenCode, its model the scripted model: a controller's message from the room
 /// reaches the working agent (the model is asked with it), and `!approve` settles the
 /// permission request the room was shown.

@@ -219,6 +219,23 @@ impl Synapse {
         body
     }
 
+    /// The room `alias` names as `user` looks it up, or `None` when it names none.
+    pub async fn resolve_alias(&self, user: &User, alias: &str) -> Option<String> {
+        let (status, body) = self
+            .request(
+                user,
+                reqwest::Method::GET,
+                &format!("/directory/room/{}", enc(alias)),
+                None,
+            )
+            .await;
+        match status {
+            200 => Some(body["room_id"].as_str().unwrap().to_owned()),
+            404 => None,
+            _ => panic!("resolving {alias}: {status} {body}"),
+        }
+    }
+
     /// `member`'s membership in `room` (`join`, `leave` …) as `user` sees it.
     pub async fn membership(&self, user: &User, room: &str, member: &str) -> String {
         let (status, body) = self

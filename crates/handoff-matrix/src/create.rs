@@ -1,0 +1,174 @@
+//! Finding or creating a task's room, so that a crash never leaves two rooms for one task or a
+//! room nobody closes. The room is created under an alias derived from the task
+//! (`#handoff-<task>:<server>`), and that alias is recorded before the room is created: a
+//! process that dies between creating the room and recording its id leaves the alias behind,
+//! and the next one resolves it (or gets `M_ROOM_IN_USE` when creating) and adopts the room.
+
+use handoff_store::ChannelRecord;
+use handoff_task::{Task, TaskId, faults, unix_millis_now};
+
+use crate::{INTEGRATION, MatrixError, RoomSpec, Shared, pace::backoff, room};
+
+/// Crash-injection point: the room exists on the homeserver, its id is not recorded yet.
+pub const AFTER_ROOM_CREATED: &str = "matrix_after_room_created";
+
+/// The local part of the alias of `task`'s room.
+pub(crate) fn alias_name(task: &TaskId) -> String {
+    format!("handoff-{task}")
+}
+
+/// The full alias of `task`'s room, on the bot's own server.
+pub(crate) fn alias(task: &TaskId, me: &str) -> Option<String> {
+    let (_, server) = me.split_once(':')?;
+    Some(format!("#{}:{server}", alias_name(task)))
+}
+
+/// Whether a recorded channel id is a room id (`!…`) rather than the alias recorded before
+/// the room was created.
+pub(crate) fn is_room_id(channel: &str) -> bool {
+    channel.starts_with('!')
+}
+
+/// The task's room and whether this call made it known (its opening message is still to be
+/// posted): the recorded one, an interrupted creation's, or a new one. `None` when the
+/// integration stops or the homeserver refuses (noted in the task's history).
+pub(crate) async fn ensure_room(shared: &Shared, task: &Task) -> Option<(String, bool)> {
+    let recorded = recorded(shared, &task.id).await?;
+    if let Some(record) = &recorded
+        && is_room_id(&record.channel_id)
+    {
+        return Some((record.channel_id.clone(), false));
+    }
+    let me = bot_user(shared, task).await?;
+    let Some(alias) = alias(&task.id, &me) else {
+        let message = format!("the bot's user id {me} names no server");
+        shared.note(&task.id, "room_failed", message).await;
+        return None;
+    };
+    // Only a recorded alias can belong to a room an earlier process created.
+    let adopt_first = recorded.is_some();
+    if !adopt_first {
+        room::store_channel(shared, &record(task, &alias)).await?;
+    }
+    let spec = room::room_spec(shared, task);
+    let room = create_or_adopt(shared, task, &spec, &alias, adopt_first).await?;
+    room::store_channel(shared, &record(task, &room)).await?;
+    let invited = spec.invite.len();
+    let message = format!("Matrix room {room} created, {invited} invited");
+    shared.note(&task.id, "room_created", message).await;
+    Some((room, true))
+}
+
+/// A fresh record of `task`'s room (or of its alias, before the room exists).
+fn record(task: &Task, channel: &str) -> ChannelRecord {
+    ChannelRecord {
+        integration: INTEGRATION.to_owned(),
+        task_id: task.id.clone(),
+        channel_id: channel.to_owned(),
+        created_at: unix_millis_now(),
+        close_at: None,
+        closed_at: None,
+    }
+}
+
+/// The stored record of the task's room, retried until read.
+async fn recorded(shared: &Shared, id: &TaskId) -> Option<Option<ChannelRecord>> {
+    let mut attempt = 0;
+    loop {
+        match shared.store.channel(INTEGRATION, id).await {
+            Ok(record) => return Some(record),
+            Err(e) => {
+                tracing::warn!(task = %id, error = %e, "matrix: cannot read the room record");
+                if !shared.pause(backoff(attempt)).await {
+                    return None;
+                }
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// The bot's user id (its server names the alias), asked once and kept.
+pub(crate) async fn bot_user(shared: &Shared, task: &Task) -> Option<String> {
+    let mut attempt = 0;
+    loop {
+        if let Some(me) = shared.me.get() {
+            return Some(me.clone());
+        }
+        match shared.client.whoami().await {
+            Ok(me) => {
+                let _ = shared.me.set(me);
+            }
+            Err(e) if e.retryable() => {
+                if !shared.pause(backoff(attempt)).await {
+                    return None;
+                }
+                attempt += 1;
+            }
+            Err(e) => {
+                let message = format!("the task's Matrix room could not be created: {e}");
+                shared.note(&task.id, "room_failed", message).await;
+                return None;
+            }
+        }
+    }
+}
+
+/// The room under `alias`: found (an interrupted creation's) or created.
+async fn create_or_adopt(
+    shared: &Shared,
+    task: &Task,
+    spec: &RoomSpec,
+    alias: &str,
+    mut adopt: bool,
+) -> Option<String> {
+    let mut attempt = 0;
+    loop {
+        let outcome = if adopt {
+            shared.client.resolve_alias(alias).await
+        } else {
+            let created = shared.client.create_room(spec).await.map(Some);
+            if created.is_ok() {
+                faults::abort_at(AFTER_ROOM_CREATED);
+            }
+            created
+        };
+        match outcome {
+            Ok(Some(room)) => return Some(room),
+            // The alias is free after all: create the room.
+            Ok(None) => adopt = false,
+            // Someone (an earlier process) holds the alias: take its room.
+            Err(MatrixError::Status { errcode, .. }) if errcode == "M_ROOM_IN_USE" => adopt = true,
+            Err(e) if e.retryable() => {}
+            Err(e) => {
+                let message = format!("the task's Matrix room could not be created: {e}");
+                shared.note(&task.id, "room_failed", message).await;
+                return None;
+            }
+        }
+        // Alternating create and resolve cannot spin: every turn after the first waits.
+        if attempt > 0 && !shared.pause(backoff(attempt)).await {
+            return None;
+        }
+        attempt += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_alias_is_the_tasks_on_the_bots_server() {
+        let task = TaskId::parse("task_abcdefghijklmnopqrstuvwxyz").unwrap();
+        assert_eq!(
+            alias(&task, "@handoff:matrix.example.org:8448").as_deref(),
+            Some("#handoff-task_abcdefghijklmnopqrstuvwxyz:matrix.example.org:8448")
+        );
+        assert_eq!(alias(&task, "no-server"), None);
+        assert!(is_room_id("!abc:example.org"));
+        assert!(!is_room_id(
+            "#handoff-task_abcdefghijklmnopqrstuvwxyz:example.org"
+        ));
+    }
+}
