@@ -89,9 +89,9 @@ pub struct RoomSpec {
     pub power_levels: Value,
     /// Extra state events `(type, content)` with an empty state key.
     pub initial_state: Vec<(String, Value)>,
-    /// The local part of the alias the room is created under (`handoff-<task>`): creating it
-    /// twice fails with `M_ROOM_IN_USE`, so a creation a crash interrupted is found, not
-    /// repeated.
+    /// The local part of the alias the room is created under (`handoff-<task>`; empty: none):
+    /// creating it twice fails with `M_ROOM_IN_USE`, so a creation a crash interrupted is
+    /// found, not repeated.
     pub alias_name: String,
 }
 
@@ -218,7 +218,7 @@ impl MatrixClient {
             .iter()
             .map(|(kind, content)| json!({"type": kind, "state_key": "", "content": content}))
             .collect();
-        let body = json!({
+        let mut body = json!({
             "name": spec.name,
             "topic": spec.topic,
             "preset": "private_chat",
@@ -226,8 +226,10 @@ impl MatrixClient {
             "invite": spec.invite,
             "initial_state": initial_state,
             "power_level_content_override": spec.power_levels,
-            "room_alias_name": spec.alias_name,
         });
+        if !spec.alias_name.is_empty() {
+            body["room_alias_name"] = json!(spec.alias_name);
+        }
         let room: RoomId = self
             .call(
                 "createRoom",

@@ -122,12 +122,13 @@ async fn create_or_adopt(
     alias: &str,
     mut adopt: bool,
 ) -> Option<String> {
+    let mut spec = spec.clone();
     let mut attempt = 0;
     loop {
         let outcome = if adopt {
             shared.client.resolve_alias(alias).await
         } else {
-            let created = shared.client.create_room(spec).await.map(Some);
+            let created = shared.client.create_room(&spec).await.map(Some);
             if created.is_ok() {
                 faults::abort_at(AFTER_ROOM_CREATED);
             }
@@ -140,6 +141,13 @@ async fn create_or_adopt(
             // Someone (an earlier process) holds the alias: take its room.
             Err(MatrixError::Status { errcode, .. }) if errcode == "M_ROOM_IN_USE" => adopt = true,
             Err(e) if e.retryable() => {}
+            // A homeserver may refuse aliases to the bot: a room without one still serves;
+            // only the adoption after a crash is lost.
+            Err(e) if !spec.alias_name.is_empty() => {
+                tracing::warn!(task = %task.id, error = %e, "matrix: creating the room under its alias failed; creating it without one");
+                spec.alias_name.clear();
+                adopt = false;
+            }
             Err(e) => {
                 let message = format!("the task's Matrix room could not be created: {e}");
                 shared.note(&task.id, "room_failed", message).await;
