@@ -7,7 +7,7 @@
 use handoff_store::ChannelRecord;
 use handoff_task::{Task, TaskId, faults, unix_millis_now};
 
-use crate::{INTEGRATION, MatrixError, RoomSpec, Shared, pace::backoff, room};
+use crate::{INTEGRATION, MatrixError, RoomOrigin, RoomSpec, Shared, pace::backoff, room};
 
 /// Crash-injection point: the room exists on the homeserver, its id is not recorded yet.
 pub const AFTER_ROOM_CREATED: &str = "matrix_after_room_created";
@@ -51,8 +51,9 @@ pub(crate) async fn ensure_room(shared: &Shared, task: &Task) -> Option<(String,
         room::store_channel(shared, &record(task, &alias)).await?;
     }
     let spec = room::room_spec(shared, task);
-    let room = create_or_adopt(shared, task, &spec, &alias, adopt_first).await?;
+    let (room, origin) = create_or_adopt(shared, task, &spec, &alias, adopt_first).await?;
     room::store_channel(shared, &record(task, &room)).await?;
+    shared.meter.room_opened(origin);
     let invited = spec.invite.len();
     let message = format!("Matrix room {room} created, {invited} invited");
     shared.note(&task.id, "room_created", message).await;
@@ -121,7 +122,7 @@ async fn create_or_adopt(
     spec: &RoomSpec,
     alias: &str,
     mut adopt: bool,
-) -> Option<String> {
+) -> Option<(String, RoomOrigin)> {
     let mut spec = spec.clone();
     let mut attempt = 0;
     loop {
@@ -135,7 +136,8 @@ async fn create_or_adopt(
             created
         };
         match outcome {
-            Ok(Some(room)) => return Some(room),
+            Ok(Some(room)) if adopt => return Some((room, RoomOrigin::Adopted)),
+            Ok(Some(room)) => return Some((room, RoomOrigin::Created)),
             // The alias is free after all: create the room.
             Ok(None) => adopt = false,
             // Someone (an earlier process) holds the alias: take its room.
@@ -149,6 +151,7 @@ async fn create_or_adopt(
                 adopt = false;
             }
             Err(e) => {
+                shared.meter.room_failed();
                 let message = format!("the task's Matrix room could not be created: {e}");
                 shared.note(&task.id, "room_failed", message).await;
                 return None;

@@ -22,6 +22,7 @@ pub mod create;
 mod error;
 pub mod html;
 mod identity;
+mod meter;
 pub mod pace;
 pub mod render;
 mod room;
@@ -44,6 +45,7 @@ pub use client::{MatrixClient, ROOM_VERSION, RoomEvent, RoomSpec, SyncResponse};
 pub use command::{Command, Scope};
 pub use error::MatrixError;
 pub use identity::acting_name;
+pub use meter::{MatrixMeter, NoMeter, RoomOrigin};
 pub use source::{PendingRequest, SourceError, Steering, TaskSource, TaskView};
 
 /// The integration's name in the store.
@@ -55,6 +57,8 @@ pub(crate) struct Shared {
     pub client: MatrixClient,
     pub store: Arc<dyn ChannelStore>,
     pub source: Arc<dyn TaskSource>,
+    /// Where the integration's counts go.
+    pub meter: Arc<dyn MatrixMeter>,
     /// The bot's user id, once known.
     pub me: OnceLock<String>,
     /// Distinguishes this process's transaction ids from an earlier one's.
@@ -126,6 +130,7 @@ impl MatrixBridge {
         config: MatrixConfig,
         store: Arc<dyn ChannelStore>,
         source: Arc<dyn TaskSource>,
+        meter: Arc<dyn MatrixMeter>,
     ) -> Result<Self, MatrixError> {
         let (Some(url), Some(token)) = (&config.homeserver_url, &config.access_token) else {
             return Err(MatrixError::Config(
@@ -138,6 +143,7 @@ impl MatrixBridge {
             client,
             store,
             source,
+            meter,
             me: OnceLock::new(),
             run_id: unix_millis_now(),
             posters: Mutex::new(HashMap::new()),
@@ -192,6 +198,18 @@ impl MatrixBridge {
                 .filter(|id| create::is_room_id(id)),
             Err(e) => {
                 tracing::warn!(task = %task, error = %e, "cannot read the task's Matrix room");
+                None
+            }
+        }
+    }
+
+    /// How many task rooms are open (created and not yet left), or `None` when the store
+    /// cannot say.
+    pub async fn open_rooms(&self) -> Option<usize> {
+        match self.shared.store.open_channels(INTEGRATION).await {
+            Ok(open) => Some(open.len()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot count the open Matrix rooms");
                 None
             }
         }

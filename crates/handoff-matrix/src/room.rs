@@ -182,7 +182,13 @@ async fn post(shared: &Shared, id: &TaskId, poster: &mut Poster, lines: &[String
 pub(crate) async fn send_notice(shared: &Shared, room: &str, txn: &str, content: &Value) -> bool {
     let mut attempt = 0;
     loop {
-        match shared.client.send(room, txn, content).await {
+        let sent = shared.client.send(room, txn, content).await;
+        if sent.is_ok() {
+            shared.meter.message_posted();
+        } else {
+            shared.meter.message_failed();
+        }
+        match sent {
             Ok(_) => return true,
             Err(e) if e.retryable() => {
                 tracing::debug!(room, error = %e, "matrix: send failed; retrying");

@@ -189,6 +189,7 @@ async fn answer(
     body: &str,
 ) -> String {
     let Some(user) = may_steer(shared, task, sender).await else {
+        shared.meter.command_handled(false);
         return format!(
             "Sorry {sender}, only this task's controllers and its agent's owner may steer it \
              from here; nothing was sent to the task."
@@ -199,7 +200,9 @@ async fn answer(
         Ok(command) => command,
         Err(unknown) => return format!("Not a command: {}", unknown.0),
     };
-    match steering.steer(&user, task, &command).await {
+    let outcome = steering.steer(&user, task, &command).await;
+    shared.meter.command_handled(outcome.is_ok());
+    match outcome {
         Ok(done) => done,
         Err(refused) => format!("Not done: {refused}"),
     }

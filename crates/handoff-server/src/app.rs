@@ -21,7 +21,7 @@ use handoff_tools::{
 use prometheus_client::registry::Registry;
 
 use crate::{
-    http::{LettaMetrics, McpMetrics},
+    http::{LettaMetrics, MatrixMetrics, McpMetrics},
     mcp::{ElicitationRelay, HandoffMcp},
 };
 
@@ -69,6 +69,8 @@ pub struct App {
     pub(crate) mcp_metrics: McpMetrics,
     /// The Letta integration's metrics and the integration whose backlog they show, when on.
     pub(crate) letta_metrics: Option<(LettaMetrics, handoff_letta::WorkspaceSync)>,
+    /// The Matrix integration's metrics and the bridge whose open rooms they count, when on.
+    pub(crate) matrix_metrics: Option<(MatrixMetrics, handoff_matrix::MatrixBridge)>,
     /// The OpenCode executor, whose managed server is stopped with the instance.
     opencode: Option<Arc<OpenCodeExecutor>>,
 }
@@ -140,8 +142,22 @@ impl App {
         };
         let letta =
             crate::integrations::LettaPlugin::start(&config, &engine, store.workspaces(), meter)?;
-        let matrix = crate::integrations::MatrixPlugin::start(&config, &engine, store.channels())?;
+        let matrix_metrics = config
+            .matrix
+            .enabled()
+            .then(|| MatrixMetrics::register(&mut metrics));
+        let matrix_meter: Arc<dyn handoff_matrix::MatrixMeter> = match &matrix_metrics {
+            Some(counted) => Arc::new(counted.clone()),
+            None => Arc::new(handoff_matrix::NoMeter),
+        };
+        let matrix = crate::integrations::MatrixPlugin::start(
+            &config,
+            &engine,
+            store.channels(),
+            matrix_meter,
+        )?;
         let matrix_bridge = matrix.as_ref().map(|m| m.bridge().clone());
+        let matrix_metrics = matrix_metrics.zip(matrix_bridge.clone());
         let letta_metrics = letta_metrics.zip(letta.as_ref().map(|l| l.sync().clone()));
         if let Some(letta) = &letta {
             // Letta is optional to tasks (writes and notifications wait and retry), so an
@@ -246,6 +262,7 @@ impl App {
             metrics: Arc::new(Mutex::new(metrics)),
             mcp_metrics,
             letta_metrics,
+            matrix_metrics,
             opencode,
         };
         tokio::spawn(refresh_counts(app.clone()));

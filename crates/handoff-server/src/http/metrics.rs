@@ -64,12 +64,16 @@ pub(crate) async fn count_requests(
     response
 }
 
-/// `GET /metrics`: refreshes the task and Letta backlog gauges from the store, then encodes
+/// `GET /metrics`: refreshes the task, Letta backlog and open Matrix room gauges from the
+/// store, then encodes
 /// every metric.
 pub(crate) async fn metrics(State(app): State<App>) -> Response {
     app.refresh_task_counts().await;
     if let Some((letta, sync)) = &app.letta_metrics {
         letta.refresh(sync).await;
+    }
+    if let Some((matrix, bridge)) = &app.matrix_metrics {
+        matrix.refresh(bridge).await;
     }
     let mut text = String::new();
     let encoded = {

@@ -2,8 +2,10 @@
 
 mod health;
 mod letta_metrics;
+mod matrix_metrics;
 mod metrics;
 
 pub(crate) use health::{health, ready};
 pub(crate) use letta_metrics::LettaMetrics;
+pub(crate) use matrix_metrics::MatrixMetrics;
 pub(crate) use metrics::{McpMetrics, count_requests, metrics};

@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use handoff_config::Config;
 use handoff_engine::{Engine, EngineError, Integration};
 use handoff_matrix::{
-    Command, MatrixBridge, PendingRequest, Scope as MatrixScope, SourceError, Steering, TaskSource,
-    TaskView,
+    Command, MatrixBridge, MatrixMeter, PendingRequest, Scope as MatrixScope, SourceError,
+    Steering, TaskSource, TaskView,
 };
 use handoff_protocol::tasks::{AnswerScope, ApprovalAnswer};
 use handoff_runner::InputKind;
@@ -42,6 +42,7 @@ impl MatrixPlugin {
         config: &Config,
         engine: &Engine,
         store: Arc<dyn ChannelStore>,
+        meter: Arc<dyn MatrixMeter>,
     ) -> Result<Option<Self>, EngineError> {
         if !config.matrix.enabled() {
             return Ok(None);
@@ -53,7 +54,7 @@ impl MatrixPlugin {
             engine: engine.clone(),
             principal,
         });
-        let bridge = MatrixBridge::start(config.matrix.clone(), store, source)
+        let bridge = MatrixBridge::start(config.matrix.clone(), store, source, meter)
             .map_err(|e| EngineError::Internal(format!("matrix: {e}")))?;
         Ok(Some(Self { bridge }))
     }

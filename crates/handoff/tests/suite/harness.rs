@@ -220,3 +220,25 @@ pub fn json_line(output: &Output) -> serde_json::Value {
             )
         })
 }
+
+/// One sample of `/metrics`: the value of the line that starts with `series` and a space.
+pub fn metric(server: &Server, series: &str) -> f64 {
+    let url = server.url.replace("/mcp", "/metrics");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let text = runtime.block_on(async {
+        let answer = handoff_letta::testing::http()
+            .get(url)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        answer.text().await.unwrap()
+    });
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in /metrics:\n{text}"))
+}

@@ -8,33 +8,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{
-    harness::Server,
+    harness::{Server, metric},
     letta::{create_agent, env, eventually, letta_url, notifications, restart_with, start_with},
     letta_proxy::{Fault, Proxy, Rule},
     mcp::{call, history, ok, task_id, wait_status_for},
 };
-
-/// One sample of `/metrics`: the value of the line that starts with `series` and a space.
-fn metric(server: &Server, series: &str) -> f64 {
-    let url = server.url.replace("/mcp", "/metrics");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let text = runtime.block_on(async {
-        let answer = handoff_letta::testing::http()
-            .get(url)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(answer.status(), 200);
-        answer.text().await.unwrap()
-    });
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in /metrics:\n{text}"))
-}
 
 /// Submits a `sync` task as `agent`; the call's result.
 fn submit_sync(server: &Server, agent: &str, script: &str) -> Value {
