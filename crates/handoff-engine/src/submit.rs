@@ -73,6 +73,66 @@ impl Engine {
     ) -> Result<(Submitted, Option<ResultWait>), EngineError> {
         let inner = &self.inner;
         let limits = &inner.config.tasks;
+        let checked = self.checked(&req)?;
+        let id =
+            TaskId::generate().map_err(|e| EngineError::Internal(format!("no randomness: {e}")))?;
+        let (workdir, caller_workdir) = match &req.workdir {
+            Some(requested) => (inner.workdirs.caller_chosen(requested)?, true),
+            None => (inner.workdirs.for_task(&id), false),
+        };
+        let now = unix_millis_now();
+        let window = i64::try_from(limits.idempotency_window.as_millis()).unwrap_or(i64::MAX);
+        let claim = req
+            .idempotency_key
+            .clone()
+            .filter(|_| inner.config.features.enforce_idempotency)
+            .map(|key| IdempotencyClaim {
+                key,
+                not_before: now.saturating_sub(window),
+            });
+        // A replay of an earlier submission is an answer, not a new submission: it costs no
+        // rate-limit token (the insert below repeats the check race-free).
+        if let Some(claim) = &claim
+            && let Some(task) = inner.store.find_idempotent(agent, claim).await?
+        {
+            return Ok((self.submitted(task, false).await?, None));
+        }
+        if let Err(wait) = inner.rate.check(agent) {
+            inner.metrics.refused("rate_limited");
+            return Err(EngineError::RateLimited {
+                agent: agent.to_string(),
+                retry_after: wait,
+            });
+        }
+        let task = NewTask {
+            id,
+            agent_id: agent.clone(),
+            description: req.description,
+            executor: checked.executor,
+            options: TaskOptions {
+                timeout_ms: checked.timeout_ms,
+                requeue_on_restart: req.requeue_on_restart,
+                observers: req.observers,
+                matrix_observers: req.matrix_observers,
+                caller_workdir,
+                permissions: req.permissions,
+                notify: req.notify.unwrap_or(true),
+                completion: req.completion,
+            },
+            priority: req.priority.unwrap_or(0),
+            workdir: workdir.display().to_string(),
+            created_at: now,
+            idempotency_key: req.idempotency_key,
+            metadata: checked.metadata,
+        };
+        self.insert(&task, claim.as_ref(), awaited).await
+    }
+
+    /// What a submission settles before anything is stored: its description, completion,
+    /// executor, timeout and metadata, each checked.
+    fn checked(&self, req: &SubmitRequest) -> Result<Checked, EngineError> {
+        let inner = &self.inner;
+        let limits = &inner.config.tasks;
         if req.description.trim().is_empty() {
             return Err(EngineError::invalid(
                 "task_description",
@@ -125,67 +185,26 @@ impl Engine {
             .clone()
             .unwrap_or_else(|| Value::Object(Default::default()));
         check_metadata(&metadata)?;
-        let id =
-            TaskId::generate().map_err(|e| EngineError::Internal(format!("no randomness: {e}")))?;
-        let (workdir, caller_workdir) = match &req.workdir {
-            Some(requested) => (inner.workdirs.caller_chosen(requested)?, true),
-            None => (inner.workdirs.for_task(&id), false),
-        };
-        let now = unix_millis_now();
-        let window = i64::try_from(limits.idempotency_window.as_millis()).unwrap_or(i64::MAX);
-        let claim = req
-            .idempotency_key
-            .clone()
-            .filter(|_| inner.config.features.enforce_idempotency)
-            .map(|key| IdempotencyClaim {
-                key,
-                not_before: now.saturating_sub(window),
-            });
-        // A replay of an earlier submission is an answer, not a new submission: it costs no
-        // rate-limit token (the insert below repeats the check race-free).
-        if let Some(claim) = &claim
-            && let Some(task) = inner.store.find_idempotent(agent, claim).await?
-        {
-            let queue_position = inner.store.queue_position(&task.id).await?;
-            let submitted = Submitted {
-                task,
-                created: false,
-                queue_position,
-            };
-            return Ok((submitted, None));
-        }
-        if let Err(wait) = inner.rate.check(agent) {
-            inner.metrics.refused("rate_limited");
-            return Err(EngineError::RateLimited {
-                agent: agent.to_string(),
-                retry_after: wait,
-            });
-        }
-        let task = NewTask {
-            id,
-            agent_id: agent.clone(),
-            description: req.description,
+        Ok(Checked {
             executor,
-            options: TaskOptions {
-                timeout_ms,
-                requeue_on_restart: req.requeue_on_restart,
-                observers: req.observers,
-                matrix_observers: req.matrix_observers,
-                caller_workdir,
-                permissions: req.permissions,
-                notify: req.notify.unwrap_or(true),
-                completion: req.completion,
-            },
-            priority: req.priority.unwrap_or(0),
-            workdir: workdir.display().to_string(),
-            created_at: now,
-            idempotency_key: req.idempotency_key,
+            timeout_ms,
             metadata,
-        };
+        })
+    }
+
+    /// Stores `task` (or finds the earlier one its idempotency key names); with `awaited`, the
+    /// caller's [`ResultWait`] is opened before the task is stored.
+    async fn insert(
+        &self,
+        task: &NewTask,
+        claim: Option<&IdempotencyClaim>,
+        awaited: bool,
+    ) -> Result<(Submitted, Option<ResultWait>), EngineError> {
+        let inner = &self.inner;
         let wait = awaited.then(|| ResultWait::open(inner.shared(), task.id.clone()));
         let (task, created) = match inner
             .store
-            .insert_task(&task, claim.as_ref(), limits.max_queued)
+            .insert_task(task, claim, inner.config.tasks.max_queued)
             .await?
         {
             InsertOutcome::Created(task) => {
@@ -205,13 +224,18 @@ impl Engine {
                 });
             }
         };
-        let queue_position = inner.store.queue_position(&task.id).await?;
-        let submitted = Submitted {
+        let submitted = self.submitted(task, created).await?;
+        Ok((submitted, wait.filter(|_| created)))
+    }
+
+    /// The answer to a submission of `task`, with its place in the queue.
+    async fn submitted(&self, task: Task, created: bool) -> Result<Submitted, EngineError> {
+        let queue_position = self.inner.store.queue_position(&task.id).await?;
+        Ok(Submitted {
             task,
             created,
             queue_position,
-        };
-        Ok((submitted, wait.filter(|_| created)))
+        })
     }
 
     /// Waits up to `limit` for a task to finish; returns its latest state either way.
@@ -316,4 +340,11 @@ fn executor_missing(
             ),
         },
     )
+}
+
+/// A submission's settings once checked.
+struct Checked {
+    executor: String,
+    timeout_ms: u64,
+    metadata: Value,
 }
