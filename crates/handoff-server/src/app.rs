@@ -106,133 +106,19 @@ impl App {
             .map_err(|e| AppError::Isolation(e.to_string()))?;
         let (isolation_ok, isolation_summary) = crate::isolation::summary(&config, &isolator);
         status.set_component("isolation", isolation_ok, isolation_summary);
-        let crate::executors::Executors {
-            registry: executors,
-            opencode,
-            notes,
-        } = crate::executors::build(&config, &isolator)?;
-        report_executors(&config, &executors, &notes, &status);
-        if let Some(opencode) = &opencode {
-            // Whichever executor tasks default to: a server a killed Handoff left behind must
-            // not wait for the first OpenCode task to be stopped.
-            opencode.stop_leftover().await;
-        }
-        if let Some(opencode) = &opencode
-            && config.tasks.default_executor == handoff_runner::OPENCODE
-        {
-            // Start the server now so the first task does not wait for it.
-            let opencode = opencode.clone();
-            let status = status.clone();
-            tokio::spawn(async move {
-                match opencode.warm_up().await {
-                    Ok(url) => status.set_component("opencode", true, format!("server at {url}")),
-                    Err(e) => status.set_component("opencode", false, e.to_string()),
-                }
-            });
-        }
+        let (executors, opencode) = start_executors(&config, &isolator, &status).await?;
         let engine = Engine::new(config.clone(), store.tasks(), executors, engine_metrics)?;
-        let letta_metrics = config
-            .letta
-            .api_url
-            .is_some()
-            .then(|| LettaMetrics::register(&mut metrics));
-        let meter: Arc<dyn handoff_letta::SyncMeter> = match &letta_metrics {
-            Some(counted) => Arc::new(counted.clone()),
-            None => Arc::new(handoff_letta::NoMeter),
-        };
-        let letta =
-            crate::integrations::LettaPlugin::start(&config, &engine, store.workspaces(), meter)?;
-        let matrix_metrics = config
-            .matrix
-            .enabled()
-            .then(|| MatrixMetrics::register(&mut metrics));
-        let matrix_meter: Arc<dyn handoff_matrix::MatrixMeter> = match &matrix_metrics {
-            Some(counted) => Arc::new(counted.clone()),
-            None => Arc::new(handoff_matrix::NoMeter),
-        };
-        let matrix = crate::integrations::MatrixPlugin::start(
-            &config,
-            &engine,
-            store.channels(),
-            matrix_meter,
-        )?;
-        let matrix_bridge = matrix.as_ref().map(|m| m.bridge().clone());
-        let matrix_metrics = matrix_metrics.zip(matrix_bridge.clone());
-        let letta_metrics = letta_metrics.zip(letta.as_ref().map(|l| l.sync().clone()));
-        if let Some(letta) = &letta {
-            // Letta is optional to tasks (writes and notifications wait and retry), so an
-            // unreachable server is reported, not a reason to refuse traffic.
-            let client = letta.sync().client().clone();
-            let status = status.clone();
-            let url = config.letta.api_url.clone().unwrap_or_default();
-            tokio::spawn(async move {
-                let detail = match client.health().await {
-                    Ok(h) => format!("Letta {} at {url} answers", h.version),
-                    Err(e) => format!(
-                        "Letta at {url} not answering ({e}); block writes and notifications are retried"
-                    ),
-                };
-                status.set_component("letta", true, detail);
-            });
-        }
-        let follow_ups = letta
-            .as_ref()
-            .map(crate::integrations::LettaPlugin::follow_ups);
-        let integrations = letta
-            .into_iter()
-            .map(|plugin| Arc::new(plugin) as Arc<dyn handoff_engine::Integration>)
-            .chain(
-                matrix
-                    .into_iter()
-                    .map(|plugin| Arc::new(plugin) as Arc<dyn handoff_engine::Integration>),
-            )
-            .collect();
+        let crate::integrations::Started {
+            integrations,
+            follow_ups,
+            matrix_bridge,
+            letta_metrics,
+            matrix_metrics,
+        } = crate::integrations::start(&config, &engine, &store, &mut metrics, &status)?;
         engine.run(integrations).await?;
 
         let spill = SpillDir::under(&config.data_dir);
-        let mut registry = ToolRegistry::new();
-        registry
-            .register(PingTool)?
-            .register(HealthTool::new(status.clone()))?
-            .register(ReadToolOutputTool::new(spill.clone()))?;
-        tasks::register(
-            &mut registry,
-            &engine,
-            config.tasks.sync_wait,
-            config.features.async_execute,
-            tasks::RepeatedSubmissions::new(
-                config.tools.loop_guard,
-                config.tools.loop_guard_window,
-            ),
-        )?;
-        let read_only: Vec<&'static str> = registry
-            .definitions()
-            .filter(|d| d.annotations.read_only)
-            .map(|d| d.name)
-            .collect();
-        let mut pipeline = Pipeline::builder(registry);
-        if let Some(follow_ups) = follow_ups {
-            pipeline = pipeline.follow_ups(follow_ups);
-        }
-        let pipeline = pipeline
-            .permissions(Arc::new(RulePermissions::new(
-                &config.tools.permissions.rules,
-            )))
-            .loop_guard(Arc::new(
-                CallLoopGuard::new(config.tools.loop_guard, config.tools.loop_guard_window)
-                    .except(tasks::JUDGE_OWN_REPEATS),
-            ))
-            .hooks(Arc::new(CommandHooks::new(
-                HookRunner::new(config.hooks.clone()),
-                config.data_dir.clone(),
-            )))
-            .output_limiter(Arc::new(SpillLimiter::new(
-                spill.clone(),
-                config.tools.clone(),
-            )))
-            .audit(Arc::new(StoreAudit::new(engine.clone(), read_only)))
-            .failure_rate(Arc::new(SubmissionRateForFailures::new(engine.clone())))
-            .build();
+        let pipeline = build_pipeline(&config, &engine, &status, &spill, follow_ups)?;
         if let Some(bridge) = &matrix_bridge {
             // Commands from the rooms are tool calls: they start once the pipeline exists.
             bridge.steer_with(Arc::new(crate::integrations::PipelineSteering::new(
@@ -404,4 +290,89 @@ fn report_executors(
         summary.push_str(&model.detail);
     }
     status.set_component("executors", default_ready, summary);
+}
+
+/// Builds the executors, reports them, stops a managed OpenCode server a killed Handoff left
+/// behind and, when tasks default to OpenCode, warms its server up in the background.
+async fn start_executors(
+    config: &Arc<Config>,
+    isolator: &Arc<handoff_isolation::Isolator>,
+    status: &Arc<ServiceStatus>,
+) -> Result<(ExecutorRegistry, Option<Arc<OpenCodeExecutor>>), AppError> {
+    let crate::executors::Executors {
+        registry: executors,
+        opencode,
+        notes,
+    } = crate::executors::build(config, isolator)?;
+    report_executors(config, &executors, &notes, status);
+    if let Some(opencode) = &opencode {
+        // Whichever executor tasks default to: a server a killed Handoff left behind must
+        // not wait for the first OpenCode task to be stopped.
+        opencode.stop_leftover().await;
+    }
+    if let Some(opencode) = &opencode
+        && config.tasks.default_executor == handoff_runner::OPENCODE
+    {
+        // Start the server now so the first task does not wait for it.
+        let opencode = opencode.clone();
+        let status = status.clone();
+        tokio::spawn(async move {
+            match opencode.warm_up().await {
+                Ok(url) => status.set_component("opencode", true, format!("server at {url}")),
+                Err(e) => status.set_component("opencode", false, e.to_string()),
+            }
+        });
+    }
+    Ok((executors, opencode))
+}
+
+/// The tools this instance offers and the pipeline stages every call passes through.
+fn build_pipeline(
+    config: &Config,
+    engine: &Engine,
+    status: &Arc<ServiceStatus>,
+    spill: &SpillDir,
+    follow_ups: Option<Arc<dyn handoff_tools::FollowUps>>,
+) -> Result<Pipeline, AppError> {
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(PingTool)?
+        .register(HealthTool::new(status.clone()))?
+        .register(ReadToolOutputTool::new(spill.clone()))?;
+    tasks::register(
+        &mut registry,
+        engine,
+        config.tasks.sync_wait,
+        config.features.async_execute,
+        tasks::RepeatedSubmissions::new(config.tools.loop_guard, config.tools.loop_guard_window),
+    )?;
+    let read_only: Vec<&'static str> = registry
+        .definitions()
+        .filter(|d| d.annotations.read_only)
+        .map(|d| d.name)
+        .collect();
+    let mut pipeline = Pipeline::builder(registry);
+    if let Some(follow_ups) = follow_ups {
+        pipeline = pipeline.follow_ups(follow_ups);
+    }
+    let pipeline = pipeline
+        .permissions(Arc::new(RulePermissions::new(
+            &config.tools.permissions.rules,
+        )))
+        .loop_guard(Arc::new(
+            CallLoopGuard::new(config.tools.loop_guard, config.tools.loop_guard_window)
+                .except(tasks::JUDGE_OWN_REPEATS),
+        ))
+        .hooks(Arc::new(CommandHooks::new(
+            HookRunner::new(config.hooks.clone()),
+            config.data_dir.clone(),
+        )))
+        .output_limiter(Arc::new(SpillLimiter::new(
+            spill.clone(),
+            config.tools.clone(),
+        )))
+        .audit(Arc::new(StoreAudit::new(engine.clone(), read_only)))
+        .failure_rate(Arc::new(SubmissionRateForFailures::new(engine.clone())))
+        .build();
+    Ok(pipeline)
 }

@@ -4,6 +4,8 @@
 
 mod letta;
 mod matrix;
+mod start;
 
 pub(crate) use letta::LettaPlugin;
 pub(crate) use matrix::{MatrixPlugin, PipelineSteering};
+pub(crate) use start::{Started, start};
