@@ -367,8 +367,16 @@ fn an_agents_owner_is_invited_and_steers_its_tasks_and_another_agents_owner_does
     assert!(controls[0].to_string().contains(&olivia.id), "{events:#?}");
 }
 
-#[test]
-fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
+/// A bot, a controller (alice) and the settings of a Handoff that is restarted mid-test.
+struct Restartable {
+    rt: tokio::runtime::Runtime,
+    synapse: Synapse,
+    bot: User,
+    alice: User,
+    env: Vec<(String, String)>,
+}
+
+fn restartable() -> Restartable {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let synapse = Synapse::from_env();
     let (bot, alice) =
@@ -380,6 +388,24 @@ fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
         &alice.id,
         &[("HANDOFF_MATRIX_ARCHIVE_AFTER_SECS", "0")],
     );
+    Restartable {
+        rt,
+        synapse,
+        bot,
+        alice,
+        env,
+    }
+}
+
+#[test]
+fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
+    let Restartable {
+        rt,
+        synapse,
+        bot,
+        alice,
+        env,
+    } = restartable();
     let server = serve(&env);
     let script = "while read line; do echo got:$line; done";
     let id = submit(
@@ -471,16 +497,13 @@ fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
 /// posts the task's outcome there, leaves it and frees the alias.
 #[test]
 fn a_room_created_just_before_a_crash_is_adopted_not_duplicated_or_orphaned() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let synapse = Synapse::from_env();
-    let (bot, alice) =
-        rt.block_on(async { (synapse.user("bot").await, synapse.user("alice").await) });
-    let env = env(
-        &synapse,
-        &bot,
-        &alice.id,
-        &[("HANDOFF_MATRIX_ARCHIVE_AFTER_SECS", "0")],
-    );
+    let Restartable {
+        rt,
+        synapse,
+        bot,
+        alice,
+        env,
+    } = restartable();
     let mut crashing = env.clone();
     crashing.push((
         "HANDOFF_TEST_ABORT_AT".to_owned(),
