@@ -67,6 +67,9 @@ pub struct RunOutcome {
     pub output: Option<String>,
     /// The changes the run made, as a unified diff.
     pub diff: Option<String>,
+    /// A limit of the run's confinement that one of its processes ran into, also when the
+    /// program itself lived on (an agent whose tool's child the kernel killed for memory).
+    pub limit_reached: Option<String>,
 }
 
 /// Something a run reports while it works.

@@ -26,6 +26,10 @@ use crate::{
 /// Room for bursts of updates while the engine is busy.
 const EVENT_BUFFER: usize = 256;
 
+/// How often a running agent's cgroup is asked whether the kernel killed one of its processes
+/// at a limit (one small file read).
+const LIMIT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What the driver and the control handle share.
 pub(crate) struct Shared {
     pub process: CommandControl,
@@ -37,6 +41,8 @@ pub(crate) struct Shared {
     turns_ended: watch::Sender<u64>,
     /// The run's events (a cancel reports the requests it withdrew).
     events: mpsc::Sender<RunEvent>,
+    /// The limit one of the agent's processes ran into (the run was killed for it).
+    limit: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -50,6 +56,7 @@ impl Shared {
             denied: AtomicBool::new(false),
             turns_ended: watch::Sender::new(0),
             events,
+            limit: Mutex::new(None),
         };
         (Arc::new(shared), rx)
     }
@@ -115,6 +122,7 @@ pub(crate) struct Settings {
 
 /// Starts translating the process's events into `shared`'s channel.
 pub(crate) fn start(shared: Arc<Shared>, settings: Settings, inner: mpsc::Receiver<RunEvent>) {
+    tokio::spawn(watch_limits(Arc::clone(&shared)));
     let tx = shared.events.clone();
     tokio::spawn(
         Driver {
@@ -127,6 +135,24 @@ pub(crate) fn start(shared: Arc<Shared>, settings: Settings, inner: mpsc::Receiv
         }
         .run(inner),
     );
+}
+
+/// Ends the run as soon as the kernel kills any process of it at the task's memory (or
+/// process) limit. The agent itself usually survives its tool's child being killed and would
+/// go on as if the step had merely failed; the task's limit is the task's, so the whole run
+/// ends and fails with the limit's reason (as a `command` run killed at it does).
+async fn watch_limits(shared: Arc<Shared>) {
+    while shared.process.is_running() {
+        if let Some(reason) = shared.process.limit_reached().await {
+            tracing::info!(%reason, "an ACP agent's process ran into the task's limit");
+            *shared.limit.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
+            if let Err(e) = shared.process.kill() {
+                tracing::debug!(error = %e, "killing the agent at its limit");
+            }
+            return;
+        }
+        tokio::time::sleep(LIMIT_POLL).await;
+    }
 }
 
 struct Driver {
@@ -347,8 +373,17 @@ impl Driver {
             output: answer.clone(),
             ..outcome.clone()
         };
+        let limit = self
+            .shared
+            .limit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .or_else(|| outcome.limit_reached.clone());
         let result = if self.shared.cancelled() {
             failed("cancelled".to_owned())
+        } else if let Some(reason) = limit {
+            failed(reason)
         } else if let Some(fatal) = self.fatal.take() {
             failed(fatal)
         } else {

@@ -167,6 +167,21 @@ impl CommandControl {
     pub(crate) async fn close_input(&self) {
         *self.shared.stdin.lock().await = None;
     }
+
+    /// Whether the process still runs.
+    pub(crate) fn is_running(&self) -> bool {
+        self.shared.running()
+    }
+
+    /// A limit of the run's cgroup that one of its processes has run into so far.
+    pub(crate) async fn limit_reached(&self) -> Option<String> {
+        self.shared.confinement.limit_reached().await
+    }
+
+    /// Kills the process group now (not a cancel: the run ends as the kill leaves it).
+    pub(crate) fn kill(&self) -> Result<(), RunnerError> {
+        self.shared.signal(Signal::SIGKILL)
+    }
 }
 
 #[async_trait]

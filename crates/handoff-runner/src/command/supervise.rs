@@ -67,15 +67,17 @@ pub(super) async fn supervise(
     let outcome = match status {
         Ok(status) => {
             let mut outcome = outcome(status, shared.cancelled());
-            if let Some(reason) = limit_reached.filter(|_| !outcome.success) {
+            if let Some(reason) = limit_reached.clone().filter(|_| !outcome.success) {
                 outcome.error = Some(reason);
             }
+            outcome.limit_reached = limit_reached;
             outcome
         }
         Err(e) => RunOutcome {
             success: false,
             exit: None,
             error: Some(format!("could not wait for the process: {e}")),
+            limit_reached,
             ..RunOutcome::default()
         },
     };
