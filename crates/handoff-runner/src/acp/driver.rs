@@ -365,50 +365,132 @@ impl Driver {
                 self.emit(RunEvent::Event(event)).await;
             }
         }
-        let agent = self.settings.agent.clone();
-        let answer = self.reader.answer.take();
-        let failed = |error: String| RunOutcome {
-            success: false,
-            error: Some(error),
-            output: answer.clone(),
-            ..outcome.clone()
-        };
         let limit = self
             .shared
             .limit
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .or_else(|| outcome.limit_reached.clone());
-        let result = if self.shared.cancelled() {
-            failed("cancelled".to_owned())
-        } else if let Some(reason) = limit {
-            failed(reason)
-        } else if let Some(fatal) = self.fatal.take() {
-            failed(fatal)
-        } else {
-            match self.last_stop.take() {
-                // A turn the agent ended itself after a refusal is the refusal's consequence,
-                // not a failure of the run (the task goes on to its checks like any other).
-                Some(Ok(reason))
-                    if reason == "end_turn"
-                        || (reason == "cancelled" && self.shared.denied.load(Ordering::SeqCst)) =>
-                {
-                    RunOutcome {
-                        success: true,
-                        error: None,
-                        output: answer.clone(),
-                        ..outcome.clone()
-                    }
-                }
-                Some(Ok(reason)) => failed(format!("{agent} stopped: {reason}")),
-                Some(Err(e)) => failed(format!("{agent} failed: {e}")),
-                None => failed(format!(
-                    "{agent} ended without finishing a turn ({})",
-                    outcome.error.as_deref().unwrap_or("no error reported")
-                )),
-            }
+            .clone();
+        let seen = Seen {
+            cancelled: self.shared.cancelled(),
+            limit: limit.or_else(|| outcome.limit_reached.clone()),
+            fatal: self.fatal.take(),
+            last_stop: self.last_stop.take(),
+            denied: self.shared.denied.load(Ordering::SeqCst),
+        };
+        let error = seen.error(&self.settings.agent, outcome.error.as_deref());
+        let result = RunOutcome {
+            success: error.is_none(),
+            error,
+            output: self.reader.answer.take(),
+            ..outcome
         };
         let _ = self.tx.send(RunEvent::Finished(result)).await;
+    }
+}
+
+/// What the driver saw of a run, for how it ended.
+#[derive(Debug, Default)]
+struct Seen {
+    cancelled: bool,
+    /// A limit of the task's cgroup that one of the agent's processes ran into.
+    limit: Option<String>,
+    /// Why the handshake failed.
+    fatal: Option<String>,
+    /// How the latest turn ended: its stop reason, or the agent's error.
+    last_stop: Option<Result<String, String>>,
+    /// Handoff refused a permission during the run.
+    denied: bool,
+}
+
+impl Seen {
+    /// Why the run failed, `None` when it succeeded: a cancel first, then a limit the kernel
+    /// enforced (whatever the agent made of its killed child), then a failed handshake, then
+    /// the latest turn. `process_error` is how the process itself ended.
+    fn error(self, agent: &str, process_error: Option<&str>) -> Option<String> {
+        if self.cancelled {
+            return Some("cancelled".to_owned());
+        }
+        if let Some(reason) = self.limit.or(self.fatal) {
+            return Some(reason);
+        }
+        match self.last_stop {
+            Some(Ok(reason)) if reason == "end_turn" => None,
+            // A turn the agent ended itself after a refusal is the refusal's consequence, not
+            // a failure of the run (the task goes on to its checks like any other).
+            Some(Ok(reason)) if reason == "cancelled" && self.denied => None,
+            Some(Ok(reason)) => Some(format!("{agent} stopped: {reason}")),
+            Some(Err(e)) => Some(format!("{agent} failed: {e}")),
+            None => Some(format!(
+                "{agent} ended without finishing a turn ({})",
+                process_error.unwrap_or("no error reported")
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Seen;
+
+    fn ended(stop: &str) -> Seen {
+        Seen {
+            last_stop: Some(Ok(stop.to_owned())),
+            ..Seen::default()
+        }
+    }
+
+    #[test]
+    fn a_limit_fails_a_run_whose_agent_finished_its_turn() {
+        let seen = Seen {
+            limit: Some("out of memory (limit 256 MiB)".to_owned()),
+            ..ended("end_turn")
+        };
+        assert_eq!(
+            seen.error("a", None).as_deref(),
+            Some("out of memory (limit 256 MiB)")
+        );
+        // The agent killed itself: the limit, not the missing turn, is the reason.
+        let seen = Seen {
+            limit: Some("out of memory (limit 256 MiB)".to_owned()),
+            ..Seen::default()
+        };
+        assert_eq!(
+            seen.error("a", Some("killed by signal 9")).as_deref(),
+            Some("out of memory (limit 256 MiB)")
+        );
+        // A cancel stays a cancel.
+        let seen = Seen {
+            cancelled: true,
+            limit: Some("out of memory".to_owned()),
+            ..Seen::default()
+        };
+        assert_eq!(seen.error("a", None).as_deref(), Some("cancelled"));
+    }
+
+    #[test]
+    fn turns_decide_otherwise() {
+        assert_eq!(ended("end_turn").error("a", None), None);
+        assert_eq!(
+            ended("cancelled").error("a", None).as_deref(),
+            Some("a stopped: cancelled")
+        );
+        let refused = Seen {
+            denied: true,
+            ..ended("cancelled")
+        };
+        assert_eq!(refused.error("a", None), None);
+        assert_eq!(
+            Seen::default().error("a", Some("exit code 1")).as_deref(),
+            Some("a ended without finishing a turn (exit code 1)")
+        );
+        let fatal = Seen {
+            fatal: Some("a did not start: no".to_owned()),
+            ..ended("end_turn")
+        };
+        assert_eq!(
+            fatal.error("a", None).as_deref(),
+            Some("a did not start: no")
+        );
     }
 }

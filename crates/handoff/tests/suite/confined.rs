@@ -81,8 +81,14 @@ fn the_confined_opencode_executor_is_sandboxed_and_memory_limited() {
         .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR")
         .collect();
     env.extend([
-        ("HANDOFF_DEFAULT_EXECUTOR".to_owned(), "opencode-acp".to_owned()),
-        ("HANDOFF_OPENCODE_ISOLATION".to_owned(), "sandbox".to_owned()),
+        (
+            "HANDOFF_DEFAULT_EXECUTOR".to_owned(),
+            "opencode-acp".to_owned(),
+        ),
+        (
+            "HANDOFF_OPENCODE_ISOLATION".to_owned(),
+            "sandbox".to_owned(),
+        ),
         ("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), LIMIT.to_owned()),
         // OpenCode keeps its database and caches under the test's XDG directories (not
         // `outside`, which is a sibling of them).
@@ -115,7 +121,10 @@ fn the_confined_opencode_executor_is_sandboxed_and_memory_limited() {
         std::fs::read_to_string(workdir.join("inside.txt")).unwrap(),
         "inside\n"
     );
-    assert!(!outside.join("escape").exists(), "wrote outside its directory");
+    assert!(
+        !outside.join("escape").exists(),
+        "wrote outside its directory"
+    );
     assert!(!Path::new("/etc/handoff-confined-escape").exists());
 
     let failed = wait_end(&server, &hog);
@@ -125,15 +134,15 @@ fn the_confined_opencode_executor_is_sandboxed_and_memory_limited() {
         "{failed}\n{:#?}",
         events(&server, &hog)
     );
-    assert_eq!(
-        failed["error"], "out of memory (limit 768 MiB)",
-        "{failed}"
-    );
+    assert_eq!(failed["error"], "out of memory (limit 768 MiB)", "{failed}");
     let said: String = events(&server, &hog)
         .iter()
         .filter_map(|e| e["message"].as_str().map(str::to_owned))
         .collect();
-    assert!(!said.contains("survived 3221225472"), "the hog survived: {said}");
+    assert!(
+        !said.contains("survived 3221225472"),
+        "the hog survived: {said}"
+    );
     assert!(hogs().is_empty(), "left running: {:?}", hogs());
     eprintln!(
         "confined executor test took {:?} (escape task {} ms, hog task {} ms)",
