@@ -31,8 +31,7 @@ fn script(outside: &Path) -> Script {
     let hog = "python3 -c 'b = bytearray(3 << 30); print(\"survived\", len(b))'";
     let script = json!({
         "scenarios": [
-            {"match": "ESCAPE", "turns": [bash(&escape), {"text": "tried to write everywhere"}]},
-            {"match": "HOG", "turns": [bash(hog), {"text": "the hog ran"}]}
+            {"match": "ESCAPE", "turns": [bash(&escape), bash(hog), {"text": "the hog ran"}]}
         ],
         "default": {"text": "No scenario matched."},
         "untooled": {"text": "Scripted title"}
@@ -106,36 +105,27 @@ fn the_confined_opencode_executor_is_sandboxed_and_memory_limited() {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
 
-    let escape = submit(&server, "ESCAPE the task directory");
-    let hog = submit(&server, "HOG all the memory");
-
-    let done = wait_end(&server, &escape);
-    assert_eq!(
-        done["status"],
-        "completed",
-        "{done}\n{:#?}",
-        events(&server, &escape)
-    );
-    let workdir = Path::new(done["workdir"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(workdir.join("inside.txt")).unwrap(),
-        "inside\n"
-    );
-    assert!(
-        !outside.join("escape").exists(),
-        "wrote outside its directory"
-    );
-    assert!(!Path::new("/etc/handoff-confined-escape").exists());
-
-    let failed = wait_end(&server, &hog);
+    // One task (one agent start): the escape attempts first, then the hog.
+    let id = submit(&server, "ESCAPE the task directory, then HOG all the memory");
+    let failed = wait_end(&server, &id);
     assert_eq!(
         failed["status"],
         "failed",
         "{failed}\n{:#?}",
-        events(&server, &hog)
+        events(&server, &id)
     );
-    assert_eq!(failed["error"], "out of memory (limit 768 MiB)", "{failed}");
-    let said: String = events(&server, &hog)
+    assert_eq!(
+        failed["error"], "out of memory (limit 768 MiB)",
+        "{failed}"
+    );
+    let workdir = Path::new(failed["workdir"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(workdir.join("inside.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(!outside.join("escape").exists(), "wrote outside its directory");
+    assert!(!Path::new("/etc/handoff-confined-escape").exists());
+    let said: String = events(&server, &id)
         .iter()
         .filter_map(|e| e["message"].as_str().map(str::to_owned))
         .collect();
@@ -145,9 +135,8 @@ fn the_confined_opencode_executor_is_sandboxed_and_memory_limited() {
     );
     assert!(hogs().is_empty(), "left running: {:?}", hogs());
     eprintln!(
-        "confined executor test took {:?} (escape task {} ms, hog task {} ms)",
+        "confined executor test took {:?} (the task {} ms)",
         started.elapsed(),
-        done["duration_ms"],
         failed["duration_ms"]
     );
 }
