@@ -67,8 +67,8 @@ pub struct RunOutcome {
     pub output: Option<String>,
     /// The changes the run made, as a unified diff.
     pub diff: Option<String>,
-    /// A limit of the run's confinement that one of its processes ran into, also when the
-    /// program itself lived on (an agent whose tool's child the kernel killed for memory).
+    /// The kernel killed one of the run's processes at the run's memory limit (in words),
+    /// also when the program itself lived on (an agent whose tool's child was killed).
     pub limit_reached: Option<String>,
 }
 

@@ -27,7 +27,7 @@ use crate::{
 const EVENT_BUFFER: usize = 256;
 
 /// How often a running agent's cgroup is asked whether the kernel killed one of its processes
-/// at a limit (one small file read).
+/// for memory (one small file read).
 const LIMIT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// What the driver and the control handle share.
@@ -41,7 +41,7 @@ pub(crate) struct Shared {
     turns_ended: watch::Sender<u64>,
     /// The run's events (a cancel reports the requests it withdrew).
     events: mpsc::Sender<RunEvent>,
-    /// The limit one of the agent's processes ran into (the run was killed for it).
+    /// Why the run was killed: the kernel killed one of its processes for memory.
     limit: Mutex<Option<String>>,
 }
 
@@ -137,14 +137,16 @@ pub(crate) fn start(shared: Arc<Shared>, settings: Settings, inner: mpsc::Receiv
     );
 }
 
-/// Ends the run as soon as the kernel kills any process of it at the task's memory (or
-/// process) limit. The agent itself usually survives its tool's child being killed and would
-/// go on as if the step had merely failed; the task's limit is the task's, so the whole run
-/// ends and fails with the limit's reason (as a `command` run killed at it does).
+/// Ends the run as soon as the kernel kills any process of it at the task's memory limit.
+/// The agent itself usually survives its tool's child being killed and would go on as if the
+/// step had merely failed (or the kernel picks the agent, the largest process, and the run
+/// ends with no word of why); the limit is the task's, so the whole run ends and fails
+/// `out of memory` (as a `command` run killed at it does). A fork refused at the process
+/// limit is left to the agent, which sees the error and may recover.
 async fn watch_limits(shared: Arc<Shared>) {
     while shared.process.is_running() {
-        if let Some(reason) = shared.process.limit_reached().await {
-            tracing::info!(%reason, "an ACP agent's process ran into the task's limit");
+        if let Some(reason) = shared.process.killed_at_limit().await {
+            tracing::info!(%reason, "the kernel killed a process of an ACP agent's task");
             *shared.limit.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
             if let Err(e) = shared.process.kill() {
                 tracing::debug!(error = %e, "killing the agent at its limit");
@@ -393,7 +395,7 @@ impl Driver {
 #[derive(Debug, Default)]
 struct Seen {
     cancelled: bool,
-    /// A limit of the task's cgroup that one of the agent's processes ran into.
+    /// The kernel killed one of the agent's processes at the task's memory limit.
     limit: Option<String>,
     /// Why the handshake failed.
     fatal: Option<String>,

@@ -173,9 +173,9 @@ impl CommandControl {
         self.shared.running()
     }
 
-    /// A limit of the run's cgroup that one of its processes has run into so far.
-    pub(crate) async fn limit_reached(&self) -> Option<String> {
-        self.shared.confinement.limit_reached().await
+    /// Whether the kernel has killed a process of the run at its memory limit, in words.
+    pub(crate) async fn killed_at_limit(&self) -> Option<String> {
+        self.shared.confinement.killed_at_limit().await
     }
 
     /// Kills the process group now (not a cancel: the run ends as the kill leaves it).

@@ -45,6 +45,7 @@ pub(super) async fn supervise(
     // Processes that left the group (setsid, a sandbox's own session) are still in the cgroup.
     shared.confinement.kill().await;
     let limit_reached = shared.confinement.limit_reached().await;
+    let killed_at_limit = shared.confinement.killed_at_limit().await;
     shared.confinement.remove().await;
     shared.gone().await;
 
@@ -67,17 +68,17 @@ pub(super) async fn supervise(
     let outcome = match status {
         Ok(status) => {
             let mut outcome = outcome(status, shared.cancelled());
-            if let Some(reason) = limit_reached.clone().filter(|_| !outcome.success) {
+            if let Some(reason) = limit_reached.filter(|_| !outcome.success) {
                 outcome.error = Some(reason);
             }
-            outcome.limit_reached = limit_reached;
+            outcome.limit_reached = killed_at_limit;
             outcome
         }
         Err(e) => RunOutcome {
             success: false,
             exit: None,
             error: Some(format!("could not wait for the process: {e}")),
-            limit_reached,
+            limit_reached: killed_at_limit,
             ..RunOutcome::default()
         },
     };

@@ -106,7 +106,10 @@ fn the_confined_opencode_executor_is_sandboxed_and_memory_limited() {
     let server = start(&env);
 
     // One task (one agent start): the escape attempts first, then the hog.
-    let id = submit(&server, "ESCAPE the task directory, then HOG all the memory");
+    let id = submit(
+        &server,
+        "ESCAPE the task directory, then HOG all the memory",
+    );
     let failed = wait_end(&server, &id);
     assert_eq!(
         failed["status"],
@@ -114,16 +117,16 @@ fn the_confined_opencode_executor_is_sandboxed_and_memory_limited() {
         "{failed}\n{:#?}",
         events(&server, &id)
     );
-    assert_eq!(
-        failed["error"], "out of memory (limit 768 MiB)",
-        "{failed}"
-    );
+    assert_eq!(failed["error"], "out of memory (limit 768 MiB)", "{failed}");
     let workdir = Path::new(failed["workdir"].as_str().unwrap());
     assert_eq!(
         std::fs::read_to_string(workdir.join("inside.txt")).unwrap(),
         "inside\n"
     );
-    assert!(!outside.join("escape").exists(), "wrote outside its directory");
+    assert!(
+        !outside.join("escape").exists(),
+        "wrote outside its directory"
+    );
     assert!(!Path::new("/etc/handoff-confined-escape").exists());
     let said: String = events(&server, &id)
         .iter()
