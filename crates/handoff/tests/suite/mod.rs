@@ -4,7 +4,6 @@ mod cli;
 mod cli_client;
 mod completion;
 mod completion_truth;
-mod confined;
 mod dashboard;
 mod executors;
 mod harness;
