@@ -67,6 +67,9 @@ pub struct RunOutcome {
     pub output: Option<String>,
     /// The changes the run made, as a unified diff.
     pub diff: Option<String>,
+    /// The kernel killed one of the run's processes at the run's memory limit (in words),
+    /// also when the program itself lived on (an agent whose tool's child was killed).
+    pub limit_reached: Option<String>,
 }
 
 /// Something a run reports while it works.

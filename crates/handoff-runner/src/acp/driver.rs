@@ -26,6 +26,10 @@ use crate::{
 /// Room for bursts of updates while the engine is busy.
 const EVENT_BUFFER: usize = 256;
 
+/// How often a running agent's cgroup is asked whether the kernel killed one of its processes
+/// for memory (one small file read).
+const LIMIT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What the driver and the control handle share.
 pub(crate) struct Shared {
     pub process: CommandControl,
@@ -37,6 +41,8 @@ pub(crate) struct Shared {
     turns_ended: watch::Sender<u64>,
     /// The run's events (a cancel reports the requests it withdrew).
     events: mpsc::Sender<RunEvent>,
+    /// Why the run was killed: the kernel killed one of its processes for memory.
+    limit: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -50,6 +56,7 @@ impl Shared {
             denied: AtomicBool::new(false),
             turns_ended: watch::Sender::new(0),
             events,
+            limit: Mutex::new(None),
         };
         (Arc::new(shared), rx)
     }
@@ -115,6 +122,7 @@ pub(crate) struct Settings {
 
 /// Starts translating the process's events into `shared`'s channel.
 pub(crate) fn start(shared: Arc<Shared>, settings: Settings, inner: mpsc::Receiver<RunEvent>) {
+    tokio::spawn(watch_limits(Arc::clone(&shared)));
     let tx = shared.events.clone();
     tokio::spawn(
         Driver {
@@ -127,6 +135,26 @@ pub(crate) fn start(shared: Arc<Shared>, settings: Settings, inner: mpsc::Receiv
         }
         .run(inner),
     );
+}
+
+/// Ends the run as soon as the kernel kills any process of it at the task's memory limit.
+/// The agent itself usually survives its tool's child being killed and would go on as if the
+/// step had merely failed (or the kernel picks the agent, the largest process, and the run
+/// ends with no word of why); the limit is the task's, so the whole run ends and fails
+/// `out of memory` (as a `command` run killed at it does). A fork refused at the process
+/// limit is left to the agent, which sees the error and may recover.
+async fn watch_limits(shared: Arc<Shared>) {
+    while shared.process.is_running() {
+        if let Some(reason) = shared.process.killed_at_limit().await {
+            tracing::info!(%reason, "the kernel killed a process of an ACP agent's task");
+            *shared.limit.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
+            if let Err(e) = shared.process.kill() {
+                tracing::debug!(error = %e, "killing the agent at its limit");
+            }
+            return;
+        }
+        tokio::time::sleep(LIMIT_POLL).await;
+    }
 }
 
 struct Driver {
@@ -339,41 +367,132 @@ impl Driver {
                 self.emit(RunEvent::Event(event)).await;
             }
         }
-        let agent = self.settings.agent.clone();
-        let answer = self.reader.answer.take();
-        let failed = |error: String| RunOutcome {
-            success: false,
-            error: Some(error),
-            output: answer.clone(),
-            ..outcome.clone()
+        let limit = self
+            .shared
+            .limit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let seen = Seen {
+            cancelled: self.shared.cancelled(),
+            limit: limit.or_else(|| outcome.limit_reached.clone()),
+            fatal: self.fatal.take(),
+            last_stop: self.last_stop.take(),
+            denied: self.shared.denied.load(Ordering::SeqCst),
         };
-        let result = if self.shared.cancelled() {
-            failed("cancelled".to_owned())
-        } else if let Some(fatal) = self.fatal.take() {
-            failed(fatal)
-        } else {
-            match self.last_stop.take() {
-                // A turn the agent ended itself after a refusal is the refusal's consequence,
-                // not a failure of the run (the task goes on to its checks like any other).
-                Some(Ok(reason))
-                    if reason == "end_turn"
-                        || (reason == "cancelled" && self.shared.denied.load(Ordering::SeqCst)) =>
-                {
-                    RunOutcome {
-                        success: true,
-                        error: None,
-                        output: answer.clone(),
-                        ..outcome.clone()
-                    }
-                }
-                Some(Ok(reason)) => failed(format!("{agent} stopped: {reason}")),
-                Some(Err(e)) => failed(format!("{agent} failed: {e}")),
-                None => failed(format!(
-                    "{agent} ended without finishing a turn ({})",
-                    outcome.error.as_deref().unwrap_or("no error reported")
-                )),
-            }
+        let error = seen.error(&self.settings.agent, outcome.error.as_deref());
+        let result = RunOutcome {
+            success: error.is_none(),
+            error,
+            output: self.reader.answer.take(),
+            ..outcome
         };
         let _ = self.tx.send(RunEvent::Finished(result)).await;
+    }
+}
+
+/// What the driver saw of a run, for how it ended.
+#[derive(Debug, Default)]
+struct Seen {
+    cancelled: bool,
+    /// The kernel killed one of the agent's processes at the task's memory limit.
+    limit: Option<String>,
+    /// Why the handshake failed.
+    fatal: Option<String>,
+    /// How the latest turn ended: its stop reason, or the agent's error.
+    last_stop: Option<Result<String, String>>,
+    /// Handoff refused a permission during the run.
+    denied: bool,
+}
+
+impl Seen {
+    /// Why the run failed, `None` when it succeeded: a cancel first, then a limit the kernel
+    /// enforced (whatever the agent made of its killed child), then a failed handshake, then
+    /// the latest turn. `process_error` is how the process itself ended.
+    fn error(self, agent: &str, process_error: Option<&str>) -> Option<String> {
+        if self.cancelled {
+            return Some("cancelled".to_owned());
+        }
+        if let Some(reason) = self.limit.or(self.fatal) {
+            return Some(reason);
+        }
+        match self.last_stop {
+            Some(Ok(reason)) if reason == "end_turn" => None,
+            // A turn the agent ended itself after a refusal is the refusal's consequence, not
+            // a failure of the run (the task goes on to its checks like any other).
+            Some(Ok(reason)) if reason == "cancelled" && self.denied => None,
+            Some(Ok(reason)) => Some(format!("{agent} stopped: {reason}")),
+            Some(Err(e)) => Some(format!("{agent} failed: {e}")),
+            None => Some(format!(
+                "{agent} ended without finishing a turn ({})",
+                process_error.unwrap_or("no error reported")
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Seen;
+
+    fn ended(stop: &str) -> Seen {
+        Seen {
+            last_stop: Some(Ok(stop.to_owned())),
+            ..Seen::default()
+        }
+    }
+
+    #[test]
+    fn a_limit_fails_a_run_whose_agent_finished_its_turn() {
+        let seen = Seen {
+            limit: Some("out of memory (limit 256 MiB)".to_owned()),
+            ..ended("end_turn")
+        };
+        assert_eq!(
+            seen.error("a", None).as_deref(),
+            Some("out of memory (limit 256 MiB)")
+        );
+        // The agent killed itself: the limit, not the missing turn, is the reason.
+        let seen = Seen {
+            limit: Some("out of memory (limit 256 MiB)".to_owned()),
+            ..Seen::default()
+        };
+        assert_eq!(
+            seen.error("a", Some("killed by signal 9")).as_deref(),
+            Some("out of memory (limit 256 MiB)")
+        );
+        // A cancel stays a cancel.
+        let seen = Seen {
+            cancelled: true,
+            limit: Some("out of memory".to_owned()),
+            ..Seen::default()
+        };
+        assert_eq!(seen.error("a", None).as_deref(), Some("cancelled"));
+    }
+
+    #[test]
+    fn turns_decide_otherwise() {
+        assert_eq!(ended("end_turn").error("a", None), None);
+        assert_eq!(
+            ended("cancelled").error("a", None).as_deref(),
+            Some("a stopped: cancelled")
+        );
+        let refused = Seen {
+            denied: true,
+            ..ended("cancelled")
+        };
+        assert_eq!(refused.error("a", None), None);
+        assert_eq!(
+            Seen::default().error("a", Some("exit code 1")).as_deref(),
+            Some("a ended without finishing a turn (exit code 1)")
+        );
+        let fatal = Seen {
+            fatal: Some("a did not start: no".to_owned()),
+            ..ended("end_turn")
+        };
+        assert_eq!(
+            fatal.error("a", None).as_deref(),
+            Some("a did not start: no")
+        );
     }
 }

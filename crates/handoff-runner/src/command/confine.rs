@@ -55,16 +55,26 @@ impl Confinement {
     /// a fork failed at the process limit (the program then dies of its own error, whose exit
     /// code alone says nothing).
     pub(crate) async fn limit_reached(&self) -> Option<String> {
+        self.hits().await?.reason()
+    }
+
+    /// Whether the kernel killed a process of the run for memory, in words: unlike a failed
+    /// fork at the process limit, which the program may survive and handle, a kill took work
+    /// away from the run.
+    pub(crate) async fn killed_at_limit(&self) -> Option<String> {
+        self.hits().await?.memory()
+    }
+
+    async fn hits(&self) -> Option<LimitHits> {
         let cgroup = self.cgroup.clone()?;
-        let usage = tokio::task::spawn_blocking(move || LimitHits {
+        tokio::task::spawn_blocking(move || LimitHits {
             oom_kills: cgroup.oom_kills(),
             memory_limit: cgroup.memory_limit(),
             pids_hits: cgroup.pids_limit_hits(),
             pids_limit: cgroup.pids_limit(),
         })
         .await
-        .ok()?;
-        usage.reason()
+        .ok()
     }
 
     /// Removes the cgroup (after killing anything left in it).
@@ -87,13 +97,18 @@ struct LimitHits {
 }
 
 impl LimitHits {
+    /// The kernel killed a process for memory.
+    fn memory(self) -> Option<String> {
+        (self.oom_kills > 0).then(|| match self.memory_limit {
+            Some(bytes) => format!("out of memory (limit {})", human_bytes(bytes)),
+            None => "out of memory".to_owned(),
+        })
+    }
+
     /// The run's end in words; memory first, as an OOM kill is the cause of death itself.
     fn reason(self) -> Option<String> {
-        if self.oom_kills > 0 {
-            return Some(match self.memory_limit {
-                Some(bytes) => format!("out of memory (limit {})", human_bytes(bytes)),
-                None => "out of memory".to_owned(),
-            });
+        if let Some(memory) = self.memory() {
+            return Some(memory);
         }
         (self.pids_hits > 0).then(|| match self.pids_limit {
             Some(pids) => format!("process limit reached (limit {pids})"),
@@ -168,5 +183,15 @@ mod tests {
             hits(0, 3).reason().as_deref(),
             Some("process limit reached (limit 64)")
         );
+    }
+
+    #[test]
+    fn only_a_memory_kill_counts_as_a_kill() {
+        assert_eq!(
+            hits(1, 0).memory().as_deref(),
+            Some("out of memory (limit 64 MiB)")
+        );
+        // A refused fork is the program's to handle.
+        assert_eq!(hits(0, 3).memory(), None);
     }
 }

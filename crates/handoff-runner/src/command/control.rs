@@ -167,6 +167,21 @@ impl CommandControl {
     pub(crate) async fn close_input(&self) {
         *self.shared.stdin.lock().await = None;
     }
+
+    /// Whether the process still runs.
+    pub(crate) fn is_running(&self) -> bool {
+        self.shared.running()
+    }
+
+    /// Whether the kernel has killed a process of the run at its memory limit, in words.
+    pub(crate) async fn killed_at_limit(&self) -> Option<String> {
+        self.shared.confinement.killed_at_limit().await
+    }
+
+    /// Kills the process group now (not a cancel: the run ends as the kill leaves it).
+    pub(crate) fn kill(&self) -> Result<(), RunnerError> {
+        self.shared.signal(Signal::SIGKILL)
+    }
 }
 
 #[async_trait]

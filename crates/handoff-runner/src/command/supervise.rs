@@ -45,6 +45,7 @@ pub(super) async fn supervise(
     // Processes that left the group (setsid, a sandbox's own session) are still in the cgroup.
     shared.confinement.kill().await;
     let limit_reached = shared.confinement.limit_reached().await;
+    let killed_at_limit = shared.confinement.killed_at_limit().await;
     shared.confinement.remove().await;
     shared.gone().await;
 
@@ -70,12 +71,14 @@ pub(super) async fn supervise(
             if let Some(reason) = limit_reached.filter(|_| !outcome.success) {
                 outcome.error = Some(reason);
             }
+            outcome.limit_reached = killed_at_limit;
             outcome
         }
         Err(e) => RunOutcome {
             success: false,
             exit: None,
             error: Some(format!("could not wait for the process: {e}")),
+            limit_reached: killed_at_limit,
             ..RunOutcome::default()
         },
     };

@@ -462,6 +462,8 @@ impl Driver {
                 output: answer,
                 // Handoff's own baseline snapshot gives every executor's diff.
                 diff: None,
+                // The shared server has no cgroup of the task's.
+                limit_reached: None,
             }))
             .await;
         shared.done.send_replace(true);

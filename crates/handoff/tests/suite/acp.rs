@@ -225,6 +225,22 @@ fn group_members(pgid: i32) -> Vec<String> {
     found
 }
 
+/// What the memory hog prints if it ever gets its memory.
+const HOG_SURVIVED: &str = "hog-survived-with";
+
+/// Running processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(marker) && !text.contains("cargo") {
+            found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
 fn counter(path: &Path) -> u64 {
     std::fs::read_to_string(path)
         .ok()
@@ -610,17 +626,23 @@ fn doctor_lists_each_acp_agent_with_its_version() {
 }
 
 /// The built-in `opencode-acp` executor (made from the `opencode` settings, no ACP config):
-/// a sandboxed OpenCode per task that writes inside its directory and nowhere else.
+/// a sandboxed OpenCode per task that writes inside its directory and nowhere else, and whose
+/// memory hog is killed at the task's limit, failing the task `out of memory`.
 #[test]
 fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
     require_ripgrep();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
     let escape = "echo inside > {{cwd}}/inside.txt; echo x > {{cwd}}/../escape.txt; echo x > /etc/handoff-acp-escape; true";
+    // 3 GiB, every page written, under a 768 MiB limit (an idle `opencode acp` is ~400 MB).
+    let hog = format!("python3 -c 'b = bytearray(3 << 30); print(\"{HOG_SURVIVED}\", len(b))'");
     let script = json!({
         "scenarios": [
             {"match": "ESCAPE", "turns": [
                 {"tool_calls": [(OPENCODE_ACP.bash_call)(escape)]}, {"text": "tried"}
+            ]},
+            {"match": "HOG", "turns": [
+                {"tool_calls": [(OPENCODE_ACP.bash_call)(&hog)]}, {"text": "the hog ran"}
             ]}
         ],
         "default": {"text": "No scenario matched."},
@@ -649,6 +671,7 @@ fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
             "HANDOFF_SANDBOX_WRITABLE".to_owned(),
             state.path().display().to_string(),
         ),
+        ("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "768m".to_owned()),
     ]);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
@@ -661,6 +684,7 @@ fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
         ))
     };
     let id = submit("ESCAPE please");
+    let hog = submit("HOG all the memory");
 
     let done = wait_end(&server, &id);
     assert_eq!(
@@ -688,6 +712,34 @@ fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
             .iter()
             .any(|e| e["message"] == "process started" && e["data"]["isolation"] == "sandbox"),
         "{history:#?}"
+    );
+
+    // The kernel kills the hog (or the agent, the larger process then); either way the whole
+    // run ends at once, failed for its memory, and nothing of it is left.
+    let failed = wait_end(&server, &hog);
+    assert_eq!(
+        failed["status"],
+        "failed",
+        "{failed}\n{:#?}",
+        events(&server, &hog)
+    );
+    assert_eq!(failed["error"], "out of memory (limit 768 MiB)", "{failed}");
+    let said: String = events(&server, &hog)
+        .iter()
+        .filter_map(|e| e["message"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        !said.contains(&format!("{HOG_SURVIVED} ")),
+        "the hog survived: {said}"
+    );
+    assert!(
+        processes_with(HOG_SURVIVED).is_empty(),
+        "left running: {:?}",
+        processes_with(HOG_SURVIVED)
+    );
+    eprintln!(
+        "escape task {} ms, hog task {} ms",
+        done["duration_ms"], failed["duration_ms"]
     );
 
     drop(server);
