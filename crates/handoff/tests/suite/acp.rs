@@ -675,12 +675,14 @@ fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
     ]);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
+    // Confinement is the point here, not completion: the evaluator's continuation would only
+    // start a second agent.
     let submit = |text: &str| {
         task_id(&call(
             &server,
             AGENT,
             "execute_task",
-            json!({"task_description": text}),
+            json!({"task_description": text, "completion": {"policy": "none"}}),
         ))
     };
     let id = submit("ESCAPE please");
