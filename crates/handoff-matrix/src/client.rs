@@ -256,6 +256,26 @@ impl MatrixClient {
         }
     }
 
+    /// Whether `user` (the bot) is joined to `room`: its own membership, which the homeserver
+    /// shows only to members.
+    pub async fn is_joined(&self, room: &str, user: &str) -> Result<bool, MatrixError> {
+        let path = format!(
+            "/rooms/{}/state/m.room.member/{}",
+            encode(room),
+            encode(user)
+        );
+        match self
+            .call::<Value>("membership", Method::GET, &path, &[], None, self.timeout)
+            .await
+        {
+            Ok(member) => Ok(member["membership"] == "join"),
+            Err(MatrixError::Status {
+                status: 403 | 404, ..
+            }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Removes `alias` (already gone: no error), so a closed room is no longer found by it.
     pub async fn delete_alias(&self, alias: &str) -> Result<(), MatrixError> {
         let path = format!("/directory/room/{}", encode(alias));

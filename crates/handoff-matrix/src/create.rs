@@ -9,6 +9,8 @@ use handoff_task::{Task, TaskId, faults, unix_millis_now};
 
 use crate::{INTEGRATION, MatrixError, RoomOrigin, RoomSpec, Shared, pace::backoff, room};
 
+/// Crash-injection point: the alias is recorded, the room not created yet.
+pub const AFTER_ALIAS_RECORDED: &str = "matrix_after_alias_recorded";
 /// Crash-injection point: the room exists on the homeserver, its id is not recorded yet.
 pub const AFTER_ROOM_CREATED: &str = "matrix_after_room_created";
 
@@ -49,6 +51,7 @@ pub(crate) async fn ensure_room(shared: &Shared, task: &Task) -> Option<(String,
     let adopt_first = recorded.is_some();
     if !adopt_first {
         room::store_channel(shared, &record(task, &alias)).await?;
+        faults::abort_at(AFTER_ALIAS_RECORDED);
     }
     let spec = room::room_spec(shared, task);
     let (room, origin) = create_or_adopt(shared, task, &spec, &alias, adopt_first).await?;
@@ -136,7 +139,17 @@ async fn create_or_adopt(
             created
         };
         match outcome {
-            Ok(Some(room)) if adopt => return Some((room, RoomOrigin::Adopted)),
+            Ok(Some(room)) if adopt => match ours(shared, &room).await {
+                Some(true) => return Some((room, RoomOrigin::Adopted)),
+                // Anyone on the homeserver may create an alias: a room the bot is not in was
+                // not made by an earlier Handoff, and the task's news must not go there.
+                Some(false) => {
+                    tracing::warn!(task = %task.id, %alias, "matrix: the task's alias names a room the bot is not in; creating the room without an alias");
+                    spec.alias_name.clear();
+                    adopt = false;
+                }
+                None => {}
+            },
             Ok(Some(room)) => return Some((room, RoomOrigin::Created)),
             // The alias is free after all: create the room.
             Ok(None) => adopt = false,
@@ -163,6 +176,13 @@ async fn create_or_adopt(
         }
         attempt += 1;
     }
+}
+
+/// Whether the bot is joined to `room` (the bot joins only rooms it created); `None` when the
+/// homeserver cannot say now.
+async fn ours(shared: &Shared, room: &str) -> Option<bool> {
+    let me = shared.me.get()?;
+    shared.client.is_joined(room, me).await.ok()
 }
 
 #[cfg(test)]

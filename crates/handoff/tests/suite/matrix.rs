@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{
-    harness::{Server, start, start_in},
+    harness::{Server, metric, start, start_in},
     mcp::{call, history, ok, task_id, wait_status_for},
     synapse::{Synapse, User, bodies},
 };
@@ -397,6 +397,49 @@ fn restartable() -> Restartable {
     }
 }
 
+/// Submits a task for `alice` to observe on a server that runs one task at a time, and starts
+/// it only once the call has returned: a crash injected at its room's creation must not cut
+/// the call that submitted it.
+fn submit_then_start(server: &Server, alice: &User, description: &str) -> String {
+    let blocker = submit(
+        server,
+        json!({"task_description": "while [ ! -e release ]; do sleep 0.1; done"}),
+    );
+    wait_status_for(
+        server,
+        AGENT,
+        &blocker,
+        &["running"],
+        Duration::from_secs(60),
+    );
+    let id = submit(
+        server,
+        json!({"task_description": description, "observers": [alice.id]}),
+    );
+    let status = ok(&call(
+        server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": blocker}),
+    ))
+    .clone();
+    let workdir = std::path::PathBuf::from(status["workdir"].as_str().unwrap());
+    std::fs::write(workdir.join("release"), "").unwrap();
+    id
+}
+
+/// Waits for a server to die at its injected crash point.
+fn wait_crash(server: &mut Server, point: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Handoff never reached the crash point {point}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
     let Restartable {
@@ -448,6 +491,14 @@ fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
         synapse.say(&alice, &room, "!cancel").await;
     });
     wait_status_for(&server, AGENT, &id, &["cancelled"], Duration::from_secs(60));
+    // This process applied the message sent while it was down and the cancel.
+    assert_eq!(
+        metric(
+            &server,
+            "handoff_matrix_commands_total{outcome=\"applied\"}"
+        ),
+        2.0
+    );
     assert_eq!(
         messages_with(&server, &id, "first-note"),
         1,
@@ -505,23 +556,16 @@ fn a_room_created_just_before_a_crash_is_adopted_not_duplicated_or_orphaned() {
         env,
     } = restartable();
     let mut crashing = env.clone();
-    crashing.push((
-        "HANDOFF_TEST_ABORT_AT".to_owned(),
-        "matrix_after_room_created".to_owned(),
-    ));
-    let mut server = serve(&crashing);
-    let id = submit(
-        &server,
-        json!({"task_description": "sleep 30", "observers": [alice.id]}),
+    crashing.extend(
+        [
+            ("HANDOFF_TEST_ABORT_AT", "matrix_after_room_created"),
+            ("HANDOFF_MAX_CONCURRENT_TASKS", "1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned())),
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while server.child.try_wait().unwrap().is_none() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "Handoff never reached the crash point after creating the room"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut server = serve(&crashing);
+    let id = submit_then_start(&server, &alice, "sleep 30");
+    wait_crash(&mut server, "matrix_after_room_created");
     let room = rt.block_on(synapse.wait_invite(&alice, &id));
 
     let dir = server.kill9();
@@ -569,6 +613,66 @@ fn a_room_created_just_before_a_crash_is_adopted_not_duplicated_or_orphaned() {
         })
         .count();
     assert_eq!(notes, 1, "the room is made known once");
+    // The operator sees it too: one room adopted, none created by this process, none open.
+    assert_eq!(
+        metric(&server, "handoff_matrix_rooms_total{origin=\"adopted\"}"),
+        1.0
+    );
+    assert!(metric(&server, "handoff_matrix_messages_total") >= 1.0);
+    assert_eq!(metric(&server, "handoff_matrix_open_rooms"), 0.0);
+}
+
+/// Anyone on the homeserver may create an alias. Handoff dies after recording a task's alias
+/// and before creating its room; a stranger then takes the alias for a room of their own. The
+/// next process does not adopt a room its bot is not in: it creates the task's own room, and
+/// the stranger's room hears nothing.
+#[test]
+fn an_alias_a_stranger_took_is_not_adopted() {
+    let Restartable {
+        rt,
+        synapse,
+        bot,
+        alice,
+        env,
+    } = restartable();
+    let mallory = rt.block_on(synapse.user("mallory"));
+    let mut crashing = env.clone();
+    crashing.extend(
+        [
+            ("HANDOFF_TEST_ABORT_AT", "matrix_after_alias_recorded"),
+            ("HANDOFF_MAX_CONCURRENT_TASKS", "1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned())),
+    );
+    let mut server = serve(&crashing);
+    let id = submit_then_start(&server, &alice, "echo finished");
+    wait_crash(&mut server, "matrix_after_alias_recorded");
+    let decoy = rt.block_on(synapse.create_room_with_alias(&mallory, &format!("handoff-{id}")));
+
+    let dir = server.kill9();
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start_in(dir, &env_ref);
+    wait_status_for(&server, AGENT, &id, &["failed"], Duration::from_secs(60));
+    rt.block_on(async {
+        let room = synapse.wait_invite(&alice, &id).await;
+        assert_ne!(room, decoy);
+        synapse.join(&alice, &room).await;
+        synapse
+            .wait_message(&alice, &room, &bot.id, "with the outcome", |b| {
+                b.contains("failed")
+            })
+            .await;
+        let heard = synapse.messages(&mallory, &decoy).await;
+        assert!(
+            heard.iter().all(|m| m["sender"] != bot.id.as_str()),
+            "the bot wrote in the stranger's room: {:#?}",
+            bodies(&heard)
+        );
+    });
+    assert_eq!(
+        metric(&server, "handoff_matrix_rooms_total{origin=\"created\"}"),
+        1.0
+    );
 }
 
 /// The real OpenCode, its model the scripted model: a controller's message from the room

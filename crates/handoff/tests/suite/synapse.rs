@@ -219,6 +219,20 @@ impl Synapse {
         body
     }
 
+    /// `user` creates a public room under the alias local part `alias_name`; its id.
+    pub async fn create_room_with_alias(&self, user: &User, alias_name: &str) -> String {
+        let (status, body) = self
+            .request(
+                user,
+                reqwest::Method::POST,
+                "/createRoom",
+                Some(json!({"room_alias_name": alias_name, "preset": "public_chat"})),
+            )
+            .await;
+        assert_eq!(status, 200, "creating a room as {}: {body}", user.id);
+        body["room_id"].as_str().unwrap().to_owned()
+    }
+
     /// The room `alias` names as `user` looks it up, or `None` when it names none.
     pub async fn resolve_alias(&self, user: &User, alias: &str) -> Option<String> {
         let (status, body) = self
