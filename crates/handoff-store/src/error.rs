@@ -22,9 +22,6 @@ pub enum StoreError {
         /// The task.
         task: String,
     },
-    /// The database is taken by another process.
-    #[error("{0}")]
-    InUse(String),
     /// Filesystem error (creating the database directory, spilled artifacts).
     #[error("i/o error on {path}: {source}")]
     Io {

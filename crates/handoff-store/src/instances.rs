@@ -22,6 +22,10 @@ pub(crate) const BEAT: &str = "UPDATE instances SET heartbeat = ? WHERE id = ?";
 /// Marks an instance draining.
 pub(crate) const DRAIN: &str = "UPDATE instances SET draining = ? WHERE id = ?";
 
+/// Removes the instances silent since before `?`, returning them.
+pub(crate) const EXPIRE: &str = "DELETE FROM instances WHERE heartbeat < ? \
+     RETURNING id, host, pid, started, heartbeat, draining";
+
 /// Removes an instance.
 pub(crate) const DEREGISTER: &str = "DELETE FROM instances WHERE id = ?";
 
@@ -52,19 +56,24 @@ pub(crate) fn list() -> String {
     )
 }
 
+/// A row of [`EXPIRE`].
+pub(crate) fn record_from_row(row: &impl StoredRow) -> Result<InstanceRecord, StoreError> {
+    let pid = row.int(INSTANCES, "pid")?;
+    Ok(InstanceRecord {
+        id: row.text(INSTANCES, "id")?,
+        host: row.text(INSTANCES, "host")?,
+        pid: u32::try_from(pid).map_err(|_| corrupt(INSTANCES, "column `pid` out of range"))?,
+        started: row.int(INSTANCES, "started")?,
+        heartbeat: row.int(INSTANCES, "heartbeat")?,
+        draining: row.flag(INSTANCES, "draining")?,
+    })
+}
+
 /// A row of [`list`].
 pub(crate) fn summary_from_row(row: &impl StoredRow) -> Result<InstanceSummary, StoreError> {
-    let pid = row.int(INSTANCES, "pid")?;
     let held = row.int(INSTANCES, "held")?;
     Ok(InstanceSummary {
-        instance: InstanceRecord {
-            id: row.text(INSTANCES, "id")?,
-            host: row.text(INSTANCES, "host")?,
-            pid: u32::try_from(pid).map_err(|_| corrupt(INSTANCES, "column `pid` out of range"))?,
-            started: row.int(INSTANCES, "started")?,
-            heartbeat: row.int(INSTANCES, "heartbeat")?,
-            draining: row.flag(INSTANCES, "draining")?,
-        },
+        instance: record_from_row(row)?,
         tasks_held: u64::try_from(held)
             .map_err(|_| corrupt(INSTANCES, "column `held` out of range"))?,
     })

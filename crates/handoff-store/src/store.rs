@@ -158,6 +158,19 @@ pub trait InstanceStore: Send + Sync + 'static {
 
     /// Every registered instance with the number of tasks it holds, oldest first.
     async fn instances(&self) -> Result<Vec<InstanceSummary>, StoreError>;
+
+    /// Removes the instances whose last heartbeat is older than `before` (declared lost: a
+    /// later heartbeat of theirs finds no row) and returns them.
+    async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError>;
+
+    /// Makes this handle the one rescuer of the database while it lives: `true` when it holds
+    /// the duty (already or now), `false` while another instance does. Released when the
+    /// process (its connection) ends.
+    async fn rescuer_lock(&self) -> Result<bool, StoreError>;
+
+    /// Whether several instances may share this store (PostgreSQL). When `false` (SQLite: the
+    /// file admits one instance), every active task at start-up was this instance's.
+    fn is_shared(&self) -> bool;
 }
 
 /// Durable storage of tasks, their events, artifacts and the requests waiting for an answer.

@@ -612,8 +612,14 @@ fn heartbeats_and_leases_have_defaults_and_expiry_covers_two_beats() {
     assert_eq!(instance.heartbeat, Duration::from_millis(200));
     assert_eq!(instance.lease_expiry, Duration::from_secs(1));
     for pairs in [
-        [("HANDOFF_HEARTBEAT_MS", "0"), ("HANDOFF_LEASE_EXPIRY_MS", "1000")],
-        [("HANDOFF_HEARTBEAT_MS", "600"), ("HANDOFF_LEASE_EXPIRY_MS", "1000")],
+        [
+            ("HANDOFF_HEARTBEAT_MS", "0"),
+            ("HANDOFF_LEASE_EXPIRY_MS", "1000"),
+        ],
+        [
+            ("HANDOFF_HEARTBEAT_MS", "600"),
+            ("HANDOFF_LEASE_EXPIRY_MS", "1000"),
+        ],
     ] {
         let err = Config::load(LoadOptions {
             env: env(&pairs),

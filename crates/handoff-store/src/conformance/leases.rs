@@ -101,11 +101,19 @@ pub async fn instances_beat_and_renew_their_own_leases<S: ConformanceStore>(stor
 
     store.set_draining("inst-b").await.unwrap();
     store.deregister_instance("inst-a").await.unwrap();
+    store
+        .register_instance(&instance("inst-c", 30))
+        .await
+        .unwrap();
+    // inst-c last beat at 30: silent since before 25 it is not, inst-b (20) is.
+    let expired = store.expire_instances(25).await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].id, "inst-b");
+    assert!(expired[0].draining);
+    assert_eq!(store.heartbeat("inst-b", 800, 1_800).await.unwrap(), None);
     let listed = store.instances().await.unwrap();
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].instance.id, "inst-b");
-    assert!(listed[0].instance.draining);
-    assert_eq!(listed[0].instance.heartbeat, 20);
+    assert_eq!(listed[0].instance, instance("inst-c", 30));
 }
 
 /// After another instance re-queued and re-claimed a task, every write of its old owner is

@@ -52,8 +52,9 @@ const WRITE_LOCK: i64 = 0x68_61_6e_64_6f_66_66;
 /// Connections per process.
 const CONNECTIONS: u32 = 10;
 
-/// The session advisory lock the one Handoff instance of a database holds ("handoff" + 1).
-const INSTANCE_LOCK: i64 = WRITE_LOCK + 1;
+/// The session advisory lock of the database's one rescuer ("handoff" + 2; + 1 was the
+/// one-instance lock of the releases before leases).
+const RESCUER_LOCK: i64 = WRITE_LOCK + 2;
 
 /// `sql` with each `?` outside string literals replaced by PostgreSQL's `$1`, `$2`, ...
 fn numbered(sql: &str) -> String {
@@ -103,8 +104,8 @@ pub struct PgStore {
     pool: PgPool,
     /// The latest failed write's error while writes fail, for readiness checks.
     fault: Arc<watch::Sender<Option<String>>>,
-    /// The connection holding [`INSTANCE_LOCK`], once claimed.
-    instance: Arc<tokio::sync::Mutex<Option<sqlx::PgConnection>>>,
+    /// The connection holding [`RESCUER_LOCK`], while this handle is the rescuer.
+    rescuer: Arc<tokio::sync::Mutex<Option<sqlx::PgConnection>>>,
     /// The leases this handle holds, which fence its writes.
     held: Held,
 }
@@ -120,30 +121,9 @@ impl PgStore {
         Ok(Self {
             pool,
             fault: Arc::new(watch::channel(None).0),
-            instance: Arc::default(),
+            rescuer: Arc::default(),
             held: Held::default(),
         })
-    }
-
-    /// Makes this process the database's only Handoff instance while it runs, by a session
-    /// advisory lock on a connection of its own (PostgreSQL drops it with the connection when
-    /// the process dies). Until tasks carry leases, a second instance's start-up recovery
-    /// would take the first one's running tasks for its own orphans.
-    pub async fn claim_sole_instance(&self) -> Result<(), StoreError> {
-        let mut conn = self.pool.acquire().await?.detach();
-        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(INSTANCE_LOCK)
-            .fetch_one(&mut conn)
-            .await?;
-        if !locked {
-            return Err(StoreError::InUse(
-                "another Handoff instance is using this database; until scale-out leases \
-                 exist, one instance per database"
-                    .to_owned(),
-            ));
-        }
-        *self.instance.lock().await = Some(conn);
-        Ok(())
     }
 
     /// Why writes fail, while they do: the latest failed write's database error.
@@ -261,6 +241,7 @@ impl PgStore {
     pub fn another_instance(&self) -> Self {
         Self {
             held: Held::default(),
+            rescuer: Arc::default(),
             ..self.clone()
         }
     }
@@ -606,6 +587,43 @@ impl InstanceStore for PgStore {
             Ok(())
         })
         .await
+    }
+
+    async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError> {
+        self.writing(async {
+            let rows = query(instances::EXPIRE)
+                .bind(before)
+                .fetch_all(&self.pool)
+                .await?;
+            rows.iter().map(instances::record_from_row).collect()
+        })
+        .await
+    }
+
+    async fn rescuer_lock(&self) -> Result<bool, StoreError> {
+        let mut held = self.rescuer.lock().await;
+        if let Some(conn) = held.as_mut() {
+            // Still ours while its connection lives; a broken one is dropped and re-tried.
+            if sqlx::query("SELECT 1").execute(&mut *conn).await.is_ok() {
+                return Ok(true);
+            }
+            *held = None;
+        }
+        // A connection of its own: a session lock on a pooled connection would go back to
+        // the pool still held, and PostgreSQL releases it only when the connection ends.
+        let mut conn = self.pool.acquire().await?.detach();
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(RESCUER_LOCK)
+            .fetch_one(&mut conn)
+            .await?;
+        if locked {
+            *held = Some(conn);
+        }
+        Ok(locked)
+    }
+
+    fn is_shared(&self) -> bool {
+        true
     }
 
     async fn instances(&self) -> Result<Vec<InstanceSummary>, StoreError> {

@@ -562,6 +562,26 @@ impl InstanceStore for SqliteStore {
         .await
     }
 
+    async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError> {
+        self.writing(async {
+            let rows = sqlx::query(instances::EXPIRE)
+                .bind(before)
+                .fetch_all(&self.write)
+                .await?;
+            rows.iter().map(instances::record_from_row).collect()
+        })
+        .await
+    }
+
+    async fn rescuer_lock(&self) -> Result<bool, StoreError> {
+        // One process per file: the duty is always this one's.
+        Ok(true)
+    }
+
+    fn is_shared(&self) -> bool {
+        false
+    }
+
     async fn instances(&self) -> Result<Vec<InstanceSummary>, StoreError> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(instances::list()))
             .fetch_all(&self.read)
