@@ -143,8 +143,10 @@ impl Engine {
     /// re-running. Returns once every run has settled or the grace period (plus slack) passed.
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        instance::drain(&self.inner).await;
         self.inner.supervisors.stop_all(StopReason::Shutdown).await;
+        // After the stops went out (the claims already ended with the cancel above): others
+        // see this instance take nothing more while its runs settle.
+        instance::drain(&self.inner).await;
         let grace = self.inner.config.tasks.cancel_grace;
         self.inner.runs.close();
         if tokio::time::timeout(grace + Duration::from_secs(5), self.inner.runs.wait())
