@@ -38,8 +38,8 @@ pub use mask::{MASK, mask_json, mask_setting_text, mask_url_credentials};
 pub use matrix::{Controller, MatrixConfig, Owner};
 pub use model::{
     ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,
-    FeatureConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig, PromptVia, RunnerConfig,
-    ServerConfig, TaskConfig, ToolsConfig, WorkdirCleanup,
+    FeatureConfig, InstanceConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig,
+    PromptVia, RunnerConfig, ServerConfig, TaskConfig, ToolsConfig, WorkdirCleanup,
 };
 pub use parse::{Argv, ByteSize};
 pub use permissions::PermissionPolicy;

@@ -26,6 +26,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The PostgreSQL database of the task store (`postgres://…`); `None`: SQLite in `data_dir`.
     pub database_url: Option<crate::Secret>,
+    /// Heartbeats and leases of this instance in the store.
+    pub instance: InstanceConfig,
     /// Root of per-task working directories.
     pub workspace_dir: PathBuf,
     /// Task engine limits.
@@ -50,6 +52,15 @@ pub struct Config {
     pub evaluator: EvaluatorConfig,
     /// Every setting with its rendered value and the layer that set it.
     pub effective: Vec<EffectiveSetting>,
+}
+
+/// How this instance shows it is alive and keeps its tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstanceConfig {
+    /// Interval of heartbeats (each renews this instance's leases).
+    pub heartbeat: Duration,
+    /// A lease not renewed for this long has expired; its task may be taken over.
+    pub lease_expiry: Duration,
 }
 
 /// HTTP/MCP server settings.

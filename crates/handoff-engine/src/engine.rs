@@ -14,9 +14,10 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     EngineError, EngineMetrics,
     finish::StopReason,
+    instance,
     outbox::{Integration, Outbox, TaskNotice, TaskSubscription},
     rate::SubmissionRate,
-    recovery, retention, scheduler,
+    recovery, rescuer, retention, scheduler,
     shared::Shared,
     snapshot::{SizeLimits, Snapshots},
     state::EngineState,
@@ -88,6 +89,7 @@ impl Engine {
             outbox: Outbox::new(),
             shutdown: CancellationToken::new(),
             runs: TaskTracker::new(),
+            instance: crate::instance::Instance::new(),
             result_waits: Default::default(),
         }));
         Ok(Self { inner })
@@ -97,7 +99,12 @@ impl Engine {
     /// dead server), then starts the scheduler and the retention sweeper.
     pub async fn run(&self, integrations: Vec<Arc<dyn Integration>>) -> Result<(), EngineError> {
         self.inner.outbox.plug(integrations);
+        instance::register(&self.inner).await?;
+        tokio::spawn(instance::heartbeats(self.inner.clone()));
         recovery::reconcile(&self.inner).await?;
+        // Tasks of instances that died while this one was down are taken over before new work.
+        rescuer::pass(&self.inner).await?;
+        tokio::spawn(rescuer::run(self.inner.clone()));
         tokio::spawn(scheduler::run(self.inner.clone()));
         tokio::spawn(retention::run(self.inner.clone()));
         Ok(())
@@ -113,6 +120,11 @@ impl Engine {
         let engine = Self::new(config, store, executors, metrics)?;
         engine.run(Vec::new()).await?;
         Ok(engine)
+    }
+
+    /// This process's instance id in the store (the owner named by the leases it holds).
+    pub fn instance_id(&self) -> &str {
+        &self.inner.instance.id
     }
 
     /// Every task event and state change from now on. A receiver that falls behind gets
@@ -132,6 +144,9 @@ impl Engine {
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
         self.inner.supervisors.stop_all(StopReason::Shutdown).await;
+        // After the stops went out (the claims already ended with the cancel above): others
+        // see this instance take nothing more while its runs settle.
+        instance::drain(&self.inner).await;
         let grace = self.inner.config.tasks.cancel_grace;
         self.inner.runs.close();
         if tokio::time::timeout(grace + Duration::from_secs(5), self.inner.runs.wait())
@@ -140,6 +155,7 @@ impl Engine {
         {
             tracing::warn!("some runs did not settle before shutdown");
         }
+        instance::leave(&self.inner).await;
         // After the runs: their final states reach the store first, and the next start
         // resumes whatever the integrations left.
         self.inner.outbox.shutdown().await;

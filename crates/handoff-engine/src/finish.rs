@@ -19,7 +19,13 @@ pub(crate) enum StopReason {
     Stuck(String),
     /// A budget cap (wall, tokens, cost) ran out while the executor was running.
     Budget(String),
+    /// This instance lost the task's lease (another instance took it over): the run is killed
+    /// at once and nothing more is written about it.
+    Lost,
 }
+
+/// Why a run this instance lost was stopped (never stored: the new owner decides the state).
+pub(crate) const LOST: &str = "interrupted: this instance lost the task's lease";
 
 /// The polite part of a timeout's stop, counted inside the deadline: the run is asked to stop
 /// this long before the deadline and killed at it, so an agent that ignores SIGTERM does not
@@ -69,6 +75,10 @@ pub(crate) fn stopped(stop: StopReason, task: &Task, exit: Option<ExitInfo>) -> 
         StopReason::Budget(reason) => Finish {
             exit,
             ..Finish::failed(format!("completion: budget_exhausted: {reason}"))
+        },
+        StopReason::Lost => Finish {
+            exit,
+            ..Finish::failed(LOST)
         },
         StopReason::Shutdown => Finish {
             requeue: task.options.requeue_on_restart,

@@ -36,14 +36,23 @@ pub(crate) async fn follow(
         .supervisors
         .link(&task.id)
         .ok_or_else(|| EngineError::Internal(format!("task {} has no supervisor", task.id)))?;
-    inner
+    let fenced = match inner
         .store
         .set_runner_state(&task.id, run.state.as_ref())
-        .await?;
+        .await
+    {
+        Ok(()) => false,
+        Err(handoff_store::StoreError::Fenced { .. }) => true,
+        Err(e) => return Err(e.into()),
+    };
     let state = run.state.clone();
     let control: Arc<dyn RunControl> = Arc::from(run.control);
     // A stop decided while the executor was starting is carried out by the supervisor now.
     link.attach(control, executor.capabilities()).await;
+    if fenced {
+        // Started after another instance took the task: the supervisor kills it now.
+        link.stop(StopReason::Lost).await;
+    }
     let finish = supervise(inner, task, run.events, &link).await?;
     Ok((finish, state))
 }
@@ -290,6 +299,14 @@ pub(crate) async fn record_note(
         .map(drop)
 }
 
+/// Stops a run whose task another instance took over (a write about it was fenced).
+async fn lost(inner: &EngineState, task: &Task) {
+    tracing::warn!(task = %task.id, "this instance lost the task's lease; killing its run");
+    if let Some(link) = inner.supervisors.link(&task.id) {
+        link.stop(StopReason::Lost).await;
+    }
+}
+
 /// Writes the events gathered so far, keeping their order with the status changes that follow.
 /// A store that fails (a full disk) costs these events, not the supervision: the run keeps
 /// its deadline and its stop, and its output stays in the artifacts.
@@ -307,6 +324,7 @@ async fn flush(
         .await
     {
         Ok(_) => inner.outbox.events(&task.id),
+        Err(handoff_store::StoreError::Fenced { .. }) => lost(inner, task).await,
         Err(e) => tracing::error!(
             task = %task.id,
             error = %e,

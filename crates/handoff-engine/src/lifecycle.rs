@@ -243,6 +243,10 @@ async fn settle(inner: &Arc<EngineState>, task: &Task, finish: Finish) {
         {
             Ok(Some(updated)) if updated.status.is_terminal() => break,
             Ok(_) => continue,
+            Err(EngineError::Store(handoff_store::StoreError::Fenced { .. })) => {
+                tracing::warn!(task = %task.id, "not settled here: another instance holds the task");
+                break;
+            }
             Err(e) => {
                 tracing::error!(task = %task.id, error = %e, "could not settle task");
                 if !settle_pause(inner, attempt).await {

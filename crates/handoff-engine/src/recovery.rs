@@ -11,8 +11,38 @@ use crate::{EngineError, lifecycle, state::EngineState};
 /// Why an unfinished task was failed at start-up.
 pub(crate) const INTERRUPTED: &str = "interrupted: server restarted";
 
+/// What an interrupted task's record says: its failure, its re-queueing, the lost run's note.
+pub(crate) struct Interruption {
+    pub failed: String,
+    pub requeued: String,
+    pub note: &'static str,
+}
+
+impl Interruption {
+    /// This server restarted.
+    fn restart() -> Self {
+        Self {
+            failed: INTERRUPTED.to_owned(),
+            requeued: "re-queued: server restarted".to_owned(),
+            note: "the server stopped while this task was running; its run was lost",
+        }
+    }
+}
+
+/// The tasks start-up recovery answers for: on a store only this instance uses, every active
+/// task (the previous process's orphans); on a shared one only those nobody holds a lease on
+/// (left by releases before leases, or claimed without one) — another instance's tasks are
+/// its own, or the rescuer's once its lease expires.
+async fn orphans(inner: &EngineState) -> Result<Vec<handoff_task::Task>, EngineError> {
+    let active = inner.store.tasks_in(&TaskStatus::ACTIVE).await?;
+    if !inner.store.is_shared() {
+        return Ok(active);
+    }
+    Ok(active.into_iter().filter(|t| t.lease.is_none()).collect())
+}
+
 pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineError> {
-    let orphans = inner.store.tasks_in(&TaskStatus::ACTIVE).await?;
+    let orphans = orphans(inner).await?;
     let (mut reattached, mut requeued, mut failed) = (0, 0, 0);
     for task in orphans {
         let executor = inner.executors.get(&task.executor);
@@ -53,7 +83,8 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
         let stopped = stop_unrecorded(&task).await;
         // The interrupted run's baseline is of no use: a re-run takes a fresh one.
         inner.snapshots.discard(&task.id).await;
-        match account(inner, &task, task.options.requeue_on_restart && stopped).await? {
+        let requeue = task.options.requeue_on_restart && stopped;
+        match account(inner, &task, requeue, &Interruption::restart()).await? {
             Some(TaskStatus::Queued) => requeued += 1,
             Some(_) => failed += 1,
             None => {}
@@ -72,34 +103,35 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
 
 /// Gives an interrupted task its truthful state: back in the queue when it opted in (and
 /// nothing of its old run survived), else failed. Returns the state written, if any.
-async fn account(
+pub(crate) async fn account(
     inner: &Arc<EngineState>,
     task: &handoff_task::Task,
     requeue: bool,
+    why: &Interruption,
 ) -> Result<Option<TaskStatus>, EngineError> {
     let now = unix_millis_now();
     if task.status.after_restart(requeue) == TaskStatus::Queued {
         let queued = inner
             .store
-            .requeue(&task.id, task.status, now, "re-queued: server restarted")
+            .requeue(&task.id, task.status, now, &why.requeued)
             .await?;
+        if queued.is_some() {
+            inner.wake.notify_one();
+        }
         return Ok(queued.map(|queued| {
             inner.outbox.status(&queued.id, queued.status);
             queued.status
         }));
     }
-    let lost = NewEvent::new(
-        EventKind::Error,
-        "the server stopped while this task was running; its run was lost",
-    );
+    let lost = NewEvent::new(EventKind::Error, why.note);
     inner.store.append_events(&task.id, now, &[lost]).await?;
     let failed = inner
         .change_status(
             task,
             TaskStatus::Failed,
-            INTERRUPTED,
+            why.failed.clone(),
             None,
-            Some(INTERRUPTED.to_owned()),
+            Some(why.failed.clone()),
         )
         .await?;
     Ok(failed.map(|task| task.status))
@@ -109,7 +141,7 @@ async fn account(
 /// have died between starting a process and saving its pid): by the task's cgroup and the task
 /// id every run process carries. `false` when something survived, so the task must not run
 /// again beside it.
-async fn stop_unrecorded(task: &handoff_task::Task) -> bool {
+pub(crate) async fn stop_unrecorded(task: &handoff_task::Task) -> bool {
     match handoff_runner::stop_task_leftovers(task.id.as_str()).await {
         Ok(0) => true,
         Ok(killed) => {

@@ -26,7 +26,12 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
             if inner.shutdown.is_cancelled() {
                 break;
             }
-            match inner.store.claim_next(limits, unix_millis_now()).await {
+            let lease = inner.instance.lease(inner.config.instance.lease_expiry);
+            match inner
+                .store
+                .claim(limits, unix_millis_now(), Some(&lease))
+                .await
+            {
                 Ok(Some(task)) => {
                     inner.outbox.status(&task.id, task.status);
                     let link = inner.supervisors.spawn(

@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     pub outbox: Outbox,
     pub shutdown: CancellationToken,
     pub runs: TaskTracker,
+    /// This process as an instance in the store (the owner of the leases it claims).
+    pub instance: crate::instance::Instance,
     /// Rules, hooks and loop guard for executors' tool calls.
     pub policy: crate::policy::TaskPolicy,
     /// The completion judge, when an evaluator model is configured.

@@ -199,6 +199,8 @@ async fn per_event(url: &str, agent: &AgentId, n: u64) -> (u64, u64, Option<Dura
             metadata: json!({}),
             runner_state: None,
             result_delivered_at: None,
+            lease: None,
+            fence: 0,
         },
         recent_events: Vec::new(),
         total_events: 0,

@@ -44,6 +44,8 @@ pub(crate) fn snapshot(status: TaskStatus, description: &str, n: u64) -> TaskSna
             metadata: json!({}),
             runner_state: None,
             result_delivered_at: None,
+            lease: None,
+            fence: 0,
         },
         recent_events,
         total_events: n,

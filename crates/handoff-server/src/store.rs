@@ -24,7 +24,6 @@ impl OpenStore {
             Some(url) => {
                 let opened = async {
                     let store = PgStore::connect(url.expose()).await?;
-                    store.claim_sole_instance().await?;
                     Ok(Self::Postgres(Arc::new(store)))
                 };
                 opened

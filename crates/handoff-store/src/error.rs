@@ -15,9 +15,13 @@ pub enum StoreError {
         /// What was wrong.
         message: String,
     },
-    /// The database is taken by another process.
-    #[error("{0}")]
-    InUse(String),
+    /// This instance lost the task (its lease was taken over): the write was refused and
+    /// nothing changed; the run must stop.
+    #[error("task {task}: this instance no longer holds its lease; the write was refused")]
+    Fenced {
+        /// The task.
+        task: String,
+    },
     /// Filesystem error (creating the database directory, spilled artifacts).
     #[error("i/o error on {path}: {source}")]
     Io {

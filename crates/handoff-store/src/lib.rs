@@ -11,6 +11,8 @@
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod error;
+mod fence;
+mod instances;
 mod postgres;
 mod rows;
 mod sqlite;
@@ -21,6 +23,6 @@ pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use store::{
     ApprovalStore, AuditFilter, ChannelRecord, ChannelStore, ClaimLimits, IdempotencyClaim,
-    InsertOutcome, NewArtifact, StatusChange, Store, TaskFilter, TaskPage, TaskStore,
-    WorkspaceBacklog, WorkspaceStore,
+    InsertOutcome, InstanceRecord, InstanceStore, InstanceSummary, LeaseGrant, NewArtifact,
+    StatusChange, Store, TaskFilter, TaskPage, TaskStore, WorkspaceBacklog, WorkspaceStore,
 };

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use handoff_task::{
-    AgentId, Artifact, ArtifactBody, ArtifactKind, EventKind, ExitInfo, Task, TaskEvent, TaskId,
-    TaskOptions, TaskStatus,
+    AgentId, Artifact, ArtifactBody, ArtifactKind, EventKind, ExitInfo, Lease, Task, TaskEvent,
+    TaskId, TaskOptions, TaskStatus,
 };
 use serde_json::Value;
 use sqlx::{ColumnIndex, Decode, Row, Type, postgres::PgRow, sqlite::SqliteRow};
@@ -18,7 +18,7 @@ macro_rules! task_columns {
     () => {
         "queue_seq, id, agent_id, description, executor, options, status, priority, workdir, \
          created_at, started_at, completed_at, exit_code, exit_signal, error, idempotency_key, \
-         metadata, runner_state, result_delivered_at"
+         metadata, runner_state, result_delivered_at, owner, lease_until, fence"
     };
 }
 pub(crate) use task_columns;
@@ -174,6 +174,14 @@ pub(crate) fn task_from_row(row: &impl StoredRow) -> Result<Task, StoreError> {
         metadata,
         runner_state,
         result_delivered_at: row.int_opt(TASKS, "result_delivered_at")?,
+        lease: match (
+            row.text_opt(TASKS, "owner")?,
+            row.int_opt(TASKS, "lease_until")?,
+        ) {
+            (Some(owner), Some(until)) => Some(Lease { owner, until }),
+            _ => None,
+        },
+        fence: row.int(TASKS, "fence")?,
         id,
     })
 }

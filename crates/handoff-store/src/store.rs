@@ -39,6 +39,41 @@ pub struct ClaimLimits {
     pub max_active_per_agent: u32,
 }
 
+/// The lease a claim grants: which instance runs the task, and until when unless renewed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseGrant {
+    /// The claiming instance's id.
+    pub owner: String,
+    /// When the lease runs out unless the owner's heartbeat renews it (Unix ms).
+    pub until: i64,
+}
+
+/// A Handoff process registered in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceRecord {
+    /// Unique per process start.
+    pub id: String,
+    /// The machine it runs on.
+    pub host: String,
+    /// Its process id there.
+    pub pid: u32,
+    /// When it started (Unix ms).
+    pub started: i64,
+    /// Its latest heartbeat (Unix ms).
+    pub heartbeat: i64,
+    /// Whether it stopped claiming (shutting down).
+    pub draining: bool,
+}
+
+/// An instance and how many tasks it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceSummary {
+    /// The instance.
+    pub instance: InstanceRecord,
+    /// Active tasks whose lease it holds.
+    pub tasks_held: u64,
+}
+
 /// A state change for [`TaskStore::set_status`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusChange {
@@ -95,9 +130,48 @@ pub struct NewArtifact {
 /// Everything the engine stores: tasks with their events, artifacts and open requests, and
 /// the approvals and audit trail that govern them. Integrations keep their own records
 /// elsewhere ([`WorkspaceStore`] for Letta).
-pub trait Store: TaskStore + ApprovalStore {}
+pub trait Store: TaskStore + ApprovalStore + InstanceStore {}
 
-impl<T: TaskStore + ApprovalStore + ?Sized> Store for T {}
+impl<T: TaskStore + ApprovalStore + InstanceStore + ?Sized> Store for T {}
+
+/// The instances sharing a store, their heartbeats, and the leases those renew.
+#[async_trait]
+pub trait InstanceStore: Send + Sync + 'static {
+    /// Registers (or re-registers) an instance.
+    async fn register_instance(&self, record: &InstanceRecord) -> Result<(), StoreError>;
+
+    /// Records the instance's heartbeat at `at` and renews the lease of every active task it
+    /// owns to `lease_until`. Returns how many leases were renewed, or `None` when the
+    /// instance is no longer registered (another instance declared it lost).
+    async fn heartbeat(
+        &self,
+        id: &str,
+        at: i64,
+        lease_until: i64,
+    ) -> Result<Option<u64>, StoreError>;
+
+    /// Marks the instance as draining (it claims nothing more).
+    async fn set_draining(&self, id: &str) -> Result<(), StoreError>;
+
+    /// Removes the instance (clean shutdown, or declared lost).
+    async fn deregister_instance(&self, id: &str) -> Result<(), StoreError>;
+
+    /// Every registered instance with the number of tasks it holds, oldest first.
+    async fn instances(&self) -> Result<Vec<InstanceSummary>, StoreError>;
+
+    /// Removes the instances whose last heartbeat is older than `before` (declared lost: a
+    /// later heartbeat of theirs finds no row) and returns them.
+    async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError>;
+
+    /// Makes this handle the one rescuer of the database while it lives: `true` when it holds
+    /// the duty (already or now), `false` while another instance does. Released when the
+    /// process (its connection) ends.
+    async fn rescuer_lock(&self) -> Result<bool, StoreError>;
+
+    /// Whether several instances may share this store (PostgreSQL). When `false` (SQLite: the
+    /// file admits one instance), every active task at start-up was this instance's.
+    fn is_shared(&self) -> bool;
+}
 
 /// Durable storage of tasks, their events, artifacts and the requests waiting for an answer.
 #[async_trait]
@@ -127,8 +201,21 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError>;
 
     /// Atomically picks the next queued task that fits the limits — highest priority first,
-    /// FIFO within a priority, skipping agents at their own limit — and marks it `running`.
-    async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError>;
+    /// FIFO within a priority, skipping agents at their own limit — and marks it `running`,
+    /// incrementing its fencing token. With a `lease`, the task is owned by that instance and
+    /// every later write about it through this store handle is conditional on the token (a
+    /// write after another instance took the task over fails with [`StoreError::Fenced`]).
+    async fn claim(
+        &self,
+        limits: ClaimLimits,
+        at: i64,
+        lease: Option<&LeaseGrant>,
+    ) -> Result<Option<Task>, StoreError>;
+
+    /// [`Self::claim`] without a lease (a single instance, tests).
+    async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError> {
+        self.claim(limits, at, None).await
+    }
 
     /// Compare-and-set of a task's state plus its status event, in one transaction. Returns the
     /// updated task, or `None` when the task was no longer in `change.from`.

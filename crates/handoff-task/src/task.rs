@@ -118,6 +118,20 @@ pub struct Task {
     pub runner_state: Option<Value>,
     /// When the final result reached the caller inside its submitting call (`sync`), if it did.
     pub result_delivered_at: Option<i64>,
+    /// Which instance runs it and until when, while one does.
+    pub lease: Option<Lease>,
+    /// The fencing token: incremented at each claim and each change of owner, so a write of an
+    /// instance that lost the task can be told from its successor's.
+    pub fence: i64,
+}
+
+/// An instance's hold on a running task, renewed with its heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The instance id.
+    pub owner: String,
+    /// When the lease runs out unless renewed (Unix ms).
+    pub until: i64,
 }
 
 impl Task {

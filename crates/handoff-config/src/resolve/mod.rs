@@ -307,6 +307,22 @@ impl Config {
         let workspace_dir = r.get("workspace_dir", data_dir.join("workspaces"))?;
         let database_url = r.optional::<Secret>("store.url")?;
         let database_url = r.check("store.url", database_url, checks::postgres_url)?;
+        let heartbeat_ms =
+            r.get_checked("store.heartbeat_ms", 5_000u64, checks::positive_millis)?;
+        let lease_expiry_ms = r.get_checked("store.lease_expiry_ms", 15_000u64, |expiry| {
+            // One late heartbeat must not cost an instance its tasks.
+            if *expiry >= heartbeat_ms.saturating_mul(2) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "must be at least twice store.heartbeat_ms ({heartbeat_ms})"
+                ))
+            }
+        })?;
+        let instance = crate::InstanceConfig {
+            heartbeat: std::time::Duration::from_millis(heartbeat_ms),
+            lease_expiry: std::time::Duration::from_millis(lease_expiry_ms),
+        };
         let tasks = tasks::tasks(&mut r)?;
         let executors = executors::executors(&mut r)?;
         let runner = executors::runner(&mut r)?;
@@ -325,6 +341,7 @@ impl Config {
             log,
             data_dir,
             database_url,
+            instance,
             workspace_dir,
             tasks,
             runner,

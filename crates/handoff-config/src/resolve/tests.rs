@@ -594,3 +594,39 @@ fn acp_agents_from_file_tables_or_json_and_their_errors_name_the_setting() {
         "{err}"
     );
 }
+
+#[test]
+fn heartbeats_and_leases_have_defaults_and_expiry_covers_two_beats() {
+    let instance = Config::load(LoadOptions::default()).unwrap().instance;
+    assert_eq!(instance.heartbeat, Duration::from_secs(5));
+    assert_eq!(instance.lease_expiry, Duration::from_secs(15));
+    let instance = Config::load(LoadOptions {
+        env: env(&[
+            ("HANDOFF_HEARTBEAT_MS", "200"),
+            ("HANDOFF_LEASE_EXPIRY_MS", "1000"),
+        ]),
+        ..LoadOptions::default()
+    })
+    .unwrap()
+    .instance;
+    assert_eq!(instance.heartbeat, Duration::from_millis(200));
+    assert_eq!(instance.lease_expiry, Duration::from_secs(1));
+    for pairs in [
+        [
+            ("HANDOFF_HEARTBEAT_MS", "0"),
+            ("HANDOFF_LEASE_EXPIRY_MS", "1000"),
+        ],
+        [
+            ("HANDOFF_HEARTBEAT_MS", "600"),
+            ("HANDOFF_LEASE_EXPIRY_MS", "1000"),
+        ],
+    ] {
+        let err = Config::load(LoadOptions {
+            env: env(&pairs),
+            ..LoadOptions::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("HANDOFF_"), "{err}");
+    }
+}

@@ -283,7 +283,8 @@ impl Supervisor {
     /// driver settles the task with that reason when the run ends.
     fn decide_stop(&mut self, reason: StopReason) {
         let grace = match reason {
-            _ if self.no_grace => Duration::ZERO,
+            // Another instance may run the task already: not a moment beside it.
+            _ if self.no_grace || matches!(reason, StopReason::Lost) => Duration::ZERO,
             // Counted inside the deadline: the kill must land on it.
             StopReason::Timeout => {
                 crate::finish::timeout_grace(&self.task, self.state.config.tasks.cancel_grace)

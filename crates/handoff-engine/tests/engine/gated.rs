@@ -142,8 +142,13 @@ impl Gates {
 
 #[async_trait]
 impl TaskStore for GatedStore {
-    async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError> {
-        let claimed = self.inner.claim_next(limits, at).await?;
+    async fn claim(
+        &self,
+        limits: ClaimLimits,
+        at: i64,
+        lease: Option<&handoff_store::LeaseGrant>,
+    ) -> Result<Option<Task>, StoreError> {
+        let claimed = self.inner.claim(limits, at, lease).await?;
         if let Some(task) = &claimed {
             self.claims.pass(&task.id).await;
         }
@@ -288,6 +293,52 @@ impl TaskStore for GatedStore {
 
     async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
         self.inner.clear_input_requests(task).await
+    }
+}
+
+#[async_trait]
+impl handoff_store::InstanceStore for GatedStore {
+    async fn register_instance(
+        &self,
+        record: &handoff_store::InstanceRecord,
+    ) -> Result<(), StoreError> {
+        self.inner.register_instance(record).await
+    }
+
+    async fn heartbeat(
+        &self,
+        id: &str,
+        at: i64,
+        lease_until: i64,
+    ) -> Result<Option<u64>, StoreError> {
+        self.inner.heartbeat(id, at, lease_until).await
+    }
+
+    async fn set_draining(&self, id: &str) -> Result<(), StoreError> {
+        self.inner.set_draining(id).await
+    }
+
+    async fn deregister_instance(&self, id: &str) -> Result<(), StoreError> {
+        self.inner.deregister_instance(id).await
+    }
+
+    async fn instances(&self) -> Result<Vec<handoff_store::InstanceSummary>, StoreError> {
+        self.inner.instances().await
+    }
+
+    async fn expire_instances(
+        &self,
+        before: i64,
+    ) -> Result<Vec<handoff_store::InstanceRecord>, StoreError> {
+        self.inner.expire_instances(before).await
+    }
+
+    async fn rescuer_lock(&self) -> Result<bool, StoreError> {
+        self.inner.rescuer_lock().await
+    }
+
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
     }
 }
 

@@ -46,21 +46,35 @@ pub mod claims;
 pub mod events;
 pub mod inputs;
 pub mod inserts;
+pub mod leases;
 pub mod purge;
 pub mod states;
 pub(crate) mod support;
 pub mod tasks;
 pub mod workspaces;
 
-use crate::{ApprovalStore, ChannelStore, TaskStore, WorkspaceStore};
+use crate::{ApprovalStore, ChannelStore, InstanceStore, TaskStore, WorkspaceStore};
 
-/// What a store implements to run the suite (clones share the same data).
+/// What a store implements to run the suite (clones share the same data and leases).
 pub trait ConformanceStore:
-    TaskStore + ApprovalStore + WorkspaceStore + ChannelStore + Clone
+    TaskStore + ApprovalStore + InstanceStore + WorkspaceStore + ChannelStore + Clone
 {
+    /// A handle on the same data acting as another instance: it holds its own leases, so its
+    /// writes and this one's are fenced separately.
+    fn another_instance(&self) -> Self;
 }
 
-impl<T: TaskStore + ApprovalStore + WorkspaceStore + ChannelStore + Clone> ConformanceStore for T {}
+impl ConformanceStore for crate::SqliteStore {
+    fn another_instance(&self) -> Self {
+        crate::SqliteStore::another_instance(self)
+    }
+}
+
+impl ConformanceStore for crate::PgStore {
+    fn another_instance(&self) -> Self {
+        crate::PgStore::another_instance(self)
+    }
+}
 
 /// Expands to one `#[tokio::test]` per conformance case, each on a store from `$open`.
 #[macro_export]
@@ -88,6 +102,9 @@ macro_rules! store_conformance {
             workspaces::the_backlog_counts_each_kind_of_work_owed,
             channels::channels_round_trip_and_close,
             channels::cursors_are_replaced_and_commands_applied_once,
+            leases::instances_beat_and_renew_their_own_leases,
+            leases::a_stale_token_is_refused_and_changes_nothing,
+            leases::a_task_failed_elsewhere_fences_its_old_owner,
         );
         // Races need real parallelism to mean anything.
         $crate::store_conformance!(@multi_thread $open;

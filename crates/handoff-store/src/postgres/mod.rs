@@ -35,8 +35,12 @@ use sqlx::{
 use tokio::sync::watch;
 
 use crate::{
-    ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact,
-    StatusChange, StoreError, TaskFilter, TaskPage, TaskStore, WorkspaceStore,
+    ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, InstanceRecord,
+    InstanceStore, InstanceSummary, LeaseGrant, NewArtifact, StatusChange, StoreError, TaskFilter,
+    TaskPage, TaskStore, WorkspaceStore,
+    fence::{FENCE_OF, Held},
+    instances,
+    rows::StoredRow,
 };
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations-postgres");
@@ -48,8 +52,9 @@ const WRITE_LOCK: i64 = 0x68_61_6e_64_6f_66_66;
 /// Connections per process.
 const CONNECTIONS: u32 = 10;
 
-/// The session advisory lock the one Handoff instance of a database holds ("handoff" + 1).
-const INSTANCE_LOCK: i64 = WRITE_LOCK + 1;
+/// The session advisory lock of the database's one rescuer ("handoff" + 2; + 1 was the
+/// one-instance lock of the releases before leases).
+const RESCUER_LOCK: i64 = WRITE_LOCK + 2;
 
 /// `sql` with each `?` outside string literals replaced by PostgreSQL's `$1`, `$2`, ...
 fn numbered(sql: &str) -> String {
@@ -99,8 +104,10 @@ pub struct PgStore {
     pool: PgPool,
     /// The latest failed write's error while writes fail, for readiness checks.
     fault: Arc<watch::Sender<Option<String>>>,
-    /// The connection holding [`INSTANCE_LOCK`], once claimed.
-    instance: Arc<tokio::sync::Mutex<Option<sqlx::PgConnection>>>,
+    /// The connection holding [`RESCUER_LOCK`], while this handle is the rescuer.
+    rescuer: Arc<tokio::sync::Mutex<Option<sqlx::PgConnection>>>,
+    /// The leases this handle holds, which fence its writes.
+    held: Held,
 }
 
 impl PgStore {
@@ -114,29 +121,9 @@ impl PgStore {
         Ok(Self {
             pool,
             fault: Arc::new(watch::channel(None).0),
-            instance: Arc::default(),
+            rescuer: Arc::default(),
+            held: Held::default(),
         })
-    }
-
-    /// Makes this process the database's only Handoff instance while it runs, by a session
-    /// advisory lock on a connection of its own (PostgreSQL drops it with the connection when
-    /// the process dies). Until tasks carry leases, a second instance's start-up recovery
-    /// would take the first one's running tasks for its own orphans.
-    pub async fn claim_sole_instance(&self) -> Result<(), StoreError> {
-        let mut conn = self.pool.acquire().await?.detach();
-        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(INSTANCE_LOCK)
-            .fetch_one(&mut conn)
-            .await?;
-        if !locked {
-            return Err(StoreError::InUse(
-                "another Handoff instance is using this database; until scale-out leases \
-                 exist, one instance per database"
-                    .to_owned(),
-            ));
-        }
-        *self.instance.lock().await = Some(conn);
-        Ok(())
     }
 
     /// Why writes fail, while they do: the latest failed write's database error.
@@ -212,6 +199,52 @@ impl PgStore {
             .await?;
         Ok(tx)
     }
+
+    /// Refuses a write about a task this handle holds once its row names another owner or
+    /// fencing token (see [`crate::fence`]).
+    async fn check_fence(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        id: &TaskId,
+    ) -> Result<(), StoreError> {
+        if !self.held.holds(id) {
+            return Ok(());
+        }
+        let row = query(FENCE_OF)
+            .bind(id.as_str())
+            .fetch_optional(&mut *conn)
+            .await?;
+        let stored = match row {
+            Some(row) => Some((row.text_opt("tasks", "owner")?, row.int("tasks", "fence")?)),
+            None => None,
+        };
+        self.held.verify(id, stored)
+    }
+
+    /// A checked write transaction about `id` when this handle holds its lease, else `None`
+    /// (the write goes on unfenced, as before leases).
+    async fn fenced(
+        &self,
+        id: &TaskId,
+    ) -> Result<Option<Transaction<'static, Postgres>>, StoreError> {
+        if !self.held.holds(id) {
+            return Ok(None);
+        }
+        let mut tx = self.begin_write().await?;
+        self.check_fence(&mut tx, id).await?;
+        Ok(Some(tx))
+    }
+
+    /// Another instance's handle on the same database (for tests of fencing): it shares the
+    /// connections but holds its own leases.
+    #[cfg(any(test, feature = "conformance"))]
+    pub fn another_instance(&self) -> Self {
+        Self {
+            held: Held::default(),
+            rescuer: Arc::default(),
+            ..self.clone()
+        }
+    }
 }
 
 #[async_trait]
@@ -239,11 +272,19 @@ impl TaskStore for PgStore {
         tasks::list(&self.pool, filter).await
     }
 
-    async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError> {
+    async fn claim(
+        &self,
+        limits: ClaimLimits,
+        at: i64,
+        lease: Option<&LeaseGrant>,
+    ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
             let mut tx = self.begin_write().await?;
-            let claimed = tasks::claim(&mut tx, limits, at).await?;
+            let claimed = tasks::claim(&mut tx, limits, at, lease).await?;
             tx.commit().await?;
+            if let Some(task) = &claimed {
+                self.held.hold(task);
+            }
             Ok(claimed)
         })
         .await
@@ -256,8 +297,12 @@ impl TaskStore for PgStore {
     ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
             let mut tx = self.begin_write().await?;
+            self.check_fence(&mut tx, id).await?;
             let updated = tasks::set_status(&mut tx, id, change).await?;
             tx.commit().await?;
+            if updated.as_ref().is_some_and(|t| t.status.is_terminal()) {
+                self.held.release(id);
+            }
             Ok(updated)
         })
         .await
@@ -281,8 +326,12 @@ impl TaskStore for PgStore {
     ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
             let mut tx = self.begin_write().await?;
+            self.check_fence(&mut tx, id).await?;
             let updated = tasks::requeue(&mut tx, id, from, at, reason).await?;
             tx.commit().await?;
+            if updated.is_some() {
+                self.held.release(id);
+            }
             Ok(updated)
         })
         .await
@@ -290,11 +339,18 @@ impl TaskStore for PgStore {
 
     async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError> {
         self.writing(async {
-            query("UPDATE tasks SET runner_state = ? WHERE id = ?")
+            let update = query("UPDATE tasks SET runner_state = ? WHERE id = ?")
                 .bind(state.map(Value::to_string))
-                .bind(id.as_str())
-                .execute(&self.pool)
-                .await?;
+                .bind(id.as_str());
+            match self.fenced(id).await? {
+                Some(mut tx) => {
+                    update.execute(&mut *tx).await?;
+                    tx.commit().await?;
+                }
+                None => {
+                    update.execute(&self.pool).await?;
+                }
+            }
             Ok(())
         })
         .await
@@ -323,6 +379,7 @@ impl TaskStore for PgStore {
     ) -> Result<Vec<i64>, StoreError> {
         self.writing(async {
             let mut tx = self.begin_write().await?;
+            self.check_fence(&mut tx, id).await?;
             let seqs = events::append(&mut tx, id, at, events).await?;
             tx.commit().await?;
             Ok(seqs)
@@ -358,8 +415,17 @@ impl TaskStore for PgStore {
         artifact: &NewArtifact,
     ) -> Result<(), StoreError> {
         self.writing(async {
-            let mut conn = self.pool.acquire().await?;
-            events::put_artifact(&mut conn, id, at, artifact).await
+            match self.fenced(id).await? {
+                Some(mut tx) => {
+                    let done = events::put_artifact(&mut tx, id, at, artifact).await?;
+                    tx.commit().await?;
+                    Ok(done)
+                }
+                None => {
+                    let mut conn = self.pool.acquire().await?;
+                    events::put_artifact(&mut conn, id, at, artifact).await
+                }
+            }
         })
         .await
     }
@@ -397,8 +463,17 @@ impl TaskStore for PgStore {
 
     async fn put_input_request(&self, input: &PendingInput) -> Result<(), StoreError> {
         self.writing(async {
-            let mut conn = self.pool.acquire().await?;
-            inputs::put(&mut conn, input).await
+            match self.fenced(&input.task_id).await? {
+                Some(mut tx) => {
+                    let done = inputs::put(&mut tx, input).await?;
+                    tx.commit().await?;
+                    Ok(done)
+                }
+                None => {
+                    let mut conn = self.pool.acquire().await?;
+                    inputs::put(&mut conn, input).await
+                }
+            }
         })
         .await
     }
@@ -409,8 +484,17 @@ impl TaskStore for PgStore {
         request_id: &str,
     ) -> Result<bool, StoreError> {
         self.writing(async {
-            let mut conn = self.pool.acquire().await?;
-            inputs::delete(&mut conn, task, request_id).await
+            match self.fenced(task).await? {
+                Some(mut tx) => {
+                    let done = inputs::delete(&mut tx, task, request_id).await?;
+                    tx.commit().await?;
+                    Ok(done)
+                }
+                None => {
+                    let mut conn = self.pool.acquire().await?;
+                    inputs::delete(&mut conn, task, request_id).await
+                }
+            }
         })
         .await
     }
@@ -421,10 +505,130 @@ impl TaskStore for PgStore {
 
     async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
         self.writing(async {
-            let mut conn = self.pool.acquire().await?;
-            inputs::clear(&mut conn, task).await
+            match self.fenced(task).await? {
+                Some(mut tx) => {
+                    let done = inputs::clear(&mut tx, task).await?;
+                    tx.commit().await?;
+                    Ok(done)
+                }
+                None => {
+                    let mut conn = self.pool.acquire().await?;
+                    inputs::clear(&mut conn, task).await
+                }
+            }
         })
         .await
+    }
+}
+
+#[async_trait]
+impl InstanceStore for PgStore {
+    async fn register_instance(&self, record: &InstanceRecord) -> Result<(), StoreError> {
+        self.writing(async {
+            query(instances::REGISTER)
+                .bind(record.id.as_str())
+                .bind(record.host.as_str())
+                .bind(i64::from(record.pid))
+                .bind(record.started)
+                .bind(record.heartbeat)
+                .bind(record.draining)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn heartbeat(
+        &self,
+        id: &str,
+        at: i64,
+        lease_until: i64,
+    ) -> Result<Option<u64>, StoreError> {
+        self.writing(async {
+            let mut tx = self.pool.begin().await?;
+            let beat = query(instances::BEAT)
+                .bind(at)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            if beat.rows_affected() == 0 {
+                return Ok(None);
+            }
+            let renewed = query(&instances::renew())
+                .bind(lease_until)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(Some(renewed.rows_affected()))
+        })
+        .await
+    }
+
+    async fn set_draining(&self, id: &str) -> Result<(), StoreError> {
+        self.writing(async {
+            query(instances::DRAIN)
+                .bind(true)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn deregister_instance(&self, id: &str) -> Result<(), StoreError> {
+        self.writing(async {
+            query(instances::DEREGISTER)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError> {
+        self.writing(async {
+            let rows = query(instances::EXPIRE)
+                .bind(before)
+                .fetch_all(&self.pool)
+                .await?;
+            rows.iter().map(instances::record_from_row).collect()
+        })
+        .await
+    }
+
+    async fn rescuer_lock(&self) -> Result<bool, StoreError> {
+        let mut held = self.rescuer.lock().await;
+        if let Some(conn) = held.as_mut() {
+            // Still ours while its connection lives; a broken one is dropped and re-tried.
+            if sqlx::query("SELECT 1").execute(&mut *conn).await.is_ok() {
+                return Ok(true);
+            }
+            *held = None;
+        }
+        // A connection of its own: a session lock on a pooled connection would go back to
+        // the pool still held, and PostgreSQL releases it only when the connection ends.
+        let mut conn = self.pool.acquire().await?.detach();
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(RESCUER_LOCK)
+            .fetch_one(&mut conn)
+            .await?;
+        if locked {
+            *held = Some(conn);
+        }
+        Ok(locked)
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    async fn instances(&self) -> Result<Vec<InstanceSummary>, StoreError> {
+        let rows = query(&instances::list()).fetch_all(&self.pool).await?;
+        rows.iter().map(instances::summary_from_row).collect()
     }
 }
 

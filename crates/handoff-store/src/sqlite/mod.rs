@@ -44,8 +44,12 @@ use tokio::sync::watch;
 use self::health::WriteHealth;
 
 use crate::{
-    ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, NewArtifact,
-    StatusChange, StoreError, TaskFilter, TaskPage, TaskStore, WorkspaceStore,
+    ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, InstanceRecord,
+    InstanceStore, InstanceSummary, LeaseGrant, NewArtifact, StatusChange, StoreError, TaskFilter,
+    TaskPage, TaskStore, WorkspaceStore,
+    fence::{FENCE_OF, Held},
+    instances,
+    rows::StoredRow,
 };
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
@@ -65,6 +69,8 @@ pub struct SqliteStore {
     read: SqlitePool,
     /// Whether writes currently fail.
     health: WriteHealth,
+    /// The leases this handle holds, which fence its writes.
+    held: Held,
 }
 
 /// Pool settings shared by both pools: a connection that comes back still inside a
@@ -118,6 +124,7 @@ impl SqliteStore {
             write,
             read,
             health: WriteHealth::new(),
+            held: Held::default(),
         })
     }
 
@@ -167,6 +174,51 @@ impl SqliteStore {
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
     }
+
+    /// Refuses a write about a task this handle holds once its row names another owner or
+    /// fencing token (see [`crate::fence`]).
+    async fn check_fence(
+        &self,
+        conn: &mut sqlx::SqliteConnection,
+        id: &TaskId,
+    ) -> Result<(), StoreError> {
+        if !self.held.holds(id) {
+            return Ok(());
+        }
+        let row = sqlx::query(FENCE_OF)
+            .bind(id.as_str())
+            .fetch_optional(&mut *conn)
+            .await?;
+        let stored = match row {
+            Some(row) => Some((row.text_opt("tasks", "owner")?, row.int("tasks", "fence")?)),
+            None => None,
+        };
+        self.held.verify(id, stored)
+    }
+
+    /// A checked write transaction about `id` when this handle holds its lease, else `None`
+    /// (the write goes on unfenced, as before leases).
+    async fn fenced(
+        &self,
+        id: &TaskId,
+    ) -> Result<Option<Transaction<'static, Sqlite>>, StoreError> {
+        if !self.held.holds(id) {
+            return Ok(None);
+        }
+        let mut tx = self.begin_write().await?;
+        self.check_fence(&mut tx, id).await?;
+        Ok(Some(tx))
+    }
+
+    /// Another instance's handle on the same database (for tests of fencing): it shares the
+    /// connections but holds its own leases.
+    #[cfg(any(test, feature = "conformance"))]
+    pub fn another_instance(&self) -> Self {
+        Self {
+            held: Held::default(),
+            ..self.clone()
+        }
+    }
 }
 
 #[async_trait]
@@ -194,11 +246,19 @@ impl TaskStore for SqliteStore {
         tasks::list(&self.read, filter).await
     }
 
-    async fn claim_next(&self, limits: ClaimLimits, at: i64) -> Result<Option<Task>, StoreError> {
+    async fn claim(
+        &self,
+        limits: ClaimLimits,
+        at: i64,
+        lease: Option<&LeaseGrant>,
+    ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
             let mut tx = self.begin_write().await?;
-            let claimed = tasks::claim(&mut tx, limits, at).await?;
+            let claimed = tasks::claim(&mut tx, limits, at, lease).await?;
             tx.commit().await?;
+            if let Some(task) = &claimed {
+                self.held.hold(task);
+            }
             Ok(claimed)
         })
         .await
@@ -211,8 +271,12 @@ impl TaskStore for SqliteStore {
     ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
             let mut tx = self.begin_write().await?;
+            self.check_fence(&mut tx, id).await?;
             let updated = tasks::set_status(&mut tx, id, change).await?;
             tx.commit().await?;
+            if updated.as_ref().is_some_and(|t| t.status.is_terminal()) {
+                self.held.release(id);
+            }
             Ok(updated)
         })
         .await
@@ -236,8 +300,12 @@ impl TaskStore for SqliteStore {
     ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
             let mut tx = self.begin_write().await?;
+            self.check_fence(&mut tx, id).await?;
             let updated = tasks::requeue(&mut tx, id, from, at, reason).await?;
             tx.commit().await?;
+            if updated.is_some() {
+                self.held.release(id);
+            }
             Ok(updated)
         })
         .await
@@ -245,11 +313,18 @@ impl TaskStore for SqliteStore {
 
     async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError> {
         self.writing(async {
-            sqlx::query("UPDATE tasks SET runner_state = ? WHERE id = ?")
+            let update = sqlx::query("UPDATE tasks SET runner_state = ? WHERE id = ?")
                 .bind(state.map(Value::to_string))
-                .bind(id.as_str())
-                .execute(&self.write)
-                .await?;
+                .bind(id.as_str());
+            match self.fenced(id).await? {
+                Some(mut tx) => {
+                    update.execute(&mut *tx).await?;
+                    tx.commit().await?;
+                }
+                None => {
+                    update.execute(&self.write).await?;
+                }
+            }
             Ok(())
         })
         .await
@@ -278,6 +353,7 @@ impl TaskStore for SqliteStore {
     ) -> Result<Vec<i64>, StoreError> {
         self.writing(async {
             let mut tx = self.begin_write().await?;
+            self.check_fence(&mut tx, id).await?;
             let seqs = events::append(&mut tx, id, at, events).await?;
             tx.commit().await?;
             Ok(seqs)
@@ -313,8 +389,17 @@ impl TaskStore for SqliteStore {
         artifact: &NewArtifact,
     ) -> Result<(), StoreError> {
         self.writing(async {
-            let mut conn = self.write.acquire().await?;
-            events::put_artifact(&mut conn, id, at, artifact).await
+            match self.fenced(id).await? {
+                Some(mut tx) => {
+                    let done = events::put_artifact(&mut tx, id, at, artifact).await?;
+                    tx.commit().await?;
+                    Ok(done)
+                }
+                None => {
+                    let mut conn = self.write.acquire().await?;
+                    events::put_artifact(&mut conn, id, at, artifact).await
+                }
+            }
         })
         .await
     }
@@ -352,8 +437,17 @@ impl TaskStore for SqliteStore {
 
     async fn put_input_request(&self, input: &PendingInput) -> Result<(), StoreError> {
         self.writing(async {
-            let mut conn = self.write.acquire().await?;
-            inputs::put(&mut conn, input).await
+            match self.fenced(&input.task_id).await? {
+                Some(mut tx) => {
+                    let done = inputs::put(&mut tx, input).await?;
+                    tx.commit().await?;
+                    Ok(done)
+                }
+                None => {
+                    let mut conn = self.write.acquire().await?;
+                    inputs::put(&mut conn, input).await
+                }
+            }
         })
         .await
     }
@@ -364,8 +458,17 @@ impl TaskStore for SqliteStore {
         request_id: &str,
     ) -> Result<bool, StoreError> {
         self.writing(async {
-            let mut conn = self.write.acquire().await?;
-            inputs::delete(&mut conn, task, request_id).await
+            match self.fenced(task).await? {
+                Some(mut tx) => {
+                    let done = inputs::delete(&mut tx, task, request_id).await?;
+                    tx.commit().await?;
+                    Ok(done)
+                }
+                None => {
+                    let mut conn = self.write.acquire().await?;
+                    inputs::delete(&mut conn, task, request_id).await
+                }
+            }
         })
         .await
     }
@@ -376,10 +479,115 @@ impl TaskStore for SqliteStore {
 
     async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
         self.writing(async {
-            let mut conn = self.write.acquire().await?;
-            inputs::clear(&mut conn, task).await
+            match self.fenced(task).await? {
+                Some(mut tx) => {
+                    let done = inputs::clear(&mut tx, task).await?;
+                    tx.commit().await?;
+                    Ok(done)
+                }
+                None => {
+                    let mut conn = self.write.acquire().await?;
+                    inputs::clear(&mut conn, task).await
+                }
+            }
         })
         .await
+    }
+}
+
+#[async_trait]
+impl InstanceStore for SqliteStore {
+    async fn register_instance(&self, record: &InstanceRecord) -> Result<(), StoreError> {
+        self.writing(async {
+            sqlx::query(instances::REGISTER)
+                .bind(record.id.as_str())
+                .bind(record.host.as_str())
+                .bind(i64::from(record.pid))
+                .bind(record.started)
+                .bind(record.heartbeat)
+                .bind(record.draining)
+                .execute(&self.write)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn heartbeat(
+        &self,
+        id: &str,
+        at: i64,
+        lease_until: i64,
+    ) -> Result<Option<u64>, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            let beat = sqlx::query(instances::BEAT)
+                .bind(at)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            if beat.rows_affected() == 0 {
+                return Ok(None);
+            }
+            let renewed = sqlx::query(sqlx::AssertSqlSafe(instances::renew()))
+                .bind(lease_until)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(Some(renewed.rows_affected()))
+        })
+        .await
+    }
+
+    async fn set_draining(&self, id: &str) -> Result<(), StoreError> {
+        self.writing(async {
+            sqlx::query(instances::DRAIN)
+                .bind(true)
+                .bind(id)
+                .execute(&self.write)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn deregister_instance(&self, id: &str) -> Result<(), StoreError> {
+        self.writing(async {
+            sqlx::query(instances::DEREGISTER)
+                .bind(id)
+                .execute(&self.write)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError> {
+        self.writing(async {
+            let rows = sqlx::query(instances::EXPIRE)
+                .bind(before)
+                .fetch_all(&self.write)
+                .await?;
+            rows.iter().map(instances::record_from_row).collect()
+        })
+        .await
+    }
+
+    async fn rescuer_lock(&self) -> Result<bool, StoreError> {
+        // One process per file: the duty is always this one's.
+        Ok(true)
+    }
+
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    async fn instances(&self) -> Result<Vec<InstanceSummary>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(instances::list()))
+            .fetch_all(&self.read)
+            .await?;
+        rows.iter().map(instances::summary_from_row).collect()
     }
 }
 

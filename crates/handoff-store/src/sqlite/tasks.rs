@@ -9,7 +9,8 @@ use super::events::{append, status_event};
 use super::limit::push_limit;
 use crate::rows::{options_json, status, task_columns, task_from_row, to_u64};
 use crate::{
-    ClaimLimits, IdempotencyClaim, InsertOutcome, StatusChange, StoreError, TaskFilter, TaskPage,
+    ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, StatusChange, StoreError, TaskFilter,
+    TaskPage,
 };
 
 /// Appends ` IN (?, ?, …)` binding each status; callers must pass at least one.
@@ -128,11 +129,12 @@ pub(super) async fn insert(
     Ok(InsertOutcome::Created(created))
 }
 
-/// See [`crate::TaskStore::claim_next`].
+/// See [`crate::TaskStore::claim`].
 pub(super) async fn claim(
     conn: &mut SqliteConnection,
     limits: ClaimLimits,
     at: i64,
+    lease: Option<&LeaseGrant>,
 ) -> Result<Option<Task>, StoreError> {
     let active = count_in(conn, &TaskStatus::ACTIVE).await?;
     if active >= i64::from(limits.max_active) {
@@ -157,12 +159,14 @@ pub(super) async fn claim(
     };
 
     let row = sqlx::query(concat!(
-        "UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?) \
-         WHERE id = ? AND status = ? RETURNING ",
+        "UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?), owner = ?, \
+         lease_until = ?, fence = fence + 1 WHERE id = ? AND status = ? RETURNING ",
         task_columns!()
     ))
     .bind(TaskStatus::Running.as_str())
     .bind(at)
+    .bind(lease.map(|l| l.owner.as_str()))
+    .bind(lease.map(|l| l.until))
     .bind(picked.as_str())
     .bind(TaskStatus::Queued.as_str())
     .fetch_one(&mut *conn)
@@ -197,7 +201,9 @@ pub(super) async fn set_status(
          completed_at = COALESCE(?, completed_at), \
          exit_code = CASE WHEN ? THEN ? ELSE exit_code END, \
          exit_signal = CASE WHEN ? THEN ? ELSE exit_signal END, \
-         error = COALESCE(?, error) \
+         error = COALESCE(?, error), \
+         owner = CASE WHEN ? THEN NULL ELSE owner END, \
+         lease_until = CASE WHEN ? THEN NULL ELSE lease_until END \
          WHERE id = ? AND status = ? RETURNING ",
         task_columns!()
     ))
@@ -209,6 +215,9 @@ pub(super) async fn set_status(
     .bind(change.exit.is_some())
     .bind(change.exit.and_then(|e| e.signal))
     .bind(change.error.as_deref())
+    // A finished task is nobody's: its lease ends with it.
+    .bind(change.to.is_terminal())
+    .bind(change.to.is_terminal())
     .bind(id.as_str())
     .bind(change.from.as_str())
     .fetch_optional(&mut *conn)
@@ -248,7 +257,8 @@ pub(super) async fn requeue(
         return Ok(None);
     }
     let row = sqlx::query(concat!(
-        "UPDATE tasks SET status = 'queued', started_at = NULL, runner_state = NULL \
+        "UPDATE tasks SET status = 'queued', started_at = NULL, runner_state = NULL, \
+         owner = NULL, lease_until = NULL, fence = fence + 1 \
          WHERE id = ? AND status = ? RETURNING ",
         task_columns!()
     ))

@@ -38,6 +38,8 @@ fn follow_up_probe() -> handoff_task::Task {
         metadata: Value::Null,
         runner_state: None,
         result_delivered_at: None,
+        lease: None,
+        fence: 0,
     }
 }
 

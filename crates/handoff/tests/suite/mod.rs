@@ -27,6 +27,7 @@ mod opencode_recovery;
 mod owner_during_evaluation;
 mod postgres;
 mod raw_mcp;
+mod scale;
 mod single_instance;
 mod stdio;
 mod synapse;

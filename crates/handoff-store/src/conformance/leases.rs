@@ -1,0 +1,255 @@
+//! Instances, heartbeats and leases with fencing: an instance that lost a task (another one
+//! re-queued, re-claimed or finished it) has every write about it refused, and nothing changes.
+
+use handoff_task::{ArtifactBody, ArtifactKind, EventKind, NewEvent, PendingInput, TaskStatus};
+use serde_json::json;
+
+use super::{
+    ConformanceStore,
+    support::{WIDE, change, event_count, insert, new_task},
+};
+use crate::{InstanceRecord, LeaseGrant, NewArtifact, StoreError};
+
+fn instance(id: &str, started: i64) -> InstanceRecord {
+    InstanceRecord {
+        id: id.into(),
+        host: "host-1".into(),
+        pid: 4242,
+        started,
+        heartbeat: started,
+        draining: false,
+    }
+}
+
+fn lease(owner: &str, until: i64) -> LeaseGrant {
+    LeaseGrant {
+        owner: owner.into(),
+        until,
+    }
+}
+
+fn fenced<T: std::fmt::Debug>(result: Result<T, StoreError>) {
+    assert!(
+        matches!(result, Err(StoreError::Fenced { .. })),
+        "expected Fenced, got {result:?}"
+    );
+}
+
+/// Instances register, beat (renewing exactly their own tasks' leases), drain and leave; a
+/// claim with a lease records owner, expiry and a fencing token incremented per claim.
+pub async fn instances_beat_and_renew_their_own_leases<S: ConformanceStore>(store: S) {
+    store
+        .register_instance(&instance("inst-a", 10))
+        .await
+        .unwrap();
+    store
+        .register_instance(&instance("inst-b", 20))
+        .await
+        .unwrap();
+    let mine = insert(&store, &new_task("agent-a", 0)).await;
+    let theirs = insert(&store, &new_task("agent-a", 0)).await;
+    assert_eq!(mine.lease, None);
+    assert_eq!(mine.fence, 0);
+
+    let claimed = store
+        .claim(WIDE, 30, Some(&lease("inst-a", 1_030)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.id, mine.id);
+    assert_eq!(
+        claimed.lease.as_ref().map(|l| (l.owner.as_str(), l.until)),
+        Some(("inst-a", 1_030))
+    );
+    assert_eq!(claimed.fence, 1);
+    let other = store
+        .claim(WIDE, 31, Some(&lease("inst-b", 1_031)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(other.id, theirs.id);
+
+    let listed = store.instances().await.unwrap();
+    let held: Vec<_> = listed
+        .iter()
+        .map(|i| (i.instance.id.as_str(), i.tasks_held))
+        .collect();
+    assert_eq!(held, [("inst-a", 1), ("inst-b", 1)]);
+    assert_eq!(listed[0].instance, instance("inst-a", 10));
+
+    assert_eq!(
+        store.heartbeat("inst-a", 500, 1_500).await.unwrap(),
+        Some(1)
+    );
+    let renewed = store.get_task(&mine.id).await.unwrap().unwrap();
+    assert_eq!(renewed.lease.map(|l| l.until), Some(1_500));
+    let untouched = store.get_task(&theirs.id).await.unwrap().unwrap();
+    assert_eq!(untouched.lease.map(|l| l.until), Some(1_031));
+    assert_eq!(
+        store.heartbeat("inst-gone", 500, 1_500).await.unwrap(),
+        None
+    );
+
+    // A finished task is nobody's.
+    let done = change(TaskStatus::Running, TaskStatus::Completed, 600);
+    let finished = store.set_status(&mine.id, &done).await.unwrap().unwrap();
+    assert_eq!(finished.lease, None);
+    assert_eq!(
+        store.heartbeat("inst-a", 700, 1_700).await.unwrap(),
+        Some(0)
+    );
+
+    store.set_draining("inst-b").await.unwrap();
+    store.deregister_instance("inst-a").await.unwrap();
+    store
+        .register_instance(&instance("inst-c", 30))
+        .await
+        .unwrap();
+    // inst-c last beat at 30: silent since before 25 it is not, inst-b (20) is.
+    let expired = store.expire_instances(25).await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].id, "inst-b");
+    assert!(expired[0].draining);
+    assert_eq!(store.heartbeat("inst-b", 800, 1_800).await.unwrap(), None);
+    let listed = store.instances().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].instance, instance("inst-c", 30));
+}
+
+/// After another instance re-queued and re-claimed a task, every write of its old owner is
+/// refused with `Fenced` and leaves the task, its events, artifacts and requests unchanged;
+/// the new owner's writes go through.
+pub async fn a_stale_token_is_refused_and_changes_nothing<S: ConformanceStore>(store: S) {
+    let zombie = store.clone();
+    let rescuer = store.another_instance();
+    let task = insert(&store, &new_task("agent-a", 0)).await;
+    let first = zombie
+        .claim(WIDE, 10, Some(&lease("inst-a", 100)))
+        .await
+        .unwrap()
+        .unwrap();
+    zombie
+        .append_events(&task.id, 11, &[NewEvent::new(EventKind::Output, "before")])
+        .await
+        .unwrap();
+
+    // The lease ran out: the rescuer re-queues the task and claims it again.
+    let queued = rescuer
+        .requeue(
+            &task.id,
+            TaskStatus::Running,
+            200,
+            "re-queued: instance inst-a lost",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((queued.lease, queued.fence), (None, first.fence + 1));
+    let second = rescuer
+        .claim(WIDE, 201, Some(&lease("inst-b", 300)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.fence, first.fence + 2);
+    let before = rescuer.get_task(&task.id).await.unwrap().unwrap();
+    let events_before = event_count(&store, &task.id).await;
+
+    fenced(
+        zombie
+            .append_events(&task.id, 210, &[NewEvent::new(EventKind::Output, "late")])
+            .await,
+    );
+    fenced(
+        zombie
+            .set_status(
+                &task.id,
+                &change(TaskStatus::Running, TaskStatus::Completed, 211),
+            )
+            .await,
+    );
+    fenced(
+        zombie
+            .set_runner_state(&task.id, Some(&json!({ "pid": 1 })))
+            .await,
+    );
+    let artifact = NewArtifact {
+        kind: ArtifactKind::Output,
+        size: 4,
+        capped: false,
+        body: ArtifactBody::Inline(b"late".to_vec()),
+    };
+    fenced(zombie.put_artifact(&task.id, 212, &artifact).await);
+    let ask = PendingInput {
+        task_id: task.id.clone(),
+        request_id: "perm-1".into(),
+        request: json!({ "kind": "permission" }),
+        asked_at: 213,
+        expires_at: 9_999,
+    };
+    fenced(zombie.put_input_request(&ask).await);
+    fenced(
+        zombie
+            .requeue(&task.id, TaskStatus::Running, 214, "zombie")
+            .await,
+    );
+    // Refused once, refused for good: a lost task is never written to unfenced.
+    fenced(zombie.clear_input_requests(&task.id).await);
+    fenced(
+        zombie
+            .append_events(&task.id, 215, &[NewEvent::new(EventKind::Output, "again")])
+            .await,
+    );
+
+    assert_eq!(store.get_task(&task.id).await.unwrap().unwrap(), before);
+    assert_eq!(event_count(&store, &task.id).await, events_before);
+    assert!(store.artifacts(&task.id).await.unwrap().is_empty());
+    assert!(store.input_requests(&task.id).await.unwrap().is_empty());
+
+    // The new owner writes as usual.
+    rescuer
+        .append_events(&task.id, 220, &[NewEvent::new(EventKind::Output, "mine")])
+        .await
+        .unwrap();
+    rescuer
+        .put_artifact(&task.id, 221, &artifact)
+        .await
+        .unwrap();
+    let done = rescuer
+        .set_status(
+            &task.id,
+            &change(TaskStatus::Running, TaskStatus::Completed, 222),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(event_count(&store, &task.id).await, events_before + 2);
+}
+
+/// A task another instance finished (the rescuer failed it) fences its old owner too.
+pub async fn a_task_failed_elsewhere_fences_its_old_owner<S: ConformanceStore>(store: S) {
+    let zombie = store.clone();
+    let rescuer = store.another_instance();
+    let task = insert(&store, &new_task("agent-a", 0)).await;
+    zombie
+        .claim(WIDE, 10, Some(&lease("inst-a", 100)))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut lost = change(TaskStatus::Running, TaskStatus::Failed, 200);
+    lost.error = Some("interrupted: instance inst-a lost".into());
+    rescuer.set_status(&task.id, &lost).await.unwrap().unwrap();
+    let events_before = event_count(&store, &task.id).await;
+    fenced(
+        zombie
+            .append_events(&task.id, 210, &[NewEvent::new(EventKind::Output, "late")])
+            .await,
+    );
+    assert_eq!(event_count(&store, &task.id).await, events_before);
+    let after = store.get_task(&task.id).await.unwrap().unwrap();
+    assert_eq!(after.status, TaskStatus::Failed);
+    assert_eq!(
+        after.error.as_deref(),
+        Some("interrupted: instance inst-a lost")
+    );
+}
