@@ -145,8 +145,13 @@ impl Engine {
         self.inner.shutdown.cancel();
         self.inner.supervisors.stop_all(StopReason::Shutdown).await;
         // After the stops went out (the claims already ended with the cancel above): others
-        // see this instance take nothing more while its runs settle.
-        instance::drain(&self.inner).await;
+        // see this instance take nothing more while its runs settle. On a task of its own: a
+        // store write held half-done by a caller that polls this future only now and then
+        // would keep the runs' own writes (and so their stops) waiting.
+        let draining = {
+            let inner = self.inner.clone();
+            tokio::spawn(async move { instance::drain(&inner).await })
+        };
         let grace = self.inner.config.tasks.cancel_grace;
         self.inner.runs.close();
         if tokio::time::timeout(grace + Duration::from_secs(5), self.inner.runs.wait())
@@ -155,6 +160,7 @@ impl Engine {
         {
             tracing::warn!("some runs did not settle before shutdown");
         }
+        let _ = draining.await;
         instance::leave(&self.inner).await;
         // After the runs: their final states reach the store first, and the next start
         // resumes whatever the integrations left.
