@@ -397,27 +397,41 @@ fn restartable() -> Restartable {
     }
 }
 
-/// Submits a task for `alice` to observe on a server that runs one task at a time, and starts
-/// it only once the call has returned: a crash injected at its room's creation must not cut
-/// the call that submitted it.
-fn submit_then_start(server: &Server, alice: &User, description: &str) -> String {
+/// Runs Handoff with a crash injected at `point` (one task at a time) and submits a task for
+/// `alice` to observe, started only once the call has returned, so the crash never cuts the
+/// call that submitted it; returns the dead server and the task.
+fn crash_at(
+    env: &[(String, String)],
+    alice: &User,
+    point: &str,
+    description: &str,
+) -> (Server, String) {
+    let mut crashing = env.to_vec();
+    crashing.extend(
+        [
+            ("HANDOFF_TEST_ABORT_AT", point),
+            ("HANDOFF_MAX_CONCURRENT_TASKS", "1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned())),
+    );
+    let mut server = serve(&crashing);
     let blocker = submit(
-        server,
+        &server,
         json!({"task_description": "while [ ! -e release ]; do sleep 0.1; done"}),
     );
     wait_status_for(
-        server,
+        &server,
         AGENT,
         &blocker,
         &["running"],
         Duration::from_secs(60),
     );
     let id = submit(
-        server,
+        &server,
         json!({"task_description": description, "observers": [alice.id]}),
     );
     let status = ok(&call(
-        server,
+        &server,
         AGENT,
         "get_task_status",
         json!({"task_id": blocker}),
@@ -425,11 +439,6 @@ fn submit_then_start(server: &Server, alice: &User, description: &str) -> String
     .clone();
     let workdir = std::path::PathBuf::from(status["workdir"].as_str().unwrap());
     std::fs::write(workdir.join("release"), "").unwrap();
-    id
-}
-
-/// Waits for a server to die at its injected crash point.
-fn wait_crash(server: &mut Server, point: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while server.child.try_wait().unwrap().is_none() {
         assert!(
@@ -438,6 +447,14 @@ fn wait_crash(server: &mut Server, point: &str) {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    (server, id)
+}
+
+/// Starts Handoff again in a dead server's directory.
+fn restart(dead: Server, env: &[(String, String)]) -> Server {
+    let dir = dead.kill9();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    start_in(dir, &env)
 }
 
 #[test]
@@ -555,22 +572,10 @@ fn a_room_created_just_before_a_crash_is_adopted_not_duplicated_or_orphaned() {
         alice,
         env,
     } = restartable();
-    let mut crashing = env.clone();
-    crashing.extend(
-        [
-            ("HANDOFF_TEST_ABORT_AT", "matrix_after_room_created"),
-            ("HANDOFF_MAX_CONCURRENT_TASKS", "1"),
-        ]
-        .map(|(k, v)| (k.to_owned(), v.to_owned())),
-    );
-    let mut server = serve(&crashing);
-    let id = submit_then_start(&server, &alice, "sleep 30");
-    wait_crash(&mut server, "matrix_after_room_created");
+    let (crashed, id) = crash_at(&env, &alice, "matrix_after_room_created", "sleep 30");
     let room = rt.block_on(synapse.wait_invite(&alice, &id));
 
-    let dir = server.kill9();
-    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = start_in(dir, &env_ref);
+    let server = restart(crashed, &env);
     // The crash interrupted the task; the room hears how it ended.
     wait_status_for(&server, AGENT, &id, &["failed"], Duration::from_secs(60));
     rt.block_on(async {
@@ -636,22 +641,10 @@ fn an_alias_a_stranger_took_is_not_adopted() {
         env,
     } = restartable();
     let mallory = rt.block_on(synapse.user("mallory"));
-    let mut crashing = env.clone();
-    crashing.extend(
-        [
-            ("HANDOFF_TEST_ABORT_AT", "matrix_after_alias_recorded"),
-            ("HANDOFF_MAX_CONCURRENT_TASKS", "1"),
-        ]
-        .map(|(k, v)| (k.to_owned(), v.to_owned())),
-    );
-    let mut server = serve(&crashing);
-    let id = submit_then_start(&server, &alice, "echo finished");
-    wait_crash(&mut server, "matrix_after_alias_recorded");
+    let (crashed, id) = crash_at(&env, &alice, "matrix_after_alias_recorded", "echo finished");
     let decoy = rt.block_on(synapse.create_room_with_alias(&mallory, &format!("handoff-{id}")));
 
-    let dir = server.kill9();
-    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = start_in(dir, &env_ref);
+    let server = restart(crashed, &env);
     wait_status_for(&server, AGENT, &id, &["failed"], Duration::from_secs(60));
     rt.block_on(async {
         let room = synapse.wait_invite(&alice, &id).await;
