@@ -210,7 +210,7 @@ mod tests {
     }
 
     #[test]
-    fn tool_errors_keep_their_text_and_code() {
+    fn tool_errors_keep_their_text_in_cli_words_and_their_code() {
         let failed = json!({"jsonrpc": "2.0", "id": 1, "result": {
             "isError": true,
             "content": [{"type": "text", "text": "Error NOT_FOUND: task x not found.\nFix: list_tasks."}],
@@ -220,7 +220,7 @@ mod tests {
         assert_eq!(error.code(), Some("NOT_FOUND"));
         assert_eq!(
             error.to_string(),
-            "Error NOT_FOUND: task x not found.\nFix: list_tasks."
+            "Error NOT_FOUND: task x not found.\nFix: `handoff tasks`."
         );
         let who = json!({"result": {"isError": true, "content": [{"text": "Error INVALID_ARGUMENTS: …"}],
             "_meta": {"handoff/error": {"code": "INVALID_ARGUMENTS", "message": "m", "pointer": "/agent_id"}}}});
