@@ -48,7 +48,12 @@ fn letta_agents_reach_handoff_through_lettas_own_mcp_client() {
         INNER,
         &[(STATE_VAR, state.path())],
         Duration::from_secs(1_200),
-        || letta_down(&path),
+        |passed| {
+            if !passed {
+                show_letta_log(&path);
+            }
+            letta_down(&path);
+        },
     );
 }
 
@@ -349,7 +354,9 @@ fn tool_returns(messages: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-/// Polls `check` every 250 ms until it returns `Some`, for at most `limit`.
+/// Polls `check` every second until it returns `Some`, for at most `limit`. Not faster: Letta
+/// serves these reads on the event loop its MCP client runs on, and on a loaded CI machine one of
+/// that client's connects to Handoff once missed its 30 s timeout.
 fn eventually<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + limit;
     loop {
@@ -357,7 +364,25 @@ fn eventually<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<
             return v;
         }
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(250));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Prints what the namespace's Letta logged about MCP and errors: a call Letta's MCP client
+/// could not make is explained there, and the state directory is gone once the test ends.
+fn show_letta_log(state: &Path) {
+    let log = std::fs::read_to_string(state.join("run/letta.log")).unwrap_or_default();
+    let wanted = ["mcp", "error", "timed out", "timeout", "warning"];
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            let l = l.to_lowercase();
+            wanted.iter().any(|w| l.contains(w))
+        })
+        .collect();
+    eprintln!("--- the namespace's Letta log, lines about MCP and errors (last 80) ---");
+    for line in &lines[lines.len().saturating_sub(80)..] {
+        eprintln!("{line}");
     }
 }
 

@@ -26,8 +26,9 @@ pub fn inside(test: &str) -> bool {
 
 /// Runs `test` (its full path in this test binary, e.g. `suite::letta_netns::inner`) in a new
 /// network namespace, with `env` added, and panics unless it passes within `limit`. `cleanup`
-/// runs afterwards whatever happened (the inner test may have been killed mid-way).
-pub fn run_inside(test: &str, env: &[(&str, &Path)], limit: Duration, cleanup: impl FnOnce()) {
+/// runs afterwards whatever happened (the inner test may have been killed mid-way), told whether
+/// the inner test passed so that it can show what a failure left behind.
+pub fn run_inside(test: &str, env: &[(&str, &Path)], limit: Duration, cleanup: impl FnOnce(bool)) {
     let exe = std::env::current_exe().expect("the test binary's path");
     let parent = own_namespace();
     let mut child = Command::new("unshare")
@@ -54,7 +55,7 @@ pub fn run_inside(test: &str, env: &[(&str, &Path)], limit: Duration, cleanup: i
         }
         std::thread::sleep(Duration::from_millis(200));
     };
-    cleanup();
+    cleanup(status.is_some_and(|s| s.success()));
     match status {
         Some(status) => assert!(
             status.success(),
