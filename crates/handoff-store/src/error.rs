@@ -22,6 +22,9 @@ pub enum StoreError {
         /// The task.
         task: String,
     },
+    /// The caller asked for something the store cannot hold (a value too large).
+    #[error("{0}")]
+    TooLarge(String),
     /// Filesystem error (creating the database directory, spilled artifacts).
     #[error("i/o error on {path}: {source}")]
     Io {

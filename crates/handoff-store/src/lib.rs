@@ -8,6 +8,7 @@
 //! same guarantees across several Handoff instances. Only one thing lives in memory: whether
 //! writes currently fail ([`SqliteStore::write_fault`]), for readiness checks.
 
+mod commands;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod error;
@@ -24,5 +25,6 @@ pub use sqlite::SqliteStore;
 pub use store::{
     ApprovalStore, AuditFilter, ChannelRecord, ChannelStore, ClaimLimits, IdempotencyClaim,
     InsertOutcome, InstanceRecord, InstanceStore, InstanceSummary, LeaseGrant, NewArtifact,
-    StatusChange, Store, TaskFilter, TaskPage, TaskStore, WorkspaceBacklog, WorkspaceStore,
+    PeerStore, PostedCommand, StatusChange, Store, StoreSignal, TaskFilter, TaskPage, TaskStore,
+    WorkspaceBacklog, WorkspaceStore,
 };

@@ -130,9 +130,82 @@ pub struct NewArtifact {
 /// Everything the engine stores: tasks with their events, artifacts and open requests, and
 /// the approvals and audit trail that govern them. Integrations keep their own records
 /// elsewhere ([`WorkspaceStore`] for Letta).
-pub trait Store: TaskStore + ApprovalStore + InstanceStore {}
+pub trait Store: TaskStore + ApprovalStore + InstanceStore + PeerStore {}
 
-impl<T: TaskStore + ApprovalStore + InstanceStore + ?Sized> Store for T {}
+impl<T: TaskStore + ApprovalStore + InstanceStore + PeerStore + ?Sized> Store for T {}
+
+/// A command posted to the instance that holds a task's run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostedCommand {
+    /// Its id, which its reply is read by.
+    pub id: i64,
+    /// The task it is about.
+    pub task: TaskId,
+    /// The instance it is for.
+    pub target: String,
+    /// What it asks, as the engine wrote it.
+    pub body: String,
+    /// When it was posted (Unix ms).
+    pub created: i64,
+}
+
+/// Wake-ups kept for a slow receiver before it lags (and gets [`StoreSignal::Missed`]).
+pub(crate) const SIGNAL_BACKLOG: usize = 256;
+
+/// A wake-up about what instances sharing the store tell each other (PostgreSQL `NOTIFY`; on
+/// SQLite, this handle's own writes). A wake-up only says where to look: the store holds the
+/// truth, and a waiter re-reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreSignal {
+    /// A command was posted to instance `target`.
+    CommandPosted {
+        /// The instance it is for.
+        target: String,
+    },
+    /// Command `id` was answered.
+    CommandReplied {
+        /// The command.
+        id: i64,
+    },
+    /// A text an instance broadcast ([`PeerStore::broadcast`]).
+    Broadcast(String),
+    /// Wake-ups may have been lost (the listening connection broke, or a receiver lagged):
+    /// re-read everything waited on.
+    Missed,
+}
+
+/// What instances sharing a store tell each other: commands for a run another instance holds,
+/// their replies, and broadcast notices, each with a wake-up ([`StoreSignal`]).
+#[async_trait]
+pub trait PeerStore: Send + Sync + 'static {
+    /// Posts `body` for instance `target` about task `task`; returns the command's id.
+    async fn post_command(
+        &self,
+        task: &TaskId,
+        target: &str,
+        body: &str,
+        at: i64,
+    ) -> Result<i64, StoreError>;
+
+    /// Takes every command posted to `target` and not taken yet (each is taken once).
+    async fn take_commands(&self, target: &str, at: i64) -> Result<Vec<PostedCommand>, StoreError>;
+
+    /// Answers command `id` (a second answer is ignored: `false`).
+    async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError>;
+
+    /// Command `id`'s answer, once given.
+    async fn command_reply(&self, id: i64) -> Result<Option<String>, StoreError>;
+
+    /// Forgets the commands posted before `before`; returns how many.
+    async fn purge_commands(&self, before: i64) -> Result<u64, StoreError>;
+
+    /// Tells every instance listening `body` (at most 7,000 bytes; nothing on SQLite, where
+    /// no other instance can listen).
+    async fn broadcast(&self, body: &str) -> Result<(), StoreError>;
+
+    /// The wake-ups from now on; the first call starts listening.
+    async fn signals(&self) -> Result<tokio::sync::broadcast::Receiver<StoreSignal>, StoreError>;
+}
 
 /// The instances sharing a store, their heartbeats, and the leases those renew.
 #[async_trait]

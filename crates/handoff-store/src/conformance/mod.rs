@@ -1,6 +1,7 @@
 //! The behaviour every store must show, written once against the store traits so each
 //! implementation runs the same cases: capacity, idempotency, claim order and limits,
-//! compare-and-set, event numbering, purging, input requests, approvals, audit, workspaces and chat channels.
+//! compare-and-set, event numbering, purging, input requests, approvals, audit, workspaces, chat
+//! channels and commands between instances.
 //!
 //! Each case is a `pub async fn case<S: ConformanceStore>(store: S)` that panics on a broken
 //! promise. [`store_conformance!`](crate::store_conformance) turns the whole list into one
@@ -47,17 +48,18 @@ pub mod events;
 pub mod inputs;
 pub mod inserts;
 pub mod leases;
+pub mod peers;
 pub mod purge;
 pub mod states;
 pub(crate) mod support;
 pub mod tasks;
 pub mod workspaces;
 
-use crate::{ApprovalStore, ChannelStore, InstanceStore, TaskStore, WorkspaceStore};
+use crate::{ApprovalStore, ChannelStore, InstanceStore, PeerStore, TaskStore, WorkspaceStore};
 
 /// What a store implements to run the suite (clones share the same data and leases).
 pub trait ConformanceStore:
-    TaskStore + ApprovalStore + InstanceStore + WorkspaceStore + ChannelStore + Clone
+    TaskStore + ApprovalStore + InstanceStore + PeerStore + WorkspaceStore + ChannelStore + Clone
 {
     /// A handle on the same data acting as another instance: it holds its own leases, so its
     /// writes and this one's are fenced separately.
@@ -105,6 +107,7 @@ macro_rules! store_conformance {
             leases::instances_beat_and_renew_their_own_leases,
             leases::a_stale_token_is_refused_and_changes_nothing,
             leases::a_task_failed_elsewhere_fences_its_old_owner,
+            peers::commands_are_taken_once_and_answered_once,
         );
         // Races need real parallelism to mean anything.
         $crate::store_conformance!(@multi_thread $open;

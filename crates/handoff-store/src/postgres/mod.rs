@@ -15,6 +15,7 @@ mod approvals;
 mod channels;
 mod events;
 mod inputs;
+mod peers;
 mod tasks;
 mod workspaces;
 
@@ -108,6 +109,8 @@ pub struct PgStore {
     rescuer: Arc<tokio::sync::Mutex<Option<sqlx::PgConnection>>>,
     /// The leases this handle holds, which fence its writes.
     held: Held,
+    /// The other instances' wake-ups, once [`crate::PeerStore::signals`] started listening.
+    listener: peers::Listener,
 }
 
 impl PgStore {
@@ -123,6 +126,7 @@ impl PgStore {
             fault: Arc::new(watch::channel(None).0),
             rescuer: Arc::default(),
             held: Held::default(),
+            listener: peers::Listener::default(),
         })
     }
 
@@ -153,6 +157,7 @@ impl PgStore {
 
     /// Closes the pool, waiting for in-flight statements.
     pub async fn close(&self) {
+        self.listener.stop();
         self.pool.close().await;
     }
 
@@ -242,6 +247,8 @@ impl PgStore {
         Self {
             held: Held::default(),
             rescuer: Arc::default(),
+            // Its own LISTEN connection, as another process would have.
+            listener: peers::Listener::default(),
             ..self.clone()
         }
     }

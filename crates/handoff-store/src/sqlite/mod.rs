@@ -23,6 +23,7 @@ mod events;
 mod health;
 mod inputs;
 mod limit;
+mod peers;
 mod tasks;
 mod workspaces;
 
@@ -71,6 +72,8 @@ pub struct SqliteStore {
     health: WriteHealth,
     /// The leases this handle holds, which fence its writes.
     held: Held,
+    /// Wake-ups of this handle's own command writes (no other instance shares the file).
+    signals: tokio::sync::broadcast::Sender<crate::StoreSignal>,
 }
 
 /// Pool settings shared by both pools: a connection that comes back still inside a
@@ -125,6 +128,7 @@ impl SqliteStore {
             read,
             health: WriteHealth::new(),
             held: Held::default(),
+            signals: tokio::sync::broadcast::channel(crate::store::SIGNAL_BACKLOG).0,
         })
     }
 

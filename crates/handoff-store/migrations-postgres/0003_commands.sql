@@ -1,0 +1,14 @@
+-- Commands for a run another instance holds: posted by the instance that took the call (with a
+-- NOTIFY on `handoff_signals`), taken and answered by the lease holder (another NOTIFY).
+CREATE TABLE commands (
+    id      BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    task_id TEXT    NOT NULL,
+    target  TEXT    NOT NULL,
+    body    TEXT    NOT NULL,
+    created BIGINT  NOT NULL,
+    taken   BIGINT,
+    reply   TEXT,
+    replied BIGINT
+);
+CREATE INDEX commands_pending ON commands (target, id) WHERE taken IS NULL;
+CREATE INDEX commands_created ON commands (created);

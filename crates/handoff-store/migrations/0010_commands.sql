@@ -1,0 +1,15 @@
+-- Commands for a run another instance holds (PostgreSQL scale-out): posted by the instance that
+-- took the call, taken and answered by the lease holder. Same columns on SQLite, where one
+-- instance holds every run and nothing is ever posted, so both stores share their SQL.
+CREATE TABLE commands (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id TEXT    NOT NULL,
+    target  TEXT    NOT NULL,
+    body    TEXT    NOT NULL,
+    created INTEGER NOT NULL,
+    taken   INTEGER,
+    reply   TEXT,
+    replied INTEGER
+);
+CREATE INDEX commands_pending ON commands (target, id) WHERE taken IS NULL;
+CREATE INDEX commands_created ON commands (created);

@@ -1,0 +1,84 @@
+//! Commands between instances: posted for one instance, taken by it exactly once, answered
+//! once, read back by the poster, purged by age; each step wakes the other side.
+
+use std::time::Duration;
+
+use handoff_task::TaskId;
+use tokio::sync::broadcast;
+
+use super::ConformanceStore;
+use crate::{PeerStore, StoreSignal};
+
+/// The next wake-up, within a few seconds.
+async fn next_signal(signals: &mut broadcast::Receiver<StoreSignal>) -> StoreSignal {
+    tokio::time::timeout(Duration::from_secs(5), signals.recv())
+        .await
+        .expect("a wake-up within 5 s")
+        .expect("the signals channel stays open")
+}
+
+/// A command posted for instance B wakes B, is taken by B once (not by A), is answered once,
+/// and its answer wakes and reaches the poster; old commands are purged.
+pub async fn commands_are_taken_once_and_answered_once<S: ConformanceStore + PeerStore>(store: S) {
+    let holder = store.another_instance();
+    let mut holder_wakes = holder.signals().await.unwrap();
+    let mut poster_wakes = store.signals().await.unwrap();
+    let task = TaskId::generate().unwrap();
+
+    let id = store
+        .post_command(&task, "instance-b", r#"{"command":"pause"}"#, 1_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        next_signal(&mut holder_wakes).await,
+        StoreSignal::CommandPosted {
+            target: "instance-b".into()
+        }
+    );
+    assert!(
+        store
+            .take_commands("instance-a", 1_001)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let taken = holder.take_commands("instance-b", 1_002).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(
+        (taken[0].id, &taken[0].task, taken[0].target.as_str()),
+        (id, &task, "instance-b")
+    );
+    assert_eq!(taken[0].body, r#"{"command":"pause"}"#);
+    assert_eq!(taken[0].created, 1_000);
+    assert!(
+        holder
+            .take_commands("instance-b", 1_003)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    assert_eq!(store.command_reply(id).await.unwrap(), None);
+    assert!(holder.reply_command(id, "paused", 1_004).await.unwrap());
+    loop {
+        // The poster's own post may wake it first.
+        if next_signal(&mut poster_wakes).await == (StoreSignal::CommandReplied { id }) {
+            break;
+        }
+    }
+    assert!(!holder.reply_command(id, "again", 1_005).await.unwrap());
+    assert_eq!(
+        store.command_reply(id).await.unwrap().as_deref(),
+        Some("paused")
+    );
+    assert_eq!(store.command_reply(id + 1_000).await.unwrap(), None);
+
+    let later = store
+        .post_command(&task, "instance-b", "later", 5_000)
+        .await
+        .unwrap();
+    assert_eq!(store.purge_commands(2_000).await.unwrap(), 1);
+    assert_eq!(store.command_reply(id).await.unwrap(), None);
+    let left = holder.take_commands("instance-b", 5_001).await.unwrap();
+    assert_eq!(left.iter().map(|c| c.id).collect::<Vec<_>>(), [later]);
+}
