@@ -81,9 +81,10 @@ pub struct MessageReceipt {
 }
 
 impl Engine {
-    /// The seam commands travel through to a task's supervisor.
+    /// The seam commands travel through to a task's supervisor, in this process or in the
+    /// instance holding the task.
     fn commands(&self) -> &dyn TaskCommands {
-        &self.inner.supervisors
+        &*self.inner
     }
 
     /// Applies a control action.

@@ -16,6 +16,7 @@ use crate::{
     finish::StopReason,
     instance,
     outbox::{Integration, Outbox, TaskNotice, TaskSubscription},
+    peers,
     rate::SubmissionRate,
     recovery, rescuer, retention, scheduler,
     shared::Shared,
@@ -101,6 +102,7 @@ impl Engine {
         self.inner.outbox.plug(integrations);
         instance::register(&self.inner).await?;
         tokio::spawn(instance::heartbeats(self.inner.clone()));
+        peers::start(&self.inner).await?;
         recovery::reconcile(&self.inner).await?;
         // Tasks of instances that died while this one was down are taken over before new work.
         rescuer::pass(&self.inner).await?;

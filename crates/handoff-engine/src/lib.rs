@@ -34,6 +34,7 @@ mod meter;
 mod metrics;
 mod outbox;
 mod output;
+mod peers;
 mod policy;
 mod query;
 mod rate;

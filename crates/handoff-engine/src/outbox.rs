@@ -1,14 +1,15 @@
 //! One way out for everything that happens to a task: every appended event and every state
 //! change is published here once, to in-process subscribers (sync waiters, the MCP Tasks
-//! extension, the elicitation relay — a broadcast that may lag, so they re-read the store)
-//! and to the integrations the composition root plugged in (called for every notice, never
-//! dropped).
+//! extension, the elicitation relay — a broadcast that may lag, so they re-read the store),
+//! to the integrations the composition root plugged in (called for every notice, never
+//! dropped) and, on a shared store, to the other instances (`peers`), whose notices reach
+//! this process's subscribers the same way.
 
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use handoff_task::{Task, TaskId, TaskStatus};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 /// Notices kept for slow subscribers before they lag (and must re-read the store).
 const BACKLOG: usize = 1024;
@@ -87,6 +88,8 @@ pub(crate) struct Outbox {
     notices: broadcast::Sender<TaskNotice>,
     /// Set once, when the engine starts.
     integrations: OnceLock<Vec<Arc<dyn Integration>>>,
+    /// Where this process's own notices are copied for the other instances (shared store).
+    forward: OnceLock<mpsc::Sender<TaskNotice>>,
 }
 
 impl Outbox {
@@ -95,12 +98,33 @@ impl Outbox {
         Self {
             notices: broadcast::channel(BACKLOG).0,
             integrations: OnceLock::new(),
+            forward: OnceLock::new(),
         }
     }
 
     /// Plugs in the integrations (once; later calls are ignored).
     pub(crate) fn plug(&self, integrations: Vec<Arc<dyn Integration>>) {
         let _ = self.integrations.set(integrations);
+    }
+
+    /// Copies this process's notices to `tx` from now on (once; later calls are ignored).
+    pub(crate) fn forward_to(&self, tx: mpsc::Sender<TaskNotice>) {
+        let _ = self.forward.set(tx);
+    }
+
+    /// Publishes a notice another instance sent, to this process's subscribers only (the
+    /// integrations follow the tasks this instance holds).
+    pub(crate) fn relayed(&self, notice: TaskNotice) {
+        let _ = self.notices.send(notice);
+    }
+
+    /// Sends a notice to subscribers and, on a shared store, to the other instances (never
+    /// waiting: when that queue is full the others re-read instead).
+    fn publish(&self, notice: TaskNotice) {
+        if let Some(forward) = self.forward.get() {
+            let _ = forward.try_send(notice.clone());
+        }
+        let _ = self.notices.send(notice);
     }
 
     fn integrations(&self) -> &[Arc<dyn Integration>] {
@@ -125,7 +149,7 @@ impl Outbox {
         for integration in self.integrations() {
             integration.events_appended(task);
         }
-        let _ = self.notices.send(TaskNotice::Events(task.clone()));
+        self.publish(TaskNotice::Events(task.clone()));
     }
 
     /// Publishes a state change.
@@ -133,7 +157,7 @@ impl Outbox {
         for integration in self.integrations() {
             integration.status_changed(task, status);
         }
-        let _ = self.notices.send(TaskNotice::Status(task.clone(), status));
+        self.publish(TaskNotice::Status(task.clone(), status));
     }
 
     /// Tells the integrations nobody waits in a call for the task's result any more.

@@ -12,6 +12,9 @@ use handoff_task::{ExitInfo, NewEvent, Task, TaskId, TaskStatus, unix_millis_now
 use tokio::sync::Notify;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
+/// How often a wait for a task to settle re-reads it without a notice.
+const REREAD: Duration = Duration::from_secs(1);
+
 use crate::{
     EngineError, EngineMetrics,
     metrics::OutcomeLabels,
@@ -118,11 +121,14 @@ impl Shared {
             if task.status.is_terminal() {
                 return Ok(task);
             }
-            // Wake on this task's next state change, on lag (re-read), or at the deadline.
+            // Wake on this task's next state change, on lag (re-read), or at the deadline; and
+            // re-read now and then, since a notice from another instance may be dropped.
+            let reread = (tokio::time::Instant::now() + REREAD).min(deadline);
             loop {
-                match tokio::time::timeout_at(deadline, notices.next()).await {
-                    Err(_) | Ok(Err(Missed::Closed)) => return Ok(task),
-                    Ok(Ok(TaskNotice::Status(..)) | Err(Missed::Lagged)) => break,
+                match tokio::time::timeout_at(reread, notices.next()).await {
+                    Ok(Err(Missed::Closed)) => return Ok(task),
+                    Err(_) if reread >= deadline => return Ok(task),
+                    Err(_) | Ok(Ok(TaskNotice::Status(..)) | Err(Missed::Lagged)) => break,
                     Ok(Ok(TaskNotice::Events(_))) => {}
                 }
             }

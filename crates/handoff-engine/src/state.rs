@@ -10,6 +10,8 @@ pub(crate) struct EngineState {
     shared: Arc<Shared>,
     /// The mailbox of each run this process supervises.
     pub supervisors: Supervisors,
+    /// Wake-ups from the other instances sharing the store.
+    pub peers: crate::peers::Peers,
 }
 
 impl EngineState {
@@ -18,6 +20,7 @@ impl EngineState {
         Self {
             shared: Arc::new(shared),
             supervisors: Supervisors::default(),
+            peers: crate::peers::Peers::default(),
         }
     }
 

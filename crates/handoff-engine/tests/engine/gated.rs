@@ -343,6 +343,49 @@ impl handoff_store::InstanceStore for GatedStore {
 }
 
 #[async_trait]
+impl handoff_store::PeerStore for GatedStore {
+    async fn post_command(
+        &self,
+        task: &TaskId,
+        target: &str,
+        body: &str,
+        at: i64,
+    ) -> Result<i64, StoreError> {
+        self.inner.post_command(task, target, body, at).await
+    }
+
+    async fn take_commands(
+        &self,
+        target: &str,
+        at: i64,
+    ) -> Result<Vec<handoff_store::PostedCommand>, StoreError> {
+        self.inner.take_commands(target, at).await
+    }
+
+    async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError> {
+        self.inner.reply_command(id, reply, at).await
+    }
+
+    async fn command_reply(&self, id: i64) -> Result<Option<String>, StoreError> {
+        self.inner.command_reply(id).await
+    }
+
+    async fn purge_commands(&self, before: i64) -> Result<u64, StoreError> {
+        self.inner.purge_commands(before).await
+    }
+
+    async fn broadcast(&self, body: &str) -> Result<(), StoreError> {
+        self.inner.broadcast(body).await
+    }
+
+    async fn signals(
+        &self,
+    ) -> Result<tokio::sync::broadcast::Receiver<handoff_store::StoreSignal>, StoreError> {
+        self.inner.signals().await
+    }
+}
+
+#[async_trait]
 impl ApprovalStore for GatedStore {
     async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError> {
         self.inner.insert_approval(approval).await

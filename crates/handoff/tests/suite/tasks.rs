@@ -26,7 +26,7 @@ fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static st
 }
 
 /// The pid the executor recorded for the task's process group.
-fn pid(server: &Server, agent: &str, id: &str) -> i32 {
+pub(super) fn pid(server: &Server, agent: &str, id: &str) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let events = history(server, agent, id)["events"].clone();
@@ -43,7 +43,7 @@ fn pid(server: &Server, agent: &str, id: &str) -> i32 {
     }
 }
 
-fn output_line(server: &Server, agent: &str, id: &str, prefix: &str) -> String {
+pub(super) fn output_line(server: &Server, agent: &str, id: &str, prefix: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let events = history(server, agent, id)["events"].clone();
@@ -61,7 +61,7 @@ fn output_line(server: &Server, agent: &str, id: &str, prefix: &str) -> String {
     }
 }
 
-fn alive(pid: i32) -> bool {
+pub(super) fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(')')
             .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))

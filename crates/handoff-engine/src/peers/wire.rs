@@ -1,0 +1,211 @@
+//! Commands and replies as they travel between instances through the store (JSON text): the
+//! in-process types carry live values (a boxed task), these carry only what the other side
+//! cannot read from the store itself.
+
+use handoff_runner::{InputAnswer, InputRequest};
+use handoff_task::{AgentId, TaskId};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    EngineError,
+    shared::Shared,
+    supervisor::{CommandReply, TaskCommand},
+};
+
+/// A [`TaskCommand`] on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case", deny_unknown_fields)]
+pub(super) enum WireCommand {
+    Cancel { reason: String },
+    Pause,
+    Resume,
+    Message { text: String },
+    Answer { answer: InputAnswer, by: String },
+}
+
+impl From<&TaskCommand> for WireCommand {
+    fn from(command: &TaskCommand) -> Self {
+        match command {
+            TaskCommand::Cancel { reason } => Self::Cancel {
+                reason: reason.clone(),
+            },
+            TaskCommand::Pause => Self::Pause,
+            TaskCommand::Resume => Self::Resume,
+            TaskCommand::Message { text } => Self::Message { text: text.clone() },
+            TaskCommand::Answer { answer, by } => Self::Answer {
+                answer: answer.clone(),
+                by: by.as_str().to_owned(),
+            },
+        }
+    }
+}
+
+impl WireCommand {
+    /// The command as its supervisor takes it; the answering agent's id is checked again.
+    pub(super) fn into_command(self) -> Result<TaskCommand, EngineError> {
+        Ok(match self {
+            Self::Cancel { reason } => TaskCommand::Cancel { reason },
+            Self::Pause => TaskCommand::Pause,
+            Self::Resume => TaskCommand::Resume,
+            Self::Message { text } => TaskCommand::Message { text },
+            Self::Answer { answer, by } => TaskCommand::Answer {
+                answer,
+                by: AgentId::parse(&by).map_err(|_| {
+                    EngineError::Internal("a posted answer names no valid agent".into())
+                })?,
+            },
+        })
+    }
+}
+
+/// What kind of refusal a [`WireReply::Failed`] carries, so the caller's error keeps its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum FailureKind {
+    NotFound,
+    Forbidden,
+    Conflict,
+    Unavailable,
+    Other,
+}
+
+/// A supervisor's answer (or its absence) on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case", deny_unknown_fields)]
+pub(super) enum WireReply {
+    /// The holder has no run of the task (it ended meanwhile).
+    NoRun,
+    Stopping,
+    /// The task afterwards is read from the store by the caller.
+    Steered {
+        changed: bool,
+        message: String,
+    },
+    Message {
+        delivered: bool,
+        note: String,
+    },
+    Answered {
+        request: InputRequest,
+    },
+    Failed {
+        kind: FailureKind,
+        message: String,
+    },
+}
+
+impl WireReply {
+    /// The holder's supervisor's answer, ready to post.
+    pub(super) fn from_result(result: Result<Option<CommandReply>, EngineError>) -> Self {
+        match result {
+            Ok(None) => Self::NoRun,
+            Ok(Some(CommandReply::Stopping)) => Self::Stopping,
+            Ok(Some(CommandReply::Steered {
+                changed, message, ..
+            })) => Self::Steered { changed, message },
+            Ok(Some(CommandReply::Message { delivered, note })) => {
+                Self::Message { delivered, note }
+            }
+            Ok(Some(CommandReply::Answered(request))) => Self::Answered { request },
+            Err(e) => {
+                let (kind, message) = match e {
+                    EngineError::NotFound(id) => (FailureKind::NotFound, id),
+                    EngineError::Forbidden(m) => (FailureKind::Forbidden, m),
+                    EngineError::Conflict(m) => (FailureKind::Conflict, m),
+                    EngineError::Unavailable(m) => (FailureKind::Unavailable, m),
+                    other => (FailureKind::Other, other.to_string()),
+                };
+                Self::Failed { kind, message }
+            }
+        }
+    }
+
+    /// The reply as the caller's engine returns it (a steered task re-read from the store).
+    pub(super) async fn into_reply(
+        self,
+        shared: &Shared,
+        id: &TaskId,
+    ) -> Result<Option<CommandReply>, EngineError> {
+        Ok(Some(match self {
+            Self::NoRun => return Ok(None),
+            Self::Stopping => CommandReply::Stopping,
+            Self::Steered { changed, message } => {
+                let task = shared
+                    .store
+                    .get_task(id)
+                    .await?
+                    .ok_or_else(|| EngineError::NotFound(id.to_string()))?;
+                CommandReply::Steered {
+                    task: Box::new(task),
+                    changed,
+                    message,
+                }
+            }
+            Self::Message { delivered, note } => CommandReply::Message { delivered, note },
+            Self::Answered { request } => CommandReply::Answered(request),
+            Self::Failed { kind, message } => {
+                return Err(match kind {
+                    FailureKind::NotFound => EngineError::NotFound(message),
+                    FailureKind::Forbidden => EngineError::Forbidden(message),
+                    FailureKind::Unavailable => EngineError::Unavailable(message),
+                    // What the executor could not do reads as the conflict it is for the caller.
+                    FailureKind::Conflict | FailureKind::Other => EngineError::Conflict(message),
+                });
+            }
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_survive_the_wire() {
+        let by = AgentId::parse("agent-a").unwrap();
+        let commands = [
+            TaskCommand::Cancel {
+                reason: "stop".into(),
+            },
+            TaskCommand::Pause,
+            TaskCommand::Resume,
+            TaskCommand::Message { text: "hi".into() },
+            TaskCommand::Answer {
+                answer: serde_json::from_value(serde_json::json!({"decision": "allow"})).unwrap(),
+                by,
+            },
+        ];
+        for command in commands {
+            let text = serde_json::to_string(&WireCommand::from(&command)).unwrap();
+            let back: WireCommand = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.into_command().unwrap(), command, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_forged_answerer_is_refused() {
+        let text = r#"{"command":"answer","answer":{"decision":"allow"},"by":"not an agent!"}"#;
+        let wire: WireCommand = serde_json::from_str(text).unwrap();
+        assert!(wire.into_command().is_err());
+    }
+
+    #[test]
+    fn refusals_keep_their_kind() {
+        let reply = WireReply::from_result(Err(EngineError::Conflict("no pending request".into())));
+        let text = serde_json::to_string(&reply).unwrap();
+        assert_eq!(
+            serde_json::from_str::<WireReply>(&text).unwrap(),
+            WireReply::Failed {
+                kind: FailureKind::Conflict,
+                message: "no pending request".into()
+            }
+        );
+        assert_eq!(
+            WireReply::from_result(Err(EngineError::NotFound("task_x".into()))),
+            WireReply::Failed {
+                kind: FailureKind::NotFound,
+                message: "task_x".into()
+            }
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! Steering a task through an instance that does not run it (issue 21): two real
+//! `handoff serve` on one PostgreSQL, each task steered through the instance that does not
+//! hold its lease. The command travels through the store to the holder, which hands it to the
+//! run's supervisor; the caller gets the answer it gets on the holder itself.
+
+use std::{
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use serde_json::json;
+
+use super::{
+    harness::{Server, start},
+    mcp::{call, calls, err, history, ok, task_id, wait_status},
+    postgres::{SCRIPT_EXECUTOR, fresh_database},
+    tasks::{alive, output_line, pid},
+};
+
+/// One value (or rows joined by newlines) from `psql`.
+fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql])
+        .output()
+        .expect("psql (PostgreSQL's client) is needed to read the shared store");
+    assert!(out.status.success(), "psql failed on {sql}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The server that does not hold task `id`'s lease (waits for the task to be claimed).
+fn elsewhere<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server {
+    let sql = format!(
+        "SELECT i.pid FROM tasks t JOIN instances i ON i.id = t.owner \
+         WHERE t.id = '{id}' AND t.status = 'running'"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let holder: u32 = loop {
+        if let Ok(pid) = psql(url, &sql).parse() {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "{id} was not claimed");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let other = servers.iter().find(|s| s.child.id() != holder);
+    assert!(servers.iter().any(|s| s.child.id() == holder));
+    other.expect("a server that does not hold the task")
+}
+
+#[test]
+fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
+    let url = fresh_database();
+    let mut env = SCRIPT_EXECUTOR.to_vec();
+    env.extend([
+        ("HANDOFF_DATABASE_URL", url.as_str()),
+        ("HANDOFF_CANCEL_GRACE_MS", "500"),
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0"),
+    ]);
+    let servers = [start(&env), start(&env)];
+    let results = calls(
+        &servers[0],
+        "agent-a",
+        json!([
+            {"name": "execute_task", "arguments": {"task_description": "sleep 300 & echo child:$!; sleep 300"}},
+            {"name": "execute_task", "arguments": {"task_description":
+                "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"}},
+            {"name": "execute_task", "arguments": {"task_description": "echo ready; read -r line; echo \"got:$line\""}},
+        ]),
+    );
+    let (doomed, ticker, listener) = (
+        task_id(&results[0]),
+        task_id(&results[1]),
+        task_id(&results[2]),
+    );
+
+    // Cancel: the holder stops the run; the caller waits for the task to settle, as locally.
+    let via = elsewhere(&url, &servers, &doomed);
+    let child: i32 = output_line(via, "agent-a", &doomed, "child:")["child:".len()..]
+        .parse()
+        .unwrap();
+    let leader = pid(via, "agent-a", &doomed);
+    assert!(alive(leader) && alive(child));
+    let stranger = call(
+        via,
+        "agent-b",
+        "send_task_control",
+        json!({"task_id": doomed, "control": "cancel"}),
+    );
+    assert!(
+        err(&stranger).to_string().contains("not found"),
+        "{stranger}"
+    );
+    let cancelled = call(
+        via,
+        "agent-a",
+        "send_task_control",
+        json!({"task_id": doomed, "control": "cancel", "reason": "wrong repo"}),
+    );
+    assert_eq!(ok(&cancelled)["status"], "cancelled", "{cancelled}");
+    assert_eq!(
+        ok(&cancelled)["message"],
+        "cancelled; the executor's processes are stopped"
+    );
+    assert!(!alive(leader), "leader survived the cancel");
+    assert!(!alive(child), "grandchild survived the cancel");
+
+    // Pause and resume: the holder freezes and thaws the run.
+    let via = elsewhere(&url, &servers, &ticker);
+    output_line(via, "agent-a", &ticker, "tick 3");
+    let paused = call(
+        via,
+        "agent-a",
+        "send_task_control",
+        json!({"task_id": ticker, "control": "pause"}),
+    );
+    assert_eq!(ok(&paused)["status"], "paused", "{paused}");
+    assert_eq!(ok(&paused)["changed"], true);
+    std::thread::sleep(Duration::from_millis(200));
+    let before = history(via, "agent-a", &ticker)["total_events"].clone();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(history(via, "agent-a", &ticker)["total_events"], before);
+    let resumed = call(
+        via,
+        "agent-a",
+        "send_task_control",
+        json!({"task_id": ticker, "control": "resume"}),
+    );
+    assert_eq!(ok(&resumed)["changed"], true, "{resumed}");
+    output_line(
+        via,
+        "agent-a",
+        &ticker,
+        &format!("tick {}", before.as_u64().unwrap()),
+    );
+
+    // A message reaches the executor's stdin on the holder.
+    let via = elsewhere(&url, &servers, &listener);
+    output_line(via, "agent-a", &listener, "ready");
+    let sent = call(
+        via,
+        "agent-a",
+        "send_task_message",
+        json!({"task_id": listener, "message": "use the v2 API", "message_type": "correction"}),
+    );
+    assert_eq!(ok(&sent)["delivered"], true, "{sent}");
+    let got = output_line(via, "agent-a", &listener, "got:");
+    assert_eq!(
+        got,
+        r#"got:{"type":"message","message":"[correction] use the v2 API"}"#
+    );
+    wait_status(via, "agent-a", &listener, &["completed"]);
+
+    // Each went through the store: posted to the holder and answered by it.
+    let answered = psql(
+        &url,
+        "SELECT string_agg(body::json->>'command', ',' ORDER BY id) FROM commands \
+         WHERE taken IS NOT NULL AND reply IS NOT NULL",
+    );
+    assert_eq!(answered, "cancel,pause,resume,message");
+    call(
+        &servers[0],
+        "agent-a",
+        "send_task_control",
+        json!({"task_id": ticker, "control": "cancel"}),
+    );
+}
