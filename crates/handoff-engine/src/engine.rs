@@ -6,7 +6,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use handoff_config::Config;
 use handoff_runner::ExecutorRegistry;
-use handoff_store::Store;
+use handoff_store::{InstanceSummary, Store};
 use handoff_task::TaskStatus;
 use tokio::sync::{Notify, broadcast};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
@@ -186,6 +186,13 @@ impl Engine {
     /// Resolves once [`Engine::shutdown`] was called.
     pub async fn stopped(&self) {
         self.inner.shutdown.cancelled().await;
+    }
+
+    /// The instances sharing the store with the tasks each holds, oldest first, and which of
+    /// them is this one (for health and `handoff instances`).
+    pub async fn instances(&self) -> Result<(Vec<InstanceSummary>, String), EngineError> {
+        let all = self.inner.store.instances().await?;
+        Ok((all, self.inner.instance.id.clone()))
     }
 
     /// Tasks per state, for health and metrics; also refreshes the state gauges.

@@ -197,7 +197,7 @@ impl App {
         }
     }
 
-    /// Refreshes the task counts shown by `health` and the metrics.
+    /// Refreshes the task counts and instances shown by `health`, and the metrics.
     pub async fn refresh_task_counts(&self) {
         match self.engine.counts().await {
             Ok(counts) => {
@@ -214,6 +214,21 @@ impl App {
                 });
             }
             Err(e) => tracing::warn!(error = %e, "could not count tasks"),
+        }
+        match self.engine.instances().await {
+            Ok((all, this)) => self.status.set_instances(
+                all.into_iter()
+                    .map(|s| handoff_tools::builtin::InstanceReport {
+                        this: s.instance.id == this,
+                        id: s.instance.id,
+                        started_at_ms: s.instance.started,
+                        heartbeat_ms: s.instance.heartbeat,
+                        draining: s.instance.draining,
+                        tasks_held: s.tasks_held,
+                    })
+                    .collect(),
+            ),
+            Err(e) => tracing::warn!(error = %e, "could not list the instances"),
         }
     }
 }

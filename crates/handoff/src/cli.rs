@@ -91,6 +91,8 @@ pub enum ClientCommand {
     Deny(DenyArgs),
     /// Permission requests waiting for you, and your standing approvals.
     Approvals(ApprovalsArgs),
+    /// The Handoff instances sharing the server's task store, their heartbeats and loads.
+    Instances(InstancesArgs),
 }
 
 /// Where the client finds the server and whom it acts as.
@@ -291,6 +293,17 @@ pub struct DenyArgs {
     #[arg(long)]
     pub message: Option<String>,
     /// Print JSON instead of a line.
+    #[arg(long)]
+    pub json: bool,
+    /// Connection.
+    #[command(flatten)]
+    pub remote: Remote,
+}
+
+/// Options of `handoff instances`.
+#[derive(Debug, Args)]
+pub struct InstancesArgs {
+    /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
     /// Connection.

@@ -43,6 +43,26 @@ pub struct HealthReport {
     /// Task counts (absent until the task engine reports).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tasks: Option<TaskCounts>,
+    /// The instances sharing the task store, oldest first (absent until the engine reports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceReport>,
+}
+
+/// One Handoff instance sharing the task store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InstanceReport {
+    /// The instance id (`<host>-<pid>-<random>`).
+    pub id: String,
+    /// Whether it is the instance answering.
+    pub this: bool,
+    /// When it started, milliseconds since the Unix epoch.
+    pub started_at_ms: i64,
+    /// Its last heartbeat, milliseconds since the Unix epoch.
+    pub heartbeat_ms: i64,
+    /// It is shutting down and claims nothing more.
+    pub draining: bool,
+    /// Active tasks whose lease it holds.
+    pub tasks_held: u64,
 }
 
 /// Arguments of `health`: none.

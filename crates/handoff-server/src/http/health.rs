@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
-use handoff_tools::builtin::{HealthReport, ServiceStatus, TaskCounts};
+use handoff_tools::builtin::{HealthReport, InstanceReport, ServiceStatus, TaskCounts};
 use serde::Serialize;
 
 /// One subsystem's readiness, without its detail line.
@@ -26,6 +26,10 @@ struct PublicReport {
     components: Vec<PublicComponent>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tasks: Option<TaskCounts>,
+    /// Instance ids, heartbeats and loads: what an operator's probe needs to see a lost
+    /// instance, nothing about what runs where.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    instances: Vec<InstanceReport>,
 }
 
 impl From<HealthReport> for PublicReport {
@@ -46,6 +50,7 @@ impl From<HealthReport> for PublicReport {
                 })
                 .collect(),
             tasks: report.tasks,
+            instances: report.instances,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::{
 };
 
 use handoff_protocol::{
-    builtin::{ComponentReport, HealthArgs, HealthReport, TaskCounts},
+    builtin::{ComponentReport, HealthArgs, HealthReport, InstanceReport, TaskCounts},
     names,
 };
 
@@ -19,6 +19,7 @@ pub struct ServiceStatus {
     started_at: SystemTime,
     components: RwLock<BTreeMap<String, (bool, String)>>,
     tasks: RwLock<Option<TaskCounts>>,
+    instances: RwLock<Vec<InstanceReport>>,
 }
 
 impl Default for ServiceStatus {
@@ -28,6 +29,7 @@ impl Default for ServiceStatus {
             started_at: SystemTime::now(),
             components: RwLock::default(),
             tasks: RwLock::default(),
+            instances: RwLock::default(),
         }
     }
 }
@@ -49,6 +51,11 @@ impl ServiceStatus {
     /// Records task counts.
     pub fn set_tasks(&self, counts: TaskCounts) {
         *self.tasks.write().unwrap_or_else(|p| p.into_inner()) = Some(counts);
+    }
+
+    /// Records the instances sharing the task store.
+    pub fn set_instances(&self, instances: Vec<InstanceReport>) {
+        *self.instances.write().unwrap_or_else(|p| p.into_inner()) = instances;
     }
 
     /// Whether every registered component is ready.
@@ -79,6 +86,11 @@ impl ServiceStatus {
             started_at_ms: unix_millis(self.started_at),
             components,
             tasks: *self.tasks.read().unwrap_or_else(|p| p.into_inner()),
+            instances: self
+                .instances
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
         }
     }
 }
@@ -106,7 +118,8 @@ impl Tool for HealthTool {
 
     fn description(&self) -> &'static str {
         "Report Handoff's health: version, uptime, readiness of each subsystem (store, \
-         executors, integrations) and running/queued task counts."
+         executors, integrations), running/queued task counts and the instances sharing the \
+         task store with the tasks each holds."
     }
 
     fn annotations(&self) -> ToolAnnotations {

@@ -8,8 +8,8 @@ mod tool_output;
 
 // The wire types these tools speak, where they were before `handoff-protocol` existed.
 pub use handoff_protocol::builtin::{
-    ComponentReport, HealthArgs, HealthReport, PingArgs, PingOutput, ReadToolOutputArgs,
-    ReadToolOutputOutput, TaskCounts,
+    ComponentReport, HealthArgs, HealthReport, InstanceReport, PingArgs, PingOutput,
+    ReadToolOutputArgs, ReadToolOutputOutput, TaskCounts,
 };
 pub use health::{HealthTool, ServiceStatus};
 pub use ping::PingTool;

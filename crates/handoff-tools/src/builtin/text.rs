@@ -37,6 +37,17 @@ pub(crate) fn health(report: &HealthReport) -> String {
         let state = if c.ready { "ready" } else { "NOT READY" };
         format!("- {}: {state} — {}", c.name, line(&c.detail, 200))
     }));
+    if report.instances.len() > 1 {
+        lines.push(format!(
+            "Instances sharing the store: {}",
+            report.instances.len()
+        ));
+        lines.extend(report.instances.iter().map(|i| {
+            let this = if i.this { " (this one)" } else { "" };
+            let draining = if i.draining { ", draining" } else { "" };
+            format!("- {}{this}: {} active tasks{draining}", i.id, i.tasks_held)
+        }));
+    }
     lines.join("\n")
 }
 
@@ -123,6 +134,7 @@ mod tests {
                 active: 1,
                 queued: 2,
             }),
+            instances: Vec::new(),
         };
         insta::assert_snapshot!(health(&report), @r"
         Handoff 0.1.0 is degraded (up 2h 13m). Tasks: 1 running, 2 queued.

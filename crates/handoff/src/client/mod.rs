@@ -12,6 +12,7 @@ mod diffstat;
 mod error;
 mod follow;
 mod inspect;
+mod instances;
 mod logs;
 mod render;
 mod run;
@@ -87,6 +88,7 @@ async fn dispatch(config: &Config, command: ClientCommand) -> Result<Exit, Clien
         C::Approve(args) => steer::approve(&conn, args).await,
         C::Deny(args) => steer::deny(&conn, args).await,
         C::Approvals(args) => approvals::approvals(&conn, args).await,
+        C::Instances(args) => instances::instances(&conn, args).await,
     }
 }
 
@@ -104,6 +106,7 @@ fn remote(command: &ClientCommand) -> &Remote {
         C::Approve(a) => &a.remote,
         C::Deny(a) => &a.remote,
         C::Approvals(a) => &a.remote,
+        C::Instances(a) => &a.remote,
     }
 }
 

@@ -8,10 +8,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{
-    harness::{Server, start},
+    harness::{BIN, Server, start},
     mcp::{call, calls, err, history, ok, task_id, wait_status},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
     tasks::{alive, output_line, pid},
@@ -56,6 +56,7 @@ fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
         ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0"),
     ]);
     let servers = [start(&env), start(&env)];
+    both_instances_are_listed(&servers);
     let results = calls(
         &servers[0],
         "agent-a",
@@ -148,6 +149,19 @@ fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
         r#"got:{"type":"message","message":"[correction] use the v2 API"}"#
     );
     wait_status(via, "agent-a", &listener, &["completed"]);
+    // Both instances answer the same about the task.
+    let [a, b] = &servers;
+    let status = |s: &Server| {
+        let got = call(
+            s,
+            "agent-a",
+            "get_task_status",
+            json!({"task_id": listener}),
+        );
+        let got = ok(&got);
+        (got["status"].clone(), got["output_tail"].clone())
+    };
+    assert_eq!(status(a), status(b));
 
     // Each went through the store: posted to the holder and answered by it.
     let answered = psql(
@@ -162,4 +176,63 @@ fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
         "send_task_control",
         json!({"task_id": ticker, "control": "cancel"}),
     );
+}
+
+/// `handoff instances` and the public `/health` of either server list both instances, the
+/// answering one marked.
+fn both_instances_are_listed(servers: &[Server]) {
+    let home = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for server in servers {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let listed = loop {
+            let out = Command::new(BIN)
+                .args(["instances", "--json"])
+                .env("HANDOFF_URL", &server.url)
+                .env("HANDOFF_AGENT", "agent-a")
+                .env("HOME", home.path())
+                .env("XDG_CONFIG_HOME", home.path())
+                .env_remove("HANDOFF_TOKEN")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if listed.as_array().is_some_and(|l| l.len() == 2) {
+                break listed;
+            }
+            assert!(Instant::now() < deadline, "not both instances: {listed}");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let this: Vec<&Value> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["this"] == true)
+            .collect();
+        assert_eq!(this.len(), 1, "{listed}");
+        let pid = format!("-{}-", server.child.id());
+        assert!(this[0]["id"].as_str().unwrap().contains(&pid), "{listed}");
+        assert!(
+            listed
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|i| i["heartbeat_ms"].as_i64() > Some(0))
+        );
+
+        let health = server.url.replace("/mcp", "/health");
+        let public: Value = runtime.block_on(async {
+            let answer = handoff_letta::testing::http().get(&health).send().await;
+            answer.unwrap().json().await.unwrap()
+        });
+        assert_eq!(
+            public["instances"].as_array().map(Vec::len),
+            Some(2),
+            "{public}"
+        );
+    }
 }
