@@ -27,8 +27,8 @@ pub(super) async fn run(state: Arc<EngineState>) {
         {
             Ok(commands) => {
                 for command in commands {
-                    // One at a time per command, not per instance: a slow delivery must not
-                    // hold up a cancel behind it.
+                    // Each on a task of its own: a slow delivery must not hold up a cancel
+                    // posted after it.
                     tokio::spawn(answer(state.clone(), command));
                 }
             }

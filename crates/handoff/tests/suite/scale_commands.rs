@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use super::{
     harness::{BIN, Server, start},
-    mcp::{call, calls, err, history, ok, task_id, wait_status},
+    mcp::{call, err, history, ok, wait_status},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
-    tasks::{alive, output_line, pid},
+    tasks::{alive, output_line, pid, steerable_tasks},
 };
 
 /// One value (or rows joined by newlines) from `psql`.
@@ -57,21 +57,7 @@ fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
     ]);
     let servers = [start(&env), start(&env)];
     both_instances_are_listed(&servers);
-    let results = calls(
-        &servers[0],
-        "agent-a",
-        json!([
-            {"name": "execute_task", "arguments": {"task_description": "sleep 300 & echo child:$!; sleep 300"}},
-            {"name": "execute_task", "arguments": {"task_description":
-                "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"}},
-            {"name": "execute_task", "arguments": {"task_description": "echo ready; read -r line; echo \"got:$line\""}},
-        ]),
-    );
-    let (doomed, ticker, listener) = (
-        task_id(&results[0]),
-        task_id(&results[1]),
-        task_id(&results[2]),
-    );
+    let (doomed, ticker, listener) = steerable_tasks(&servers[0]);
 
     // Cancel: the holder stops the run; the caller waits for the task to settle, as locally.
     let via = elsewhere(&url, &servers, &doomed);

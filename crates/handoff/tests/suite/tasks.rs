@@ -270,11 +270,11 @@ fn a_full_queue_answers_queue_full_as_an_error() {
     assert_eq!(ok(&results[2])["status"], "cancelled");
 }
 
-#[test]
-fn cancel_pause_resume_and_messages_reach_the_process() {
-    let server = start(&env(&[]));
+/// Submits, as `agent-a`, a task with a grandchild to cancel, a ticking one to pause and resume,
+/// and one that waits for a message on stdin; their ids in that order.
+pub(super) fn steerable_tasks(server: &Server) -> (String, String, String) {
     let results = calls(
-        &server,
+        server,
         "agent-a",
         json!([
             {"name": "execute_task", "arguments": {"task_description": "sleep 300 & echo child:$!; sleep 300"}},
@@ -283,11 +283,17 @@ fn cancel_pause_resume_and_messages_reach_the_process() {
             {"name": "execute_task", "arguments": {"task_description": "echo ready; read -r line; echo \"got:$line\""}},
         ]),
     );
-    let (doomed, ticker, listener) = (
+    (
         task_id(&results[0]),
         task_id(&results[1]),
         task_id(&results[2]),
-    );
+    )
+}
+
+#[test]
+fn cancel_pause_resume_and_messages_reach_the_process() {
+    let server = start(&env(&[]));
+    let (doomed, ticker, listener) = steerable_tasks(&server);
 
     let child: i32 = output_line(&server, "agent-a", &doomed, "child:")["child:".len()..]
         .parse()
