@@ -5,7 +5,7 @@ use std::{
     path::{Component, Path, PathBuf},
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 use crate::EngineError;
@@ -18,7 +18,7 @@ pub(crate) const MAX_READ_BYTES: u64 = 1 << 20;
 pub(crate) const DEFAULT_READ_BYTES: u64 = 64 << 10;
 
 /// What a directory entry is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileKind {
     /// A regular file.
@@ -30,7 +30,7 @@ pub enum FileKind {
 }
 
 /// One entry of a listing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntry {
     /// Path relative to the task directory.
     pub path: String,
@@ -41,7 +41,7 @@ pub struct FileEntry {
 }
 
 /// A recursive listing of (part of) a task directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileListing {
     /// Entries, in path order.
     pub entries: Vec<FileEntry>,
@@ -50,7 +50,7 @@ pub struct FileListing {
 }
 
 /// A slice of one file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileChunk {
     /// Path relative to the task directory.
     pub path: String,

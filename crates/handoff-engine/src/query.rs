@@ -262,7 +262,12 @@ impl Engine {
         path: Option<&str>,
     ) -> Result<crate::FileListing, EngineError> {
         let task = self.readable(caller, id).await?;
-        crate::files::list(std::path::Path::new(&task.workdir), path).await
+        match self.inner.files_at(&task).await? {
+            crate::peers::FilesAt::On(holder) => self.inner.list_files_on(&holder, id, path).await,
+            crate::peers::FilesAt::Here => {
+                crate::files::list(std::path::Path::new(&task.workdir), path).await
+            }
+        }
     }
 
     /// Reads part of a file in a task's working directory.
@@ -276,6 +281,15 @@ impl Engine {
     ) -> Result<crate::FileChunk, EngineError> {
         let task = self.readable(caller, id).await?;
         let max = max_bytes.unwrap_or(crate::files::DEFAULT_READ_BYTES);
-        crate::files::read(std::path::Path::new(&task.workdir), path, offset, max).await
+        match self.inner.files_at(&task).await? {
+            crate::peers::FilesAt::On(holder) => {
+                self.inner
+                    .read_file_on(&holder, id, path, offset, max)
+                    .await
+            }
+            crate::peers::FilesAt::Here => {
+                crate::files::read(std::path::Path::new(&task.workdir), path, offset, max).await
+            }
+        }
     }
 }

@@ -12,3 +12,7 @@ CREATE TABLE commands (
 );
 CREATE INDEX commands_pending ON commands (target, id) WHERE taken IS NULL;
 CREATE INDEX commands_created ON commands (created);
+
+-- The instance that last ran each task, kept after it ends (the lease's owner is cleared):
+-- its disk holds the task's files, which other instances ask it for.
+ALTER TABLE tasks ADD COLUMN ran_on TEXT;

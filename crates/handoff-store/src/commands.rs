@@ -30,6 +30,9 @@ pub(crate) const REPLY_OF: &str = "SELECT reply FROM commands WHERE id = ?";
 /// Forgets the commands posted before `?` (answered or not: their callers stopped waiting).
 pub(crate) const PURGE: &str = "DELETE FROM commands WHERE created < ?";
 
+/// The instance that last ran a task: binds `id`.
+pub(crate) const RAN_ON: &str = "SELECT ran_on FROM tasks WHERE id = ?";
+
 /// A row of [`TAKE`].
 pub(crate) fn from_row(row: &impl StoredRow) -> Result<PostedCommand, StoreError> {
     let task = row.text(COMMANDS, "task_id")?;

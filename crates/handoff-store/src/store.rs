@@ -196,6 +196,10 @@ pub trait PeerStore: Send + Sync + 'static {
     /// Command `id`'s answer, once given.
     async fn command_reply(&self, id: i64) -> Result<Option<String>, StoreError>;
 
+    /// The instance that last ran task `id` (kept after the task ends; its disk holds the
+    /// task's files), if any did.
+    async fn ran_on(&self, id: &TaskId) -> Result<Option<String>, StoreError>;
+
     /// Forgets the commands posted before `before`; returns how many.
     async fn purge_commands(&self, before: i64) -> Result<u64, StoreError>;
 

@@ -3,10 +3,12 @@
 //! takes it, hands it to the run's supervisor as a local caller would, and posts the answer
 //! ([`serve`]). Each step wakes the other side through the store's signals (PostgreSQL
 //! `NOTIFY`), backed by a short poll. What happens to tasks is told the same way
-//! ([`notices`]), so waits on one instance follow a task running on another.
+//! ([`notices`]), so waits on one instance follow a task running on another; and a task's
+//! files are read on the instance whose disk holds them ([`files`]).
 //!
 //! Durable: the posted commands and their answers (the store). In memory: the wake-ups.
 
+mod files;
 mod notices;
 mod route;
 mod serve;
@@ -16,6 +18,8 @@ use std::sync::Arc;
 
 use handoff_store::StoreSignal;
 use tokio::sync::{Notify, broadcast};
+
+pub(crate) use files::FilesAt;
 
 use crate::{EngineError, state::EngineState};
 

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use handoff_task::{TaskId, unix_millis_now};
 use tokio::time::Instant;
 
-use super::wire::{WireCommand, WireReply};
+use super::wire::{Posted, WireCommand, WireReply};
 use crate::{
     EngineError,
     state::EngineState,
@@ -62,13 +62,27 @@ impl EngineState {
         id: &TaskId,
         command: &TaskCommand,
     ) -> Result<Option<CommandReply>, EngineError> {
-        let body = serde_json::to_string(&WireCommand::from(command))
+        let posted = Posted::Command(WireCommand::from(command));
+        self.ask(holder, id, &posted)
+            .await?
+            .into_reply(self, id)
+            .await
+    }
+
+    /// Posts `posted` about task `id` for instance `holder` and waits for its reply.
+    pub(super) async fn ask(
+        &self,
+        holder: &str,
+        id: &TaskId,
+        posted: &Posted,
+    ) -> Result<WireReply, EngineError> {
+        let body = serde_json::to_string(posted)
             .map_err(|e| EngineError::Internal(format!("encoding a command: {e}")))?;
         let posted = self
             .store
             .post_command(id, holder, &body, unix_millis_now())
             .await?;
-        tracing::debug!(task = %id, holder, command = posted, "command posted to the holding instance");
+        tracing::debug!(task = %id, holder, command = posted, "posted to the holding instance");
         let deadline = Instant::now() + REPLY_WAIT;
         loop {
             let woken = self.peers.replied.notified();
@@ -76,15 +90,14 @@ impl EngineState {
             // Registered before the read: a reply landing in between still wakes this wait.
             woken.as_mut().enable();
             if let Some(text) = self.store.command_reply(posted).await? {
-                let reply: WireReply = serde_json::from_str(&text).map_err(|e| {
+                return serde_json::from_str(&text).map_err(|e| {
                     EngineError::Internal(format!("instance {holder} answered unreadably: {e}"))
-                })?;
-                return reply.into_reply(self, id).await;
+                });
             }
             let now = Instant::now();
             if now >= deadline {
                 return Err(EngineError::Unavailable(format!(
-                    "instance {holder}, which runs task {id}, did not answer within {} s",
+                    "instance {holder}, which holds task {id}, did not answer within {} s",
                     REPLY_WAIT.as_secs()
                 )));
             }

@@ -7,7 +7,10 @@ use handoff_store::PostedCommand;
 use handoff_task::unix_millis_now;
 use tokio::time::Instant;
 
-use super::wire::{WireCommand, WireReply};
+use super::{
+    files,
+    wire::{Posted, WireReply},
+};
 use crate::{EngineError, state::EngineState, supervisor::TaskCommands};
 
 /// How often this instance looks for commands without a wake-up.
@@ -46,17 +49,19 @@ pub(super) async fn run(state: Arc<EngineState>) {
     }
 }
 
-/// Hands one command to its run's supervisor (never onward to another instance) and posts
-/// the answer.
+/// Hands one command to its run's supervisor (never onward to another instance), or answers
+/// one file query from this instance's disk, and posts the answer.
 async fn answer(state: Arc<EngineState>, posted: PostedCommand) {
-    let result = match serde_json::from_str::<WireCommand>(&posted.body) {
-        Ok(wire) => match wire.into_command() {
-            Ok(command) => state.supervisors.send(&posted.task, command).await,
-            Err(e) => Err(e),
+    let reply = match serde_json::from_str::<Posted>(&posted.body) {
+        Ok(Posted::Command(wire)) => match wire.into_command() {
+            Ok(command) => {
+                WireReply::from_result(state.supervisors.send(&posted.task, command).await)
+            }
+            Err(e) => WireReply::failed(e),
         },
-        Err(e) => Err(EngineError::Internal(format!("an unreadable command: {e}"))),
+        Ok(Posted::Query(query)) => files::answer(&state, &posted.task, query).await,
+        Err(e) => WireReply::failed(EngineError::Internal(format!("an unreadable command: {e}"))),
     };
-    let reply = WireReply::from_result(result);
     let text = match serde_json::to_string(&reply) {
         Ok(text) => text,
         Err(e) => {

@@ -1,16 +1,40 @@
-//! Commands and replies as they travel between instances through the store (JSON text): the
-//! in-process types carry live values (a boxed task), these carry only what the other side
-//! cannot read from the store itself.
+//! Commands, queries and replies as they travel between instances through the store (JSON
+//! text): the in-process types carry live values (a boxed task), these carry only what the
+//! other side cannot read from the store itself.
 
 use handoff_runner::{InputAnswer, InputRequest};
 use handoff_task::{AgentId, TaskId};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    EngineError,
+    EngineError, FileChunk, FileListing,
     shared::Shared,
     supervisor::{CommandReply, TaskCommand},
 };
+
+/// What one instance posts for another: a command for a run it holds, or a question about the
+/// files of a task it ran (they are on its disk).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Posted {
+    Command(WireCommand),
+    Query(WireQuery),
+}
+
+/// A question about a task's working directory, answered from the disk of the instance that
+/// ran it (the caller checked who may read the task).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "query", rename_all = "snake_case", deny_unknown_fields)]
+pub(super) enum WireQuery {
+    Files {
+        path: Option<String>,
+    },
+    ReadFile {
+        path: String,
+        offset: u64,
+        max_bytes: u64,
+    },
+}
 
 /// A [`TaskCommand`] on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,8 +90,13 @@ pub(super) enum FailureKind {
     Forbidden,
     Conflict,
     Unavailable,
+    /// An argument was refused; the reply's `field` names it.
+    Invalid,
     Other,
 }
+
+/// The argument names a refusal from another instance may carry (the engine's are static).
+const FIELDS: [&str; 4] = ["file_path", "path", "offset", "max_bytes"];
 
 /// A supervisor's answer (or its absence) on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,9 +117,17 @@ pub(super) enum WireReply {
     Answered {
         request: InputRequest,
     },
+    Listing {
+        listing: FileListing,
+    },
+    Chunk {
+        chunk: FileChunk,
+    },
     Failed {
         kind: FailureKind,
         message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        field: Option<String>,
     },
 }
 
@@ -107,17 +144,50 @@ impl WireReply {
                 Self::Message { delivered, note }
             }
             Ok(Some(CommandReply::Answered(request))) => Self::Answered { request },
-            Err(e) => {
-                let (kind, message) = match e {
-                    EngineError::NotFound(id) => (FailureKind::NotFound, id),
-                    EngineError::Forbidden(m) => (FailureKind::Forbidden, m),
-                    EngineError::Conflict(m) => (FailureKind::Conflict, m),
-                    EngineError::Unavailable(m) => (FailureKind::Unavailable, m),
-                    other => (FailureKind::Other, other.to_string()),
-                };
-                Self::Failed { kind, message }
-            }
+            Err(e) => Self::failed(e),
         }
+    }
+
+    /// A refusal, keeping its kind (and the field an argument error names).
+    pub(super) fn failed(error: EngineError) -> Self {
+        let (kind, message, field) = match error {
+            EngineError::NotFound(id) => (FailureKind::NotFound, id, None),
+            EngineError::Forbidden(m) => (FailureKind::Forbidden, m, None),
+            EngineError::Conflict(m) => (FailureKind::Conflict, m, None),
+            EngineError::Unavailable(m) => (FailureKind::Unavailable, m, None),
+            EngineError::Invalid { field, message } => {
+                (FailureKind::Invalid, message, Some(field.to_owned()))
+            }
+            other => (FailureKind::Other, other.to_string(), None),
+        };
+        Self::Failed {
+            kind,
+            message,
+            field,
+        }
+    }
+
+    /// The error a [`WireReply::Failed`] stands for; `None` for any other reply.
+    pub(super) fn into_error(self) -> Result<Self, EngineError> {
+        let Self::Failed {
+            kind,
+            message,
+            field,
+        } = self
+        else {
+            return Ok(self);
+        };
+        Err(match kind {
+            FailureKind::NotFound => EngineError::NotFound(message),
+            FailureKind::Forbidden => EngineError::Forbidden(message),
+            FailureKind::Unavailable => EngineError::Unavailable(message),
+            FailureKind::Invalid => match FIELDS.iter().find(|f| Some(**f) == field.as_deref()) {
+                Some(field) => EngineError::invalid(field, message),
+                None => EngineError::Conflict(message),
+            },
+            // What the executor could not do reads as the conflict it is for the caller.
+            FailureKind::Conflict | FailureKind::Other => EngineError::Conflict(message),
+        })
     }
 
     /// The reply as the caller's engine returns it (a steered task re-read from the store).
@@ -126,7 +196,7 @@ impl WireReply {
         shared: &Shared,
         id: &TaskId,
     ) -> Result<Option<CommandReply>, EngineError> {
-        Ok(Some(match self {
+        Ok(Some(match self.into_error()? {
             Self::NoRun => return Ok(None),
             Self::Stopping => CommandReply::Stopping,
             Self::Steered { changed, message } => {
@@ -143,14 +213,10 @@ impl WireReply {
             }
             Self::Message { delivered, note } => CommandReply::Message { delivered, note },
             Self::Answered { request } => CommandReply::Answered(request),
-            Self::Failed { kind, message } => {
-                return Err(match kind {
-                    FailureKind::NotFound => EngineError::NotFound(message),
-                    FailureKind::Forbidden => EngineError::Forbidden(message),
-                    FailureKind::Unavailable => EngineError::Unavailable(message),
-                    // What the executor could not do reads as the conflict it is for the caller.
-                    FailureKind::Conflict | FailureKind::Other => EngineError::Conflict(message),
-                });
+            other => {
+                return Err(EngineError::Internal(format!(
+                    "a command was answered as a query: {other:?}"
+                )));
             }
         }))
     }
@@ -197,15 +263,46 @@ mod tests {
             serde_json::from_str::<WireReply>(&text).unwrap(),
             WireReply::Failed {
                 kind: FailureKind::Conflict,
-                message: "no pending request".into()
+                message: "no pending request".into(),
+                field: None,
             }
         );
         assert_eq!(
             WireReply::from_result(Err(EngineError::NotFound("task_x".into()))),
             WireReply::Failed {
                 kind: FailureKind::NotFound,
-                message: "task_x".into()
+                message: "task_x".into(),
+                field: None,
             }
         );
+        let invalid = WireReply::failed(EngineError::invalid("file_path", "must not contain `..`"));
+        let text = serde_json::to_string(&invalid).unwrap();
+        let back = serde_json::from_str::<WireReply>(&text)
+            .unwrap()
+            .into_error();
+        assert!(
+            matches!(
+                back,
+                Err(EngineError::Invalid {
+                    field: "file_path",
+                    ..
+                })
+            ),
+            "{back:?}"
+        );
+    }
+
+    #[test]
+    fn commands_and_queries_are_told_apart() {
+        let pause: Posted = serde_json::from_str(r#"{"command":"pause"}"#).unwrap();
+        assert_eq!(pause, Posted::Command(WireCommand::Pause));
+        let files: Posted = serde_json::from_str(r#"{"query":"files","path":"src"}"#).unwrap();
+        assert_eq!(
+            files,
+            Posted::Query(WireQuery::Files {
+                path: Some("src".into())
+            })
+        );
+        assert!(serde_json::from_str::<Posted>(r#"{"query":"rm","path":"/"}"#).is_err());
     }
 }

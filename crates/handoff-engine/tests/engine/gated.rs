@@ -370,6 +370,10 @@ impl handoff_store::PeerStore for GatedStore {
         self.inner.command_reply(id).await
     }
 
+    async fn ran_on(&self, id: &TaskId) -> Result<Option<String>, StoreError> {
+        self.inner.ran_on(id).await
+    }
+
     async fn purge_commands(&self, before: i64) -> Result<u64, StoreError> {
         self.inner.purge_commands(before).await
     }

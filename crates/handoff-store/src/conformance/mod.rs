@@ -108,6 +108,7 @@ macro_rules! store_conformance {
             leases::a_stale_token_is_refused_and_changes_nothing,
             leases::a_task_failed_elsewhere_fences_its_old_owner,
             peers::commands_are_taken_once_and_answered_once,
+            peers::the_instance_that_ran_a_task_is_kept,
         );
         // Races need real parallelism to mean anything.
         $crate::store_conformance!(@multi_thread $open;

@@ -1,13 +1,17 @@
 //! Commands between instances: posted for one instance, taken by it exactly once, answered
-//! once, read back by the poster, purged by age; each step wakes the other side.
+//! once, read back by the poster, purged by age; each step wakes the other side. And the
+//! instance whose disk holds a task's files.
 
 use std::time::Duration;
 
-use handoff_task::TaskId;
+use handoff_task::{TaskId, TaskStatus};
 use tokio::sync::broadcast;
 
-use super::ConformanceStore;
-use crate::{PeerStore, StoreSignal};
+use super::{
+    ConformanceStore,
+    support::{WIDE, change, insert, new_task},
+};
+use crate::{LeaseGrant, PeerStore, StoreSignal};
 
 /// The next wake-up, within a few seconds.
 async fn next_signal(signals: &mut broadcast::Receiver<StoreSignal>) -> StoreSignal {
@@ -81,4 +85,34 @@ pub async fn commands_are_taken_once_and_answered_once<S: ConformanceStore + Pee
     assert_eq!(store.command_reply(id).await.unwrap(), None);
     let left = holder.take_commands("instance-b", 5_001).await.unwrap();
     assert_eq!(left.iter().map(|c| c.id).collect::<Vec<_>>(), [later]);
+}
+
+/// The instance that ran a task is kept once the task ends (its lease is gone, its files are
+/// still on that instance's disk).
+pub async fn the_instance_that_ran_a_task_is_kept<S: ConformanceStore + PeerStore>(store: S) {
+    let task = insert(&store, &new_task("agent-a", 0)).await;
+    assert_eq!(store.ran_on(&task.id).await.unwrap(), None);
+    let lease = LeaseGrant {
+        owner: "inst-a".into(),
+        until: 9_000,
+    };
+    let claimed = store.claim(WIDE, 10, Some(&lease)).await.unwrap().unwrap();
+    assert_eq!(claimed.id, task.id);
+    assert_eq!(
+        store.ran_on(&task.id).await.unwrap().as_deref(),
+        Some("inst-a")
+    );
+    let done = store
+        .set_status(
+            &task.id,
+            &change(TaskStatus::Running, TaskStatus::Completed, 20),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.lease, None);
+    assert_eq!(
+        store.ran_on(&task.id).await.unwrap().as_deref(),
+        Some("inst-a")
+    );
 }

@@ -178,6 +178,14 @@ impl PeerStore for PgStore {
         Ok(reply.flatten())
     }
 
+    async fn ran_on(&self, id: &TaskId) -> Result<Option<String>, StoreError> {
+        let ran_on: Option<Option<String>> = query_scalar(commands::RAN_ON)
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(ran_on.flatten())
+    }
+
     async fn purge_commands(&self, before: i64) -> Result<u64, StoreError> {
         self.writing(async {
             Ok(query(commands::PURGE)

@@ -160,11 +160,13 @@ pub(super) async fn claim(
 
     let row = query(concat!(
         "UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?), owner = ?, \
-         lease_until = ?, fence = fence + 1 WHERE id = ? AND status = ? RETURNING ",
+         ran_on = COALESCE(?, ran_on), lease_until = ?, fence = fence + 1 \
+         WHERE id = ? AND status = ? RETURNING ",
         task_columns!()
     ))
     .bind(TaskStatus::Running.as_str())
     .bind(at)
+    .bind(lease.map(|l| l.owner.as_str()))
     .bind(lease.map(|l| l.owner.as_str()))
     .bind(lease.map(|l| l.until))
     .bind(picked.as_str())

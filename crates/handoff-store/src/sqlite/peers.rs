@@ -71,6 +71,14 @@ impl PeerStore for SqliteStore {
         Ok(reply.flatten())
     }
 
+    async fn ran_on(&self, id: &TaskId) -> Result<Option<String>, StoreError> {
+        let ran_on: Option<Option<String>> = sqlx::query_scalar(commands::RAN_ON)
+            .bind(id.as_str())
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(ran_on.flatten())
+    }
+
     async fn purge_commands(&self, before: i64) -> Result<u64, StoreError> {
         self.writing(async {
             Ok(sqlx::query(commands::PURGE)

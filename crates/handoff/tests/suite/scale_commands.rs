@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{
     harness::{BIN, Server, start},
-    mcp::{call, err, history, ok, wait_status},
+    mcp::{call, err, history, ok, task_id, wait_status},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
     tasks::{alive, output_line, pid, steerable_tasks},
 };
@@ -25,6 +25,22 @@ fn psql(url: &str, sql: &str) -> String {
         .expect("psql (PostgreSQL's client) is needed to read the shared store");
     assert!(out.status.success(), "psql failed on {sql}");
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The server whose instance did not run finished task `id`.
+fn not_the_runner<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server {
+    let runner: u32 = psql(
+        url,
+        &format!(
+            "SELECT i.pid FROM tasks t JOIN instances i ON i.id = t.ran_on WHERE t.id = '{id}'"
+        ),
+    )
+    .parse()
+    .expect("the instance that ran the task is registered");
+    servers
+        .iter()
+        .find(|s| s.child.id() != runner)
+        .expect("a server that did not run the task")
 }
 
 /// The server that does not hold task `id`'s lease (waits for the task to be claimed).
@@ -156,6 +172,43 @@ fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
          WHERE taken IS NOT NULL AND reply IS NOT NULL",
     );
     assert_eq!(answered, "cancel,pause,resume,message");
+
+    // A task's files are read on the instance that ran it, whichever instance is asked.
+    let made = call(
+        &servers[0],
+        "agent-a",
+        "execute_task",
+        json!({"task_description": "mkdir -p out && echo made-here > out/made.txt", "sync": true}),
+    );
+    let made = task_id(&made);
+    let via = not_the_runner(&url, &servers, &made);
+    let listed = call(via, "agent-a", "get_task_files", json!({"task_id": made}));
+    assert!(ok(&listed).to_string().contains("out/made.txt"), "{listed}");
+    let read = call(
+        via,
+        "agent-a",
+        "read_task_file",
+        json!({"task_id": made, "file_path": "out/made.txt"}),
+    );
+    assert_eq!(
+        ok(&read)["content"].as_str().map(str::trim),
+        Some("made-here")
+    );
+    let outside = call(
+        via,
+        "agent-a",
+        "read_task_file",
+        json!({"task_id": made, "file_path": "../../etc/passwd"}),
+    );
+    assert!(err(&outside).to_string().contains("file_path"), "{outside}");
+    let queries = psql(
+        &url,
+        &format!(
+            "SELECT string_agg(body::json->>'query', ',' ORDER BY id) FROM commands \
+             WHERE task_id = '{made}' AND reply IS NOT NULL"
+        ),
+    );
+    assert_eq!(queries, "files,read_file,read_file");
     call(
         &servers[0],
         "agent-a",
