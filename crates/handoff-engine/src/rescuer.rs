@@ -1,6 +1,7 @@
 //! The rescuer: takes over the tasks of instances that stopped renewing their leases. One
-//! instance at a time does it (the store's rescuer lock); the others stand by and take over
-//! the duty when its holder dies. A rescued task gets today's restart rules, never a silent
+//! instance at a time does it (the store's rescuer duty, a term as long as a lease, renewed
+//! at every pass); the others stand by and take over the duty when its holder's term runs out
+//! — dead or cut off from the database alike. A rescued task gets today's restart rules, never a silent
 //! re-run: `failed` with `interrupted: instance <id> lost`, or back in the queue when it opted
 //! in and nothing of its old run survives on this machine. Every takeover is a
 //! compare-and-set that clears the owner (and a re-queue increments the fencing token), so the
@@ -33,11 +34,16 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
 /// One pass, if this instance holds the duty: declares silent instances lost and takes over
 /// every task whose lease expired. Returns how many tasks it took over.
 pub(crate) async fn pass(inner: &Arc<EngineState>) -> Result<usize, EngineError> {
-    if !inner.store.rescuer_lock().await? {
-        return Ok(0);
-    }
     let now = unix_millis_now();
     let expiry = millis(inner.config.instance.lease_expiry);
+    let term = now.saturating_add(expiry);
+    if !inner
+        .store
+        .rescuer_lock(&inner.instance.id, now, term)
+        .await?
+    {
+        return Ok(0);
+    }
     let lost: HashMap<String, String> = inner
         .store
         .expire_instances(now.saturating_sub(expiry))

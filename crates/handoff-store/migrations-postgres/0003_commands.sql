@@ -16,3 +16,12 @@ CREATE INDEX commands_created ON commands (created);
 -- The instance that last ran each task, kept after it ends (the lease's owner is cleared):
 -- its disk holds the task's files, which other instances ask it for.
 ALTER TABLE tasks ADD COLUMN ran_on TEXT;
+
+-- The rescuer's duty, held by one instance for a term it renews at every pass: an instance cut
+-- off from the database loses it when its term runs out (a session lock would stay with a
+-- connection the database still believes open).
+CREATE TABLE rescuer (
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    holder TEXT    NOT NULL,
+    until  BIGINT  NOT NULL
+);

@@ -26,6 +26,12 @@ pub(crate) const DRAIN: &str = "UPDATE instances SET draining = ? WHERE id = ?";
 pub(crate) const EXPIRE: &str = "DELETE FROM instances WHERE heartbeat < ? \
      RETURNING id, host, pid, started, heartbeat, draining";
 
+/// Takes or renews the rescuer's duty: binds `holder`, `until`, `now`; a row back when the
+/// holder has it.
+pub(crate) const RESCUER: &str = "INSERT INTO rescuer (id, holder, until) VALUES (1, ?, ?) \
+     ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, until = excluded.until \
+     WHERE rescuer.holder = excluded.holder OR rescuer.until < ? RETURNING holder";
+
 /// Removes an instance.
 pub(crate) const DEREGISTER: &str = "DELETE FROM instances WHERE id = ?";
 

@@ -240,10 +240,11 @@ pub trait InstanceStore: Send + Sync + 'static {
     /// later heartbeat of theirs finds no row) and returns them.
     async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError>;
 
-    /// Makes this handle the one rescuer of the database while it lives: `true` when it holds
-    /// the duty (already or now), `false` while another instance does. Released when the
-    /// process (its connection) ends.
-    async fn rescuer_lock(&self) -> Result<bool, StoreError>;
+    /// Takes or renews the rescuer's duty for instance `holder` until `until`: `true` when
+    /// `holder` has it (it held it already, or the previous holder's term ended before `now`),
+    /// `false` while another instance's term runs. A term, not a session lock: an instance cut
+    /// off from the database loses the duty when its term runs out, as it loses its leases.
+    async fn rescuer_lock(&self, holder: &str, now: i64, until: i64) -> Result<bool, StoreError>;
 
     /// Whether several instances may share this store (PostgreSQL). When `false` (SQLite: the
     /// file admits one instance), every active task at start-up was this instance's.

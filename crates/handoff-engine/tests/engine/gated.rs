@@ -333,8 +333,8 @@ impl handoff_store::InstanceStore for GatedStore {
         self.inner.expire_instances(before).await
     }
 
-    async fn rescuer_lock(&self) -> Result<bool, StoreError> {
-        self.inner.rescuer_lock().await
+    async fn rescuer_lock(&self, holder: &str, now: i64, until: i64) -> Result<bool, StoreError> {
+        self.inner.rescuer_lock(holder, now, until).await
     }
 
     fn is_shared(&self) -> bool {

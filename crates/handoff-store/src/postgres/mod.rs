@@ -53,10 +53,6 @@ const WRITE_LOCK: i64 = 0x68_61_6e_64_6f_66_66;
 /// Connections per process.
 const CONNECTIONS: u32 = 10;
 
-/// The session advisory lock of the database's one rescuer ("handoff" + 2; + 1 was the
-/// one-instance lock of the releases before leases).
-const RESCUER_LOCK: i64 = WRITE_LOCK + 2;
-
 /// `sql` with each `?` outside string literals replaced by PostgreSQL's `$1`, `$2`, ...
 fn numbered(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
@@ -105,8 +101,6 @@ pub struct PgStore {
     pool: PgPool,
     /// The latest failed write's error while writes fail, for readiness checks.
     fault: Arc<watch::Sender<Option<String>>>,
-    /// The connection holding [`RESCUER_LOCK`], while this handle is the rescuer.
-    rescuer: Arc<tokio::sync::Mutex<Option<sqlx::PgConnection>>>,
     /// The leases this handle holds, which fence its writes.
     held: Held,
     /// The other instances' wake-ups, once [`crate::PeerStore::signals`] started listening.
@@ -124,7 +118,6 @@ impl PgStore {
         Ok(Self {
             pool,
             fault: Arc::new(watch::channel(None).0),
-            rescuer: Arc::default(),
             held: Held::default(),
             listener: peers::Listener::default(),
         })
@@ -246,7 +239,6 @@ impl PgStore {
     pub fn another_instance(&self) -> Self {
         Self {
             held: Held::default(),
-            rescuer: Arc::default(),
             // Its own LISTEN connection, as another process would have.
             listener: peers::Listener::default(),
             ..self.clone()
@@ -607,26 +599,17 @@ impl InstanceStore for PgStore {
         .await
     }
 
-    async fn rescuer_lock(&self) -> Result<bool, StoreError> {
-        let mut held = self.rescuer.lock().await;
-        if let Some(conn) = held.as_mut() {
-            // Still ours while its connection lives; a broken one is dropped and re-tried.
-            if sqlx::query("SELECT 1").execute(&mut *conn).await.is_ok() {
-                return Ok(true);
-            }
-            *held = None;
-        }
-        // A connection of its own: a session lock on a pooled connection would go back to
-        // the pool still held, and PostgreSQL releases it only when the connection ends.
-        let mut conn = self.pool.acquire().await?.detach();
-        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(RESCUER_LOCK)
-            .fetch_one(&mut conn)
-            .await?;
-        if locked {
-            *held = Some(conn);
-        }
-        Ok(locked)
+    async fn rescuer_lock(&self, holder: &str, now: i64, until: i64) -> Result<bool, StoreError> {
+        self.writing(async {
+            let held = query(instances::RESCUER)
+                .bind(holder)
+                .bind(until)
+                .bind(now)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(held.is_some())
+        })
+        .await
     }
 
     fn is_shared(&self) -> bool {

@@ -120,26 +120,24 @@ async fn claims_from_two_instances_respect_the_limits_together() {
     assert!(per_agent.values().all(|&n| n <= 2), "{per_agent:?}");
 }
 
-/// One rescuer per database: the first instance to ask holds the duty while its connection
-/// lives, the others are told no; when it closes, another takes it.
+/// One rescuer per database: the first instance to ask holds the duty for its term and renews
+/// it; the others are told no until a term runs out unrenewed, then one of them takes it.
 #[tokio::test]
 async fn one_rescuer_at_a_time() {
     use crate::InstanceStore;
     let url = fresh_database().await;
     let a = PgStore::connect(&url).await.unwrap();
     let b = PgStore::connect(&url).await.unwrap();
-    assert!(a.rescuer_lock().await.unwrap());
-    assert!(a.rescuer_lock().await.unwrap(), "still a's");
-    assert!(!b.rescuer_lock().await.unwrap());
-    *a.rescuer.lock().await = None; // its connection closes, as when the process dies
-    let mut took = false;
-    for _ in 0..50 {
-        if b.rescuer_lock().await.unwrap() {
-            took = true;
-            break;
-        }
-        // The server notices the closed connection asynchronously.
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(took, "b never took the duty over");
+    assert!(a.rescuer_lock("a", 1_000, 2_000).await.unwrap());
+    assert!(a.rescuer_lock("a", 1_500, 2_500).await.unwrap(), "renewed");
+    assert!(
+        !b.rescuer_lock("b", 2_000, 3_000).await.unwrap(),
+        "a's term runs"
+    );
+    // a falls silent (dead, or cut off): its term ends, b takes the duty.
+    assert!(b.rescuer_lock("b", 2_600, 3_600).await.unwrap());
+    assert!(
+        !a.rescuer_lock("a", 2_700, 3_700).await.unwrap(),
+        "a is back: b's now"
+    );
 }

@@ -578,7 +578,12 @@ impl InstanceStore for SqliteStore {
         .await
     }
 
-    async fn rescuer_lock(&self) -> Result<bool, StoreError> {
+    async fn rescuer_lock(
+        &self,
+        _holder: &str,
+        _now: i64,
+        _until: i64,
+    ) -> Result<bool, StoreError> {
         // One process per file: the duty is always this one's.
         Ok(true)
     }

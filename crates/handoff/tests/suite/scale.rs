@@ -26,7 +26,7 @@ const HEARTBEAT_MS: &str = "200";
 const LEASE_EXPIRY_MS: u64 = 1_000;
 
 /// One value (or rows joined by newlines) from `psql`.
-fn psql(url: &str, sql: &str) -> String {
+pub(super) fn psql(url: &str, sql: &str) -> String {
     let out = Command::new("psql")
         .args([url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql])
         .output()
@@ -44,7 +44,7 @@ fn count(url: &str, sql: &str) -> i64 {
 }
 
 /// Waits until `sql` counts `want`, for at most `limit`; the time it took.
-fn wait_count(url: &str, sql: &str, want: i64, limit: Duration) -> Duration {
+pub(super) fn wait_count(url: &str, sql: &str, want: i64, limit: Duration) -> Duration {
     let start = Instant::now();
     loop {
         let n = count(url, sql);
@@ -301,7 +301,7 @@ fn takeover_after_kill9(url: &str, mut servers: Vec<Server>) {
 }
 
 /// Pids of the processes whose environment holds `entry` (`NAME=value`).
-fn processes_with_env(entry: &str) -> Vec<u32> {
+pub(super) fn processes_with_env(entry: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for proc in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = proc.file_name().to_string_lossy().parse::<u32>() else {

@@ -14,18 +14,9 @@ use super::{
     harness::{BIN, Server, start},
     mcp::{call, err, history, ok, task_id, wait_status},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
+    scale::psql,
     tasks::{alive, output_line, pid, steerable_tasks},
 };
-
-/// One value (or rows joined by newlines) from `psql`.
-fn psql(url: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args([url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql])
-        .output()
-        .expect("psql (PostgreSQL's client) is needed to read the shared store");
-    assert!(out.status.success(), "psql failed on {sql}");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 /// The server whose instance did not run finished task `id`.
 fn not_the_runner<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server {

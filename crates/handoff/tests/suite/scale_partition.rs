@@ -1,0 +1,192 @@
+//! An instance cut off from PostgreSQL (issue 21): its connections to the database run
+//! through a proxy the test controls. While the proxy holds every byte, the instance's leases
+//! expire and another instance declares it lost and fails its task; when the proxy lets the
+//! bytes through again, the cut-off instance's late writes about the task are refused by the
+//! fencing token — nothing of its run lands after the takeover — and it kills the run and
+//! registers again.
+
+use std::{sync::Arc, time::Duration};
+
+use serde_json::json;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+    sync::watch,
+};
+
+use super::{
+    harness::start,
+    mcp::{call, task_id},
+    postgres::{SCRIPT_EXECUTOR, fresh_database},
+    scale::{processes_with_env, psql, wait_count},
+};
+
+const HEARTBEAT_MS: &str = "200";
+const LEASE_EXPIRY_MS: &str = "1000";
+
+/// A TCP proxy to `upstream` that forwards while open and holds every byte while cut (a
+/// partition: nothing is refused, nothing arrives).
+struct Proxy {
+    port: u16,
+    open: Arc<watch::Sender<bool>>,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Arc::new(watch::channel(true).0);
+        let gate = open.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let gate = gate.clone();
+                tokio::spawn(async move {
+                    let Ok(server) = TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let (cr, cw) = client.into_split();
+                    let (sr, sw) = server.into_split();
+                    tokio::spawn(pump(cr, sw, gate.subscribe()));
+                    tokio::spawn(pump(sr, cw, gate.subscribe()));
+                });
+            }
+        });
+        Proxy { port, open }
+    }
+
+    fn set_open(&self, open: bool) {
+        self.open.send_replace(open);
+    }
+}
+
+/// Copies `from` to `to`, waiting while the gate is shut (before reading and before writing).
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut gate: watch::Receiver<bool>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        if gate.wait_for(|open| *open).await.is_err() {
+            return;
+        }
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if gate.wait_for(|open| *open).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// `host:port` of a `postgres://user@host:port/db` URL, and the URL through `proxy_port`.
+fn through_proxy(url: &str, proxy_port: u16) -> (String, String) {
+    let rest = url.split_once('@').map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap().to_owned();
+    let proxied = url.replacen(&authority, &format!("127.0.0.1:{proxy_port}"), 1);
+    (authority, proxied)
+}
+
+#[test]
+fn a_cut_off_instance_loses_its_task_and_its_late_writes_are_refused() {
+    let url = fresh_database();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (upstream, _) = through_proxy(&url, 0);
+    let proxy = runtime.block_on(Proxy::start(upstream));
+    let (_, proxied) = through_proxy(&url, proxy.port);
+
+    let mut env = SCRIPT_EXECUTOR.to_vec();
+    env.extend([
+        ("HANDOFF_HEARTBEAT_MS", HEARTBEAT_MS),
+        ("HANDOFF_LEASE_EXPIRY_MS", LEASE_EXPIRY_MS),
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0"),
+    ]);
+    let mut cut_env = env.clone();
+    cut_env.push(("HANDOFF_DATABASE_URL", proxied.as_str()));
+    // The cut-off instance starts alone, so the task is its own.
+    let cut = start(&cut_env);
+    let task = task_id(&call(
+        &cut,
+        "agent-a",
+        "execute_task",
+        json!({"task_description": "i=0; while true; do echo line $i; i=$((i+1)); sleep 0.1; done"}),
+    ));
+    let lines =
+        format!("SELECT COUNT(*) FROM task_events WHERE task_id = '{task}' AND kind = 'output'");
+    wait_count_at_least(&url, &lines, 3);
+    let cut_id = psql(
+        &url,
+        &format!("SELECT owner FROM tasks WHERE id = '{task}'"),
+    );
+    env.push(("HANDOFF_DATABASE_URL", url.as_str()));
+    let other = start(&env);
+
+    proxy.set_open(false);
+    let lost = format!("interrupted: instance {cut_id} lost");
+    wait_count(
+        &url,
+        &format!(
+            "SELECT COUNT(*) FROM tasks WHERE id = '{task}' AND status = 'failed' AND error = '{lost}'"
+        ),
+        1,
+        Duration::from_secs(15),
+    );
+    let failed_at: i64 = psql(
+        &url,
+        &format!(
+            "SELECT seq FROM task_events WHERE task_id = '{task}' AND kind = 'status' \
+             AND data::json->>'to' = 'failed'"
+        ),
+    )
+    .parse()
+    .unwrap();
+    // The cut-off instance goes on running its task meanwhile, writing into a void.
+    std::thread::sleep(Duration::from_millis(1_500));
+
+    proxy.set_open(true);
+    // Back: its heartbeat finds it declared lost; it kills the run and registers again.
+    wait_count(
+        &url,
+        &format!("SELECT COUNT(*) FROM instances WHERE id = '{cut_id}'"),
+        1,
+        Duration::from_secs(15),
+    );
+    let entry = format!("HANDOFF_TASK_ID={task}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while !processes_with_env(&entry).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cut-off run survived its instance's return"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Nothing of the old run landed after the takeover, and the task stayed as decided.
+    let late = psql(
+        &url,
+        &format!(
+            "SELECT string_agg(kind || ': ' || message, ' | ' ORDER BY seq) FROM task_events \
+             WHERE task_id = '{task}' AND seq > {failed_at}"
+        ),
+    );
+    assert_eq!(late, "", "events written after the takeover");
+    let status = psql(
+        &url,
+        &format!("SELECT status || ' ' || error FROM tasks WHERE id = '{task}'"),
+    );
+    assert_eq!(status, format!("failed {lost}"));
+    drop((cut, other));
+}
+
+/// Waits until `sql` counts at least `want`.
+fn wait_count_at_least(url: &str, sql: &str, want: i64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while psql(url, sql).parse::<i64>().unwrap() < want {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "`{sql}` stayed below {want}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
