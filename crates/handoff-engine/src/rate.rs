@@ -5,21 +5,47 @@ use governor::{
     clock::{Clock, DefaultClock},
     state::keyed::DefaultKeyedStateStore,
 };
+use handoff_store::{Store, StoreError};
 use handoff_task::AgentId;
 
-/// Per-agent token bucket for submissions.
+/// Per-agent token bucket for submissions: in memory for one instance, in the store (the same
+/// bucket, as a GCRA) when several instances share it.
 pub(crate) struct SubmissionRate {
     limiter: Option<RateLimiter<AgentId, DefaultKeyedStateStore<AgentId>, DefaultClock>>,
+    /// One submission per this many ms, and how far ahead of it a burst may run.
+    shared: Option<(i64, i64)>,
 }
 
 impl SubmissionRate {
     /// `per_minute = None` disables the limit.
     pub(crate) fn new(per_minute: Option<u32>, burst: u32) -> Self {
-        let limiter = per_minute.and_then(NonZeroU32::new).map(|rate| {
-            let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
-            RateLimiter::keyed(Quota::per_minute(rate).allow_burst(burst))
+        let per_minute = per_minute.and_then(NonZeroU32::new);
+        let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
+        let limiter =
+            per_minute.map(|rate| RateLimiter::keyed(Quota::per_minute(rate).allow_burst(burst)));
+        let shared = per_minute.map(|rate| {
+            let interval = (60_000 / i64::from(rate.get())).max(1);
+            (interval, interval * (i64::from(burst.get()) - 1))
         });
-        Self { limiter }
+        Self { limiter, shared }
+    }
+
+    /// Takes one token for `agent` from the bucket every instance sharing `store` draws on.
+    pub(crate) async fn check_shared(
+        &self,
+        store: &dyn Store,
+        agent: &AgentId,
+    ) -> Result<Result<(), Duration>, StoreError> {
+        let Some((interval, tolerance)) = self.shared else {
+            return Ok(Ok(()));
+        };
+        let key = format!("submit:{agent}");
+        let now = handoff_task::unix_millis_now();
+        let wait = store.take_rate(&key, interval, tolerance, now).await?;
+        Ok(match wait {
+            None => Ok(()),
+            Some(ms) => Err(Duration::from_millis(u64::try_from(ms).unwrap_or(1))),
+        })
     }
 
     /// Takes one token for `agent`, or says how long until one is available.
@@ -70,6 +96,17 @@ mod tests {
         let wait = rate.check(&a).unwrap_err();
         assert!(wait > Duration::from_secs(1), "{wait:?}");
         assert!(rate.check(&b).is_ok(), "other agents have their own bucket");
+    }
+
+    #[test]
+    fn the_shared_bucket_has_the_same_rate_and_burst() {
+        assert_eq!(
+            SubmissionRate::new(Some(60), 5).shared,
+            Some((1_000, 4_000))
+        );
+        assert_eq!(SubmissionRate::new(Some(1), 1).shared, Some((60_000, 0)));
+        assert_eq!(SubmissionRate::new(None, 5).shared, None);
+        assert_eq!(SubmissionRate::new(Some(0), 5).shared, None);
     }
 
     #[test]

@@ -97,7 +97,12 @@ impl Engine {
         {
             return Ok((self.submitted(task, false).await?, None));
         }
-        if let Err(wait) = inner.rate.check(agent) {
+        let rate = if inner.store.is_shared() {
+            inner.rate.check_shared(&*inner.store, agent).await?
+        } else {
+            inner.rate.check(agent)
+        };
+        if let Err(wait) = rate {
             inner.metrics.refused("rate_limited");
             return Err(EngineError::RateLimited {
                 agent: agent.to_string(),

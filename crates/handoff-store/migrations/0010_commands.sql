@@ -26,3 +26,10 @@ CREATE TABLE rescuer (
     holder TEXT    NOT NULL,
     until  BIGINT  NOT NULL
 );
+
+-- Per-agent submission rates across instances (GCRA): the theoretical arrival time of each
+-- key's next request, advanced by one emission interval per accepted request.
+CREATE TABLE rate_limits (
+    key TEXT   PRIMARY KEY,
+    tat BIGINT NOT NULL
+);

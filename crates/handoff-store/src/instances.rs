@@ -32,6 +32,17 @@ pub(crate) const RESCUER: &str = "INSERT INTO rescuer (id, holder, until) VALUES
      ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, until = excluded.until \
      WHERE rescuer.holder = excluded.holder OR rescuer.until < ? RETURNING holder";
 
+/// Takes one request of a GCRA rate: binds `key`, `now + interval` (a first request), then
+/// `now`, `now`, `interval` (the new arrival time), `now`, `now`, `now`, `tolerance` (the
+/// condition); a row back when the request is within the rate.
+pub(crate) const RATE_TAKE: &str = "INSERT INTO rate_limits (key, tat) VALUES (?, ?) \
+     ON CONFLICT (key) DO UPDATE SET tat = \
+     CASE WHEN rate_limits.tat > ? THEN rate_limits.tat ELSE ? END + ? \
+     WHERE CASE WHEN rate_limits.tat > ? THEN rate_limits.tat ELSE ? END - ? <= ? RETURNING tat";
+
+/// A rate key's theoretical arrival time: binds `key`.
+pub(crate) const RATE_TAT: &str = "SELECT tat FROM rate_limits WHERE key = ?";
+
 /// Removes an instance.
 pub(crate) const DEREGISTER: &str = "DELETE FROM instances WHERE id = ?";
 

@@ -246,6 +246,17 @@ pub trait InstanceStore: Send + Sync + 'static {
     /// off from the database loses the duty when its term runs out, as it loses its leases.
     async fn rescuer_lock(&self, holder: &str, now: i64, until: i64) -> Result<bool, StoreError>;
 
+    /// Takes one request of `key`'s rate — one per `interval_ms`, with bursts of
+    /// `tolerance_ms / interval_ms + 1` — shared by every instance (GCRA): `Ok(None)` when it
+    /// is within the rate, `Ok(Some(ms))` with the wait until the next one is when not.
+    async fn take_rate(
+        &self,
+        key: &str,
+        interval_ms: i64,
+        tolerance_ms: i64,
+        now: i64,
+    ) -> Result<Option<i64>, StoreError>;
+
     /// Whether several instances may share this store (PostgreSQL). When `false` (SQLite: the
     /// file admits one instance), every active task at start-up was this instance's.
     fn is_shared(&self) -> bool;

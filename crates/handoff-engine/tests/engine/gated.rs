@@ -337,6 +337,18 @@ impl handoff_store::InstanceStore for GatedStore {
         self.inner.rescuer_lock(holder, now, until).await
     }
 
+    async fn take_rate(
+        &self,
+        key: &str,
+        interval_ms: i64,
+        tolerance_ms: i64,
+        now: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        self.inner
+            .take_rate(key, interval_ms, tolerance_ms, now)
+            .await
+    }
+
     fn is_shared(&self) -> bool {
         self.inner.is_shared()
     }

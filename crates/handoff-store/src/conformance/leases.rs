@@ -253,3 +253,49 @@ pub async fn a_task_failed_elsewhere_fences_its_old_owner<S: ConformanceStore>(s
         Some("interrupted: instance inst-a lost")
     );
 }
+
+/// A rate shared by instances: a burst of three, then one per interval, per key — whichever
+/// instance asks.
+pub async fn rates_hold_across_instances<S: ConformanceStore>(store: S) {
+    let other = store.another_instance();
+    let (interval, tolerance) = (1_000, 2_000);
+    for (at, asker) in [(10_000, &store), (10_001, &other), (10_002, &store)] {
+        assert_eq!(
+            asker
+                .take_rate("agent-a", interval, tolerance, at)
+                .await
+                .unwrap(),
+            None,
+            "within the burst at {at}"
+        );
+    }
+    let wait = other
+        .take_rate("agent-a", interval, tolerance, 10_003)
+        .await
+        .unwrap()
+        .expect("the burst is spent");
+    assert_eq!(wait, 997);
+    assert_eq!(
+        store
+            .take_rate("agent-b", interval, tolerance, 10_003)
+            .await
+            .unwrap(),
+        None,
+        "another key has its own"
+    );
+    assert_eq!(
+        store
+            .take_rate("agent-a", interval, tolerance, 11_000)
+            .await
+            .unwrap(),
+        None,
+        "one more after an interval"
+    );
+    assert!(
+        other
+            .take_rate("agent-a", interval, tolerance, 11_001)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}

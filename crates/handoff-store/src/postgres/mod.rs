@@ -612,6 +612,40 @@ impl InstanceStore for PgStore {
         .await
     }
 
+    async fn take_rate(
+        &self,
+        key: &str,
+        interval_ms: i64,
+        tolerance_ms: i64,
+        now: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        self.writing(async {
+            let taken = query(instances::RATE_TAKE)
+                .bind(key)
+                .bind(now.saturating_add(interval_ms))
+                .bind(now)
+                .bind(now)
+                .bind(interval_ms)
+                .bind(now)
+                .bind(now)
+                .bind(now)
+                .bind(tolerance_ms)
+                .fetch_optional(&self.pool)
+                .await?;
+            if taken.is_some() {
+                return Ok(None);
+            }
+            let tat: i64 = query_scalar(instances::RATE_TAT)
+                .bind(key)
+                .fetch_one(&self.pool)
+                .await?;
+            Ok(Some(
+                tat.saturating_sub(tolerance_ms).saturating_sub(now).max(1),
+            ))
+        })
+        .await
+    }
+
     fn is_shared(&self) -> bool {
         true
     }

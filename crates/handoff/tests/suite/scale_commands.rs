@@ -266,3 +266,36 @@ fn both_instances_are_listed(servers: &[Server]) {
         );
     }
 }
+
+/// The submission rate is one bucket per agent across the instances: a burst of three spent on
+/// two instances leaves nothing on either.
+#[test]
+fn an_agents_submission_rate_holds_across_instances() {
+    let url = fresh_database();
+    let mut env = SCRIPT_EXECUTOR.to_vec();
+    env.extend([
+        ("HANDOFF_DATABASE_URL", url.as_str()),
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "1"),
+        ("HANDOFF_SUBMISSION_BURST", "3"),
+    ]);
+    let servers = [start(&env), start(&env)];
+    let submit = |server: &Server, agent: &str| {
+        call(
+            server,
+            agent,
+            "execute_task",
+            json!({"task_description": "true"}),
+        )
+    };
+    for server in [&servers[0], &servers[1], &servers[0]] {
+        ok(&submit(server, "agent-r"));
+    }
+    for server in &servers {
+        let refused = submit(server, "agent-r");
+        assert!(
+            err(&refused).to_string().contains("RATE_LIMITED"),
+            "{refused}"
+        );
+    }
+    ok(&submit(&servers[1], "agent-s"));
+}
