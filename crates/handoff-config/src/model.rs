@@ -196,6 +196,9 @@ pub struct TaskConfig {
     pub submission_burst: u32,
     /// Time between SIGTERM and SIGKILL when stopping an executor.
     pub cancel_grace: Duration,
+    /// On shutdown, how long running tasks may still finish on their own (nothing new is
+    /// claimed) before they are stopped.
+    pub drain: Duration,
     /// Largest output/log artifact kept per task.
     pub artifact_max_bytes: ByteSize,
     /// Artifacts above this size are spilled to files.

@@ -140,22 +140,31 @@ impl Engine {
         self.inner.outbox.subscribe_task(id)
     }
 
-    /// Stops taking new work and stops the runs in flight (politely, then by force): they end
-    /// `failed` ("interrupted: server shut down"), or back in the queue if they opted in to
-    /// re-running. Returns once every run has settled or the grace period (plus slack) passed.
+    /// Stops taking new work, lets the runs in flight finish for up to `tasks.drain`, then stops
+    /// the rest (politely, then by force): they end `failed` ("interrupted: server shut down"),
+    /// or back in the queue if they opted in to re-running. Returns once every run has settled
+    /// or the grace period (plus slack) passed.
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        self.inner.supervisors.stop_all(StopReason::Shutdown).await;
-        // After the stops went out (the claims already ended with the cancel above): others
-        // see this instance take nothing more while its runs settle. On a task of its own: a
-        // store write held half-done by a caller that polls this future only now and then
-        // would keep the runs' own writes (and so their stops) waiting.
+        self.inner.runs.close();
+        // The claims ended with the cancel above: others see this instance take nothing more
+        // while its runs finish or settle. On a task of its own: a store write held half-done
+        // by a caller that polls this future only now and then would keep the runs' own
+        // writes (and so their stops) waiting.
         let draining = {
             let inner = self.inner.clone();
             tokio::spawn(async move { instance::drain(&inner).await })
         };
+        let drain = self.inner.config.tasks.drain;
+        if !drain.is_zero()
+            && tokio::time::timeout(drain, self.inner.runs.wait())
+                .await
+                .is_err()
+        {
+            tracing::info!(drain = ?drain, "runs still going after the drain; stopping them");
+        }
+        self.inner.supervisors.stop_all(StopReason::Shutdown).await;
         let grace = self.inner.config.tasks.cancel_grace;
-        self.inner.runs.close();
         if tokio::time::timeout(grace + Duration::from_secs(5), self.inner.runs.wait())
             .await
             .is_err()

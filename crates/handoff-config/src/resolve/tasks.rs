@@ -33,6 +33,7 @@ pub(super) fn tasks(r: &mut Resolver) -> Result<TaskConfig, ConfigError> {
             .filter(|rate| *rate > 0),
         submission_burst: r.get_checked("tasks.submission_burst", 20u32, at_least_one)?,
         cancel_grace: Duration::from_millis(r.get("tasks.cancel_grace_ms", 5_000u64)?),
+        drain: Duration::from_secs(r.get("tasks.drain_secs", 0u64)?),
         artifact_max_bytes: r.get("tasks.artifact_max_bytes", ByteSize(64 << 20))?,
         artifact_inline_bytes: r.get("tasks.artifact_inline_bytes", ByteSize(256 << 10))?,
         output_event_max_bytes: r.get_checked(

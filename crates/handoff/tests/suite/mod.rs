@@ -29,6 +29,7 @@ mod postgres;
 mod raw_mcp;
 mod scale;
 mod scale_commands;
+mod scale_drain;
 mod scale_partition;
 mod single_instance;
 mod stdio;
