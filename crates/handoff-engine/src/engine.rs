@@ -60,6 +60,9 @@ impl Engine {
             config.tasks.submission_burst,
         );
         let policy = crate::policy::TaskPolicy::new(&config);
+        // After the data dir is locked (the composition root's job): the id file it keeps names
+        // a predecessor that is certainly gone.
+        let instance = crate::instance::Instance::new(&config.data_dir);
         let judge = match config.evaluator.llm() {
             Some(llm) => Some(
                 handoff_llm::LlmClient::from_config(llm)
@@ -90,7 +93,7 @@ impl Engine {
             outbox: Outbox::new(),
             shutdown: CancellationToken::new(),
             runs: TaskTracker::new(),
-            instance: crate::instance::Instance::new(),
+            instance,
             result_waits: Default::default(),
         }));
         Ok(Self { inner })
@@ -104,6 +107,7 @@ impl Engine {
         tokio::spawn(instance::heartbeats(self.inner.clone()));
         peers::start(&self.inner).await?;
         recovery::reconcile(&self.inner).await?;
+        instance::forget_predecessor(&self.inner).await;
         // Tasks of instances that died while this one was down are taken over before new work.
         rescuer::pass(&self.inner).await?;
         tokio::spawn(rescuer::run(self.inner.clone()));

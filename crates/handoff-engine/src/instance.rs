@@ -18,19 +18,40 @@ pub(crate) struct Instance {
     /// The machine it runs on.
     pub host: String,
     started: i64,
+    /// The instance the previous process on this data dir was (dead: the data dir admits one
+    /// process), whose leases this one takes over at start.
+    pub predecessor: Option<String>,
     /// Ends the heartbeats (after the runs settled at shutdown).
     pub stop: CancellationToken,
 }
 
+/// The file in the data dir that names the instance the process using it is.
+const ID_FILE: &str = "instance-id";
+
 impl Instance {
-    /// A fresh identity for this process.
-    pub(crate) fn new() -> Self {
+    /// A fresh identity for this process, recorded in `data_dir` (the previous one becomes
+    /// its predecessor).
+    pub(crate) fn new(data_dir: &std::path::Path) -> Self {
         let host = host_name();
         let random = uuid::Uuid::new_v4().simple().to_string();
+        let id = format!("{host}-{}-{}", std::process::id(), &random[..8]);
+        let file = data_dir.join(ID_FILE);
+        let predecessor = match std::fs::read_to_string(&file) {
+            Ok(text) => Some(text.trim().to_owned()).filter(|p| !p.is_empty()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                tracing::warn!(error = %e, path = %file.display(), "could not read the previous instance id");
+                None
+            }
+        };
+        if let Err(e) = std::fs::write(&file, &id) {
+            tracing::warn!(error = %e, path = %file.display(), "could not record the instance id");
+        }
         Self {
-            id: format!("{host}-{}-{}", std::process::id(), &random[..8]),
+            id,
             host,
             started: unix_millis_now(),
+            predecessor,
             stop: CancellationToken::new(),
         }
     }
@@ -105,6 +126,17 @@ pub(crate) async fn heartbeats(inner: Arc<EngineState>) {
             }
             Err(e) => tracing::error!(error = %e, "heartbeat failed"),
         }
+    }
+}
+
+/// Removes the predecessor's registration once its tasks were taken over (it is dead; the
+/// rescuer would otherwise count it until its heartbeat expired).
+pub(crate) async fn forget_predecessor(inner: &EngineState) {
+    let Some(predecessor) = &inner.instance.predecessor else {
+        return;
+    };
+    if let Err(e) = inner.store.deregister_instance(predecessor).await {
+        tracing::warn!(error = %e, "could not deregister the previous instance");
     }
 }
 

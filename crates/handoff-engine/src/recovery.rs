@@ -30,15 +30,30 @@ impl Interruption {
 }
 
 /// The tasks start-up recovery answers for: on a store only this instance uses, every active
-/// task (the previous process's orphans); on a shared one only those nobody holds a lease on
-/// (left by releases before leases, or claimed without one) — another instance's tasks are
-/// its own, or the rescuer's once its lease expires.
+/// task (the previous process's orphans); on a shared one those nobody holds a lease on (left
+/// by releases before leases, or claimed without one) and those of this instance's
+/// predecessor on the same data dir (dead: their leases are taken over at once, not left to
+/// expire) — other instances' tasks are their own, or the rescuer's once their lease expires.
 async fn orphans(inner: &EngineState) -> Result<Vec<handoff_task::Task>, EngineError> {
     let active = inner.store.tasks_in(&TaskStatus::ACTIVE).await?;
     if !inner.store.is_shared() {
         return Ok(active);
     }
-    Ok(active.into_iter().filter(|t| t.lease.is_none()).collect())
+    let predecessor = inner.instance.predecessor.as_deref();
+    let mut orphans = Vec::new();
+    for task in active {
+        match task.lease.as_ref().map(|l| l.owner.as_str()) {
+            None => orphans.push(task),
+            Some(owner) if Some(owner) == predecessor => {
+                let grant = inner.instance.lease(inner.config.instance.lease_expiry);
+                if let Some(task) = inner.store.take_over(&task.id, owner, &grant).await? {
+                    orphans.push(task);
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(orphans)
 }
 
 pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineError> {

@@ -63,6 +63,19 @@ pub(crate) fn renew() -> String {
     )
 }
 
+/// Moves an active task's lease from a dead predecessor to its successor: binds `owner`,
+/// `ran_on`, `lease_until`, `id`, the predecessor.
+pub(crate) fn take_over() -> String {
+    format!(
+        concat!(
+            "UPDATE tasks SET owner = ?, ran_on = ?, lease_until = ?, fence = fence + 1 \
+             WHERE id = ? AND owner = ? AND status IN ({}) RETURNING ",
+            crate::rows::task_columns!()
+        ),
+        active_list()
+    )
+}
+
 /// Every instance with the number of active tasks it holds, oldest first.
 pub(crate) fn list() -> String {
     format!(

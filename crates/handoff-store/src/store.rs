@@ -240,6 +240,16 @@ pub trait InstanceStore: Send + Sync + 'static {
     /// later heartbeat of theirs finds no row) and returns them.
     async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError>;
 
+    /// Moves active task `id`'s lease from `predecessor` (this instance's dead previous
+    /// process on the same data dir) to `grant`, incrementing the fencing token; the task as
+    /// it is now, or `None` when `predecessor` no longer holds it (the rescuer was faster).
+    async fn take_over(
+        &self,
+        id: &TaskId,
+        predecessor: &str,
+        grant: &LeaseGrant,
+    ) -> Result<Option<Task>, StoreError>;
+
     /// Takes or renews the rescuer's duty for instance `holder` until `until`: `true` when
     /// `holder` has it (it held it already, or the previous holder's term ended before `now`),
     /// `false` while another instance's term runs. A term, not a session lock: an instance cut

@@ -333,6 +333,15 @@ impl handoff_store::InstanceStore for GatedStore {
         self.inner.expire_instances(before).await
     }
 
+    async fn take_over(
+        &self,
+        id: &TaskId,
+        predecessor: &str,
+        grant: &handoff_store::LeaseGrant,
+    ) -> Result<Option<Task>, StoreError> {
+        self.inner.take_over(id, predecessor, grant).await
+    }
+
     async fn rescuer_lock(&self, holder: &str, now: i64, until: i64) -> Result<bool, StoreError> {
         self.inner.rescuer_lock(holder, now, until).await
     }

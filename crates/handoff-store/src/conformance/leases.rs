@@ -8,7 +8,7 @@ use super::{
     ConformanceStore,
     support::{WIDE, change, event_count, insert, new_task},
 };
-use crate::{InstanceRecord, LeaseGrant, NewArtifact, StoreError};
+use crate::{InstanceRecord, LeaseGrant, NewArtifact, PeerStore, StoreError};
 
 fn instance(id: &str, started: i64) -> InstanceRecord {
     InstanceRecord {
@@ -297,5 +297,58 @@ pub async fn rates_hold_across_instances<S: ConformanceStore>(store: S) {
             .await
             .unwrap()
             .is_some()
+    );
+}
+
+/// A restarted instance takes its dead predecessor's leases over: the token moves on, the
+/// predecessor's handle is fenced, and a second take-over (or one from the wrong instance)
+/// finds nothing.
+pub async fn a_successor_takes_its_predecessors_leases_over<S: ConformanceStore>(store: S) {
+    let before = store.another_instance();
+    let task = insert(&store, &new_task("agent-a", 0)).await;
+    let claimed = before
+        .claim(WIDE, 10, Some(&lease("inst-old", 5_000)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.id, task.id);
+
+    assert_eq!(
+        store
+            .take_over(&task.id, "inst-other", &lease("inst-new", 9_000))
+            .await
+            .unwrap(),
+        None
+    );
+    let taken = store
+        .take_over(&task.id, "inst-old", &lease("inst-new", 9_000))
+        .await
+        .unwrap()
+        .expect("the predecessor's lease moves");
+    assert_eq!(
+        taken.lease.as_ref().map(|l| (l.owner.as_str(), l.until)),
+        Some(("inst-new", 9_000))
+    );
+    assert_eq!(taken.fence, claimed.fence + 1);
+    assert_eq!(taken.status, TaskStatus::Running);
+    assert_eq!(
+        store.ran_on(&task.id).await.unwrap().as_deref(),
+        Some("inst-new")
+    );
+    fenced(
+        before
+            .append_events(&task.id, 20, &[NewEvent::new(EventKind::Output, "late")])
+            .await,
+    );
+    store
+        .append_events(&task.id, 21, &[NewEvent::new(EventKind::Output, "mine")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .take_over(&task.id, "inst-old", &lease("inst-new", 9_000))
+            .await
+            .unwrap(),
+        None
     );
 }

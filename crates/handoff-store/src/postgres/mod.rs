@@ -599,6 +599,30 @@ impl InstanceStore for PgStore {
         .await
     }
 
+    async fn take_over(
+        &self,
+        id: &TaskId,
+        predecessor: &str,
+        grant: &LeaseGrant,
+    ) -> Result<Option<Task>, StoreError> {
+        self.writing(async {
+            let row = query(&instances::take_over())
+                .bind(grant.owner.as_str())
+                .bind(grant.owner.as_str())
+                .bind(grant.until)
+                .bind(id.as_str())
+                .bind(predecessor)
+                .fetch_optional(&self.pool)
+                .await?;
+            let task = row.as_ref().map(crate::rows::task_from_row).transpose()?;
+            if let Some(task) = &task {
+                self.held.hold(task);
+            }
+            Ok(task)
+        })
+        .await
+    }
+
     async fn rescuer_lock(&self, holder: &str, now: i64, until: i64) -> Result<bool, StoreError> {
         self.writing(async {
             let held = query(instances::RESCUER)

@@ -578,6 +578,30 @@ impl InstanceStore for SqliteStore {
         .await
     }
 
+    async fn take_over(
+        &self,
+        id: &TaskId,
+        predecessor: &str,
+        grant: &LeaseGrant,
+    ) -> Result<Option<Task>, StoreError> {
+        self.writing(async {
+            let row = sqlx::query(sqlx::AssertSqlSafe(instances::take_over()))
+                .bind(grant.owner.as_str())
+                .bind(grant.owner.as_str())
+                .bind(grant.until)
+                .bind(id.as_str())
+                .bind(predecessor)
+                .fetch_optional(&self.write)
+                .await?;
+            let task = row.as_ref().map(crate::rows::task_from_row).transpose()?;
+            if let Some(task) = &task {
+                self.held.hold(task);
+            }
+            Ok(task)
+        })
+        .await
+    }
+
     async fn rescuer_lock(
         &self,
         _holder: &str,
