@@ -8,7 +8,7 @@ use super::{
     ConformanceStore,
     support::{WIDE, change, event_count, insert, new_task},
 };
-use crate::{InstanceRecord, LeaseGrant, NewArtifact, PeerStore, StoreError};
+use crate::{InstanceRecord, LeaseGrant, NewArtifact, StoreError};
 
 fn instance(id: &str, started: i64) -> InstanceRecord {
     InstanceRecord {
