@@ -252,7 +252,7 @@ fn artifacts(server: &Server, id: &str) -> Vec<Value> {
 }
 
 /// Waits until the task waits for an answer and returns the pending request's event.
-fn wait_ask(server: &Server, id: &str) -> Value {
+pub(super) fn wait_ask(server: &Server, id: &str) -> Value {
     let status = wait_status_for(
         server,
         AGENT,

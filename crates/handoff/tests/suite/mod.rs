@@ -28,6 +28,7 @@ mod owner_during_evaluation;
 mod postgres;
 mod raw_mcp;
 mod scale;
+mod scale_agents;
 mod scale_commands;
 mod scale_drain;
 mod scale_partition;
