@@ -201,6 +201,28 @@ impl Engine {
         self.inner.shutdown.cancelled().await;
     }
 
+    /// Whether this instance is the one to keep integrations (Letta blocks and notifications)
+    /// in step for task `id`: while it runs, the holder of its lease; afterwards the instance
+    /// that ran it while that one is registered, else the oldest registered instance — one
+    /// writer per task across instances. Always this one on a store of one instance.
+    pub async fn writes_for(&self, id: &handoff_task::TaskId) -> Result<bool, EngineError> {
+        let inner = &self.inner;
+        if !inner.store.is_shared() {
+            return Ok(true);
+        }
+        let me = inner.instance.id.as_str();
+        let task = inner.store.get_task(id).await?;
+        if let Some(lease) = task.and_then(|t| t.lease.filter(|_| t.status.is_active())) {
+            return Ok(lease.owner == me);
+        }
+        let registered = inner.store.instances().await?;
+        let alive = |id: &str| registered.iter().any(|i| i.instance.id == id);
+        if let Some(ran_on) = inner.store.ran_on(id).await?.filter(|r| alive(r)) {
+            return Ok(ran_on == me);
+        }
+        Ok(registered.first().is_some_and(|i| i.instance.id == me))
+    }
+
     /// The instances sharing the store with the tasks each holds, oldest first, and which of
     /// them is this one (for health and `handoff instances`).
     pub async fn instances(&self) -> Result<(Vec<InstanceSummary>, String), EngineError> {

@@ -68,4 +68,10 @@ pub trait TaskSource: Send + Sync + 'static {
     async fn result_delivery(&self, _id: &TaskId) -> Result<ResultDelivery, SourceError> {
         Ok(ResultDelivery::NotDelivered)
     }
+
+    /// Whether this process is the one to write about the task in Letta (several Handoff
+    /// instances may share a store; one writes). A source of one process always is.
+    async fn writes_here(&self, _id: &TaskId) -> Result<bool, SourceError> {
+        Ok(true)
+    }
 }

@@ -1,6 +1,7 @@
 //! The sweeper: detaches finished tasks' blocks and deletes detached ones when their stored
 //! times come due, and (re)starts writers for records with work left — at start-up that is
-//! everything an earlier process did not finish.
+//! everything an earlier process did not finish. Of several instances sharing the store, only
+//! the one the source names writes about a task.
 
 use std::{sync::Arc, time::Duration};
 
@@ -46,6 +47,15 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 }
 
 async fn handle(shared: &Arc<Shared>, mut record: WorkspaceRecord, now: i64) {
+    // Another instance sharing the store writes about this task (it runs it, or ran it).
+    match shared.source.writes_here(&record.task_id).await {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(e) => {
+            tracing::debug!(task = %record.task_id, error = %e, "cannot tell who writes to Letta");
+            return;
+        }
+    }
     let due = |at: Option<i64>| at.is_some_and(|at| at <= now);
     let result = match record.phase {
         BlockPhase::Creating | BlockPhase::Attached => {

@@ -170,4 +170,11 @@ impl TaskSource for EngineSource {
             Err(e) => Err(SourceError(e.to_string())),
         }
     }
+
+    async fn writes_here(&self, id: &TaskId) -> Result<bool, SourceError> {
+        self.engine
+            .writes_for(id)
+            .await
+            .map_err(|e| SourceError(e.to_string()))
+    }
 }

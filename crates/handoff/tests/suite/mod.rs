@@ -31,6 +31,7 @@ mod scale;
 mod scale_agents;
 mod scale_commands;
 mod scale_drain;
+mod scale_letta;
 mod scale_partition;
 mod scale_restart;
 mod single_instance;
