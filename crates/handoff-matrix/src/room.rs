@@ -315,13 +315,27 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// Whether this instance posts about (and closes the room of) `task`; on doubt, not: another
+/// instance, or a later pass, will.
+async fn posts_here(shared: &Shared, task: &TaskId) -> bool {
+    match shared.source.writes_here(task).await {
+        Ok(here) => here,
+        Err(e) => {
+            tracing::debug!(task = %task, error = %e, "matrix: cannot tell who posts");
+            false
+        }
+    }
+}
+
 /// Resumes the posters of rooms an earlier process left open, then leaves and forgets rooms
 /// whose closing time has come, until the integration stops.
 pub(crate) async fn sweep(shared: Arc<Shared>) {
     match shared.store.open_channels(INTEGRATION).await {
         Ok(open) => {
             for record in open.iter().filter(|r| r.close_at.is_none()) {
-                shared.ensure_poster(&record.task_id).mark(true);
+                if posts_here(&shared, &record.task_id).await {
+                    shared.ensure_poster(&record.task_id).mark(true);
+                }
             }
         }
         Err(e) => tracing::warn!(error = %e, "matrix: cannot list open rooms"),
@@ -337,7 +351,9 @@ pub(crate) async fn sweep(shared: Arc<Shared>) {
                         next = next.min(at);
                         continue;
                     }
-                    if !release_alias(&shared, &record.task_id).await {
+                    if !posts_here(&shared, &record.task_id).await
+                        || !release_alias(&shared, &record.task_id).await
+                    {
                         continue;
                     }
                     match shared

@@ -46,6 +46,12 @@ pub trait TaskSource: Send + Sync + 'static {
 
     /// Adds a note to the task's history (room created, Matrix failing).
     async fn note(&self, id: &TaskId, event: NewEvent);
+
+    /// Whether this process is the one to post about the task (several Handoff instances may
+    /// share a store; one posts). A source of one process always is.
+    async fn writes_here(&self, _id: &TaskId) -> Result<bool, SourceError> {
+        Ok(true)
+    }
 }
 
 /// Applies a command from a room, as `sender`, through the same pipeline and audit as the

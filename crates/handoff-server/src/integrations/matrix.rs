@@ -136,6 +136,13 @@ impl TaskSource for EngineView {
         }))
     }
 
+    async fn writes_here(&self, id: &TaskId) -> Result<bool, SourceError> {
+        self.engine
+            .writes_for(id)
+            .await
+            .map_err(|e| SourceError(e.to_string()))
+    }
+
     async fn note(&self, id: &TaskId, event: NewEvent) {
         if let Err(e) = self.engine.note(&self.principal, id, event).await {
             tracing::debug!(task = %id, error = %e, "cannot note a Matrix event");
