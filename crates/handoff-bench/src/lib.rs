@@ -3,7 +3,8 @@
 //! against a floor server with no MCP machinery, so every figure comes with its ratio to the
 //! floor measured in the same run — single requests, and whole units in a fresh session as Letta
 //! and connecting clients send them. Also: cold start, a soak at a fixed rate, and memory after
-//! abandoned sessions. With `--executors`: the time Handoff adds to real coding agents.
+//! abandoned sessions. With `--executors`: the time Handoff adds to real coding agents. With
+//! `--instances`: several instances on one PostgreSQL against one on SQLite.
 
 mod client;
 mod error;
@@ -17,6 +18,7 @@ mod pattern_step;
 mod proc;
 mod report;
 mod run;
+mod scale;
 mod soak;
 mod target;
 
@@ -24,3 +26,4 @@ pub use error::BenchError;
 pub use executors::{ExecutorBenchOptions, run_executors};
 pub use floor::serve_floor;
 pub use run::{BenchOptions, run};
+pub use scale::{ScaleBenchOptions, run_scale};

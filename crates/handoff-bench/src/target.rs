@@ -107,6 +107,11 @@ impl Target {
         }
     }
 
+    /// Kills the server at once (SIGKILL), as a crash would.
+    pub(crate) async fn kill_now(mut self) {
+        let _ = self.child.kill().await;
+    }
+
     /// Stops the server.
     pub(crate) async fn stop(mut self) {
         // SIGTERM first: Handoff then stops what it started itself (a managed OpenCode server).

@@ -401,9 +401,18 @@ pub struct BenchArgs {
     /// (comma-separated: opencode, claude), against their own CLI in the same run.
     #[arg(long, value_delimiter = ',')]
     pub executors: Option<Vec<String>>,
-    /// Tasks per executor for `--executors` (default 20).
+    /// Tasks per executor for `--executors` (default 20), per setup for `--instances`
+    /// (default 300).
     #[arg(long)]
     pub tasks: Option<usize>,
+    /// Instead of the load benchmark: these numbers of instances on one PostgreSQL
+    /// (comma-separated, e.g. 1,3) against one instance on SQLite, in the same run. Needs
+    /// `--database-url`.
+    #[arg(long, value_delimiter = ',', requires = "database_url")]
+    pub instances: Option<Vec<usize>>,
+    /// A PostgreSQL server `--instances` may create and drop its databases on.
+    #[arg(long, env = "HANDOFF_BENCH_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
 }
 
 /// Options of `handoff serve`.

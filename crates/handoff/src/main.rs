@@ -179,6 +179,18 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    if let (Some(instances), Some(database_url)) = (args.instances, args.database_url) {
+        let options = handoff_bench::ScaleBenchOptions {
+            database_url,
+            instances,
+            tasks: args.tasks.unwrap_or(300),
+            clients: args.clients.and_then(|c| c.first().copied()).unwrap_or(16),
+        };
+        let exe = std::env::current_exe().context("finding the handoff binary")?;
+        let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+        runtime.block_on(handoff_bench::run_scale(&exe, &options))?;
+        return Ok(());
+    }
     if let Some(executors) = args.executors {
         let options = handoff_bench::ExecutorBenchOptions {
             executors,
