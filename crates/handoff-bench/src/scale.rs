@@ -1,7 +1,8 @@
 //! `handoff bench --instances 1,3 --database-url postgres://…`: several Handoff instances on one
 //! PostgreSQL against one instance on the embedded SQLite, in the same run. Per setup:
-//! submissions per second (every client round-robin over the instances), claim latency (a
-//! task's `started_at - created_at`, p50/p99), `get_task_status` latency p99, and on several
+//! submissions per second (every client round-robin over the instances), claim latency on idle
+//! instances (one task at a time: its `started_at - created_at`, p50/p99 — under load that
+//! would measure the queue, not the claim), `get_task_status` latency p99, and on several
 //! instances the takeover time after `kill -9` of the instance holding a task (bounded below by
 //! the lease expiry the bench sets). Ratios are against the SQLite row.
 
@@ -39,6 +40,8 @@ const HEARTBEAT_MS: &str = "250";
 const LEASE_EXPIRY_MS: &str = "1500";
 /// Status calls measured per setup.
 const STATUS_CALLS: usize = 300;
+/// Tasks submitted one at a time for the claim latency.
+const CLAIMS: usize = 30;
 
 /// One setup's figures.
 #[derive(Debug, Clone)]
@@ -149,7 +152,21 @@ async fn measure(
         );
     }
     let per_sec = ids.len() as f64 / started.elapsed().as_secs_f64();
-    let (claims, statuses) = follow(&http, urls, &ids).await?;
+    let (_, statuses) = follow(&http, urls, &ids).await?;
+    let mut claims = Vec::new();
+    for n in 0..CLAIMS {
+        let url = &urls[n % urls.len()];
+        let mut client = McpClient::new(http.clone(), url, Era::Stateless, "bench");
+        let script = format!("true # alone {n}");
+        let done = client
+            .tool("execute_task", json!({"task_description": script}))
+            .await
+            .map_err(BenchError::Setup)?;
+        let id = text(&done, "task_id").map_err(BenchError::Setup)?;
+        // Finished before the next is submitted: each claim finds idle instances.
+        let (mut claim, _) = follow(&http, urls, &[(url.clone(), id)]).await?;
+        claims.append(&mut claim);
+    }
     Ok((per_sec, Latency::of(claims), Latency::of(statuses)))
 }
 

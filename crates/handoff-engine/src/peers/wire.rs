@@ -167,7 +167,7 @@ impl WireReply {
         }
     }
 
-    /// The error a [`WireReply::Failed`] stands for; `None` for any other reply.
+    /// The error a [`WireReply::Failed`] stands for; any other reply passes through.
     pub(super) fn into_error(self) -> Result<Self, EngineError> {
         let Self::Failed {
             kind,

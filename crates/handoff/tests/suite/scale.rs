@@ -315,3 +315,38 @@ pub(super) fn processes_with_env(entry: &str) -> Vec<u32> {
     }
     found
 }
+
+/// `handoff bench --instances` runs (figures are not judged here): a row per setup, SQLite first,
+/// and a takeover time for several instances.
+#[test]
+fn the_scale_benchmark_runs() {
+    let server = std::env::var("HANDOFF_TEST_DATABASE_URL")
+        .expect("HANDOFF_TEST_DATABASE_URL (scripts/postgres/up.sh)");
+    let out = Command::new(super::harness::BIN)
+        .args([
+            "bench",
+            "--instances",
+            "2",
+            "--tasks",
+            "20",
+            "--clients",
+            "2",
+        ])
+        .args(["--database-url", server.as_str()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert!(rows[0].starts_with("setup"), "{stdout}");
+    assert!(rows[1].starts_with("SQLite, 1 instance"), "{stdout}");
+    assert!(rows[2].starts_with("PostgreSQL, 2 instances"), "{stdout}");
+    assert!(
+        rows[2].trim_end().ends_with(" s"),
+        "a takeover time: {stdout}"
+    );
+}
