@@ -165,6 +165,24 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap().len(), 30);
     }
 
+    #[tokio::test]
+    async fn a_spilled_artifact_is_read_in_for_other_instances() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.txt");
+        let mut sink = ArtifactSink::new(ArtifactKind::Output, path.clone(), 4, 1000);
+        sink.push_line("spilled whole").await;
+        let art = inline_for_peers(sink.finish().await.unwrap()).await;
+        assert_eq!(art.body, ArtifactBody::Inline(b"spilled whole\n".to_vec()));
+        assert_eq!((art.size, art.capped), (14, false));
+        assert!(!path.exists(), "the spilled file is removed");
+        let gone = NewArtifact {
+            body: ArtifactBody::File(dir.path().join("missing")),
+            ..art
+        };
+        let kept = inline_for_peers(gone.clone()).await;
+        assert_eq!(kept, gone, "unreadable: it stays where it is");
+    }
+
     // A full disk (here: a spill directory that cannot be made) must not end the run: the
     // artifact is what was kept, marked capped.
     #[tokio::test]
@@ -191,4 +209,26 @@ mod tests {
         let sink = ArtifactSink::new(ArtifactKind::Diff, dir.path().join("d"), 10, 30);
         assert!(sink.finish().await.is_none());
     }
+}
+
+/// `artifact` as every instance sharing the store can read it: a spilled file (on this
+/// instance's disk only) is read into the artifact and removed. Transient memory up to the
+/// artifact's cap (`tasks.artifact_max_bytes`), once, when the run ends; the spilled file stays
+/// if it cannot be read.
+pub(crate) async fn inline_for_peers(mut artifact: NewArtifact) -> NewArtifact {
+    if let ArtifactBody::File(path) = &artifact.body {
+        match tokio::fs::read(path).await {
+            Ok(bytes) => {
+                let path = path.clone();
+                artifact.body = ArtifactBody::Inline(bytes);
+                if let Err(e) = tokio::fs::remove_file(&path).await {
+                    tracing::debug!(error = %e, path = %path.display(), "could not remove a spilled artifact");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, path = %path.display(), "a spilled artifact stays on this instance only");
+            }
+        }
+    }
+    artifact
 }

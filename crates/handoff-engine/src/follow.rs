@@ -193,12 +193,18 @@ async fn supervise(
         sinks.push(sink);
     }
     for sink in sinks {
+        let Some(mut artifact) = sink.finish().await else {
+            continue;
+        };
+        if inner.store.is_shared() {
+            // Other instances answer for this task too: they cannot read this disk.
+            artifact = crate::artifacts::inline_for_peers(artifact).await;
+        }
         // As with events, a failing store costs the artifact, not the task's end.
-        if let Some(artifact) = sink.finish().await
-            && let Err(e) = inner
-                .store
-                .put_artifact(&task.id, unix_millis_now(), &artifact)
-                .await
+        if let Err(e) = inner
+            .store
+            .put_artifact(&task.id, unix_millis_now(), &artifact)
+            .await
         {
             tracing::error!(
                 task = %task.id,
