@@ -136,6 +136,28 @@ impl ArtifactSink {
     }
 }
 
+/// `artifact` as every instance sharing the store can read it: a spilled file (on this
+/// instance's disk only) is read into the artifact and removed. Transient memory up to the
+/// artifact's cap (`tasks.artifact_max_bytes`), once, when the run ends; the spilled file stays
+/// if it cannot be read.
+pub(crate) async fn inline_for_peers(mut artifact: NewArtifact) -> NewArtifact {
+    if let ArtifactBody::File(path) = &artifact.body {
+        match tokio::fs::read(path).await {
+            Ok(bytes) => {
+                let path = path.clone();
+                artifact.body = ArtifactBody::Inline(bytes);
+                if let Err(e) = tokio::fs::remove_file(&path).await {
+                    tracing::debug!(error = %e, path = %path.display(), "could not remove a spilled artifact");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, path = %path.display(), "a spilled artifact stays on this instance only");
+            }
+        }
+    }
+    artifact
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,26 +231,4 @@ mod tests {
         let sink = ArtifactSink::new(ArtifactKind::Diff, dir.path().join("d"), 10, 30);
         assert!(sink.finish().await.is_none());
     }
-}
-
-/// `artifact` as every instance sharing the store can read it: a spilled file (on this
-/// instance's disk only) is read into the artifact and removed. Transient memory up to the
-/// artifact's cap (`tasks.artifact_max_bytes`), once, when the run ends; the spilled file stays
-/// if it cannot be read.
-pub(crate) async fn inline_for_peers(mut artifact: NewArtifact) -> NewArtifact {
-    if let ArtifactBody::File(path) = &artifact.body {
-        match tokio::fs::read(path).await {
-            Ok(bytes) => {
-                let path = path.clone();
-                artifact.body = ArtifactBody::Inline(bytes);
-                if let Err(e) = tokio::fs::remove_file(&path).await {
-                    tracing::debug!(error = %e, path = %path.display(), "could not remove a spilled artifact");
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, path = %path.display(), "a spilled artifact stays on this instance only");
-            }
-        }
-    }
-    artifact
 }
