@@ -201,6 +201,11 @@ impl Engine {
         self.inner.shutdown.cancelled().await;
     }
 
+    /// Whether other instances share this one's store (PostgreSQL).
+    pub fn shares_store(&self) -> bool {
+        self.inner.store.is_shared()
+    }
+
     /// Whether this instance is the one to keep integrations (Letta blocks and notifications)
     /// in step for task `id`: while it runs, the holder of its lease; afterwards the instance
     /// that ran it while that one is registered, else the oldest registered instance — one

@@ -74,6 +74,11 @@ impl Shared {
         self.posters.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether a poster of this process serves the task's room.
+    fn has_poster(&self, id: &TaskId) -> bool {
+        self.posters().contains_key(id)
+    }
+
     /// Starts the task's poster unless one runs.
     fn ensure_poster(self: &Arc<Self>, id: &TaskId) -> Arc<room::Slot> {
         let mut posters = self.posters();

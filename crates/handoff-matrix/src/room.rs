@@ -327,6 +327,21 @@ async fn posts_here(shared: &Shared, task: &TaskId) -> bool {
     }
 }
 
+/// Starts posting for an open room no poster of this process serves, when its task moved here.
+async fn adopt(shared: &Arc<Shared>, task: &TaskId) {
+    if shared.has_poster(task) {
+        return;
+    }
+    match shared.source.adopts(task).await {
+        Ok(true) => {
+            tracing::info!(task = %task, "matrix: this instance posts to the task's room now");
+            shared.ensure_poster(task).mark(true);
+        }
+        Ok(false) => {}
+        Err(e) => tracing::debug!(task = %task, error = %e, "matrix: cannot tell who posts"),
+    }
+}
+
 /// Resumes the posters of rooms an earlier process left open, then leaves and forgets rooms
 /// whose closing time has come, until the integration stops.
 pub(crate) async fn sweep(shared: Arc<Shared>) {
@@ -346,7 +361,10 @@ pub(crate) async fn sweep(shared: Arc<Shared>) {
         match shared.store.open_channels(INTEGRATION).await {
             Ok(open) => {
                 for mut record in open {
-                    let Some(at) = record.close_at else { continue };
+                    let Some(at) = record.close_at else {
+                        adopt(&shared, &record.task_id).await;
+                        continue;
+                    };
                     if at > now {
                         next = next.min(at);
                         continue;

@@ -52,6 +52,13 @@ pub trait TaskSource: Send + Sync + 'static {
     async fn writes_here(&self, _id: &TaskId) -> Result<bool, SourceError> {
         Ok(true)
     }
+
+    /// Whether this process should take over posting for a task whose room another process
+    /// posted to until now (it took the task over). Only where several instances share the
+    /// store; a source of one process never does (its own rooms are resumed at start).
+    async fn adopts(&self, _id: &TaskId) -> Result<bool, SourceError> {
+        Ok(false)
+    }
 }
 
 /// Applies a command from a room, as `sender`, through the same pipeline and audit as the

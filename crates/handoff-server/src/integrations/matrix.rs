@@ -143,6 +143,13 @@ impl TaskSource for EngineView {
             .map_err(|e| SourceError(e.to_string()))
     }
 
+    async fn adopts(&self, id: &TaskId) -> Result<bool, SourceError> {
+        if !self.engine.shares_store() {
+            return Ok(false);
+        }
+        self.writes_here(id).await
+    }
+
     async fn note(&self, id: &TaskId, event: NewEvent) {
         if let Err(e) = self.engine.note(&self.principal, id, event).await {
             tracing::debug!(task = %id, error = %e, "cannot note a Matrix event");

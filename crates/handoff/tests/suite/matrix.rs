@@ -805,3 +805,67 @@ fn opencode_hears_a_controllers_message_and_approve_unblocks_a_permission() {
         bodies(&said)
     );
 }
+
+/// On a shared store (issue 21) a task's room moves with the task: its instance is killed, the
+/// survivor takes the task over and posts the outcome to the same room, once.
+#[test]
+fn a_room_follows_its_task_to_the_instance_that_took_it_over() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synapse = Synapse::from_env();
+    let (bot, bob) = rt.block_on(async { (synapse.user("bot").await, synapse.user("bob").await) });
+    let url = super::postgres::fresh_database();
+    let env = env(
+        &synapse,
+        &bot,
+        &bob.id,
+        &[
+            ("HANDOFF_DATABASE_URL", url.as_str()),
+            ("HANDOFF_HEARTBEAT_MS", "200"),
+            ("HANDOFF_LEASE_EXPIRY_MS", "1000"),
+        ],
+    );
+    // The first instance starts alone, so the task is its own.
+    let first = serve(&env);
+    let id = submit(
+        &first,
+        json!({"task_description": "echo moving-task-started; sleep 300", "observers": [bob.id]}),
+    );
+    let room = rt.block_on(async {
+        let room = synapse.wait_invite(&bob, &id).await;
+        synapse.join(&bob, &room).await;
+        synapse
+            .wait_message(&bob, &room, &bot.id, "the task's output", |b| {
+                b.contains("moving-task-started")
+            })
+            .await;
+        room
+    });
+    let survivor = serve(&env);
+    let _dir = first.kill9();
+    wait_status_for(&survivor, AGENT, &id, &["failed"], Duration::from_secs(30));
+    rt.block_on(async {
+        synapse
+            .wait_message(&bob, &room, &bot.id, "the outcome from the survivor", |b| {
+                b.contains("failed") && b.contains("lost")
+            })
+            .await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let outcomes = synapse
+            .messages(&bob, &room)
+            .await
+            .iter()
+            .filter(|m| {
+                m["sender"] == bot.id.as_str()
+                    && m["content"]["body"]
+                        .as_str()
+                        .is_some_and(|b| b.contains("failed") && b.contains("lost"))
+            })
+            .count();
+        assert_eq!(outcomes, 1, "one outcome in the room");
+        let rooms = synapse.invites_for(&bob, &id).await;
+        assert!(
+            rooms.iter().all(|r| *r == room),
+            "no second room: {rooms:?}"
+        );
+    });
+}
