@@ -228,11 +228,10 @@ impl Engine {
         Ok(registered.first().is_some_and(|i| i.instance.id == me))
     }
 
-    /// The instances sharing the store with the tasks each holds, oldest first, and which of
-    /// them is this one (for health and `handoff instances`).
-    pub async fn instances(&self) -> Result<(Vec<InstanceSummary>, String), EngineError> {
-        let all = self.inner.store.instances().await?;
-        Ok((all, self.inner.instance.id.clone()))
+    /// The instances sharing the store with the tasks each holds, oldest first (for health and
+    /// `handoff instances`; [`Engine::instance_id`] says which is this one).
+    pub async fn instances(&self) -> Result<Vec<InstanceSummary>, EngineError> {
+        Ok(self.inner.store.instances().await?)
     }
 
     /// Tasks per state, for health and metrics; also refreshes the state gauges.

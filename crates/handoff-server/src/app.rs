@@ -216,10 +216,10 @@ impl App {
             Err(e) => tracing::warn!(error = %e, "could not count tasks"),
         }
         match self.engine.instances().await {
-            Ok((all, this)) => self.status.set_instances(
+            Ok(all) => self.status.set_instances(
                 all.into_iter()
                     .map(|s| handoff_tools::builtin::InstanceReport {
-                        this: s.instance.id == this,
+                        this: s.instance.id == self.engine.instance_id(),
                         id: s.instance.id,
                         started_at_ms: s.instance.started,
                         heartbeat_ms: s.instance.heartbeat,

@@ -18,20 +18,8 @@ use super::{
     mcp::{call, calls, ok, task_id, wait_status_for},
     postgres::fresh_database,
     scale::psql,
+    scale_commands::elsewhere,
 };
-
-/// The server that does not hold running task `id`'s lease.
-fn elsewhere<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server {
-    let holder: u32 = psql(
-        url,
-        &format!(
-            "SELECT i.pid FROM tasks t JOIN instances i ON i.id = t.owner WHERE t.id = '{id}'"
-        ),
-    )
-    .parse()
-    .expect("a running task has a registered holder");
-    servers.iter().find(|s| s.child.id() != holder).unwrap()
-}
 
 #[test]
 fn opencode_is_messaged_and_answered_through_another_instance() {

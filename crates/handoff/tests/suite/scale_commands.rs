@@ -34,12 +34,11 @@ fn not_the_runner<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server 
         .expect("a server that did not run the task")
 }
 
-/// The server that does not hold task `id`'s lease (waits for the task to be claimed).
-fn elsewhere<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server {
-    let sql = format!(
-        "SELECT i.pid FROM tasks t JOIN instances i ON i.id = t.owner \
-         WHERE t.id = '{id}' AND t.status = 'running'"
-    );
+/// The server that does not hold task `id`'s lease (waits for the task to be claimed; the
+/// owner is set by the claim and cleared when the task ends).
+pub(super) fn elsewhere<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server {
+    let sql =
+        format!("SELECT i.pid FROM tasks t JOIN instances i ON i.id = t.owner WHERE t.id = '{id}'");
     let deadline = Instant::now() + Duration::from_secs(30);
     let holder: u32 = loop {
         if let Ok(pid) = psql(url, &sql).parse() {
