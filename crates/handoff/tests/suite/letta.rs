@@ -268,7 +268,9 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
     let env = env(
         &proxy.url,
         &[
-            ("HANDOFF_LETTA_DETACH_DELAY_SECS", "15"),
+            // Long enough for the notification on a loaded machine (Letta answers it with a
+            // whole agent turn): the crash below must come before the detach is due.
+            ("HANDOFF_LETTA_DETACH_DELAY_SECS", "40"),
             ("HANDOFF_LETTA_BLOCK_RETENTION_SECS", "3"),
         ],
     );
@@ -324,7 +326,7 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
     );
     let dir = server.kill9();
     let server = restart_with(dir, &env);
-    eventually("the detach", Duration::from_secs(30), || {
+    eventually("the detach", Duration::from_secs(60), || {
         attached_block(&agent, &label).is_none().then_some(())
     });
     // Detached blocks stay readable by id until retention ends; then they are deleted.
