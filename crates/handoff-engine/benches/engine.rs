@@ -229,6 +229,7 @@ fn stored_task(agent: &AgentId, i: usize) -> NewTask {
         created_at: unix_millis_now(),
         idempotency_key: None,
         metadata: json!({}),
+        repeat_guard: None,
     }
 }
 

@@ -36,6 +36,12 @@ pub enum EngineError {
         /// When a submission will be accepted again.
         retry_after: Duration,
     },
+    /// The loop guard refused a submission: identical ones of the agent are still unfinished.
+    #[error("identical submissions are still unfinished: {}", list(active))]
+    Repeated {
+        /// Those submissions, oldest first.
+        active: Vec<handoff_task::TaskId>,
+    },
     /// The request does not fit the task's state (e.g. a message to a finished task).
     #[error("{0}")]
     Conflict(String),
@@ -60,6 +66,14 @@ pub enum EngineError {
     /// Anything else that should not happen.
     #[error("{0}")]
     Internal(String),
+}
+
+/// Task ids, comma-separated.
+fn list(ids: &[handoff_task::TaskId]) -> String {
+    ids.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl EngineError {

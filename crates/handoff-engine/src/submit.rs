@@ -40,6 +40,9 @@ pub struct SubmitRequest {
     pub permissions: Vec<handoff_policy::PermissionRule>,
     /// How the task's completion is verified (the server's settings where unset).
     pub completion: Option<handoff_task::CompletionSpec>,
+    /// Refuses the submission while too many identical ones are unfinished (judged by the
+    /// store, so across every instance sharing it).
+    pub repeat_guard: Option<handoff_task::RepeatGuard>,
 }
 
 /// The answer to a submission.
@@ -129,6 +132,7 @@ impl Engine {
             created_at: now,
             idempotency_key: req.idempotency_key,
             metadata: checked.metadata,
+            repeat_guard: req.repeat_guard,
         };
         self.insert(&task, claim.as_ref(), awaited).await
     }
@@ -220,6 +224,10 @@ impl Engine {
             // The wait opened for the task not stored ends below; `submit_awaited` opens one on
             // the earlier task instead.
             InsertOutcome::Existing(task) => (task, false),
+            InsertOutcome::Repeated { active } => {
+                inner.metrics.refused("repeated");
+                return Err(EngineError::Repeated { active });
+            }
             InsertOutcome::QueueFull { queued } => {
                 inner.metrics.refused("queue_full");
                 // A slot frees roughly every average task duration; a few seconds is a fair hint.

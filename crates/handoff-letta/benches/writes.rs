@@ -86,6 +86,7 @@ async fn running_task(store: &dyn Store, agent: &AgentId) -> Task {
         created_at: unix_millis_now(),
         idempotency_key: None,
         metadata: json!({}),
+        repeat_guard: None,
     };
     store.insert_task(&new, None, 1_000).await.unwrap();
     change(store, &id, TaskStatus::Queued, TaskStatus::Running).await

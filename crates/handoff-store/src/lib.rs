@@ -15,6 +15,7 @@ mod error;
 mod fence;
 mod instances;
 mod postgres;
+mod repeats;
 mod rows;
 mod sqlite;
 mod store;

@@ -112,7 +112,7 @@ fn small_int(table: &'static str, what: &str, value: i64) -> Result<i32, StoreEr
     i32::try_from(value).map_err(|_| corrupt(table, format!("{what}: {value} out of range")))
 }
 
-fn task_id(table: &'static str, text: &str) -> Result<TaskId, StoreError> {
+pub(crate) fn task_id(table: &'static str, text: &str) -> Result<TaskId, StoreError> {
     TaskId::parse(text).map_err(|e| corrupt(table, e.to_string()))
 }
 

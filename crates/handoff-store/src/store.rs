@@ -28,6 +28,12 @@ pub enum InsertOutcome {
         /// Queued tasks right now.
         queued: u64,
     },
+    /// The task's [`handoff_task::RepeatGuard`] refused it: these identical submissions of the
+    /// agent are still unfinished (oldest first); nothing was written.
+    Repeated {
+        /// The unfinished identical tasks.
+        active: Vec<TaskId>,
+    },
 }
 
 /// Concurrency limits for [`TaskStore::claim_next`]. Paused and input-required tasks hold slots.

@@ -29,5 +29,7 @@ pub use matrix::{InvalidMatrixUserId, InvalidObserver, MatrixUserId, ObserverId,
 pub use permission::{PermissionAction, PermissionRule};
 pub use principal::Principal;
 pub use status::{IllegalTransition, TaskStatus, UnknownStatus};
-pub use task::{ExitInfo, Lease, MessageType, NewTask, Task, TaskOptions, unix_millis_now};
+pub use task::{
+    ExitInfo, Lease, MessageType, NewTask, RepeatGuard, Task, TaskOptions, unix_millis_now,
+};
 pub use workspace::{BlockPhase, NotifyState, WorkspaceRecord};

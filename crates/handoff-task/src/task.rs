@@ -165,6 +165,20 @@ pub struct NewTask {
     pub idempotency_key: Option<String>,
     /// Caller metadata.
     pub metadata: Value,
+    /// Refuses this task while too many identical submissions are still active.
+    pub repeat_guard: Option<RepeatGuard>,
+}
+
+/// The `execute_task` loop guard, judged by the store as the task is inserted so that every
+/// instance sharing it counts the same submissions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepeatGuard {
+    /// What makes two submissions of one agent identical (a digest of the call's arguments).
+    pub key: String,
+    /// Refused from this many active identical submissions, this one included.
+    pub limit: u32,
+    /// Only submissions this many ms before this one count.
+    pub window_ms: i64,
 }
 
 /// What kind of message an agent sends into a task (names kept from the older server).

@@ -22,6 +22,7 @@ fn new_task(description: &str, requeue: bool) -> NewTask {
         created_at: unix_millis_now(),
         idempotency_key: None,
         metadata: json!({}),
+        repeat_guard: None,
     }
 }
 

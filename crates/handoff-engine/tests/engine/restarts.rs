@@ -43,6 +43,7 @@ async fn claimed(dir: &TempDir, requeue_on_restart: bool) -> TaskId {
         created_at: unix_millis_now(),
         idempotency_key: None,
         metadata: json!({}),
+        repeat_guard: None,
     };
     let InsertOutcome::Created(task) = store.insert_task(&new, None, 100).await.unwrap() else {
         panic!("not created");

@@ -2,11 +2,90 @@
 
 use std::{collections::HashSet, sync::Arc};
 
+use handoff_task::{NewTask, RepeatGuard, TaskStatus};
+
 use super::{
     ConformanceStore,
-    support::{ROOMY, WIDE, event_count, key, new_task},
+    support::{ROOMY, WIDE, change, event_count, key, new_task},
 };
 use crate::InsertOutcome;
+
+/// `agent`'s task under a loop guard refusing the third unfinished submission of `call` within
+/// 10 s, submitted at `at`.
+fn guarded(agent: &str, call: &str, at: i64) -> NewTask {
+    NewTask {
+        created_at: at,
+        repeat_guard: Some(RepeatGuard {
+            key: call.into(),
+            limit: 3,
+            window_ms: 10_000,
+        }),
+        ..new_task(agent, 0)
+    }
+}
+
+/// The loop guard counts only the agent's unfinished identical submissions within the window,
+/// and a refused one writes nothing.
+pub async fn the_repeat_guard_counts_unfinished_identical_submissions<S: ConformanceStore>(
+    store: S,
+) {
+    let created = |outcome: InsertOutcome| match outcome {
+        InsertOutcome::Created(task) => task.id,
+        other => panic!("not created: {other:?}"),
+    };
+    let first = created(
+        store
+            .insert_task(&guarded("a", "x", 1_000), None, ROOMY)
+            .await
+            .unwrap(),
+    );
+    let second = created(
+        store
+            .insert_task(&guarded("a", "x", 2_000), None, ROOMY)
+            .await
+            .unwrap(),
+    );
+    let third = guarded("a", "x", 3_000);
+    let outcome = store.insert_task(&third, None, ROOMY).await.unwrap();
+    assert_eq!(
+        outcome,
+        InsertOutcome::Repeated {
+            active: vec![first.clone(), second.clone()]
+        }
+    );
+    assert!(store.get_task(&third.id).await.unwrap().is_none());
+    assert_eq!(event_count(&store, &third.id).await, 0);
+
+    // Another agent, another call, a call without the guard: none of them count.
+    for other in [
+        guarded("b", "x", 3_000),
+        guarded("a", "y", 3_000),
+        new_task("a", 0),
+    ] {
+        created(store.insert_task(&other, None, ROOMY).await.unwrap());
+    }
+    // A finished twin no longer counts.
+    let cancel = change(TaskStatus::Queued, TaskStatus::Cancelled, 3_500);
+    assert!(store.set_status(&first, &cancel).await.unwrap().is_some());
+    created(
+        store
+            .insert_task(&guarded("a", "x", 4_000), None, ROOMY)
+            .await
+            .unwrap(),
+    );
+    // Twins older than the window do not count: `second` (2 000) is out at 12 001.
+    created(
+        store
+            .insert_task(&guarded("a", "x", 12_001), None, ROOMY)
+            .await
+            .unwrap(),
+    );
+    let outcome = store
+        .insert_task(&guarded("a", "x", 12_002), None, ROOMY)
+        .await
+        .unwrap();
+    assert!(matches!(outcome, InsertOutcome::Repeated { active } if active.len() == 2));
+}
 
 /// An idempotency key returns the agent's existing task, belongs to one agent, and is free again
 /// once expired.
@@ -108,10 +187,31 @@ pub async fn concurrent_inserts_respect_capacity_and_keys<S: ConformanceStore>(s
         match h.await.unwrap() {
             InsertOutcome::Created(_) => created += 1,
             InsertOutcome::QueueFull { queued } => assert_eq!(queued, 20),
-            InsertOutcome::Existing(t) => panic!("unexpected existing {t:?}"),
+            other => panic!("unexpected {other:?}"),
         }
     }
     assert_eq!(created, 20);
+
+    // Racing identical submissions under the loop guard: exactly the limit's worth get in.
+    let mut handles = Vec::new();
+    for _ in 0..10 {
+        let store = Arc::clone(&store);
+        handles.push(tokio::spawn(async move {
+            store
+                .insert_task(&guarded("agent-c", "same", 1_000), None, ROOMY)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut admitted = 0;
+    for h in handles {
+        match h.await.unwrap() {
+            InsertOutcome::Created(_) => admitted += 1,
+            InsertOutcome::Repeated { active } => assert_eq!(active.len(), 2),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(admitted, 2);
 
     // Racing submissions of one key create exactly one task.
     let mut handles = Vec::new();

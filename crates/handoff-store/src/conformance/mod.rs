@@ -89,6 +89,7 @@ macro_rules! store_conformance {
             tasks::the_first_result_delivery_is_kept,
             inserts::idempotency_keys_are_per_agent_and_expire,
             inserts::full_queue_refuses_without_capturing_the_key,
+            inserts::the_repeat_guard_counts_unfinished_identical_submissions,
             claims::claims_prefer_priority,
             claims::claims_skip_agents_at_their_limit,
             states::set_status_is_compare_and_set,

@@ -43,6 +43,7 @@ pub(crate) fn new_task(agent_name: &str, priority: i32) -> NewTask {
         created_at: 1_000,
         idempotency_key: None,
         metadata: json!({ "ticket": 42, "tags": ["a", "b"] }),
+        repeat_guard: None,
     }
 }
 

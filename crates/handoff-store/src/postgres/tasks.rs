@@ -7,6 +7,7 @@ use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
 use super::events::{append, status_event};
 use super::{query, query_as, query_scalar};
+use crate::repeats::{self, ACTIVE_TWINS};
 use crate::rows::{options_json, status, task_columns, task_from_row, to_u64};
 use crate::{
     ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, StatusChange, StoreError, TaskFilter,
@@ -75,6 +76,17 @@ pub(super) async fn insert(
     {
         return Ok(InsertOutcome::Existing(found));
     }
+    if let Some(guard) = &task.repeat_guard {
+        let twins: Vec<String> = query_scalar(&ACTIVE_TWINS)
+            .bind(task.agent_id.as_str())
+            .bind(guard.key.as_str())
+            .bind(task.created_at.saturating_sub(guard.window_ms))
+            .fetch_all(&mut *conn)
+            .await?;
+        if let Some(refused) = repeats::judge(guard, &twins)? {
+            return Ok(refused);
+        }
+    }
 
     let queued = to_u64(count_in(conn, &[TaskStatus::Queued]).await?);
     if queued >= u64::from(max_queued) {
@@ -83,8 +95,8 @@ pub(super) async fn insert(
 
     let row = query(concat!(
         "INSERT INTO tasks (id, agent_id, description, executor, options, status, priority, \
-         workdir, created_at, idempotency_key, metadata) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ",
+         workdir, created_at, idempotency_key, metadata, call_key) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ",
         task_columns!()
     ))
     .bind(task.id.as_str())
@@ -98,6 +110,7 @@ pub(super) async fn insert(
     .bind(task.created_at)
     .bind(task.idempotency_key.as_deref())
     .bind(task.metadata.to_string())
+    .bind(task.repeat_guard.as_ref().map(|g| g.key.as_str()))
     .fetch_one(&mut *conn)
     .await?;
     let created = task_from_row(&row)?;

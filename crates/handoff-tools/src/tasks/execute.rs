@@ -87,8 +87,11 @@ impl Tool for ExecuteTaskTool {
         };
         // A task-handle caller polls by itself; waiting here would only hold its request open.
         let sync = !ctx.task_handle && (args.sync.unwrap_or(false) || !self.async_allowed);
-        let identity = RepeatedSubmissions::identity(&agent, &args)?;
-        let request = submit_request(args);
+        let repeat_guard = Some(self.repeats.guard(&args)?);
+        let request = SubmitRequest {
+            repeat_guard,
+            ..submit_request(args)
+        };
         // Held while this call waits for the result: integrations that would repeat the
         // result to the caller (Letta's completion message) wait for it to end.
         let mut result_wait = None;
@@ -96,21 +99,19 @@ impl Tool for ExecuteTaskTool {
         // operator submitting for it leaves the owner to be told.
         let owner_waits =
             sync && caller.name() == &agent && !matches!(caller, Principal::Operator(_));
-        let submitted = self
-            .repeats
-            .submit(&self.engine, &agent, identity, async {
-                let submitted = if owner_waits {
-                    let awaited = self.engine.submit_awaited(&agent, request).await;
-                    awaited.map(|(submitted, wait)| {
-                        result_wait = Some(wait);
-                        submitted
-                    })
-                } else {
-                    self.engine.submit(&agent, request).await
-                };
-                submitted.map_err(|e| tool_error(name, e))
+        let submitted = if owner_waits {
+            let awaited = self.engine.submit_awaited(&agent, request).await;
+            awaited.map(|(submitted, wait)| {
+                result_wait = Some(wait);
+                submitted
             })
-            .await?;
+        } else {
+            self.engine.submit(&agent, request).await
+        };
+        let submitted = submitted.map_err(|e| match e {
+            EngineError::Repeated { active } => self.repeats.refusal(&active),
+            other => tool_error(name, other),
+        })?;
         ctx.task_created(&agent, &submitted.task.id);
         let mut task = submitted.task;
         let mut queue_position = submitted.queue_position;
@@ -270,6 +271,7 @@ fn submit_request(args: ExecuteTaskArgs) -> SubmitRequest {
             .map(Into::into)
             .collect(),
         completion: args.completion,
+        repeat_guard: None,
     }
 }
 
