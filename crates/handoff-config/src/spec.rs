@@ -109,7 +109,7 @@ settings! {
     "tasks.default_executor" [env("HANDOFF_DEFAULT_EXECUTOR")]: "executor used when execute_task names none";
     "tasks.idempotency_window_secs" [env("HANDOFF_IDEMPOTENCY_WINDOW_SECS")]: "how long an idempotency key returns the same task";
     "tasks.retention_days" [env("HANDOFF_TASK_RETENTION_DAYS")]: "finished tasks (and their directories) are purged after this many days";
-    "tasks.submissions_per_minute" [env("HANDOFF_SUBMISSIONS_PER_MINUTE")]: "execute_task calls one agent may make per minute (0 = unlimited), across every instance sharing a PostgreSQL store; each failed call of any tool costs one too (counted per instance)";
+    "tasks.submissions_per_minute" [env("HANDOFF_SUBMISSIONS_PER_MINUTE")]: "execute_task calls one agent may make per minute (0 = unlimited), across every instance sharing a PostgreSQL store; each failed call of any tool costs one too, from the same bucket";
     "tasks.submission_burst" [env("HANDOFF_SUBMISSION_BURST")]: "submissions one agent may make at once before the rate applies";
     "tasks.cancel_grace_ms" [env("HANDOFF_CANCEL_GRACE_MS")]: "how long a cancelled or timed-out executor gets between SIGTERM and SIGKILL";
     "tasks.drain_secs" [env("HANDOFF_DRAIN_SECS")]: "on shutdown (SIGTERM), how long running tasks may still finish on their own while the instance claims nothing new (others take the queue); then the rest are stopped: failed as interrupted, or re-queued — for another instance on a shared store — when they opted in. 0: stop them at once";

@@ -8,6 +8,8 @@ use governor::{
 use handoff_store::{Store, StoreError};
 use handoff_task::AgentId;
 
+use crate::EngineError;
+
 /// Per-agent token bucket for submissions: in memory for one instance, in the store (the same
 /// bucket, as a GCRA) when several instances share it.
 pub(crate) struct SubmissionRate {
@@ -62,12 +64,42 @@ impl SubmissionRate {
 impl crate::Engine {
     /// Charges `agent` (`None`: every caller without an identity, together) one token of its
     /// submission rate for a call that failed through its own fault, so invalid calls meet
-    /// the same limit as submissions; `Err` with the wait when none is left.
-    pub fn charge_failed_call(&self, agent: Option<&AgentId>) -> Result<(), Duration> {
-        match agent {
-            Some(agent) => self.inner.rate.check(agent),
-            None => self.inner.rate.check(&anonymous()),
+    /// the same limit as submissions (on a shared store, the bucket every instance draws on);
+    /// `Err` with the wait when none is left.
+    pub async fn charge_failed_call(&self, agent: Option<&AgentId>) -> Result<(), Duration> {
+        let agent = agent.cloned().unwrap_or_else(anonymous);
+        let inner = &self.inner;
+        if inner.store.is_shared() {
+            match inner.rate.check_shared(&*inner.store, &agent).await {
+                Ok(charged) => return charged,
+                // Still charged, against this instance's own bucket: never left uncharged.
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    "failed-call charge: the shared bucket is unreadable; this instance's is used"
+                ),
+            }
         }
+        inner.rate.check(&agent)
+    }
+
+    /// Records `caller`'s changing call `key` for the loop guard, in the history every instance
+    /// sharing the store keeps, and returns the caller's calls within `window` (at most
+    /// `keep`), oldest first, this one last.
+    pub async fn record_call(
+        &self,
+        caller: &str,
+        key: &str,
+        window: Duration,
+        keep: u32,
+    ) -> Result<Vec<String>, EngineError> {
+        let now = handoff_task::unix_millis_now();
+        let window = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
+        let since = now.saturating_sub(window);
+        Ok(self
+            .inner
+            .store
+            .record_call(caller, key, now, since, keep)
+            .await?)
     }
 
     /// The engine's metrics, for the tool layer's counters.

@@ -100,18 +100,6 @@ impl Engine {
         {
             return Ok((self.submitted(task, false).await?, None));
         }
-        let rate = if inner.store.is_shared() {
-            inner.rate.check_shared(&*inner.store, agent).await?
-        } else {
-            inner.rate.check(agent)
-        };
-        if let Err(wait) = rate {
-            inner.metrics.refused("rate_limited");
-            return Err(EngineError::RateLimited {
-                agent: agent.to_string(),
-                retry_after: wait,
-            });
-        }
         let task = NewTask {
             id,
             agent_id: agent.clone(),
@@ -134,6 +122,24 @@ impl Engine {
             metadata: checked.metadata,
             repeat_guard: req.repeat_guard,
         };
+        // A repeat refused before its token is taken: the refusal costs a failed call's
+        // token, as any refused call does, not a submission's as well.
+        if let Some(active) = inner.store.find_repeated(&task).await? {
+            inner.metrics.refused("repeated");
+            return Err(EngineError::Repeated { active });
+        }
+        let rate = if inner.store.is_shared() {
+            inner.rate.check_shared(&*inner.store, agent).await?
+        } else {
+            inner.rate.check(agent)
+        };
+        if let Err(wait) = rate {
+            inner.metrics.refused("rate_limited");
+            return Err(EngineError::RateLimited {
+                agent: agent.to_string(),
+                retry_after: wait,
+            });
+        }
         self.insert(&task, claim.as_ref(), awaited).await
     }
 

@@ -23,6 +23,23 @@ pub struct Ladder {
     pub stop: u32,
 }
 
+impl Ladder {
+    /// The step for a call whose caller's recent calls (oldest first, this one last) are
+    /// `history`.
+    pub fn judge(&self, history: &[&str]) -> Step {
+        let repeats = repeats(history);
+        if repeats >= self.stop {
+            Step::Stop { repeats }
+        } else if repeats >= self.deny {
+            Step::Deny { repeats }
+        } else if repeats >= self.warn {
+            Step::Warn { repeats }
+        } else {
+            Step::Proceed
+        }
+    }
+}
+
 impl Default for Ladder {
     fn default() -> Self {
         Self {
@@ -76,7 +93,7 @@ impl Step {
 /// The longest cycle recognised (A,B,C,A,B,C…).
 const MAX_PERIOD: usize = 3;
 /// Calls remembered per session.
-const HISTORY: usize = 64;
+pub const HISTORY: usize = 64;
 
 /// Per-session call history.
 #[derive(Debug, Default)]
@@ -109,7 +126,15 @@ impl LoopGuard {
 
     /// [`LoopGuard::check`] at a given time (tests inject the clock).
     pub fn check_at(&mut self, session: &str, tool: &str, args: &Value, now: Instant) -> Step {
-        let key = call_key(tool, args);
+        self.check_key_at(session, call_key(tool, args), now)
+    }
+
+    /// [`LoopGuard::check`] of a call already keyed with [`call_key`].
+    pub fn check_key(&mut self, session: &str, key: String) -> Step {
+        self.check_key_at(session, key, Instant::now())
+    }
+
+    fn check_key_at(&mut self, session: &str, key: String, now: Instant) -> Step {
         let history = self.sessions.entry(session.to_owned()).or_default();
         if let Some(window) = self.window {
             while history
@@ -124,17 +149,7 @@ impl LoopGuard {
         }
         history.push_back((now, key));
         let keys: Vec<&str> = history.iter().map(|(_, k)| k.as_str()).collect();
-        let repeats = repeats(&keys);
-        let ladder = self.ladder;
-        if repeats >= ladder.stop {
-            Step::Stop { repeats }
-        } else if repeats >= ladder.deny {
-            Step::Deny { repeats }
-        } else if repeats >= ladder.warn {
-            Step::Warn { repeats }
-        } else {
-            Step::Proceed
-        }
+        self.ladder.judge(&keys)
     }
 
     /// Forgets a session's history (a new caller message, a finished task).

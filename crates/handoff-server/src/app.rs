@@ -376,6 +376,7 @@ fn build_pipeline(
         )))
         .loop_guard(Arc::new(
             CallLoopGuard::new(config.tools.loop_guard, config.tools.loop_guard_window)
+                .shared_through(engine)
                 .except(tasks::JUDGE_OWN_REPEATS),
         ))
         .hooks(Arc::new(CommandHooks::new(

@@ -273,6 +273,19 @@ pub trait InstanceStore: Send + Sync + 'static {
         now: i64,
     ) -> Result<Option<i64>, StoreError>;
 
+    /// Records `caller`'s call `key` made at `at` for the pipeline's loop guard, forgets every
+    /// call made before `since` and all but the caller's latest `keep`, and returns the caller's
+    /// remembered calls, oldest first (this one last). Calls are recorded one at a time, so
+    /// racing calls of one caller on several instances see each other.
+    async fn record_call(
+        &self,
+        caller: &str,
+        key: &str,
+        at: i64,
+        since: i64,
+        keep: u32,
+    ) -> Result<Vec<String>, StoreError>;
+
     /// Whether several instances may share this store (PostgreSQL). When `false` (SQLite: the
     /// file admits one instance), every active task at start-up was this instance's.
     fn is_shared(&self) -> bool;
@@ -298,6 +311,11 @@ pub trait TaskStore: Send + Sync + 'static {
         agent: &AgentId,
         claim: &IdempotencyClaim,
     ) -> Result<Option<Task>, StoreError>;
+
+    /// The unfinished identical submissions that refuse `task` under its
+    /// [`handoff_task::RepeatGuard`], when it has one and they reach its limit (a read;
+    /// `insert_task` repeats the check race-free).
+    async fn find_repeated(&self, task: &NewTask) -> Result<Option<Vec<TaskId>>, StoreError>;
 
     /// One task.
     async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError>;

@@ -172,6 +172,13 @@ impl TaskStore for GatedStore {
         self.inner.find_idempotent(agent, claim).await
     }
 
+    async fn find_repeated(
+        &self,
+        task: &handoff_task::NewTask,
+    ) -> Result<Option<Vec<TaskId>>, StoreError> {
+        self.inner.find_repeated(task).await
+    }
+
     async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
         self.inner.get_task(id).await
     }
@@ -356,6 +363,17 @@ impl handoff_store::InstanceStore for GatedStore {
         self.inner
             .take_rate(key, interval_ms, tolerance_ms, now)
             .await
+    }
+
+    async fn record_call(
+        &self,
+        caller: &str,
+        key: &str,
+        at: i64,
+        since: i64,
+        keep: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        self.inner.record_call(caller, key, at, since, keep).await
     }
 
     fn is_shared(&self) -> bool {

@@ -352,3 +352,38 @@ pub async fn a_successor_takes_its_predecessors_leases_over<S: ConformanceStore>
         None
     );
 }
+
+/// The loop guard's call history is one per caller across instances: each sees the calls the
+/// others recorded, the window and the cap forget old ones, and callers do not mix.
+pub async fn the_call_history_is_shared_and_forgets<S: ConformanceStore>(store: S) {
+    let other = store.another_instance();
+    let record = |asker: &S, caller: &'static str, key: &'static str, at: i64| {
+        let asker = asker.clone();
+        async move {
+            asker
+                .record_call(caller, key, at, at - 1_000, 3)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(record(&store, "a", "x", 10_000).await, ["x"]);
+    assert_eq!(record(&other, "a", "y", 10_100).await, ["x", "y"]);
+    assert_eq!(
+        record(&store, "b", "x", 10_200).await,
+        ["x"],
+        "callers do not mix"
+    );
+    assert_eq!(record(&other, "a", "x", 10_300).await, ["x", "y", "x"]);
+    assert_eq!(
+        record(&store, "a", "z", 10_400).await,
+        ["y", "x", "z"],
+        "only the latest three are kept"
+    );
+    // 11 150: the window forgets everything before 10 150.
+    assert_eq!(record(&other, "a", "w", 11_150).await, ["x", "z", "w"]);
+    assert_eq!(
+        record(&store, "b", "v", 11_250).await,
+        ["v"],
+        "b's x is too old"
+    );
+}

@@ -109,6 +109,7 @@ macro_rules! store_conformance {
             leases::a_stale_token_is_refused_and_changes_nothing,
             leases::a_task_failed_elsewhere_fences_its_old_owner,
             leases::rates_hold_across_instances,
+            leases::the_call_history_is_shared_and_forgets,
             leases::a_successor_takes_its_predecessors_leases_over,
             peers::commands_are_taken_once_and_answered_once,
             peers::the_instance_that_ran_a_task_is_kept,

@@ -40,7 +40,7 @@ use crate::{
     InstanceStore, InstanceSummary, LeaseGrant, NewArtifact, StatusChange, StoreError, TaskFilter,
     TaskPage, TaskStore, WorkspaceStore,
     fence::{FENCE_OF, Held},
-    instances,
+    instances, repeats,
     rows::StoredRow,
 };
 
@@ -261,6 +261,11 @@ impl TaskStore for PgStore {
             Ok(outcome)
         })
         .await
+    }
+
+    async fn find_repeated(&self, task: &NewTask) -> Result<Option<Vec<TaskId>>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        tasks::find_repeated(&mut conn, task).await
     }
 
     async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
@@ -666,6 +671,45 @@ impl InstanceStore for PgStore {
             Ok(Some(
                 tat.saturating_sub(tolerance_ms).saturating_sub(now).max(1),
             ))
+        })
+        .await
+    }
+
+    async fn record_call(
+        &self,
+        caller: &str,
+        key: &str,
+        at: i64,
+        since: i64,
+        keep: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            query(repeats::CALLS_FORGET)
+                .bind(since)
+                .execute(&mut *tx)
+                .await?;
+            query(repeats::CALLS_RECORD)
+                .bind(caller)
+                .bind(at)
+                .bind(key)
+                .execute(&mut *tx)
+                .await?;
+            let latest: Vec<(i64, String)> = query_as(repeats::CALLS_LATEST)
+                .bind(caller)
+                .bind(i64::from(keep))
+                .fetch_all(&mut *tx)
+                .await?;
+            let (oldest, keys) = repeats::oldest_first(latest);
+            if let Some(oldest) = oldest {
+                query(repeats::CALLS_TRIM)
+                    .bind(caller)
+                    .bind(oldest)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(keys)
         })
         .await
     }

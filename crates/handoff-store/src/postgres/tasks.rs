@@ -63,6 +63,23 @@ pub(super) async fn find_idempotent(
     }
 }
 
+/// See [`crate::TaskStore::find_repeated`].
+pub(super) async fn find_repeated(
+    conn: &mut PgConnection,
+    task: &NewTask,
+) -> Result<Option<Vec<TaskId>>, StoreError> {
+    let Some(guard) = &task.repeat_guard else {
+        return Ok(None);
+    };
+    let twins: Vec<String> = query_scalar(&ACTIVE_TWINS)
+        .bind(task.agent_id.as_str())
+        .bind(guard.key.as_str())
+        .bind(task.created_at.saturating_sub(guard.window_ms))
+        .fetch_all(&mut *conn)
+        .await?;
+    repeats::judge(guard, &twins)
+}
+
 /// See [`crate::TaskStore::insert_task`]. Check order matters: a duplicate submission is answered
 /// even when the queue is full, and a refused one writes nothing (no key captured).
 pub(super) async fn insert(
@@ -76,16 +93,8 @@ pub(super) async fn insert(
     {
         return Ok(InsertOutcome::Existing(found));
     }
-    if let Some(guard) = &task.repeat_guard {
-        let twins: Vec<String> = query_scalar(&ACTIVE_TWINS)
-            .bind(task.agent_id.as_str())
-            .bind(guard.key.as_str())
-            .bind(task.created_at.saturating_sub(guard.window_ms))
-            .fetch_all(&mut *conn)
-            .await?;
-        if let Some(refused) = repeats::judge(guard, &twins)? {
-            return Ok(refused);
-        }
+    if let Some(active) = find_repeated(conn, task).await? {
+        return Ok(InsertOutcome::Repeated { active });
     }
 
     let queued = to_u64(count_in(conn, &[TaskStatus::Queued]).await?);

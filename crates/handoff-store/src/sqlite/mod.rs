@@ -49,7 +49,7 @@ use crate::{
     InstanceStore, InstanceSummary, LeaseGrant, NewArtifact, StatusChange, StoreError, TaskFilter,
     TaskPage, TaskStore, WorkspaceStore,
     fence::{FENCE_OF, Held},
-    instances,
+    instances, repeats,
     rows::StoredRow,
 };
 
@@ -240,6 +240,11 @@ impl TaskStore for SqliteStore {
             Ok(outcome)
         })
         .await
+    }
+
+    async fn find_repeated(&self, task: &NewTask) -> Result<Option<Vec<TaskId>>, StoreError> {
+        let mut conn = self.read.acquire().await?;
+        tasks::find_repeated(&mut conn, task).await
     }
 
     async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
@@ -642,6 +647,45 @@ impl InstanceStore for SqliteStore {
             Ok(Some(
                 tat.saturating_sub(tolerance_ms).saturating_sub(now).max(1),
             ))
+        })
+        .await
+    }
+
+    async fn record_call(
+        &self,
+        caller: &str,
+        key: &str,
+        at: i64,
+        since: i64,
+        keep: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        self.writing(async {
+            let mut tx = self.begin_write().await?;
+            sqlx::query(repeats::CALLS_FORGET)
+                .bind(since)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(repeats::CALLS_RECORD)
+                .bind(caller)
+                .bind(at)
+                .bind(key)
+                .execute(&mut *tx)
+                .await?;
+            let latest: Vec<(i64, String)> = sqlx::query_as(repeats::CALLS_LATEST)
+                .bind(caller)
+                .bind(i64::from(keep))
+                .fetch_all(&mut *tx)
+                .await?;
+            let (oldest, keys) = repeats::oldest_first(latest);
+            if let Some(oldest) = oldest {
+                sqlx::query(repeats::CALLS_TRIM)
+                    .bind(caller)
+                    .bind(oldest)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(keys)
         })
         .await
     }

@@ -159,7 +159,9 @@ impl Pipeline {
                 .map(str::to_owned),
         };
         let outcome = self.stages(ctx, request, &mut trail).await;
-        let outcome = self.charge_failure(outcome, fallback.as_ref(), &mut trail);
+        let outcome = self
+            .charge_failure(outcome, fallback.as_ref(), &mut trail)
+            .await;
         if let Err(e) = &outcome
             && trail.reason.is_none()
         {
@@ -187,7 +189,7 @@ impl Pipeline {
     /// A call that failed through the caller's fault costs it a token; without one left the
     /// answer is `RATE_LIMITED`, so a stream of bad calls slows down like a stream of
     /// submissions.
-    fn charge_failure(
+    async fn charge_failure(
         &self,
         outcome: ReplyOutcome,
         fallback: Option<&AgentId>,
@@ -198,7 +200,7 @@ impl Pipeline {
             other => return other,
         };
         let payer = trail.agent.as_ref().or(fallback);
-        match self.inner.failures.charge(payer) {
+        match self.inner.failures.charge(payer).await {
             Ok(()) => Err(error),
             Err(wait) => {
                 trail.stage = RATE_LIMIT_STAGE;
@@ -243,7 +245,7 @@ impl Pipeline {
         let args = with_agent_id(&ctx, def, request.arguments.unwrap_or_default());
 
         trail.stage = "loop_guard";
-        if let GuardVerdict::Refuse(reason) = inner.guard.check(&ctx, def, &args) {
+        if let GuardVerdict::Refuse(reason) = inner.guard.check(&ctx, def, &args).await {
             return Err(denied(reason));
         }
 

@@ -129,9 +129,14 @@ impl Recorder {
 }
 
 impl LoopGuard for Recorder {
-    fn check(&self, _: &ToolContext, _: &ToolDefinition, _: &Value) -> super::GuardVerdict {
+    fn check<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a ToolDefinition,
+        _: &'a Value,
+    ) -> BoxFuture<'a, super::GuardVerdict> {
         self.push("loop_guard");
-        super::GuardVerdict::Proceed
+        Box::pin(std::future::ready(super::GuardVerdict::Proceed))
     }
 }
 
@@ -494,13 +499,15 @@ impl AuditSink for Entries {
 struct Budget(Mutex<u32>);
 
 impl super::FailureRate for Budget {
-    fn charge(&self, _: Option<&AgentId>) -> Result<(), Duration> {
+    fn charge<'a>(&'a self, _: Option<&'a AgentId>) -> BoxFuture<'a, Result<(), Duration>> {
         let mut left = self.0.lock().unwrap();
-        if *left == 0 {
-            return Err(Duration::from_secs(30));
-        }
-        *left -= 1;
-        Ok(())
+        let charged = if *left == 0 {
+            Err(Duration::from_secs(30))
+        } else {
+            *left -= 1;
+            Ok(())
+        };
+        Box::pin(std::future::ready(charged))
     }
 }
 

@@ -21,7 +21,12 @@ pub enum GuardVerdict {
 /// Detects an agent calling the same tool with the same arguments over and over.
 pub trait LoopGuard: Send + Sync {
     /// Judges a call before it runs.
-    fn check(&self, ctx: &ToolContext, tool: &ToolDefinition, args: &Value) -> GuardVerdict;
+    fn check<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        tool: &'a ToolDefinition,
+        args: &'a Value,
+    ) -> BoxFuture<'a, GuardVerdict>;
 }
 
 /// No loop detection.
@@ -29,8 +34,13 @@ pub trait LoopGuard: Send + Sync {
 pub struct NoLoopGuard;
 
 impl LoopGuard for NoLoopGuard {
-    fn check(&self, _: &ToolContext, _: &ToolDefinition, _: &Value) -> GuardVerdict {
-        GuardVerdict::Proceed
+    fn check<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a ToolDefinition,
+        _: &'a Value,
+    ) -> BoxFuture<'a, GuardVerdict> {
+        Box::pin(std::future::ready(GuardVerdict::Proceed))
     }
 }
 
@@ -185,7 +195,7 @@ impl OutputLimiter for Unlimited {
 pub trait FailureRate: Send + Sync {
     /// Takes one token from `agent`'s bucket (`None`: the callers with no identity, together);
     /// `Err` with the wait until the next token when the bucket is empty.
-    fn charge(&self, agent: Option<&AgentId>) -> Result<(), Duration>;
+    fn charge<'a>(&'a self, agent: Option<&'a AgentId>) -> BoxFuture<'a, Result<(), Duration>>;
 }
 
 /// The stage an [`AuditEntry`] names when the failed-call rate limit refused the call.
@@ -196,8 +206,8 @@ pub const RATE_LIMIT_STAGE: &str = "rate_limit";
 pub struct Unmetered;
 
 impl FailureRate for Unmetered {
-    fn charge(&self, _: Option<&AgentId>) -> Result<(), Duration> {
-        Ok(())
+    fn charge<'a>(&'a self, _: Option<&'a AgentId>) -> BoxFuture<'a, Result<(), Duration>> {
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 

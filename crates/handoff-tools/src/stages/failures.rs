@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use handoff_engine::Engine;
 use handoff_task::AgentId;
 
@@ -9,7 +10,7 @@ use crate::pipeline::FailureRate;
 
 /// Failed calls cost their caller a token of its submission rate (`tasks.submissions_per_minute`
 /// and `tasks.submission_burst`; unlimited when that rate is 0): a stranger's stream of invalid
-/// calls is slowed like a stream of submissions.
+/// calls is slowed like a stream of submissions, on every instance sharing the store.
 #[derive(Debug, Clone)]
 pub struct SubmissionRateForFailures {
     engine: Engine,
@@ -23,7 +24,7 @@ impl SubmissionRateForFailures {
 }
 
 impl FailureRate for SubmissionRateForFailures {
-    fn charge(&self, agent: Option<&AgentId>) -> Result<(), Duration> {
-        self.engine.charge_failed_call(agent)
+    fn charge<'a>(&'a self, agent: Option<&'a AgentId>) -> BoxFuture<'a, Result<(), Duration>> {
+        Box::pin(self.engine.charge_failed_call(agent))
     }
 }

@@ -1,12 +1,17 @@
 //! The loop guard over Handoff's tool calls, per agent. Reading tools are exempt: polling a
 //! task's status with the same arguments is how an agent waits, not a loop. So are tools that
 //! judge their own repeats with facts this stage cannot see before the call (`execute_task`
-//! counts only identical submissions still active).
+//! counts only identical submissions still active). One instance keeps each caller's history
+//! in memory; instances sharing a store keep it there, so a caller whose calls land on several
+//! instances meets the same ladder.
 
 use std::{sync::Mutex, time::Duration};
 
-use handoff_policy::loop_guard::{Ladder, LoopGuard as Detector, Step};
+use futures::future::BoxFuture;
+use handoff_engine::Engine;
+use handoff_policy::loop_guard::{HISTORY, Ladder, LoopGuard as Detector, Step, call_key};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::{
     ToolContext, ToolDefinition,
@@ -17,6 +22,10 @@ use crate::{
 #[derive(Debug)]
 pub struct CallLoopGuard {
     detector: Mutex<Detector>,
+    ladder: Ladder,
+    window: Duration,
+    /// The engine whose shared store keeps the history, when instances share one.
+    shared: Option<Engine>,
     exempt: &'static [&'static str],
 }
 
@@ -25,8 +34,17 @@ impl CallLoopGuard {
     pub fn new(ladder: Ladder, window: Duration) -> Self {
         Self {
             detector: Mutex::new(Detector::new(ladder).with_window(window)),
+            ladder,
+            window,
+            shared: None,
             exempt: &[],
         }
+    }
+
+    /// Keeps the history in `engine`'s store when other instances share it.
+    pub fn shared_through(mut self, engine: &Engine) -> Self {
+        self.shared = engine.shares_store().then(|| engine.clone());
+        self
     }
 
     /// Leaves the calls of `tools` (canonical names) uncounted: they judge their own repeats.
@@ -34,27 +52,61 @@ impl CallLoopGuard {
         self.exempt = tools;
         self
     }
+
+    /// The step from the history the instances share; this instance's own when the store
+    /// cannot be reached, so a store outage never lifts the guard.
+    async fn judged_shared(&self, engine: &Engine, caller: &str, key: String) -> Step {
+        let digest: String = Sha256::digest(key.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let keep = u32::try_from(HISTORY).unwrap_or(u32::MAX);
+        match engine.record_call(caller, &digest, self.window, keep).await {
+            Ok(history) => {
+                let keys: Vec<&str> = history.iter().map(String::as_str).collect();
+                self.ladder.judge(&keys)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "loop guard: the shared history is unreachable; this instance's is used");
+                self.judged_here(caller, key)
+            }
+        }
+    }
+
+    fn judged_here(&self, caller: &str, key: String) -> Step {
+        self.detector
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .check_key(caller, key)
+    }
 }
 
 impl LoopGuard for CallLoopGuard {
-    fn check(&self, ctx: &ToolContext, tool: &ToolDefinition, args: &Value) -> GuardVerdict {
-        if tool.annotations.read_only || self.exempt.contains(&tool.name) {
-            return GuardVerdict::Proceed;
-        }
-        let session = ctx
-            .agent_id
-            .as_ref()
-            .map(ToString::to_string)
-            .or_else(|| ctx.session_id.clone())
-            .unwrap_or_default();
-        let step = self
-            .detector
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .check(&session, tool.name, args);
-        match step.message(tool.name) {
-            Some(message) if step != Step::Proceed => GuardVerdict::Refuse(message),
-            _ => GuardVerdict::Proceed,
-        }
+    fn check<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        tool: &'a ToolDefinition,
+        args: &'a Value,
+    ) -> BoxFuture<'a, GuardVerdict> {
+        Box::pin(async move {
+            if tool.annotations.read_only || self.exempt.contains(&tool.name) {
+                return GuardVerdict::Proceed;
+            }
+            let caller = ctx
+                .agent_id
+                .as_ref()
+                .map(ToString::to_string)
+                .or_else(|| ctx.session_id.clone())
+                .unwrap_or_default();
+            let key = call_key(tool.name, args);
+            let step = match &self.shared {
+                Some(engine) => self.judged_shared(engine, &caller, key).await,
+                None => self.judged_here(&caller, key),
+            };
+            match step.message(tool.name) {
+                Some(message) if step != Step::Proceed => GuardVerdict::Refuse(message),
+                _ => GuardVerdict::Proceed,
+            }
+        })
     }
 }

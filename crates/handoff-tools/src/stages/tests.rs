@@ -238,8 +238,8 @@ async fn the_loop_guard_refuses_repeats_of_changing_calls_but_not_reads() {
     }
 }
 
-#[test]
-fn tools_judging_their_own_repeats_are_left_to_themselves() {
+#[tokio::test]
+async fn tools_judging_their_own_repeats_are_left_to_themselves() {
     use crate::pipeline::{GuardVerdict, LoopGuard};
 
     let mut registry = ToolRegistry::new();
@@ -250,12 +250,20 @@ fn tools_judging_their_own_repeats_are_left_to_themselves() {
     let counting = CallLoopGuard::new(Ladder::default(), std::time::Duration::from_secs(600));
     let exempting = CallLoopGuard::new(Ladder::default(), std::time::Duration::from_secs(600))
         .except(&["shout"]);
-    let verdicts = |guard: &CallLoopGuard| -> Vec<GuardVerdict> {
-        (0..5).map(|_| guard.check(&ctx, shout, &args)).collect()
+    let verdicts = async |guard: &CallLoopGuard| -> Vec<GuardVerdict> {
+        let mut verdicts = Vec::new();
+        for _ in 0..5 {
+            verdicts.push(guard.check(&ctx, shout, &args).await);
+        }
+        verdicts
     };
-    assert!(matches!(verdicts(&counting)[2], GuardVerdict::Refuse(_)));
+    assert!(matches!(
+        verdicts(&counting).await[2],
+        GuardVerdict::Refuse(_)
+    ));
     assert!(
         verdicts(&exempting)
+            .await
             .iter()
             .all(|v| *v == GuardVerdict::Proceed)
     );

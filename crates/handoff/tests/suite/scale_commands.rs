@@ -298,3 +298,70 @@ fn an_agents_submission_rate_holds_across_instances() {
     }
     ok(&submit(&servers[1], "agent-s"));
 }
+
+/// The loop guards and the failed-call charges count an agent's calls on every instance: an
+/// identical submission made on two instances is refused on the first one's third try while
+/// both tasks run; the same message repeated across instances is refused on its third; failed
+/// calls spread over two instances spend one bucket.
+#[test]
+fn loop_guards_and_failed_call_charges_hold_across_instances() {
+    let url = fresh_database();
+    let mut env = SCRIPT_EXECUTOR.to_vec();
+    env.extend([
+        ("HANDOFF_DATABASE_URL", url.as_str()),
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "1"),
+        ("HANDOFF_SUBMISSION_BURST", "3"),
+    ]);
+    let servers = [start(&env), start(&env)];
+    let [a, b] = &servers;
+    let twin = json!({"task_description": "sleep 60"});
+    let first = task_id(&call(a, "agent-g", "execute_task", twin.clone()));
+    let second = task_id(&call(b, "agent-g", "execute_task", twin.clone()));
+    let refused = err(&call(a, "agent-g", "execute_task", twin)).to_string();
+    assert!(refused.contains("loop guard"), "{refused}");
+    assert!(
+        refused.contains(&first) && refused.contains(&second),
+        "{refused}"
+    );
+
+    wait_status(a, "agent-g", &first, &["running"]);
+    let message = |server: &Server| {
+        call(
+            server,
+            "agent-m",
+            "send_task_message",
+            json!({"task_id": first, "message": "again"}),
+        )
+    };
+    // Another agent's messages to a task it cannot see fail (not found) and count as repeats.
+    for server in [a, b] {
+        let answer = err(&message(server)).to_string();
+        assert!(answer.contains("NOT_FOUND"), "{answer}");
+    }
+    let looped = err(&message(a)).to_string();
+    assert!(looped.contains("loop guard"), "{looped}");
+
+    // agent-f: three failed calls over both instances spend the burst of three.
+    let status = |server: &Server, n: u32| {
+        call(
+            server,
+            "agent-f",
+            "get_task_status",
+            json!({"task_id": format!("missing-{n}")}),
+        )
+    };
+    for (n, server) in [a, b, a].into_iter().enumerate() {
+        let failed = err(&status(server, n as u32)).to_string();
+        assert!(!failed.contains("RATE_LIMITED"), "{failed}");
+    }
+    let limited = err(&status(b, 9)).to_string();
+    assert!(limited.contains("RATE_LIMITED"), "{limited}");
+    for id in [first, second] {
+        ok(&call(
+            a,
+            "agent-g",
+            "send_task_control",
+            json!({"task_id": id, "control": "cancel"}),
+        ));
+    }
+}
