@@ -1,14 +1,11 @@
 //! What this host can provide, found once at start-up and reported by `health` and
 //! `handoff doctor`.
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::{IsolationLevel, cgroups::CgroupSupport, confine};
+use crate::{IsolationLevel, cgroups::CgroupSupport, confine, docker_probe::DockerProbe};
 
 /// The isolation mechanisms found on this host.
 #[derive(Debug, Clone, Serialize)]
@@ -21,25 +18,28 @@ pub struct HostCapabilities {
     pub seccomp: bool,
     /// The cgroup hierarchies usable for limits, freezing and killing.
     pub cgroups: CgroupSupport,
-    /// The Docker engine's version, when one answers.
-    pub docker: Result<String, String>,
+    /// The Docker engine's version, when one answers (perhaps still being probed).
+    pub docker: DockerProbe,
 }
 
 impl HostCapabilities {
-    /// Probes the host (runs `bwrap` and `docker` once each; well under a second).
+    /// Probes the host (runs `bwrap` and `docker` once each; well under a second unless the
+    /// Docker daemon is slow).
     pub fn detect(bwrap: &Path, docker: &Path) -> Self {
         // Each probe spawns programs and waits for them (`docker version` alone takes tens of
-        // ms with no daemon): side by side, start-up waits for the slower one only.
-        let (bwrap, docker) = std::thread::scope(|scope| {
-            let docker = scope.spawn(|| docker_version(docker));
-            let bwrap = confine::bwrap_works(bwrap).map(|version| (bwrap.to_owned(), version));
-            let docker = docker
-                .join()
-                .unwrap_or_else(|_| Err("the docker probe panicked".to_owned()));
-            (bwrap, docker)
-        });
+        // ms with no daemon): side by side, this waits for the slower one only.
+        let probe = DockerProbe::pending();
+        std::thread::scope(|scope| {
+            scope.spawn(|| probe.run(docker));
+            Self::detect_deferring_docker(bwrap, probe.clone())
+        })
+    }
+
+    /// Probes everything but Docker, whose answer `docker` delivers when it comes (see
+    /// [`DockerProbe`]): what a server does before it listens.
+    pub fn detect_deferring_docker(bwrap: &Path, docker: DockerProbe) -> Self {
         Self {
-            bwrap,
+            bwrap: confine::bwrap_works(bwrap).map(|version| (bwrap.to_owned(), version)),
             landlock: confine::landlock_available(),
             seccomp: confine::seccomp_available(),
             cgroups: CgroupSupport::detect(),
@@ -68,31 +68,9 @@ impl HostCapabilities {
                     "bubblewrap unusable ({bwrap}) and no Landlock + seccomp to fall back on"
                 )),
             },
-            IsolationLevel::Container => self
-                .docker
-                .as_ref()
-                .map(|v| format!("Docker engine {v}"))
-                .map_err(Clone::clone),
+            IsolationLevel::Container => {
+                self.docker.version().map(|v| format!("Docker engine {v}"))
+            }
         }
-    }
-}
-
-/// The version of the Docker engine that answers, or why none does.
-fn docker_version(docker: &Path) -> Result<String, String> {
-    let output = confine::output_within(Command::new(docker).args([
-        "version",
-        "--format",
-        "{{.Server.Version}}",
-    ]))
-    .map_err(|e| format!("{}: {e}", docker.display()))?;
-    let out = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    if output.status.success() && !out.is_empty() {
-        Ok(out)
-    } else {
-        let err = String::from_utf8_lossy(&output.stderr);
-        Err(format!(
-            "no Docker engine answers: {}",
-            err.lines().next().unwrap_or("no answer").trim()
-        ))
     }
 }

@@ -9,6 +9,7 @@ pub mod cgroups;
 pub mod confine;
 pub mod container;
 mod detect;
+mod docker_probe;
 mod env;
 mod error;
 mod isolator;
@@ -16,6 +17,7 @@ pub mod launch;
 mod level;
 
 pub use detect::HostCapabilities;
+pub use docker_probe::{DockerProbe, PENDING as DOCKER_PENDING};
 pub use env::{ALWAYS_DENIED, DEFAULT_ALLOW, EnvPolicy};
 pub use error::IsolationError;
 pub use isolator::{IsolationConfig, Isolator, Prepared};

@@ -106,6 +106,11 @@ impl App {
             .map_err(|e| AppError::Isolation(e.to_string()))?;
         let (isolation_ok, isolation_summary) = crate::isolation::summary(&config, &isolator);
         status.set_component("isolation", isolation_ok, isolation_summary);
+        tokio::spawn(answer_docker(
+            config.clone(),
+            isolator.clone(),
+            status.clone(),
+        ));
         let (executors, opencode) = start_executors(&config, &isolator, &status).await?;
         let engine = Engine::new(config.clone(), store.tasks(), executors, engine_metrics)?;
         let crate::integrations::Started {
@@ -339,6 +344,28 @@ async fn start_executors(
         });
     }
     Ok((executors, opencode))
+}
+
+/// Probes Docker off the start-up path (a slow daemon takes up to the probe's limit); until it
+/// answers, the container level is unavailable and, where an executor uses it, `/ready` says
+/// the isolation is not ready.
+async fn answer_docker(
+    config: Arc<Config>,
+    isolator: Arc<handoff_isolation::Isolator>,
+    status: Arc<ServiceStatus>,
+) {
+    let probing = {
+        let (config, isolator) = (config.clone(), isolator.clone());
+        tokio::task::spawn_blocking(move || crate::isolation::probe_docker(&config, &isolator))
+    };
+    if let Err(e) = probing.await {
+        isolator
+            .host()
+            .docker
+            .answer(Err(format!("the Docker probe failed: {e}")));
+    }
+    let (ok, summary) = crate::isolation::summary(&config, &isolator);
+    status.set_component("isolation", ok, summary);
 }
 
 /// The tools this instance offers and the pipeline stages every call passes through.

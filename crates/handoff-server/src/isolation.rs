@@ -7,7 +7,8 @@ use std::{
 
 use handoff_config::Config;
 use handoff_isolation::{
-    EnvPolicy, HostCapabilities, IsolationConfig, IsolationLevel, Isolator, Limits, launch::Rlimits,
+    DockerProbe, EnvPolicy, HostCapabilities, IsolationConfig, IsolationLevel, Isolator, Limits,
+    launch::Rlimits,
 };
 use handoff_runner::Isolation;
 
@@ -41,23 +42,45 @@ pub fn launcher() -> Option<Vec<String>> {
         .map(|p| vec![p.display().to_string()])
 }
 
-/// Probes the host and builds the isolator every executor shares.
+/// Probes the host and builds the isolator every executor shares. Docker is not probed here:
+/// [`probe_docker`] answers it off the start-up path, when some executor needs it.
 pub fn isolator(config: &Config) -> Arc<Isolator> {
     let runner = &config.runner;
     let bwrap =
         find_program(&runner.bwrap.to_string_lossy()).unwrap_or_else(|| runner.bwrap.clone());
-    let docker =
-        find_program(&runner.docker.to_string_lossy()).unwrap_or_else(|| runner.docker.clone());
-    let host = HostCapabilities::detect(&bwrap, &docker);
+    let host = HostCapabilities::detect_deferring_docker(&bwrap, DockerProbe::pending());
     let swept = handoff_isolation::cgroups::sweep(&host.cgroups);
     if swept > 0 {
         tracing::info!(swept, "removed task cgroups a previous run left behind");
     }
     Arc::new(Isolator::new(
         launcher().unwrap_or_default(),
-        docker,
+        docker_client(config),
         Arc::new(host),
     ))
+}
+
+/// The `docker` client `runner.docker` names, found on `PATH`.
+pub(crate) fn docker_client(config: &Config) -> PathBuf {
+    let docker = &config.runner.docker;
+    find_program(&docker.to_string_lossy()).unwrap_or_else(|| docker.clone())
+}
+
+/// Answers the isolator's Docker probe: by running `docker version` (blocking, up to the
+/// probe's limit) when some executor runs at the container level, else at once with why it was
+/// not asked.
+pub fn probe_docker(config: &Config, isolator: &Isolator) {
+    let probe = &isolator.host().docker;
+    let contained = levels(config)
+        .iter()
+        .any(|(_, level)| *level == IsolationLevel::Container);
+    if contained {
+        probe.run(&docker_client(config));
+    } else {
+        probe.answer(Err(
+            "not probed: no executor runs at the container level".to_owned()
+        ));
+    }
 }
 
 /// An executor's isolation: its own level or `runner.isolation`, and the shared settings.
@@ -113,19 +136,28 @@ pub fn summary(config: &Config, isolator: &Isolator) -> (bool, String) {
     (ok, parts.join("; "))
 }
 
-/// The level each process executor runs at.
-pub fn levels(config: &Config) -> Vec<(&'static str, IsolationLevel)> {
+/// The level each process executor runs at, ACP agents by their names.
+pub fn levels(config: &Config) -> Vec<(String, IsolationLevel)> {
     let default = config.runner.isolation;
     let executors = &config.executors;
     let mut levels = Vec::new();
     if let Some(command) = &executors.command {
-        levels.push(("command", command.isolation.unwrap_or(default)));
+        levels.push(("command".to_owned(), command.isolation.unwrap_or(default)));
     }
     levels.push((
-        "opencode-cli",
+        "opencode-cli".to_owned(),
         executors.opencode.isolation.unwrap_or(default),
     ));
-    levels.push(("claude", executors.claude.isolation.unwrap_or(default)));
-    levels.push(("codex", executors.codex.isolation.unwrap_or(default)));
+    levels.push((
+        "claude".to_owned(),
+        executors.claude.isolation.unwrap_or(default),
+    ));
+    levels.push((
+        "codex".to_owned(),
+        executors.codex.isolation.unwrap_or(default),
+    ));
+    for agent in &executors.acp.0 {
+        levels.push((agent.name.clone(), agent.isolation.unwrap_or(default)));
+    }
     levels
 }

@@ -278,6 +278,11 @@ async fn isolation(config: &Config) -> Vec<Check> {
     let config = config.clone();
     let probed = tokio::task::spawn_blocking(move || {
         let isolator = crate::isolation::isolator(&config);
+        // The doctor reports every level, the container one included, whatever is configured.
+        isolator
+            .host()
+            .docker
+            .run(&crate::isolation::docker_client(&config));
         let used: Vec<IsolationLevel> = crate::isolation::levels(&config)
             .into_iter()
             .map(|(_, level)| level)

@@ -1,9 +1,11 @@
 //! Fail closed: an executor whose isolation level this host cannot provide refuses tasks with
 //! the reason, and `health` says so.
 
-use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
 
-use super::common::{call, start};
+use serde_json::{Value, json};
+
+use super::common::{TestServer, call, start};
 
 #[tokio::test]
 async fn an_unavailable_level_refuses_submissions_with_the_reason() {
@@ -46,4 +48,88 @@ async fn an_unavailable_level_refuses_submissions_with_the_reason() {
         report.contains("command: container UNAVAILABLE"),
         "{report}"
     );
+}
+
+/// The public readiness of the `isolation` component.
+async fn isolation_ready(server: &TestServer) -> (u16, bool) {
+    let url = server.url.replace("/mcp", "/ready");
+    let response = server.client.get(url).send().await.unwrap();
+    let code = response.status().as_u16();
+    let report: Value = response.json().await.unwrap();
+    let component = report["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "isolation")
+        .cloned()
+        .unwrap_or_else(|| panic!("no isolation component: {report}"));
+    (code, component["ready"] == true)
+}
+
+/// A Docker daemon that does not answer does not hold the server back: it listens and serves
+/// while the probe waits, says it is not ready, refuses container tasks with the reason, and
+/// becomes ready when the engine answers. The Docker engine cannot run on these machines; the
+/// stand-in is a `docker` client that answers `version` only once the test opens its gate.
+#[tokio::test]
+async fn a_slow_docker_daemon_does_not_delay_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let docker = dir.path().join("docker");
+    std::fs::write(
+        &docker,
+        format!(
+            "#!/bin/sh\ncat '{}' >/dev/null\necho 27.3.1\n",
+            gate.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = start(&[
+        ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
+        ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
+        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
+        ("HANDOFF_COMMAND_ISOLATION", "container"),
+        ("HANDOFF_RUNNER_IMAGE", "alpine:3"),
+        ("HANDOFF_DOCKER", docker.to_str().unwrap()),
+    ])
+    .await;
+
+    // Up and serving while `docker version` is still blocked on the gate.
+    assert_eq!(isolation_ready(&server).await, (503, false));
+    let session = server.initialize(&[("x-agent-id", "agent-d")]).await;
+    let reply = server
+        .session_call(
+            &session,
+            &[("x-agent-id", "agent-d")],
+            &call(1, "execute_task", json!({"task_description": "echo later"})),
+        )
+        .await;
+    let message = reply.body["result"]["_meta"]["handoff/error"]["message"].to_string();
+    assert!(message.contains("still being probed"), "{message}");
+
+    // The engine answers: the level becomes available and the component ready.
+    std::fs::write(&gate, b"open").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !isolation_ready(&server).await.1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the probe's answer was not taken"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let health = server
+        .session_call(
+            &session,
+            &[("x-agent-id", "agent-d")],
+            &call(2, "health", json!({})),
+        )
+        .await;
+    let report = health.body["result"]["structuredContent"].to_string();
+    assert!(report.contains("command: container"), "{report}");
+    assert!(!report.contains("UNAVAILABLE"), "{report}");
 }
