@@ -73,8 +73,6 @@ fi
 # --- configuration ---------------------------------------------------------------------------
 mkdir -p "$run" "$data"
 rm -f "$run/env"
-port=$(free_port)
-url=http://127.0.0.1:$port
 secret_file=$root/registration_secret
 [ -s "$secret_file" ] || (umask 077 && python3 -c 'import secrets; print(secrets.token_hex(32))' >"$secret_file")
 secret=$(cat "$secret_file")
@@ -83,6 +81,11 @@ if [ ! -s "$data/signing.key" ]; then
     die "cannot generate the signing key"
 fi
 big='{per_second: 10000, burst_count: 100000}'
+# The free port is only free when asked: another process may bind it before Synapse does, so a
+# start that loses it is retried on a new port.
+for attempt in 1 2 3; do
+port=$(free_port)
+url=http://127.0.0.1:$port
 cat >"$data/homeserver.yaml" <<YAML
 server_name: localhost
 pid_file: $run/synapse.pid
@@ -162,8 +165,14 @@ record SYNAPSE_SECRET_FILE "$secret_file"
 record SYNAPSE_LOG "$run/synapse.log"
 
 deadline=$((SECONDS + health_timeout))
+lost_port=0
 until healthy "$url"; do
   if ! alive "$pid"; then
+    if [ "$attempt" -lt 3 ] && grep -qs "Address already in use" "$run/synapse.out" "$run/synapse.log"; then
+      log "port $port was taken before Synapse bound it; retrying on another"
+      lost_port=1
+      break
+    fi
     tail -40 "$run/synapse.out" "$run/synapse.log" >&2 2>/dev/null || true
     rm -f "$run/env"
     die "synapse exited during start-up (logs: $run/synapse.out, $run/synapse.log)"
@@ -174,6 +183,9 @@ until healthy "$url"; do
     die "synapse not answering after $health_timeout s"
   fi
   sleep 0.3
+done
+[ "$lost_port" = 1 ] || break
+rm -f "$run/env" "$run/synapse.log"
 done
 log "up in $((SECONDS - start)) s (pid $pid)"
 cat "$run/env"
