@@ -17,7 +17,7 @@ pub mod launch;
 mod level;
 
 pub use detect::HostCapabilities;
-pub use docker_probe::{DockerProbe, PENDING as DOCKER_PENDING};
+pub use docker_probe::DockerProbe;
 pub use env::{ALWAYS_DENIED, DEFAULT_ALLOW, EnvPolicy};
 pub use error::IsolationError;
 pub use isolator::{IsolationConfig, Isolator, Prepared};

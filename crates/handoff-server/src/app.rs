@@ -106,11 +106,13 @@ impl App {
             .map_err(|e| AppError::Isolation(e.to_string()))?;
         let (isolation_ok, isolation_summary) = crate::isolation::summary(&config, &isolator);
         status.set_component("isolation", isolation_ok, isolation_summary);
-        tokio::spawn(answer_docker(
-            config.clone(),
-            isolator.clone(),
-            status.clone(),
-        ));
+        if crate::isolation::needs_docker(&config, &isolator) {
+            tokio::spawn(answer_docker(
+                config.clone(),
+                isolator.clone(),
+                status.clone(),
+            ));
+        }
         let (executors, opencode) = start_executors(&config, &isolator, &status).await?;
         let engine = Engine::new(config.clone(), store.tasks(), executors, engine_metrics)?;
         let crate::integrations::Started {
@@ -355,8 +357,8 @@ async fn answer_docker(
     status: Arc<ServiceStatus>,
 ) {
     let probing = {
-        let (config, isolator) = (config.clone(), isolator.clone());
-        tokio::task::spawn_blocking(move || crate::isolation::probe_docker(&config, &isolator))
+        let (docker, isolator) = (crate::isolation::docker_client(&config), isolator.clone());
+        tokio::task::spawn_blocking(move || isolator.host().docker.run(&docker))
     };
     if let Err(e) = probing.await {
         isolator

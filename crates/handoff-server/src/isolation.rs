@@ -43,7 +43,7 @@ pub fn launcher() -> Option<Vec<String>> {
 }
 
 /// Probes the host and builds the isolator every executor shares. Docker is not probed here:
-/// [`probe_docker`] answers it off the start-up path, when some executor needs it.
+/// it is asked off the start-up path, and only when [`needs_docker`].
 pub fn isolator(config: &Config) -> Arc<Isolator> {
     let runner = &config.runner;
     let bwrap =
@@ -66,21 +66,18 @@ pub(crate) fn docker_client(config: &Config) -> PathBuf {
     find_program(&docker.to_string_lossy()).unwrap_or_else(|| docker.clone())
 }
 
-/// Answers the isolator's Docker probe: by running `docker version` (blocking, up to the
-/// probe's limit) when some executor runs at the container level, else at once with why it was
-/// not asked.
-pub fn probe_docker(config: &Config, isolator: &Isolator) {
-    let probe = &isolator.host().docker;
+/// Whether some executor runs at the container level, so the Docker engine must be asked;
+/// otherwise the isolator's probe is answered at once, without running `docker`.
+pub fn needs_docker(config: &Config, isolator: &Isolator) -> bool {
     let contained = levels(config)
         .iter()
         .any(|(_, level)| *level == IsolationLevel::Container);
-    if contained {
-        probe.run(&docker_client(config));
-    } else {
-        probe.answer(Err(
+    if !contained {
+        isolator.host().docker.answer(Err(
             "not probed: no executor runs at the container level".to_owned()
         ));
     }
+    contained
 }
 
 /// An executor's isolation: its own level or `runner.isolation`, and the shared settings.

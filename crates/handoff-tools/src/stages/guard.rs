@@ -56,10 +56,7 @@ impl CallLoopGuard {
     /// The step from the history the instances share; this instance's own when the store
     /// cannot be reached, so a store outage never lifts the guard.
     async fn judged_shared(&self, engine: &Engine, caller: &str, key: String) -> Step {
-        let digest: String = Sha256::digest(key.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = digest(&key);
         let keep = u32::try_from(HISTORY).unwrap_or(u32::MAX);
         match engine.record_call(caller, &digest, self.window, keep).await {
             Ok(history) => {
@@ -79,6 +76,18 @@ impl CallLoopGuard {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .check_key(caller, key)
     }
+}
+
+/// The hex SHA-256 of a call key: what the store keeps of a call, for both loop guards. Stable
+/// across builds and instances (unlike std's hasher) and collision-resistant, since it decides
+/// refusals.
+pub(crate) fn digest(key: &str) -> String {
+    use std::fmt::Write;
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(key.as_bytes()) {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
 }
 
 impl LoopGuard for CallLoopGuard {

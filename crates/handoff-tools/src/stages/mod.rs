@@ -12,6 +12,7 @@ mod rules;
 pub use audit::StoreAudit;
 pub use failures::SubmissionRateForFailures;
 pub use guard::CallLoopGuard;
+pub(crate) use guard::digest;
 pub use hooks::CommandHooks;
 pub use limiter::SpillLimiter;
 pub use rules::RulePermissions;

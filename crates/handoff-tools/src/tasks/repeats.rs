@@ -6,12 +6,10 @@
 
 use std::time::Duration;
 
+use crate::{ToolError, stages::digest};
 use handoff_policy::loop_guard::{Ladder, call_key};
 use handoff_protocol::{names::EXECUTE_TASK as TOOL, tasks::ExecuteTaskArgs};
 use handoff_task::{RepeatGuard, TaskId};
-use sha2::{Digest, Sha256};
-
-use crate::ToolError;
 
 /// The tools that judge their own repeats; the pipeline's loop guard leaves them alone.
 pub const JUDGE_OWN_REPEATS: &[&str] = &[TOOL];
@@ -40,9 +38,8 @@ impl RepeatedSubmissions {
         let args = serde_json::to_value(args).map_err(|e| ToolError::Internal {
             message: format!("{TOOL} arguments as JSON: {e}"),
         })?;
-        let digest = Sha256::digest(call_key(TOOL, &args).as_bytes());
         Ok(RepeatGuard {
-            key: digest.iter().map(|b| format!("{b:02x}")).collect(),
+            key: digest(&call_key(TOOL, &args)),
             limit: self.limit,
             window_ms: i64::try_from(self.window.as_millis()).unwrap_or(i64::MAX),
         })
@@ -81,5 +78,10 @@ mod tests {
         assert_ne!(a.key, guard.guard(&args("fix it now")).unwrap().key);
         assert_eq!(a.key.len(), 64);
         assert_eq!((a.limit, a.window_ms), (3, 600_000));
+        // The digest is plain SHA-256, so every instance and build keys a call the same.
+        assert_eq!(
+            digest("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

@@ -52,16 +52,23 @@ pub(super) fn elsewhere<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s S
     other.expect("a server that does not hold the task")
 }
 
-#[test]
-fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
+/// Two instances running the script executor on a fresh database, with `extra` settings; the
+/// database's URL.
+fn two_instances(extra: &[(&'static str, &'static str)]) -> (String, [Server; 2]) {
     let url = fresh_database();
     let mut env = SCRIPT_EXECUTOR.to_vec();
-    env.extend([
-        ("HANDOFF_DATABASE_URL", url.as_str()),
+    env.push(("HANDOFF_DATABASE_URL", url.as_str()));
+    env.extend_from_slice(extra);
+    let servers = [start(&env), start(&env)];
+    (url, servers)
+}
+
+#[test]
+fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
+    let (url, servers) = two_instances(&[
         ("HANDOFF_CANCEL_GRACE_MS", "500"),
         ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0"),
     ]);
-    let servers = [start(&env), start(&env)];
     both_instances_are_listed(&servers);
     let (doomed, ticker, listener) = steerable_tasks(&servers[0]);
 
@@ -270,14 +277,10 @@ fn both_instances_are_listed(servers: &[Server]) {
 /// two instances leaves nothing on either.
 #[test]
 fn an_agents_submission_rate_holds_across_instances() {
-    let url = fresh_database();
-    let mut env = SCRIPT_EXECUTOR.to_vec();
-    env.extend([
-        ("HANDOFF_DATABASE_URL", url.as_str()),
+    let (_, servers) = two_instances(&[
         ("HANDOFF_SUBMISSIONS_PER_MINUTE", "1"),
         ("HANDOFF_SUBMISSION_BURST", "3"),
     ]);
-    let servers = [start(&env), start(&env)];
     let submit = |server: &Server, agent: &str| {
         call(
             server,
@@ -305,14 +308,10 @@ fn an_agents_submission_rate_holds_across_instances() {
 /// calls spread over two instances spend one bucket.
 #[test]
 fn loop_guards_and_failed_call_charges_hold_across_instances() {
-    let url = fresh_database();
-    let mut env = SCRIPT_EXECUTOR.to_vec();
-    env.extend([
-        ("HANDOFF_DATABASE_URL", url.as_str()),
+    let (_, servers) = two_instances(&[
         ("HANDOFF_SUBMISSIONS_PER_MINUTE", "1"),
         ("HANDOFF_SUBMISSION_BURST", "3"),
     ]);
-    let servers = [start(&env), start(&env)];
     let [a, b] = &servers;
     let twin = json!({"task_description": "sleep 60"});
     let first = task_id(&call(a, "agent-g", "execute_task", twin.clone()));
