@@ -23,6 +23,8 @@ pub struct AcpExecutorConfig {
     pub env: Vec<(String, String)>,
     /// Isolation level (`runner.isolation` when unset).
     pub isolation: Option<IsolationLevel>,
+    /// Agents kept started ahead of tasks.
+    pub pool: usize,
 }
 
 /// Every configured ACP agent, by name.
@@ -38,9 +40,14 @@ struct RawAgent {
     env: BTreeMap<String, String>,
     #[serde(default)]
     isolation: Option<String>,
+    #[serde(default)]
+    pool: usize,
 }
 
-const SHAPE: &str = "expected a JSON object of {\"<name>\": {\"argv\": [...], \"env\"?: {...}, \"isolation\"?: none|process|sandbox|container}}";
+const SHAPE: &str = "expected a JSON object of {\"<name>\": {\"argv\": [...], \"env\"?: {...}, \"isolation\"?: none|process|sandbox|container, \"pool\"?: 0..=8}}";
+
+/// Most agents one executor may keep started ahead of tasks (each is a whole agent process).
+pub const MAX_POOL: usize = 8;
 
 impl AcpExecutors {
     fn from_raw(raw: BTreeMap<String, RawAgent>) -> Result<Self, String> {
@@ -71,11 +78,17 @@ impl AcpExecutors {
                 .map(IsolationLevel::from_text)
                 .transpose()
                 .map_err(|e| format!("executors.acp.{name}.isolation: {e}"))?;
+            if agent.pool > MAX_POOL {
+                return Err(format!(
+                    "executors.acp.{name}.pool must be at most {MAX_POOL} (each is a whole agent process)"
+                ));
+            }
             agents.push(AcpExecutorConfig {
                 name,
                 argv: agent.argv,
                 env: agent.env.into_iter().collect(),
                 isolation,
+                pool: agent.pool,
             });
         }
         Ok(Self(agents))
@@ -116,6 +129,9 @@ impl AcpExecutors {
                 let mut agent = serde_json::json!({ "argv": a.argv, "env": env });
                 if let Some(level) = a.isolation {
                     agent["isolation"] = serde_json::json!(level.as_str());
+                }
+                if a.pool > 0 {
+                    agent["pool"] = serde_json::json!(a.pool);
                 }
                 (a.name.clone(), agent)
             })
@@ -165,6 +181,9 @@ mod tests {
         assert_eq!(agents.0[0].env[0].0, "OPENCODE_DISABLE_AUTOUPDATE");
         let json = AcpExecutors::from_text(r#"{"codex-acp": {"argv": ["codex-acp"]}}"#).unwrap();
         assert_eq!(json.0[0].isolation, None);
+        assert_eq!(json.0[0].pool, 0);
+        let pooled = AcpExecutors::from_text(r#"{"c": {"argv": ["c"], "pool": 2}}"#).unwrap();
+        assert_eq!(pooled.to_json()["c"]["pool"], 2);
         assert_eq!(json.to_json()["codex-acp"]["argv"][0], "codex-acp");
         let shown = agents.shown();
         assert_eq!(
@@ -185,6 +204,7 @@ mod tests {
                 "isolation",
             ),
             (r#"{"a": {"argv": ["x"], "cwd": "/"}}"#, "unknown field"),
+            (r#"{"a": {"argv": ["x"], "pool": 9}}"#, "at most 8"),
         ] {
             let error = AcpExecutors::from_text(text).unwrap_err();
             assert!(error.contains(words), "{text}: {error}");

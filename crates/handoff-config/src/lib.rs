@@ -26,7 +26,7 @@ mod spec;
 mod template;
 mod tools;
 
-pub use acp::{AcpExecutorConfig, AcpExecutors};
+pub use acp::{AcpExecutorConfig, AcpExecutors, MAX_POOL};
 pub use auth::{TokenGrant, TokenGrants, TokenRole};
 pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
 pub use docs::{REGENERATE, configuration_markdown};

@@ -328,8 +328,10 @@ pub struct OpenCodeExecutorConfig {
     pub retry_max: Duration,
     /// Delete the OpenCode session when its task ends.
     pub delete_sessions: bool,
-    /// Isolation level (`runner.isolation` when unset).
+    /// Isolation level (`runner.isolation` when unset; `opencode-acp` sandboxes where it can).
     pub isolation: Option<IsolationLevel>,
+    /// `opencode acp` agents `opencode-acp` keeps started ahead of tasks.
+    pub pool: usize,
 }
 
 /// The `command` executor: runs a configured program per task.

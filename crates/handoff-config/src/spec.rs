@@ -106,7 +106,7 @@ settings! {
     "tasks.sync_wait_ms" [env("HANDOFF_SYNC_WAIT_MS")]: "how long sync=true waits before answering `running`";
     "tasks.poll_interval_ms" [env("HANDOFF_TASK_POLL_INTERVAL_MS")]: "how often MCP Tasks clients are asked to poll `tasks/get`";
     "tasks.max_description_bytes" [env("HANDOFF_MAX_DESCRIPTION_BYTES")]: "largest accepted task_description";
-    "tasks.default_executor" [env("HANDOFF_DEFAULT_EXECUTOR")]: "executor used when execute_task names none";
+    "tasks.default_executor" [env("HANDOFF_DEFAULT_EXECUTOR")]: "executor used when execute_task names none (`opencode-acp`: one confined, pausable `opencode acp` per task; `opencode` is the shared, unconfined `opencode serve`)";
     "tasks.idempotency_window_secs" [env("HANDOFF_IDEMPOTENCY_WINDOW_SECS")]: "how long an idempotency key returns the same task";
     "tasks.retention_days" [env("HANDOFF_TASK_RETENTION_DAYS")]: "finished tasks (and their directories) are purged after this many days";
     "tasks.submissions_per_minute" [env("HANDOFF_SUBMISSIONS_PER_MINUTE")]: "execute_task calls one agent may make per minute (0 = unlimited), across every instance sharing a PostgreSQL store; each failed call of any tool costs one too, from the same bucket";
@@ -136,7 +136,8 @@ settings! {
     "executors.opencode.retry_max_attempts" [env("HANDOFF_OPENCODE_RETRY_MAX_ATTEMPTS")]: "provider retries tolerated before the task fails (OpenCode itself retries forever)";
     "executors.opencode.retry_max_secs" [env("HANDOFF_OPENCODE_RETRY_MAX_SECS")]: "seconds spent retrying the provider before the task fails";
     "executors.opencode.delete_sessions" [env("HANDOFF_OPENCODE_DELETE_SESSIONS")]: "delete each task's OpenCode session when the task ends";
-    "executors.opencode.isolation" [env("HANDOFF_OPENCODE_ISOLATION")]: "isolation level of the `opencode`, `opencode-cli` and `opencode-acp` executors (default: runner.isolation; the shared server of `opencode` is never sandboxed per task: `opencode-acp` runs one confined `opencode acp` per task)";
+    "executors.opencode.isolation" [env("HANDOFF_OPENCODE_ISOLATION")]: "isolation level of the `opencode`, `opencode-cli` and `opencode-acp` executors (default: `sandbox` for `opencode-acp` where this host can sandbox, else runner.isolation; the shared server of `opencode` is never confined per task: `opencode-acp` runs one confined `opencode acp` per task)";
+    "executors.opencode.pool" [env("HANDOFF_OPENCODE_POOL")]: "`opencode acp` agents `opencode-acp` keeps started ahead of tasks (confined, past their handshake, ~400 MB each): a task takes one and its directory, which hides the agent's start of several seconds; 0 starts one per task";
     "executors.claude.binary" [env("HANDOFF_CLAUDE_BINARY")]: "the `claude` program (Claude Code) the `claude` executor runs";
     "executors.claude.model" [env("HANDOFF_CLAUDE_MODEL")]: "model passed to Claude Code (--model; Claude Code's default when unset)";
     "executors.claude.max_retries" [env("HANDOFF_CLAUDE_MAX_RETRIES")]: "provider retries before Claude Code gives up (CLAUDE_CODE_MAX_RETRIES)";
@@ -146,7 +147,7 @@ settings! {
     "executors.codex.home" [env("HANDOFF_CODEX_HOME")]: "CODEX_HOME for the Codex processes (its config.toml, sessions); inherited when unset";
     "executors.codex.max_retries" [env("HANDOFF_CODEX_MAX_RETRIES")]: "provider retries before Codex gives up (request_max_retries and stream_max_retries of a custom provider)";
     "executors.codex.isolation" [env("HANDOFF_CODEX_ISOLATION")]: "isolation level of the `codex` executor (default: runner.isolation)";
-    "executors.acp" [env("HANDOFF_ACP_EXECUTORS")]: "ACP agents offered as executors, each under its own name: [executors.acp.<name>] tables of {argv, env?, isolation?}, or one JSON object {\"<name>\": {argv, env?, isolation?}}; one agent process per task speaks the Agent Client Protocol on stdio (e.g. argv [\"opencode\", \"acp\"]); isolation defaults to runner.isolation";
+    "executors.acp" [env("HANDOFF_ACP_EXECUTORS")]: "ACP agents offered as executors, each under its own name: [executors.acp.<name>] tables of {argv, env?, isolation?, pool?}, or one JSON object {\"<name>\": {argv, env?, isolation?, pool?}}; one agent process per task speaks the Agent Client Protocol on stdio (e.g. argv [\"opencode\", \"acp\"]); isolation defaults to runner.isolation; pool (default 0) agents are kept started ahead of tasks";
     "executors.permissions" [env("HANDOFF_PERMISSION_RULES")]: "JSON array of {permission, pattern, action: allow|deny|ask}; last match wins; `ask` puts the task in input_required";
     "executors.ask_timeout_secs" [env("HANDOFF_ASK_TIMEOUT_SECS")]: "an unanswered permission or question request is denied after this many seconds";
     "tools.permissions" [env("HANDOFF_TOOL_PERMISSION_RULES")]: "JSON array of {permission: tool name, pattern: key=value of an argument, action, agent?}: which Handoff tools each agent may call (a blanket deny hides the tool)";

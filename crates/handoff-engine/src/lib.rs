@@ -36,6 +36,7 @@ mod outbox;
 mod output;
 mod peers;
 mod policy;
+mod pooled;
 mod query;
 mod rate;
 mod recovery;

@@ -6,7 +6,7 @@
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use handoff_policy::hooks::HookEvent;
-use handoff_runner::{Run, RunSpec};
+use handoff_runner::{Claim, Run, RunSpec};
 use handoff_task::{EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
 use serde_json::json;
 
@@ -29,9 +29,13 @@ pub(crate) async fn drive(
         link.end(&inner.supervisors).await;
         return;
     }
+    let (task, claim) = match resumed {
+        None => crate::pooled::claim(&inner, task).await,
+        Some(_) => (task, None),
+    };
     // The integrations record what the task's agent is owed before anything else happens.
     inner.outbox.started(&task).await;
-    let finish = match execute(&inner, &task, resumed).await {
+    let finish = match execute(&inner, &task, resumed, claim).await {
         Ok(finish) => finish,
         Err(e) => Finish::failed(format!("handoff could not supervise the run: {e}")),
     };
@@ -111,6 +115,7 @@ async fn execute(
     inner: &Arc<EngineState>,
     task: &Task,
     resumed: Option<Run>,
+    claim: Option<Claim>,
 ) -> Result<Finish, EngineError> {
     let Some(executor) = inner.executors.get(&task.executor) else {
         return Ok(Finish::failed(format!(
@@ -122,11 +127,16 @@ async fn execute(
         Some(run) => run,
         None => {
             let workdir = PathBuf::from(&task.workdir);
-            if let Err(e) = inner
-                .workdirs
-                .prepare(&workdir, task.options.caller_workdir)
-                .await
-            {
+            let prepared = match &claim {
+                Some(_) => inner.workdirs.adopt(&workdir).await,
+                None => {
+                    inner
+                        .workdirs
+                        .prepare(&workdir, task.options.caller_workdir)
+                        .await
+                }
+            };
+            if let Err(e) = prepared {
                 return Ok(Finish::failed(e));
             }
             if let Err(e) = inner.snapshots.baseline(&task.id, &workdir).await {
@@ -155,7 +165,10 @@ async fn execute(
                 preset_rules: Some(inner.policy.preset_for(task)),
                 continuable: crate::evaluate::continuable(inner, task),
             };
-            let started = executor.start(spec).await;
+            let started = match claim {
+                Some(claim) => executor.start_claimed(spec, claim).await,
+                None => executor.start(spec).await,
+            };
             inner
                 .metrics
                 .executor_call(executor.name(), "start", started.is_ok());

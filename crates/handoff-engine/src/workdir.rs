@@ -70,6 +70,15 @@ impl Workdirs {
         }
     }
 
+    /// Makes an empty directory a pooled agent already works in the task's own: a worktree
+    /// when a repository is configured, as [`Workdirs::prepare`] would have created it.
+    pub(crate) async fn adopt(&self, dir: &Path) -> Result<(), String> {
+        match &self.repository {
+            Some(repo) => worktree::add(repo, dir).await,
+            None => Ok(()),
+        }
+    }
+
     /// The directory Handoff creates for a task.
     pub(crate) fn for_task(&self, id: &TaskId) -> PathBuf {
         self.root.join(id.as_str())

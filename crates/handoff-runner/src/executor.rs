@@ -5,7 +5,7 @@ use handoff_task::{ExitInfo, NewEvent, TaskId};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::{InputAnswer, InputRequest, RunnerError};
+use crate::{Claim, InputAnswer, InputRequest, RunnerError};
 
 /// What an executor can do beyond start and cancel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -164,6 +164,25 @@ pub trait Executor: Send + Sync + 'static {
 
     /// Starts one task.
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError>;
+
+    /// An agent already started in a directory of its own, for a task that has no directory
+    /// yet: the task takes [`Claim::workdir`] as its directory and starts with
+    /// [`Executor::start_claimed`]. `None` without a pool or when no agent waits. A claim
+    /// dropped unused stops its agent.
+    fn claim(&self) -> Option<Claim> {
+        None
+    }
+
+    /// Starts one task on a claimed agent (`spec.workdir` is the claim's directory).
+    async fn start_claimed(&self, spec: RunSpec, claim: Claim) -> Result<Run, RunnerError> {
+        drop(claim);
+        self.start(spec).await
+    }
+
+    /// How many started agents wait, of how many its pool keeps; `None` without a pool.
+    fn pool(&self) -> Option<(usize, usize)> {
+        None
+    }
 
     /// After a restart: re-attaches to a run recorded with `state`, or returns `None` when it
     /// cannot (the engine then fails or re-queues the task).

@@ -30,7 +30,8 @@ mod registry;
 mod text;
 
 pub use acp::{
-    AcpConfig, AcpExecutor, AgentIdentity as AcpAgentIdentity, probe as probe_acp_agent,
+    AcpConfig, AcpExecutor, AgentIdentity as AcpAgentIdentity, Claim, PoolSettings,
+    probe as probe_acp_agent,
 };
 pub use checks::{CheckRun, CheckRunner};
 pub use claude::{ClaudeConfig, ClaudeExecutor, NAME as CLAUDE};

@@ -28,6 +28,11 @@ pub fn process_group_alive(pgid: i32) -> bool {
     }
 }
 
+/// Whether a process with this pid exists (a zombie counts).
+pub(crate) fn pid_alive(pid: i32) -> bool {
+    pid > 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// Polls until group `pgid` is gone; `false` if it outlived `limit`.
 pub(crate) async fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use handoff_config::Config;
 use handoff_engine::{Engine, EngineError, EngineMetrics};
 use handoff_policy::{hooks::HookRunner, output::SpillDir};
-use handoff_runner::{ExecutorRegistry, OpenCodeExecutor, RunnerError};
+use handoff_runner::{AcpExecutor, ExecutorRegistry, OpenCodeExecutor, RunnerError};
 use handoff_store::StoreError;
 use handoff_tools::{
     Pipeline, RegistryError, ToolRegistry,
@@ -21,7 +21,7 @@ use handoff_tools::{
 use prometheus_client::registry::Registry;
 
 use crate::{
-    http::{LettaMetrics, MatrixMetrics, McpMetrics},
+    http::{LettaMetrics, MatrixMetrics, McpMetrics, PoolMetrics},
     mcp::{ElicitationRelay, HandoffMcp},
 };
 
@@ -73,6 +73,10 @@ pub struct App {
     pub(crate) matrix_metrics: Option<(MatrixMetrics, handoff_matrix::MatrixBridge)>,
     /// The OpenCode executor, whose managed server is stopped with the instance.
     opencode: Option<Arc<OpenCodeExecutor>>,
+    /// The ACP executors, whose waiting agents are stopped with the instance.
+    acp: Vec<Arc<AcpExecutor>>,
+    /// Their pools' gauges.
+    pub(crate) pool_metrics: PoolMetrics,
 }
 
 impl App {
@@ -113,7 +117,9 @@ impl App {
                 status.clone(),
             ));
         }
-        let (executors, opencode) = start_executors(&config, &isolator, &status).await?;
+        let started = start_executors(&config, &isolator, &status).await?;
+        let (executors, opencode, acp) = (started.registry, started.opencode, started.acp);
+        let pool_metrics = PoolMetrics::register(&mut metrics, acp.clone());
         let engine = Engine::new(config.clone(), store.tasks(), executors, engine_metrics)?;
         let crate::integrations::Started {
             integrations,
@@ -157,6 +163,8 @@ impl App {
             letta_metrics,
             matrix_metrics,
             opencode,
+            acp,
+            pool_metrics,
         };
         tokio::spawn(refresh_counts(app.clone()));
         let engine = app.engine.clone();
@@ -199,6 +207,9 @@ impl App {
     /// Stops the engine (runs end or re-queue) and then the executors' own servers.
     pub async fn shutdown(&self) {
         self.engine.shutdown().await;
+        for executor in &self.acp {
+            executor.stop_pool();
+        }
         if let Some(opencode) = &self.opencode {
             opencode.shutdown().await;
         }
@@ -315,18 +326,24 @@ fn report_executors(
 }
 
 /// Builds the executors, reports them, stops a managed OpenCode server a killed Handoff left
-/// behind and, when tasks default to OpenCode, warms its server up in the background.
+/// behind and, when tasks default to OpenCode, warms its server up in the background; the ACP
+/// executors' pools start filling.
 async fn start_executors(
     config: &Arc<Config>,
     isolator: &Arc<handoff_isolation::Isolator>,
     status: &Arc<ServiceStatus>,
-) -> Result<(ExecutorRegistry, Option<Arc<OpenCodeExecutor>>), AppError> {
+) -> Result<crate::executors::Executors, AppError> {
+    let built = crate::executors::build(config, isolator)?;
     let crate::executors::Executors {
         registry: executors,
         opencode,
+        acp,
         notes,
-    } = crate::executors::build(config, isolator)?;
-    report_executors(config, &executors, &notes, status);
+    } = &built;
+    report_executors(config, executors, notes, status);
+    for executor in acp {
+        executor.start_pool(&config.workspace_dir);
+    }
     if let Some(opencode) = &opencode {
         // Whichever executor tasks default to: a server a killed Handoff left behind must
         // not wait for the first OpenCode task to be stopped.
@@ -345,7 +362,7 @@ async fn start_executors(
             }
         });
     }
-    Ok((executors, opencode))
+    Ok(built)
 }
 
 /// Probes Docker off the start-up path (a slow daemon takes up to the probe's limit); until it

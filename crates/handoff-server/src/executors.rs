@@ -7,7 +7,8 @@ use handoff_isolation::{EnvPolicy, IsolationLevel, Isolator};
 use handoff_runner::{
     AcpConfig, AcpExecutor, CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor,
     CommandConfig, CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig,
-    OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer, PromptVia, RunnerError,
+    OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer, PoolSettings, PromptVia,
+    RunnerError,
 };
 
 use crate::isolation::isolation;
@@ -17,6 +18,8 @@ use crate::isolation::isolation;
 pub(crate) struct Executors {
     pub registry: ExecutorRegistry,
     pub opencode: Option<Arc<OpenCodeExecutor>>,
+    /// The ACP executors, whose pools start once the runtime runs and stop at shutdown.
+    pub acp: Vec<Arc<AcpExecutor>>,
     pub notes: Vec<String>,
 }
 
@@ -25,6 +28,7 @@ pub(crate) struct Executors {
 pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executors, RunnerError> {
     let mut registry = ExecutorRegistry::new();
     let mut notes = Vec::new();
+    let mut acp = Vec::new();
     let confine = |level| Some(isolation(config, isolator, level));
     if let Some(command) = &config.executors.command {
         registry.register(Arc::new(CommandExecutor::new(command_config(
@@ -75,13 +79,24 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
     }
     let opencode = match opencode_server(config) {
         Some(server) => {
-            if let OpenCodeServer::Managed { binary, env, .. } = &server {
-                registry.register(Arc::new(AcpExecutor::new(opencode_acp_config(
+            // A configured ACP agent of the same name replaces the built-in: none is started.
+            let replaced = config
+                .executors
+                .acp
+                .0
+                .iter()
+                .any(|a| a.name == OPENCODE_ACP);
+            if let OpenCodeServer::Managed { binary, env, .. } = &server
+                && !replaced
+            {
+                let executor = Arc::new(AcpExecutor::new(opencode_acp_config(
                     config,
                     binary,
                     env,
-                    confine(config.executors.opencode.isolation),
-                ))?));
+                    opencode_acp_isolation(config, isolator, &mut notes),
+                ))?);
+                registry.register(executor.clone());
+                acp.push(executor);
                 // The same program and settings, one `opencode run` per task.
                 registry.register(Arc::new(OpenCodeCliExecutor::new(OpenCodeCliConfig {
                     binary: binary.clone(),
@@ -100,6 +115,7 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
                 "npm install -g opencode-ai, or set HANDOFF_OPENCODE_BINARY / HANDOFF_OPENCODE_URL";
             registry.mark_missing(handoff_runner::OPENCODE, how);
             registry.mark_missing(handoff_runner::OPENCODE_CLI, how);
+            registry.mark_missing(OPENCODE_ACP, how);
             notes.push(format!(
                 "opencode: `{}` not found on PATH ({how})",
                 config.executors.opencode.binary
@@ -109,7 +125,11 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
     };
     // Configured ACP agents come last: one named like a built-in executor replaces it.
     for agent in &config.executors.acp.0 {
-        acp_executor(&mut registry, &mut notes, agent, confine(agent.isolation))?;
+        let pool = pool_settings(config, agent.pool);
+        let isolation = confine(agent.isolation);
+        if let Some(executor) = acp_executor(&mut registry, &mut notes, agent, isolation, pool)? {
+            acp.push(executor);
+        }
         registry.set_checks(&agent.name, CheckRunner::new(confine(agent.isolation)));
     }
     // Verify commands run confined like the task's own executor.
@@ -122,7 +142,10 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             handoff_runner::OPENCODE_CLI,
             config.executors.opencode.isolation,
         ),
-        (OPENCODE_ACP, config.executors.opencode.isolation),
+        (
+            OPENCODE_ACP,
+            Some(crate::isolation::opencode_acp_level(config, isolator)),
+        ),
         (handoff_runner::CLAUDE, config.executors.claude.isolation),
         (handoff_runner::CODEX, config.executors.codex.isolation),
         (
@@ -136,8 +159,53 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
     Ok(Executors {
         registry,
         opencode,
+        acp,
         notes,
     })
+}
+
+/// `opencode-acp`'s confinement: its level (a sandbox where the host can), and, in a sandbox,
+/// OpenCode's own data, cache and state directories writable (its database, its downloaded
+/// providers); its config directory stays read-only, so no task can change the next one's.
+fn opencode_acp_isolation(
+    config: &Config,
+    isolator: &Arc<Isolator>,
+    notes: &mut Vec<String>,
+) -> Option<Isolation> {
+    let level = crate::isolation::opencode_acp_level(config, isolator);
+    let mut confined = isolation(config, isolator, Some(level));
+    if level == IsolationLevel::Sandbox {
+        for dir in opencode_state_dirs() {
+            match std::fs::create_dir_all(&dir) {
+                Ok(()) => confined.config.writable.push(dir),
+                Err(e) => notes.push(format!(
+                    "opencode-acp: could not create {} ({e}); OpenCode may fail in its sandbox",
+                    dir.display()
+                )),
+            }
+        }
+    }
+    Some(confined)
+}
+
+/// Where OpenCode keeps its database, downloads and logs: `opencode` under the XDG data,
+/// cache and state homes (as Handoff's own environment, which the agent inherits, names them).
+fn opencode_state_dirs() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    [
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_STATE_HOME", ".local/state"),
+    ]
+    .into_iter()
+    .filter_map(|(var, fallback)| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| home.as_ref().map(|h| h.join(fallback)))
+    })
+    .map(|base| base.join("opencode"))
+    .collect()
 }
 
 /// The name of the built-in ACP executor that runs `opencode acp` per task.
@@ -175,6 +243,17 @@ fn opencode_acp_config(
         argv: vec![binary.to_owned(), "acp".to_owned()],
         env,
         isolation,
+        pool: Some(pool_settings(config, settings.pool)),
+    }
+}
+
+/// A pool of `size` agents in the workspace; their warm-up session runs in place unless task
+/// directories become git worktrees (which happens after the agent started).
+fn pool_settings(config: &Config, size: usize) -> PoolSettings {
+    PoolSettings {
+        size,
+        root: config.workspace_dir.clone(),
+        warm_in_place: config.tasks.git_repository.is_none(),
     }
 }
 
@@ -184,7 +263,8 @@ fn acp_executor(
     notes: &mut Vec<String>,
     agent: &AcpExecutorConfig,
     isolation: Option<Isolation>,
-) -> Result<(), RunnerError> {
+    pool: PoolSettings,
+) -> Result<Option<Arc<AcpExecutor>>, RunnerError> {
     let program = agent.argv.first().map_or("", String::as_str);
     let Some(binary) = find_program(program) else {
         let how = format!(
@@ -196,17 +276,19 @@ fn acp_executor(
             agent.name
         ));
         registry.mark_missing(&agent.name, how);
-        return Ok(());
+        return Ok(None);
     };
     let mut argv = agent.argv.clone();
     argv[0] = binary.to_string_lossy().into_owned();
-    registry.register(Arc::new(AcpExecutor::new(AcpConfig {
+    let executor = Arc::new(AcpExecutor::new(AcpConfig {
         name: agent.name.clone(),
         argv,
         env: agent.env.clone(),
         isolation,
-    })?));
-    Ok(())
+        pool: Some(pool),
+    })?);
+    registry.register(executor.clone());
+    Ok(Some(executor))
 }
 
 fn command_config(config: &CommandExecutorConfig, isolation: Option<Isolation>) -> CommandConfig {

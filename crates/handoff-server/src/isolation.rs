@@ -69,7 +69,7 @@ pub(crate) fn docker_client(config: &Config) -> PathBuf {
 /// Whether some executor runs at the container level, so the Docker engine must be asked;
 /// otherwise the isolator's probe is answered at once, without running `docker`.
 pub fn needs_docker(config: &Config, isolator: &Isolator) -> bool {
-    let contained = levels(config)
+    let contained = levels(config, isolator)
         .iter()
         .any(|(_, level)| *level == IsolationLevel::Container);
     if !contained {
@@ -119,7 +119,7 @@ fn absolute(path: &std::path::Path) -> PathBuf {
 pub fn summary(config: &Config, isolator: &Isolator) -> (bool, String) {
     let mut ok = true;
     let mut parts = Vec::new();
-    for (executor, level) in levels(config) {
+    for (executor, level) in levels(config, isolator) {
         match isolator.level(level) {
             Ok(_) => parts.push(format!("{executor}: {level}")),
             Err(why) => {
@@ -133,11 +133,27 @@ pub fn summary(config: &Config, isolator: &Isolator) -> (bool, String) {
     (ok, parts.join("; "))
 }
 
+/// `opencode-acp`'s level: the configured one, else a sandbox where this host can sandbox
+/// (never below `runner.isolation`).
+pub fn opencode_acp_level(config: &Config, isolator: &Isolator) -> IsolationLevel {
+    config.executors.opencode.isolation.unwrap_or_else(|| {
+        let sandbox = IsolationLevel::Sandbox;
+        if isolator.level(sandbox).is_ok() {
+            config.runner.isolation.max(sandbox)
+        } else {
+            config.runner.isolation
+        }
+    })
+}
+
 /// The level each process executor runs at, ACP agents by their names.
-pub fn levels(config: &Config) -> Vec<(String, IsolationLevel)> {
+pub fn levels(config: &Config, isolator: &Isolator) -> Vec<(String, IsolationLevel)> {
     let default = config.runner.isolation;
     let executors = &config.executors;
-    let mut levels = Vec::new();
+    let mut levels = vec![(
+        "opencode-acp".to_owned(),
+        opencode_acp_level(config, isolator),
+    )];
     if let Some(command) = &executors.command {
         levels.push(("command".to_owned(), command.isolation.unwrap_or(default)));
     }

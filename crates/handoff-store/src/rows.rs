@@ -248,3 +248,9 @@ pub(crate) fn to_i64(value: u64) -> i64 {
 pub(crate) fn to_u64(count: i64) -> u64 {
     u64::try_from(count).unwrap_or(0)
 }
+
+/// Records a task's runner state.
+pub(crate) const SET_RUNNER_STATE: &str = "UPDATE tasks SET runner_state = ? WHERE id = ?";
+
+/// Moves a task to another directory.
+pub(crate) const SET_WORKDIR: &str = "UPDATE tasks SET workdir = ? WHERE id = ?";

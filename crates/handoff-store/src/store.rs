@@ -363,6 +363,10 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Records what a restarted server needs to find this task's executor again.
     async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError>;
 
+    /// Moves a task that has not started working yet to another directory (the one an agent
+    /// started ahead of it already works in).
+    async fn set_workdir(&self, id: &TaskId, workdir: &str) -> Result<(), StoreError>;
+
     /// Records that the task's final result reached its caller in the submitting call, at `at`
     /// (the first time counts; later calls change nothing).
     async fn mark_result_delivered(&self, id: &TaskId, at: i64) -> Result<(), StoreError>;

@@ -90,3 +90,13 @@ pub(super) fn postgres_url(url: &Option<Secret>) -> Result<(), String> {
         _ => Ok(()),
     }
 }
+
+pub(super) fn pool_size(size: &u32) -> Result<(), String> {
+    if *size as usize > crate::acp::MAX_POOL {
+        return Err(format!(
+            "at most {} (each is a whole agent process)",
+            crate::acp::MAX_POOL
+        ));
+    }
+    Ok(())
+}

@@ -37,6 +37,10 @@ pub(super) fn executors(r: &mut Resolver) -> Result<ExecutorsConfig, ConfigError
             retry_max: Duration::from_secs(r.get("executors.opencode.retry_max_secs", 120u64)?),
             delete_sessions: r.get("executors.opencode.delete_sessions", true)?,
             isolation: r.optional("executors.opencode.isolation")?,
+            pool: {
+                let pool = r.get("executors.opencode.pool", 1u32)?;
+                r.check("executors.opencode.pool", pool, pool_size)? as usize
+            },
         },
         claude: ClaudeExecutorConfig {
             binary: r.get("executors.claude.binary", "claude".to_owned())?,

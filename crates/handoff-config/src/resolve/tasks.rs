@@ -26,7 +26,7 @@ pub(super) fn tasks(r: &mut Resolver) -> Result<TaskConfig, ConfigError> {
         sync_wait: Duration::from_millis(sync_wait_ms),
         poll_interval: Duration::from_millis(poll_interval_ms),
         max_description_bytes,
-        default_executor: r.get("tasks.default_executor", "opencode".to_owned())?,
+        default_executor: r.get("tasks.default_executor", "opencode-acp".to_owned())?,
         idempotency_window: Duration::from_secs(r.get("tasks.idempotency_window_secs", 86_400u64)?),
         retention: Duration::from_secs(r.get("tasks.retention_days", 30u64)? * 86_400),
         submissions_per_minute: Some(r.get("tasks.submissions_per_minute", 120u32)?)

@@ -216,6 +216,11 @@ impl TaskStore for GatedStore {
         self.inner.set_runner_state(id, state).await
     }
 
+    async fn set_workdir(&self, id: &TaskId, workdir: &str) -> Result<(), StoreError> {
+        self.refuse()?;
+        self.inner.set_workdir(id, workdir).await
+    }
+
     async fn mark_result_delivered(&self, id: &TaskId, at: i64) -> Result<(), StoreError> {
         self.refuse()?;
         self.inner.mark_result_delivered(id, at).await

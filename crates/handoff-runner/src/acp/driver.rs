@@ -118,10 +118,18 @@ pub(crate) struct Settings {
     pub cwd: String,
     /// Continue this stored session instead of starting one.
     pub load_session: Option<String>,
+    /// The agent already answered `initialize` with this (a pooled agent).
+    pub initialized: Option<Value>,
 }
 
-/// Starts translating the process's events into `shared`'s channel.
-pub(crate) fn start(shared: Arc<Shared>, settings: Settings, inner: mpsc::Receiver<RunEvent>) {
+/// Starts translating the process's events into `shared`'s channel; `preface` is what the
+/// process said before this run took it (a pooled agent's start).
+pub(crate) fn start(
+    shared: Arc<Shared>,
+    settings: Settings,
+    inner: mpsc::Receiver<RunEvent>,
+    preface: Vec<RunEvent>,
+) {
     tokio::spawn(watch_limits(Arc::clone(&shared)));
     let tx = shared.events.clone();
     tokio::spawn(
@@ -133,7 +141,7 @@ pub(crate) fn start(shared: Arc<Shared>, settings: Settings, inner: mpsc::Receiv
             last_stop: None,
             fatal: None,
         }
-        .run(inner),
+        .run(inner, preface),
     );
 }
 
@@ -169,7 +177,13 @@ struct Driver {
 }
 
 impl Driver {
-    async fn run(mut self, mut inner: mpsc::Receiver<RunEvent>) {
+    async fn run(mut self, mut inner: mpsc::Receiver<RunEvent>, preface: Vec<RunEvent>) {
+        for event in preface {
+            self.emit(event).await;
+        }
+        if let Some(init) = self.settings.initialized.take() {
+            self.initialized(&init).await;
+        }
         loop {
             match sort(inner.recv().await, &self.settings.agent) {
                 Said::Json(value) => self.message(&value).await,

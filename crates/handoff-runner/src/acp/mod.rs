@@ -10,12 +10,16 @@
 mod control;
 mod driver;
 mod mapping;
+mod pool;
+#[cfg(test)]
+mod pool_tests;
 mod probe;
 mod protocol;
 mod session;
 
 use std::{sync::Arc, time::Duration};
 
+pub use pool::{Claim, PoolSettings};
 pub use probe::{AgentIdentity, probe};
 
 use async_trait::async_trait;
@@ -44,6 +48,8 @@ pub struct AcpConfig {
     pub env: Vec<(String, String)>,
     /// How its processes are confined.
     pub isolation: Option<crate::Isolation>,
+    /// Agents started ahead of tasks.
+    pub pool: Option<PoolSettings>,
 }
 
 /// Runs tasks with an ACP agent.
@@ -55,6 +61,8 @@ pub struct AcpExecutor {
     /// start one at a time: agents set up shared state on their first start (OpenCode creates
     /// its database), and concurrent first starts race (measured: "Failed query: CREATE TABLE").
     warmed: Arc<tokio::sync::Mutex<bool>>,
+    /// Agents started ahead of tasks, when the executor keeps any.
+    pool: Option<Arc<pool::Pool>>,
 }
 
 impl AcpExecutor {
@@ -66,6 +74,10 @@ impl AcpExecutor {
                 message: "argv is empty; set the agent's program".to_owned(),
             });
         }
+        let sandboxed = config
+            .isolation
+            .as_ref()
+            .is_some_and(|i| i.config.level == handoff_isolation::IsolationLevel::Sandbox);
         let process = CommandExecutor::new(CommandConfig {
             argv: config.argv,
             prompt_via: PromptVia::Stdin,
@@ -74,11 +86,41 @@ impl AcpExecutor {
             message_format: MessageFormat::Raw,
             isolation: config.isolation,
         })?;
+        let warmed = Arc::new(tokio::sync::Mutex::new(false));
+        let pool = config.pool.filter(|p| p.size > 0).map(|settings| {
+            Arc::new(pool::Pool::new(
+                settings,
+                config.name.clone(),
+                process.clone(),
+                sandboxed,
+                Arc::clone(&warmed),
+            ))
+        });
         Ok(Self {
             name: config.name,
             process,
-            warmed: Arc::new(tokio::sync::Mutex::new(false)),
+            warmed,
+            pool,
         })
+    }
+
+    /// Starts the pool's agents (a no-op without a pool or where the executor cannot run);
+    /// needs a Tokio runtime. Empty pool directories of earlier Handoff processes are removed.
+    pub fn start_pool(&self, root: &std::path::Path) {
+        if self.unavailable().is_some() {
+            return;
+        }
+        pool::sweep(root);
+        if let Some(pool) = &self.pool {
+            pool.fill();
+        }
+    }
+
+    /// Stops the agents waiting in the pool.
+    pub fn stop_pool(&self) {
+        if let Some(pool) = &self.pool {
+            pool.close();
+        }
     }
 }
 
@@ -102,6 +144,41 @@ impl Executor for AcpExecutor {
 
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
         self.run(spec, None).await
+    }
+
+    fn claim(&self) -> Option<Claim> {
+        self.pool.as_ref()?.claim()
+    }
+
+    /// The claimed agent opens the task's session in its directory (`spec.workdir`); a claim
+    /// for another directory is let go and a new agent started.
+    async fn start_claimed(&self, spec: RunSpec, claim: Claim) -> Result<Run, RunnerError> {
+        if claim.workdir() != spec.workdir {
+            drop(claim);
+            return self.run(spec, None).await;
+        }
+        let Some(parts) = claim.take() else {
+            return self.run(spec, None).await;
+        };
+        let settings = driver::Settings {
+            first: None,
+            agent: self.name.clone(),
+            prompt: spec.prompt.clone(),
+            cwd: spec.workdir.to_string_lossy().into_owned(),
+            load_session: None,
+            initialized: Some(parts.init),
+        };
+        let (shared, events) = driver::Shared::new(parts.control);
+        driver::start(shared.clone(), settings, parts.events, parts.preface);
+        Ok(Run {
+            events,
+            control: Box::new(control::AcpControl::new(shared)),
+            state: Some(parts.state),
+        })
+    }
+
+    fn pool(&self) -> Option<(usize, usize)> {
+        self.pool.as_ref().map(|p| p.counts())
     }
 
     /// A new agent process loads the session the first run reported (`session_id` in
@@ -142,6 +219,7 @@ impl AcpExecutor {
             prompt: spec.prompt.clone(),
             cwd: spec.workdir.to_string_lossy().into_owned(),
             load_session,
+            initialized: None,
         };
         // The first line on stdin is the handshake; the prompt follows once a session exists.
         let spec = RunSpec {
@@ -150,7 +228,7 @@ impl AcpExecutor {
         };
         let spawned = self.process.spawn(&spec).await?;
         let (shared, events) = driver::Shared::new(spawned.control);
-        driver::start(shared.clone(), settings, spawned.events);
+        driver::start(shared.clone(), settings, spawned.events, Vec::new());
         Ok(Run {
             events,
             control: Box::new(control::AcpControl::new(shared)),

@@ -10,6 +10,8 @@ pub(crate) const PROTOCOL_VERSION: u64 = 1;
 pub(crate) const INITIALIZE: &str = "handoff-initialize";
 /// Id of the `session/new` or `session/load` request.
 pub(crate) const SESSION: &str = "handoff-session";
+/// Id of a pooled agent's warm-up `session/new`, whose session no task uses.
+pub(crate) const WARM_UP: &str = "handoff-warm-up";
 /// Prefix of a `session/prompt` request's id; the turn's number follows.
 pub(crate) const PROMPT_PREFIX: &str = "handoff-prompt:";
 
@@ -39,6 +41,16 @@ pub(crate) fn initialize() -> String {
 pub(crate) fn session_new(cwd: &str) -> String {
     request(
         SESSION,
+        "session/new",
+        json!({ "cwd": cwd, "mcpServers": [] }),
+    )
+}
+
+/// The warm-up `session/new` of a pooled agent, in a scratch directory: an agent's first
+/// session sets up state its later ones reuse.
+pub(crate) fn warm_up_session(cwd: &str) -> String {
+    request(
+        WARM_UP,
         "session/new",
         json!({ "cwd": cwd, "mcpServers": [] }),
     )

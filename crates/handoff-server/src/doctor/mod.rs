@@ -66,9 +66,15 @@ pub(crate) fn task_model(config: &Config) -> Check {
 /// Runs every check for `config`.
 pub async fn diagnose(config: &Config) -> Vec<Check> {
     let default = config.tasks.default_executor.as_str();
+    let opencode_default = [
+        handoff_runner::OPENCODE,
+        handoff_runner::OPENCODE_CLI,
+        crate::executors::OPENCODE_ACP,
+    ]
+    .contains(&default);
     let mut checks = vec![data_dir(&config.data_dir).await];
-    checks.push(opencode(config, default == "opencode").await);
-    checks.push(program("rg", &["--version"], default == "opencode", "apt-get install ripgrep (OpenCode's grep/glob tools need it; without it OpenCode tries to download one)").await);
+    checks.push(opencode(config, opencode_default).await);
+    checks.push(program("rg", &["--version"], opencode_default, "apt-get install ripgrep (OpenCode's grep/glob tools need it; without it OpenCode tries to download one)").await);
     checks.push(task_model(config));
     if let Some(check) = opencode_model(config).await {
         checks.push(check);
@@ -283,7 +289,7 @@ async fn isolation(config: &Config) -> Vec<Check> {
             .host()
             .docker
             .run(&crate::isolation::docker_client(&config));
-        let used: Vec<IsolationLevel> = crate::isolation::levels(&config)
+        let used: Vec<IsolationLevel> = crate::isolation::levels(&config, &isolator)
             .into_iter()
             .map(|(_, level)| level)
             .collect();

@@ -29,7 +29,9 @@ const OPENCODE_FIX: &str = "set executors.opencode.model (provider/model) and th
 pub(super) fn task_model(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Check {
     let executor = config.tasks.default_executor.as_str();
     match executor {
-        handoff_runner::OPENCODE | handoff_runner::OPENCODE_CLI => opencode(config, env),
+        handoff_runner::OPENCODE
+        | handoff_runner::OPENCODE_CLI
+        | crate::executors::OPENCODE_ACP => opencode(config, env),
         handoff_runner::CLAUDE => {
             let model = config
                 .executors

@@ -75,6 +75,7 @@ pub(crate) async fn metrics(State(app): State<App>) -> Response {
     if let Some((matrix, bridge)) = &app.matrix_metrics {
         matrix.refresh(bridge).await;
     }
+    app.pool_metrics.refresh();
     let mut text = String::new();
     let encoded = {
         let registry = app.metrics.lock().unwrap_or_else(|p| p.into_inner());

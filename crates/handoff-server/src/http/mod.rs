@@ -4,8 +4,10 @@ mod health;
 mod letta_metrics;
 mod matrix_metrics;
 mod metrics;
+mod pool_metrics;
 
 pub(crate) use health::{health, ready};
 pub(crate) use letta_metrics::LettaMetrics;
 pub(crate) use matrix_metrics::MatrixMetrics;
 pub(crate) use metrics::{McpMetrics, count_requests, metrics};
+pub(crate) use pool_metrics::PoolMetrics;

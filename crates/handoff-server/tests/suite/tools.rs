@@ -238,7 +238,7 @@ async fn without_its_default_executor_the_server_is_not_ready_and_says_who_must_
     assert_eq!(body["error"]["code"], "UNSUPPORTED", "{body}");
     let text = reply.body["result"]["content"][0]["text"].as_str().unwrap();
     assert!(
-        text.contains("default executor `opencode` is not installed"),
+        text.contains("default executor `opencode-acp` is not installed"),
         "{text}"
     );
     assert!(text.contains("npm install -g opencode-ai"), "{text}");

@@ -172,6 +172,7 @@ pub async fn a_stale_token_is_refused_and_changes_nothing<S: ConformanceStore>(s
             .set_runner_state(&task.id, Some(&json!({ "pid": 1 })))
             .await,
     );
+    fenced(zombie.set_workdir(&task.id, "/elsewhere").await);
     let artifact = NewArtifact {
         kind: ArtifactKind::Output,
         size: 4,

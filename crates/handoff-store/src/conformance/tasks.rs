@@ -45,6 +45,12 @@ pub async fn insert_and_get_round_trip_every_field<S: ConformanceStore>(store: S
 
     let state = json!({ "pid": 1234, "session": "s-1" });
     store.set_runner_state(&new.id, Some(&state)).await.unwrap();
+    // A task that takes a pooled agent's directory.
+    store.set_workdir(&new.id, "/w/pool-1-a").await.unwrap();
+    assert_eq!(
+        store.get_task(&new.id).await.unwrap().unwrap().workdir,
+        "/w/pool-1-a"
+    );
     store
         .claim_next(WIDE, 2_000)
         .await

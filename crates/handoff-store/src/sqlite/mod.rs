@@ -214,6 +214,30 @@ impl SqliteStore {
         Ok(Some(tx))
     }
 
+    /// Runs `sql` (`UPDATE tasks SET <column> = ? WHERE id = ?`) with `value`; fenced when this
+    /// handle holds the task's lease.
+    async fn update_task(
+        &self,
+        id: &TaskId,
+        sql: &'static str,
+        value: Option<String>,
+    ) -> Result<(), StoreError> {
+        self.writing(async {
+            let update = sqlx::query(sql).bind(value).bind(id.as_str());
+            match self.fenced(id).await? {
+                Some(mut tx) => {
+                    update.execute(&mut *tx).await?;
+                    tx.commit().await?;
+                }
+                None => {
+                    update.execute(&self.write).await?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
     /// Another instance's handle on the same database (for tests of fencing): it shares the
     /// connections but holds its own leases.
     #[cfg(any(test, feature = "conformance"))]
@@ -321,22 +345,17 @@ impl TaskStore for SqliteStore {
     }
 
     async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError> {
-        self.writing(async {
-            let update = sqlx::query("UPDATE tasks SET runner_state = ? WHERE id = ?")
-                .bind(state.map(Value::to_string))
-                .bind(id.as_str());
-            match self.fenced(id).await? {
-                Some(mut tx) => {
-                    update.execute(&mut *tx).await?;
-                    tx.commit().await?;
-                }
-                None => {
-                    update.execute(&self.write).await?;
-                }
-            }
-            Ok(())
-        })
+        self.update_task(
+            id,
+            crate::rows::SET_RUNNER_STATE,
+            state.map(Value::to_string),
+        )
         .await
+    }
+
+    async fn set_workdir(&self, id: &TaskId, workdir: &str) -> Result<(), StoreError> {
+        self.update_task(id, crate::rows::SET_WORKDIR, Some(workdir.to_owned()))
+            .await
     }
 
     async fn mark_result_delivered(&self, id: &TaskId, at: i64) -> Result<(), StoreError> {

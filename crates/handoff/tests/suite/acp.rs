@@ -18,7 +18,7 @@ use super::{
         AGENT, OPENCODE, answer, events, handoff_env, require_ripgrep, wait_end,
         wait_hang_reached_model, workdir,
     },
-    harness::{Server, require, start},
+    harness::{Server, metric, require, start},
     mcp::{call, calls, ok, task_id, wait_status_for},
 };
 
@@ -259,6 +259,65 @@ fn control(server: &Server, id: &str, action: &str) -> Value {
     ok(&result).clone()
 }
 
+/// Pauses task `id` (the PAUSE-COUNT scenario) once its counting step runs: while paused,
+/// neither the step nor the agent's model requests go on; after resume the turn completes.
+fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str) {
+    let count = workdir(server, paused).join("count");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while counter(&count) < 5 {
+        assert!(Instant::now() < deadline, "the counting step never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    control(server, paused, "pause");
+    let requests = |scenario: &str| {
+        model
+            .requests()
+            .iter()
+            .filter(|r| r.scenario.as_deref() == Some(scenario))
+            .count()
+    };
+    let frozen_at = counter(&count);
+    // Released while paused: a running agent would end its step and ask the model at once.
+    std::fs::write(workdir(server, paused).join("release"), "").unwrap();
+    let asked_before = requests("PAUSE-COUNT");
+    let paused_for = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(counter(&count), frozen_at, "progress while paused");
+    assert_eq!(
+        requests("PAUSE-COUNT"),
+        asked_before,
+        "a model request while paused"
+    );
+    let status = ok(&call(
+        server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": paused}),
+    ))
+    .clone();
+    assert_eq!(status["status"], "paused", "{status}");
+    eprintln!(
+        "paused for {} ms without progress",
+        paused_for.elapsed().as_millis()
+    );
+    control(server, paused, "resume");
+    let done = wait_end(server, paused);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        requests("PAUSE-COUNT") > asked_before,
+        "the turn went on after resume"
+    );
+    assert_eq!(
+        ok(&call(
+            server,
+            AGENT,
+            "get_task_status",
+            json!({"task_id": paused})
+        ))["answer"],
+        "counted until released"
+    );
+}
+
 /// Milliseconds between the first events of `id` whose messages start with `from` and `to`.
 fn between(server: &Server, id: &str, from: &str, to: &str) -> i64 {
     let history = events(server, id);
@@ -330,60 +389,7 @@ fn acp_end_to_end(agent: &AcpAgent) {
 
     // Pause freezes the agent: no work and no model request while paused. (First, as Codex
     // hands a step still running after 30 s back to the model.)
-    let count = workdir(&server, &paused).join("count");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while counter(&count) < 5 {
-        assert!(Instant::now() < deadline, "the counting step never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    control(&server, &paused, "pause");
-    let requests = |scenario: &str| {
-        model
-            .requests()
-            .iter()
-            .filter(|r| r.scenario.as_deref() == Some(scenario))
-            .count()
-    };
-    let frozen_at = counter(&count);
-    // Released while paused: a running agent would end its step and ask the model at once.
-    std::fs::write(workdir(&server, &paused).join("release"), "").unwrap();
-    let asked_before = requests("PAUSE-COUNT");
-    let paused_for = Instant::now();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(counter(&count), frozen_at, "progress while paused");
-    assert_eq!(
-        requests("PAUSE-COUNT"),
-        asked_before,
-        "a model request while paused"
-    );
-    let status = ok(&call(
-        &server,
-        AGENT,
-        "get_task_status",
-        json!({"task_id": paused}),
-    ))
-    .clone();
-    assert_eq!(status["status"], "paused", "{status}");
-    eprintln!(
-        "paused for {} ms without progress",
-        paused_for.elapsed().as_millis()
-    );
-    control(&server, &paused, "resume");
-    let done = wait_end(&server, &paused);
-    assert_eq!(done["status"], "completed", "{done}");
-    assert!(
-        requests("PAUSE-COUNT") > asked_before,
-        "the turn went on after resume"
-    );
-    assert_eq!(
-        ok(&call(
-            &server,
-            AGENT,
-            "get_task_status",
-            json!({"task_id": paused})
-        ))["answer"],
-        "counted until released"
-    );
+    pause_holds(&server, &model, &paused);
 
     // A message sent while the agent works becomes its next turn.
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -625,17 +631,20 @@ fn doctor_lists_each_acp_agent_with_its_version() {
     );
 }
 
-/// The built-in `opencode-acp` executor (made from the `opencode` settings, no ACP config):
-/// a sandboxed OpenCode per task that writes inside its directory and nowhere else, and whose
-/// memory hog is killed at the task's limit, failing the task `out of memory`.
+/// The default executor as a new user gets it — no executor, isolation or pool settings: the
+/// built-in `opencode-acp`, one OpenCode per task, sandboxed, started ahead of the task (a pool
+/// of one). The pooled agent writes inside its task's directory and nowhere else, pause and
+/// resume hold on it, and a memory hog is killed at the task's limit, failing the task
+/// `out of memory`.
 #[test]
-fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
+fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
     require_ripgrep();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
     let escape = "echo inside > {{cwd}}/inside.txt; echo x > {{cwd}}/../escape.txt; echo x > /etc/handoff-acp-escape; true";
     // 3 GiB, every page written, under a 768 MiB limit (an idle `opencode acp` is ~400 MB).
     let hog = format!("python3 -c 'b = bytearray(3 << 30); print(\"{HOG_SURVIVED}\", len(b))'");
+    let count = format!("{COUNT_UNTIL_RELEASE}; echo counted");
     let script = json!({
         "scenarios": [
             {"match": "ESCAPE", "turns": [
@@ -643,6 +652,10 @@ fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
             ]},
             {"match": "HOG", "turns": [
                 {"tool_calls": [(OPENCODE_ACP.bash_call)(&hog)]}, {"text": "the hog ran"}
+            ]},
+            {"match": "PAUSE-COUNT", "turns": [
+                {"tool_calls": [(OPENCODE_ACP.bash_call)(&count)]},
+                {"text": "counted until released"}
             ]}
         ],
         "default": {"text": "No scenario matched."},
@@ -654,29 +667,16 @@ fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
             None,
         ))
         .unwrap();
+    // The scripted model and the test's state directories; nothing about the executor.
     let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, &model.base_url(), state.path())
         .into_iter()
-        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR")
+        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR" && k != "HANDOFF_OPENCODE_POOL")
         .collect();
-    env.extend([
-        (
-            "HANDOFF_DEFAULT_EXECUTOR".to_owned(),
-            "opencode-acp".to_owned(),
-        ),
-        (
-            "HANDOFF_OPENCODE_ISOLATION".to_owned(),
-            "sandbox".to_owned(),
-        ),
-        (
-            "HANDOFF_SANDBOX_WRITABLE".to_owned(),
-            state.path().display().to_string(),
-        ),
-        ("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "768m".to_owned()),
-    ]);
+    env.push(("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "768m".to_owned()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
-    // Confinement is the point here, not completion: the evaluator's continuation would only
-    // start a second agent.
+    // Confinement and the pool are the point here, not completion: the evaluator's
+    // continuation would only start a second agent.
     let submit = |text: &str| {
         task_id(&call(
             &server,
@@ -685,9 +685,18 @@ fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
             json!({"task_description": text, "completion": {"policy": "none"}}),
         ))
     };
+    let pooled = |id: &str| {
+        let history = events(&server, id);
+        let took = history.iter().any(|e| e["data"]["pooled"] == true);
+        let dir = workdir(&server, id);
+        let named = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("pool-"));
+        took && named
+    };
+    wait_pool_ready(&server);
     let id = submit("ESCAPE please");
-    let hog = submit("HOG all the memory");
-
     let done = wait_end(&server, &id);
     assert_eq!(
         done["status"],
@@ -715,6 +724,25 @@ fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
             .any(|e| e["message"] == "process started" && e["data"]["isolation"] == "sandbox"),
         "{history:#?}"
     );
+    assert!(pooled(&id), "did not take the pooled agent: {history:#?}");
+    // The agent's warm-up session in that directory left nothing in it.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["inside.txt"]);
+    eprintln!(
+        "pooled start (task's first event → session started): {} ms",
+        between(&server, &id, "queued", "opencode-acp session started")
+    );
+
+    // Pause and resume hold on the default executor's pooled agent.
+    wait_pool_ready(&server);
+    let paused = submit("PAUSE-COUNT until released");
+    pause_holds(&server, &model, &paused);
+    assert!(pooled(&paused), "{:#?}", events(&server, &paused));
+
+    let hog = submit("HOG all the memory");
 
     // The kernel kills the hog (or the agent, the larger process then); either way the whole
     // run ends at once, failed for its memory, and nothing of it is left.
@@ -746,4 +774,20 @@ fn the_built_in_opencode_acp_is_confined_to_its_task_directory() {
 
     drop(server);
     runtime.block_on(model.shutdown());
+}
+
+/// Waits until `opencode-acp` has an agent started ahead of the next task.
+fn wait_pool_ready(server: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while metric(
+        server,
+        r#"handoff_executor_pool_ready{executor="opencode-acp"}"#,
+    ) < 1.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no pooled agent was ready in 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -210,6 +210,8 @@ enabled = false
         ("HANDOFF_ASK_TIMEOUT_SECS".into(), "60".into()),
         ("HANDOFF_TASK_TIMEOUT_MS".into(), "180000".into()),
         ("HANDOFF_SUBMISSIONS_PER_MINUTE".into(), "0".into()),
+        // No `opencode acp` started ahead of tasks unless a test is about that.
+        ("HANDOFF_OPENCODE_POOL".into(), "0".into()),
     ]
 }
 
