@@ -631,7 +631,7 @@ fn doctor_lists_each_acp_agent_with_its_version() {
     );
 }
 
-/// The default executor as a new user gets it — no executor, isolation or pool settings: the
+/// The default executor as a new user gets it — no executor or isolation settings: the
 /// built-in `opencode-acp`, one OpenCode per task, sandboxed, started ahead of the task (a pool
 /// of one). The pooled agent writes inside its task's directory and nowhere else, pause and
 /// resume hold on it, and a memory hog is killed at the task's limit, failing the task
@@ -672,7 +672,11 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
         .into_iter()
         .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR" && k != "HANDOFF_OPENCODE_POOL")
         .collect();
-    env.push(("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "768m".to_owned()));
+    env.extend([
+        ("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "768m".to_owned()),
+        // The default pool, restated: the harness turns pools off for every other test.
+        ("HANDOFF_OPENCODE_POOL".to_owned(), "1".to_owned()),
+    ]);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
     // Confinement and the pool are the point here, not completion: the evaluator's

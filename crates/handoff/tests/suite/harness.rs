@@ -107,6 +107,9 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
         .current_dir(dir.path())
         .env("HANDOFF_DATA_DIR", dir.path().join("data"))
         .env("HANDOFF_LOG_FORMAT", "json")
+        // No agent started ahead of tasks where an `opencode` happens to be on PATH; a test
+        // about the pool sets it.
+        .env("HANDOFF_OPENCODE_POOL", "0")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
