@@ -370,6 +370,8 @@ pub struct RunnerConfig {
     pub bwrap: PathBuf,
     /// The docker client.
     pub docker: PathBuf,
+    /// How often an unanswered Docker engine is asked again (`None`: never).
+    pub docker_retry: Option<Duration>,
 }
 
 /// Feature switches.

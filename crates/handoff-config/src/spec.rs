@@ -188,6 +188,7 @@ settings! {
     "runner.sandbox_writable" [env("HANDOFF_SANDBOX_WRITABLE")]: "paths writable inside the sandbox besides the task directory (an agent's state directory)";
     "runner.bwrap" [env("HANDOFF_BWRAP")]: "the bubblewrap program the sandbox level uses";
     "runner.docker" [env("HANDOFF_DOCKER")]: "the docker client the container level uses";
+    "runner.docker_retry_secs" [env("HANDOFF_DOCKER_RETRY_SECS")]: "while an executor runs at the container level and no Docker engine answers, it is asked again this often, so a daemon started after Handoff is found (0: asked once, at start-up)";
     "letta.api_url" [env("HANDOFF_LETTA_API_URL"), env("LETTA_API_URL")]: "Letta server URL; Letta integration is off when unset";
     "letta.api_token" [env("HANDOFF_LETTA_API_TOKEN"), env("LETTA_API_TOKEN")] secret=true: "Letta bearer token";
     "letta.tool_prefix" [env("HANDOFF_LETTA_TOOL_PREFIX")]: "what `handoff letta connect` names its things in Letta (tool names are unique per organisation): the MCP server, native tools <prefix>_execute_task…, agent secrets <PREFIX>_MCP_URL / <PREFIX>_MCP_TOKEN; lowercase letters, digits, _";

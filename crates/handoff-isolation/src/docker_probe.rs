@@ -1,11 +1,12 @@
 //! Whether a Docker engine answers, found off the start-up path: a slow or hung daemon takes
 //! up to the probe's limit to say so, and a server must not wait for it before it listens.
-//! Until the probe answers, the container level is reported unavailable, never assumed.
+//! Until the probe answers, the container level is reported unavailable, never assumed. An
+//! answer may be replaced by a later probe's (a daemon started after Handoff).
 
 use std::{
     path::Path,
     process::Command,
-    sync::{Arc, OnceLock},
+    sync::{Arc, PoisonError, RwLock},
 };
 
 use serde::{Serialize, Serializer};
@@ -18,7 +19,7 @@ pub(crate) const PENDING: &str = "the Docker engine is still being probed; retry
 /// The Docker engine's version once its probe has answered (or why none answers). Clones share
 /// the one answer.
 #[derive(Debug, Clone, Default)]
-pub struct DockerProbe(Arc<OnceLock<Result<String, String>>>);
+pub struct DockerProbe(Arc<RwLock<Option<Result<String, String>>>>);
 
 impl DockerProbe {
     /// A probe whose answer comes later, through [`DockerProbe::answer`].
@@ -33,15 +34,15 @@ impl DockerProbe {
         probe
     }
 
-    /// Records the answer (the first one stands).
+    /// Records the answer (the latest one stands).
     pub fn answer(&self, result: Result<String, String>) {
-        let _ = self.0.set(result);
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(result);
     }
 
     /// The engine's version, or why the container level is unavailable (also while pending).
-    pub fn version(&self) -> Result<&str, String> {
-        match self.0.get() {
-            Some(Ok(version)) => Ok(version),
+    pub fn version(&self) -> Result<String, String> {
+        match &*self.0.read().unwrap_or_else(PoisonError::into_inner) {
+            Some(Ok(version)) => Ok(version.clone()),
             Some(Err(why)) => Err(why.clone()),
             None => Err(PENDING.to_owned()),
         }
@@ -55,10 +56,9 @@ impl DockerProbe {
 
 impl Serialize for DockerProbe {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0.get() {
-            Some(Ok(version)) => serializer.serialize_newtype_variant("docker", 0, "Ok", version),
-            Some(Err(why)) => serializer.serialize_newtype_variant("docker", 1, "Err", why),
-            None => serializer.serialize_newtype_variant("docker", 1, "Err", PENDING),
+        match self.version() {
+            Ok(version) => serializer.serialize_newtype_variant("docker", 0, "Ok", &version),
+            Err(why) => serializer.serialize_newtype_variant("docker", 1, "Err", &why),
         }
     }
 }
@@ -88,7 +88,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pending_until_answered_and_the_first_answer_stands() {
+    fn pending_until_answered_and_the_latest_answer_stands() {
         let probe = DockerProbe::pending();
         let shared = probe.clone();
         assert_eq!(probe.version(), Err(PENDING.to_owned()));
@@ -96,9 +96,9 @@ mod tests {
             serde_json::to_value(&probe).unwrap(),
             serde_json::json!({"Err": PENDING})
         );
+        shared.answer(Err("no Docker engine answers".into()));
         shared.answer(Ok("27.1".into()));
-        shared.answer(Err("late".into()));
-        assert_eq!(probe.version(), Ok("27.1"));
+        assert_eq!(probe.version(), Ok("27.1".to_owned()));
         assert_eq!(
             serde_json::to_value(&probe).unwrap(),
             serde_json::json!({"Ok": "27.1"})

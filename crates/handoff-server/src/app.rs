@@ -367,24 +367,35 @@ async fn start_executors(
 
 /// Probes Docker off the start-up path (a slow daemon takes up to the probe's limit); until it
 /// answers, the container level is unavailable and, where an executor uses it, `/ready` says
-/// the isolation is not ready.
+/// the isolation is not ready. While no engine answers it is asked again every
+/// `runner.docker_retry_secs`.
 async fn answer_docker(
     config: Arc<Config>,
     isolator: Arc<handoff_isolation::Isolator>,
     status: Arc<ServiceStatus>,
 ) {
-    let probing = {
-        let (docker, isolator) = (crate::isolation::docker_client(&config), isolator.clone());
-        tokio::task::spawn_blocking(move || isolator.host().docker.run(&docker))
-    };
-    if let Err(e) = probing.await {
-        isolator
-            .host()
-            .docker
-            .answer(Err(format!("the Docker probe failed: {e}")));
+    loop {
+        let probing = {
+            let (docker, isolator) = (crate::isolation::docker_client(&config), isolator.clone());
+            tokio::task::spawn_blocking(move || isolator.host().docker.run(&docker))
+        };
+        if let Err(e) = probing.await {
+            isolator
+                .host()
+                .docker
+                .answer(Err(format!("the Docker probe failed: {e}")));
+        }
+        let (ok, summary) = crate::isolation::summary(&config, &isolator);
+        status.set_component("isolation", ok, summary);
+        // A daemon started after Handoff is found by asking again while none answers.
+        let Some(retry) = config.runner.docker_retry else {
+            return;
+        };
+        if isolator.host().docker.version().is_ok() {
+            return;
+        }
+        tokio::time::sleep(retry).await;
     }
-    let (ok, summary) = crate::isolation::summary(&config, &isolator);
-    status.set_component("isolation", ok, summary);
 }
 
 /// The tools this instance offers and the pipeline stages every call passes through.

@@ -83,6 +83,9 @@ pub(super) fn runner(r: &mut Resolver) -> Result<RunnerConfig, ConfigError> {
             .collect(),
         bwrap: r.get("runner.bwrap", PathBuf::from("bwrap"))?,
         docker: r.get("runner.docker", PathBuf::from("docker"))?,
+        docker_retry: Some(r.get("runner.docker_retry_secs", 30u64)?)
+            .filter(|secs| *secs > 0)
+            .map(Duration::from_secs),
     };
     Ok(runner)
 }

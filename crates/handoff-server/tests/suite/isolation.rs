@@ -133,3 +133,65 @@ async fn a_slow_docker_daemon_does_not_delay_the_server() {
     assert!(report.contains("command: container"), "{report}");
     assert!(!report.contains("UNAVAILABLE"), "{report}");
 }
+
+/// A Docker engine started after Handoff is found without a restart: the probe is asked again
+/// while none answers, and the container level becomes available.
+#[tokio::test]
+async fn a_docker_daemon_started_later_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = dir.path().join("daemon-up");
+    let docker = dir.path().join("docker");
+    std::fs::write(
+        &docker,
+        format!(
+            "#!/bin/sh\n[ -f '{}' ] || {{ echo 'Cannot connect to the Docker daemon' >&2; exit 1; }}\necho 27.3.1\n",
+            up.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = start(&[
+        ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
+        ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
+        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
+        ("HANDOFF_COMMAND_ISOLATION", "container"),
+        ("HANDOFF_RUNNER_IMAGE", "alpine:3"),
+        ("HANDOFF_DOCKER", docker.to_str().unwrap()),
+        ("HANDOFF_DOCKER_RETRY_SECS", "1"),
+    ])
+    .await;
+    // The first answer: no engine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let health = health_report(&server).await;
+        if health.contains("Cannot connect to the Docker daemon") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{health}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(isolation_ready(&server).await, (503, false));
+
+    // The daemon comes up; a later probe finds it.
+    std::fs::write(&up, b"").unwrap();
+    while !isolation_ready(&server).await.1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the engine started later was never found"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let report = health_report(&server).await;
+    assert!(report.contains("command: container"), "{report}");
+    assert!(!report.contains("UNAVAILABLE"), "{report}");
+}
+
+/// The `health` tool's report, as text.
+async fn health_report(server: &TestServer) -> String {
+    let agent = [("x-agent-id", "agent-d")];
+    let session = server.initialize(&agent).await;
+    let health = server
+        .session_call(&session, &agent, &call(2, "health", json!({})))
+        .await;
+    health.body["result"]["structuredContent"].to_string()
+}
