@@ -30,7 +30,7 @@ mod registry;
 mod text;
 
 pub use acp::{
-    AcpConfig, AcpExecutor, AgentIdentity as AcpAgentIdentity, Claim, PoolSettings,
+    AcpConfig, AcpExecutor, AgentHomes, AgentIdentity as AcpAgentIdentity, Claim, PoolSettings,
     probe as probe_acp_agent,
 };
 pub use checks::{CheckRun, CheckRunner};

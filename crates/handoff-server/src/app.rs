@@ -342,7 +342,7 @@ async fn start_executors(
     } = &built;
     report_executors(config, executors, notes, status);
     for executor in acp {
-        executor.start_pool(&config.workspace_dir);
+        executor.start_pool();
     }
     if let Some(opencode) = &opencode {
         // Whichever executor tasks default to: a server a killed Handoff left behind must

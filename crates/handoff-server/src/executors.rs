@@ -5,8 +5,8 @@ use std::{path::PathBuf, sync::Arc};
 use handoff_config::{AcpExecutorConfig, CommandExecutorConfig, Config, OpenCodeExecutorConfig};
 use handoff_isolation::{EnvPolicy, IsolationLevel, Isolator};
 use handoff_runner::{
-    AcpConfig, AcpExecutor, CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor,
-    CommandConfig, CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig,
+    AcpConfig, AcpExecutor, AgentHomes, CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig,
+    CodexExecutor, CommandConfig, CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig,
     OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer, PoolSettings, PromptVia,
     RunnerError,
 };
@@ -165,8 +165,9 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
 }
 
 /// `opencode-acp`'s confinement: its level (a sandbox where the host can), and, in a sandbox,
-/// OpenCode's own data, cache and state directories writable (its database, its downloaded
-/// providers); its config directory stays read-only, so no task can change the next one's.
+/// OpenCode's cache (its downloaded providers) writable; its config directory stays read-only,
+/// so no task can change the next one's agent, and its database and logs are in each agent's
+/// own home ([`opencode_homes`]).
 fn opencode_acp_isolation(
     config: &Config,
     isolator: &Arc<Isolator>,
@@ -174,38 +175,56 @@ fn opencode_acp_isolation(
 ) -> Option<Isolation> {
     let level = crate::isolation::opencode_acp_level(config, isolator);
     let mut confined = isolation(config, isolator, Some(level));
-    if level == IsolationLevel::Sandbox {
-        for dir in opencode_state_dirs() {
-            match std::fs::create_dir_all(&dir) {
-                Ok(()) => confined.config.writable.push(dir),
-                Err(e) => notes.push(format!(
-                    "opencode-acp: could not create {} ({e}); OpenCode may fail in its sandbox",
-                    dir.display()
-                )),
-            }
+    if level == IsolationLevel::Sandbox
+        && let Some(cache) = xdg_dir("XDG_CACHE_HOME", ".cache")
+    {
+        let dir = cache.join("opencode");
+        match std::fs::create_dir_all(&dir) {
+            Ok(()) => confined.config.writable.push(dir),
+            Err(e) => notes.push(format!(
+                "opencode-acp: could not create {} ({e}); OpenCode may fail in its sandbox",
+                dir.display()
+            )),
         }
     }
     Some(confined)
 }
 
-/// Where OpenCode keeps its database, downloads and logs: `opencode` under the XDG data,
-/// cache and state homes (as Handoff's own environment, which the agent inherits, names them).
-fn opencode_state_dirs() -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    [
-        ("XDG_DATA_HOME", ".local/share"),
-        ("XDG_CACHE_HOME", ".cache"),
-        ("XDG_STATE_HOME", ".local/state"),
-    ]
-    .into_iter()
-    .filter_map(|(var, fallback)| {
-        std::env::var_os(var)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| home.as_ref().map(|h| h.join(fallback)))
-    })
-    .map(|base| base.join("opencode"))
-    .collect()
+/// Each `opencode acp` keeps its database (every session it ran) and logs in a home of its own,
+/// so no task's shell can read another task's conversation; the user's provider credentials
+/// (`opencode auth login`) are copied in.
+fn opencode_homes(config: &Config) -> AgentHomes {
+    let seed = xdg_dir("XDG_DATA_HOME", ".local/share")
+        .map(|data| {
+            (
+                data.join("opencode/auth.json"),
+                PathBuf::from("data/opencode/auth.json"),
+            )
+        })
+        .into_iter()
+        .collect();
+    AgentHomes {
+        root: absolute(&config.data_dir.join("agent-homes").join(OPENCODE_ACP)),
+        vars: vec![
+            ("XDG_DATA_HOME".to_owned(), "data".to_owned()),
+            ("XDG_STATE_HOME".to_owned(), "state".to_owned()),
+        ],
+        seed,
+    }
+}
+
+/// `path` made absolute against the working directory (binds and stored task directories
+/// must not depend on it later).
+fn absolute(path: &std::path::Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// An XDG base directory as Handoff's own environment (which the agent inherits) names it.
+fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))
 }
 
 /// The name of the built-in ACP executor that runs `opencode acp` per task.
@@ -244,6 +263,7 @@ fn opencode_acp_config(
         env,
         isolation,
         pool: Some(pool_settings(config, settings.pool)),
+        homes: Some(opencode_homes(config)),
     }
 }
 
@@ -252,7 +272,7 @@ fn opencode_acp_config(
 fn pool_settings(config: &Config, size: usize) -> PoolSettings {
     PoolSettings {
         size,
-        root: config.workspace_dir.clone(),
+        root: absolute(&config.workspace_dir),
         warm_in_place: config.tasks.git_repository.is_none(),
     }
 }
@@ -286,6 +306,7 @@ fn acp_executor(
         env: agent.env.clone(),
         isolation,
         pool: Some(pool),
+        homes: None,
     })?);
     registry.register(executor.clone());
     Ok(Some(executor))

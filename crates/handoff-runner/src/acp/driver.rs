@@ -120,6 +120,8 @@ pub(crate) struct Settings {
     pub load_session: Option<String>,
     /// The agent already answered `initialize` with this (a pooled agent).
     pub initialized: Option<Value>,
+    /// The agent's home, removed once the run ended (nothing will continue it).
+    pub discard_home: Option<std::path::PathBuf>,
 }
 
 /// Starts translating the process's events into `shared`'s channel; `preface` is what the
@@ -401,6 +403,9 @@ impl Driver {
             output: self.reader.answer.take(),
             ..outcome
         };
+        if let Some(home) = self.settings.discard_home.take() {
+            super::home::remove(&home);
+        }
         let _ = self.tx.send(RunEvent::Finished(result)).await;
     }
 }

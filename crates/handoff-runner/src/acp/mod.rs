@@ -9,6 +9,7 @@
 
 mod control;
 mod driver;
+mod home;
 mod mapping;
 mod pool;
 #[cfg(test)]
@@ -19,6 +20,7 @@ mod session;
 
 use std::{sync::Arc, time::Duration};
 
+pub use home::AgentHomes;
 pub use pool::{Claim, PoolSettings};
 pub use probe::{AgentIdentity, probe};
 
@@ -50,6 +52,51 @@ pub struct AcpConfig {
     pub isolation: Option<crate::Isolation>,
     /// Agents started ahead of tasks.
     pub pool: Option<PoolSettings>,
+    /// A home of its own for each agent process's state (`None`: the agents share theirs).
+    pub homes: Option<AgentHomes>,
+}
+
+/// Starts an executor's agent processes: its program, confined, each in a home of its own
+/// when homes are configured (the run's state then names it).
+#[derive(Debug, Clone)]
+pub(crate) struct Launcher {
+    process: CommandExecutor,
+    homes: Option<AgentHomes>,
+}
+
+impl Launcher {
+    /// The agent for `spec`, in `home` (a continued run's) or a new one.
+    pub(crate) async fn spawn(
+        &self,
+        spec: &RunSpec,
+        home: Option<&std::path::Path>,
+    ) -> Result<crate::command::Spawned, RunnerError> {
+        let Some(homes) = &self.homes else {
+            return self.process.spawn(spec).await;
+        };
+        let dir = homes.open(spec.task_id.as_str(), home).await?;
+        match homes.confine(&self.process, &dir).spawn(spec).await {
+            Ok(mut spawned) => {
+                spawned.state[home::STATE_KEY] = serde_json::json!(dir);
+                Ok(spawned)
+            }
+            Err(e) => {
+                if home.is_none() {
+                    home::remove(&dir);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes every home: at start-up none belongs to a run that can still continue.
+    fn clear_homes(&self) {
+        if let Some(homes) = &self.homes
+            && homes.root.is_dir()
+        {
+            home::remove(&homes.root);
+        }
+    }
 }
 
 /// Runs tasks with an ACP agent.
@@ -57,12 +104,15 @@ pub struct AcpConfig {
 pub struct AcpExecutor {
     name: String,
     process: CommandExecutor,
+    launcher: Launcher,
     /// Whether an agent process of this executor has reached a session yet. Until one has, runs
     /// start one at a time: agents set up shared state on their first start (OpenCode creates
     /// its database), and concurrent first starts race (measured: "Failed query: CREATE TABLE").
     warmed: Arc<tokio::sync::Mutex<bool>>,
     /// Agents started ahead of tasks, when the executor keeps any.
     pool: Option<Arc<pool::Pool>>,
+    /// Where pool directories are made (swept at start even when the pool is now empty).
+    pool_root: Option<std::path::PathBuf>,
 }
 
 impl AcpExecutor {
@@ -87,11 +137,16 @@ impl AcpExecutor {
             isolation: config.isolation,
         })?;
         let warmed = Arc::new(tokio::sync::Mutex::new(false));
+        let launcher = Launcher {
+            process: process.clone(),
+            homes: config.homes,
+        };
+        let pool_root = config.pool.as_ref().map(|p| p.root.clone());
         let pool = config.pool.filter(|p| p.size > 0).map(|settings| {
             Arc::new(pool::Pool::new(
                 settings,
                 config.name.clone(),
-                process.clone(),
+                launcher.clone(),
                 sandboxed,
                 Arc::clone(&warmed),
             ))
@@ -99,18 +154,24 @@ impl AcpExecutor {
         Ok(Self {
             name: config.name,
             process,
+            launcher,
             warmed,
             pool,
+            pool_root,
         })
     }
 
     /// Starts the pool's agents (a no-op without a pool or where the executor cannot run);
-    /// needs a Tokio runtime. Empty pool directories of earlier Handoff processes are removed.
-    pub fn start_pool(&self, root: &std::path::Path) {
+    /// needs a Tokio runtime. Empty pool directories of earlier Handoff processes are removed,
+    /// and the agents' homes they left (no run of theirs can continue).
+    pub fn start_pool(&self) {
+        self.launcher.clear_homes();
         if self.unavailable().is_some() {
             return;
         }
-        pool::sweep(root);
+        if let Some(root) = &self.pool_root {
+            pool::sweep(root);
+        }
         if let Some(pool) = &self.pool {
             pool.fill();
         }
@@ -143,7 +204,7 @@ impl Executor for AcpExecutor {
     }
 
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
-        self.run(spec, None).await
+        self.run(spec, None, None).await
     }
 
     fn claim(&self) -> Option<Claim> {
@@ -155,10 +216,10 @@ impl Executor for AcpExecutor {
     async fn start_claimed(&self, spec: RunSpec, claim: Claim) -> Result<Run, RunnerError> {
         if claim.workdir() != spec.workdir {
             drop(claim);
-            return self.run(spec, None).await;
+            return self.run(spec, None, None).await;
         }
         let Some(parts) = claim.take() else {
-            return self.run(spec, None).await;
+            return self.run(spec, None, None).await;
         };
         let settings = driver::Settings {
             first: None,
@@ -167,6 +228,7 @@ impl Executor for AcpExecutor {
             cwd: spec.workdir.to_string_lossy().into_owned(),
             load_session: None,
             initialized: Some(parts.init),
+            discard_home: home::of_state(&parts.state).filter(|_| !spec.continuable),
         };
         let (shared, events) = driver::Shared::new(parts.control);
         driver::start(shared.clone(), settings, parts.events, parts.preface);
@@ -197,17 +259,36 @@ impl Executor for AcpExecutor {
             prompt: prompt.to_owned(),
             ..spec
         };
-        self.run(spec, Some(session)).await
+        self.run(spec, Some(session), home::of_state(state)).await
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        abandon_state(state).await
+        let stopped = abandon_state(state).await;
+        if let Some(dir) = home::of_state(state) {
+            home::remove(&dir);
+        }
+        stopped
+    }
+
+    /// Nothing will continue the run: its agent's home goes.
+    async fn release(&self, state: &Value) -> Result<(), RunnerError> {
+        if let Some(dir) = home::of_state(state) {
+            home::remove(&dir);
+        }
+        Ok(())
     }
 }
 
 impl AcpExecutor {
     /// One agent process for `spec`: a new session, or `load_session` continued.
-    async fn run(&self, spec: RunSpec, load_session: Option<String>) -> Result<Run, RunnerError> {
+    /// One agent process for `spec`: a new session, or `load_session` continued in `home` (the
+    /// continued run's, when agents have homes).
+    async fn run(
+        &self,
+        spec: RunSpec,
+        load_session: Option<String>,
+        home: Option<std::path::PathBuf>,
+    ) -> Result<Run, RunnerError> {
         // A first start that hangs holds the others up for a bounded time only.
         let first = tokio::time::timeout(FIRST_START_WAIT, Arc::clone(&self.warmed).lock_owned())
             .await
@@ -220,13 +301,19 @@ impl AcpExecutor {
             cwd: spec.workdir.to_string_lossy().into_owned(),
             load_session,
             initialized: None,
+            discard_home: None,
         };
+        let continuable = spec.continuable;
         // The first line on stdin is the handshake; the prompt follows once a session exists.
         let spec = RunSpec {
             prompt: protocol::initialize(),
             ..spec
         };
-        let spawned = self.process.spawn(&spec).await?;
+        let spawned = self.launcher.spawn(&spec, home.as_deref()).await?;
+        let settings = driver::Settings {
+            discard_home: home::of_state(&spawned.state).filter(|_| !continuable),
+            ..settings
+        };
         let (shared, events) = driver::Shared::new(spawned.control);
         driver::start(shared.clone(), settings, spawned.events, Vec::new());
         Ok(Run {

@@ -26,8 +26,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::protocol;
+use super::{Launcher, home};
 use crate::{
-    CommandExecutor, RunEvent, RunSpec,
+    RunEvent, RunSpec,
     command::CommandControl,
     json_lines::{Said, sort},
 };
@@ -101,8 +102,11 @@ impl Drop for Claim {
             if let Err(e) = parts.control.kill() {
                 tracing::debug!(error = %e, "stopping an unused pooled agent");
             }
-            // Nothing was done in it: the directory goes with the agent.
+            // Nothing was done in it: the directory and the agent's home go with the agent.
             let _ = std::fs::remove_dir(&self.workdir);
+            if let Some(dir) = home::of_state(&parts.state) {
+                home::remove(&dir);
+            }
         }
     }
 }
@@ -122,7 +126,7 @@ impl std::fmt::Debug for Pool {
 pub(crate) struct Pool {
     settings: PoolSettings,
     agent: String,
-    process: CommandExecutor,
+    launcher: Launcher,
     /// Where the warm-up session runs when not in place: the sandbox's private `/tmp`, else
     /// the host's temp dir.
     scratch: String,
@@ -136,11 +140,11 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    /// A pool for `agent`, started through `process`; empty until [`Pool::fill`].
+    /// A pool for `agent`, started through `launcher`; empty until [`Pool::fill`].
     pub fn new(
         settings: PoolSettings,
         agent: String,
-        process: CommandExecutor,
+        launcher: Launcher,
         sandboxed: bool,
         warmed: Arc<tokio::sync::Mutex<bool>>,
     ) -> Self {
@@ -152,7 +156,7 @@ impl Pool {
         Self {
             settings,
             agent,
-            process,
+            launcher,
             scratch,
             warmed,
             ready: Mutex::new(VecDeque::new()),
@@ -269,7 +273,7 @@ impl Pool {
             preset_rules: None,
             continuable: false,
         };
-        let spawned = match self.process.spawn(&spec).await {
+        let spawned = match self.launcher.spawn(&spec, None).await {
             Ok(spawned) => spawned,
             Err(e) => {
                 let _ = tokio::fs::remove_dir(&workdir).await;

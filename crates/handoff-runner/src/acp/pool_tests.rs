@@ -43,7 +43,11 @@ fn pool(root: &Path, sessions: &Path, script: &str, warm_in_place: bool) -> Arc<
         warm_in_place,
     };
     let warmed = Arc::new(tokio::sync::Mutex::new(false));
-    Arc::new(Pool::new(settings, "fake".into(), process, false, warmed))
+    let launcher = super::Launcher {
+        process,
+        homes: None,
+    };
+    Arc::new(Pool::new(settings, "fake".into(), launcher, false, warmed))
 }
 
 async fn until(what: &str, mut done: impl FnMut() -> bool) {

@@ -9,7 +9,7 @@ mod supervise;
 #[cfg(test)]
 mod tests;
 
-use std::{process::Stdio, sync::Arc};
+use std::{path::PathBuf, process::Stdio, sync::Arc};
 
 use async_trait::async_trait;
 use handoff_task::{EventKind, NewEvent};
@@ -141,6 +141,16 @@ impl Executor for CommandExecutor {
 }
 
 impl CommandExecutor {
+    /// This executor with `env` added and `dir` writable in its sandbox (an agent's own state).
+    pub(crate) fn with_state_dir(&self, env: Vec<(String, String)>, dir: PathBuf) -> Self {
+        let mut config = self.config.clone();
+        config.env.extend(env);
+        if let Some(isolation) = config.isolation.as_mut() {
+            isolation.config.writable.push(dir);
+        }
+        Self { config }
+    }
+
     /// Why this host cannot confine the process as configured.
     pub(crate) fn unavailable_reason(&self) -> Option<String> {
         let isolation = self.config.isolation.as_ref()?;

@@ -265,7 +265,11 @@ fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str) {
     let count = workdir(server, paused).join("count");
     let deadline = Instant::now() + Duration::from_secs(90);
     while counter(&count) < 5 {
-        assert!(Instant::now() < deadline, "the counting step never started");
+        assert!(
+            Instant::now() < deadline,
+            "the counting step never started: {:#?}",
+            events(server, paused)
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     control(server, paused, "pause");
@@ -641,8 +645,10 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
     require_ripgrep();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
-    let escape = "echo inside > {{cwd}}/inside.txt; echo x > {{cwd}}/../escape.txt; echo x > /etc/handoff-acp-escape; true";
-    // 3 GiB, every page written, under a 768 MiB limit (an idle `opencode acp` is ~400 MB).
+    // Also lists the agents' homes (each agent's own OpenCode database) it can see.
+    let escape = "echo inside > {{cwd}}/inside.txt; echo x > {{cwd}}/../escape.txt; echo x > /etc/handoff-acp-escape; ls {{cwd}}/../../agent-homes/opencode-acp > {{cwd}}/homes.txt 2>&1; true";
+    // 3 GiB, every page written, under a 1 GiB limit (a pooled `opencode acp` that ran its
+    // warm-up and a task's session peaks near 700 MB: measured kills at 768 MiB).
     let hog = format!("python3 -c 'b = bytearray(3 << 30); print(\"{HOG_SURVIVED}\", len(b))'");
     let count = format!("{COUNT_UNTIL_RELEASE}; echo counted");
     let script = json!({
@@ -673,7 +679,7 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
         .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR" && k != "HANDOFF_OPENCODE_POOL")
         .collect();
     env.extend([
-        ("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "768m".to_owned()),
+        ("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "1g".to_owned()),
         // The default pool, restated: the harness turns pools off for every other test.
         ("HANDOFF_OPENCODE_POOL".to_owned(), "1".to_owned()),
     ]);
@@ -730,11 +736,25 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
     );
     assert!(pooled(&id), "did not take the pooled agent: {history:#?}");
     // The agent's warm-up session in that directory left nothing in it.
-    let names: Vec<String> = std::fs::read_dir(&dir)
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["inside.txt"]);
+    names.sort();
+    assert_eq!(names, ["homes.txt", "inside.txt"]);
+    // Its agent saw its own home only, not the next agent's the pool started meanwhile; the
+    // home went with its run.
+    let seen = std::fs::read_to_string(dir.join("homes.txt")).unwrap();
+    let seen: Vec<&str> = seen.lines().collect();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    wait_pool_ready(&server);
+    let homes = dir.join("../../agent-homes/opencode-acp");
+    let left: Vec<String> = std::fs::read_dir(&homes)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 1, "only the waiting agent's home: {left:?}");
+    assert_ne!(left[0], seen[0], "the finished agent's home is still there");
     eprintln!(
         "pooled start (task's first event → session started): {} ms",
         between(&server, &id, "queued", "opencode-acp session started")
@@ -757,7 +777,7 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
         "{failed}\n{:#?}",
         events(&server, &hog)
     );
-    assert_eq!(failed["error"], "out of memory (limit 768 MiB)", "{failed}");
+    assert_eq!(failed["error"], "out of memory (limit 1 GiB)", "{failed}");
     let said: String = events(&server, &hog)
         .iter()
         .filter_map(|e| e["message"].as_str().map(str::to_owned))

@@ -1,0 +1,134 @@
+//! A private home for one agent process's own state. Agents keep a database of every session
+//! they ran (OpenCode: `$XDG_DATA_HOME/opencode`); shared by every task's agent, a task's shell
+//! could read the other tasks' conversations there. With homes configured, each agent process
+//! gets directories of its own, seeded with what it needs from the user's (provider
+//! credentials), writable in its sandbox; a continuation reuses its run's home, and the home
+//! goes once nothing can continue the run.
+//!
+//! Durable: the home directories, until their run is released. In memory: nothing.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::{CommandExecutor, RunnerError};
+
+/// The key of a run's state that names its home.
+pub(crate) const STATE_KEY: &str = "agent_home";
+
+/// Where an executor's agents keep state of their own: one directory per agent process.
+#[derive(Debug, Clone)]
+pub struct AgentHomes {
+    /// Homes are created under this directory.
+    pub root: PathBuf,
+    /// Variables pointing into a home: the variable, and its subdirectory.
+    pub vars: Vec<(String, String)>,
+    /// Files copied into a new home when they exist: the source, and the path in the home.
+    pub seed: Vec<(PathBuf, PathBuf)>,
+}
+
+impl AgentHomes {
+    /// Creates home `name` (or reuses `existing`, a continued run's) and returns it.
+    pub(crate) async fn open(
+        &self,
+        name: &str,
+        existing: Option<&Path>,
+    ) -> Result<PathBuf, RunnerError> {
+        if let Some(dir) = existing.filter(|d| d.starts_with(&self.root) && d.is_dir()) {
+            return Ok(dir.to_owned());
+        }
+        let home = self.root.join(name);
+        let io = |message: String| RunnerError::Io {
+            context: "creating the agent's home",
+            message,
+        };
+        for (_, sub) in &self.vars {
+            let dir = home.join(sub);
+            tokio::fs::create_dir_all(&dir)
+                .await
+                .map_err(|e| io(format!("{}: {e}", dir.display())))?;
+        }
+        for (from, to) in &self.seed {
+            if tokio::fs::metadata(from).await.is_err() {
+                continue;
+            }
+            let to = home.join(to);
+            if let Some(parent) = to.parent() {
+                tokio::fs::create_dir_all(parent)
+                    .await
+                    .map_err(|e| io(format!("{}: {e}", parent.display())))?;
+            }
+            tokio::fs::copy(from, &to)
+                .await
+                .map_err(|e| io(format!("{} → {}: {e}", from.display(), to.display())))?;
+        }
+        Ok(home)
+    }
+
+    /// `process` with home `home`: its variables set, and the home writable in the sandbox.
+    pub(crate) fn confine(&self, process: &CommandExecutor, home: &Path) -> CommandExecutor {
+        let env = self
+            .vars
+            .iter()
+            .map(|(var, sub)| (var.clone(), home.join(sub).display().to_string()))
+            .collect();
+        process.with_state_dir(env, home.to_owned())
+    }
+}
+
+/// The home a run recorded in its `state`.
+pub(crate) fn of_state(state: &Value) -> Option<PathBuf> {
+    state
+        .get(STATE_KEY)
+        .and_then(Value::as_str)
+        .map(PathBuf::from)
+}
+
+/// Removes a home (a run that nothing can continue any more).
+pub(crate) fn remove(home: &Path) {
+    if let Err(e) = std::fs::remove_dir_all(home)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(home = %home.display(), error = %e, "could not remove an agent's home");
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_home_has_its_directories_and_seeds_and_a_continuation_reuses_it() {
+        let root = tempfile::tempdir().unwrap();
+        let user = tempfile::tempdir().unwrap();
+        std::fs::write(user.path().join("auth.json"), "{\"k\":1}").unwrap();
+        let homes = AgentHomes {
+            root: root.path().to_owned(),
+            vars: vec![("XDG_DATA_HOME".into(), "data".into())],
+            seed: vec![
+                (
+                    user.path().join("auth.json"),
+                    "data/opencode/auth.json".into(),
+                ),
+                (user.path().join("missing.json"), "data/missing.json".into()),
+            ],
+        };
+        let home = homes.open("h1", None).await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(home.join("data/opencode/auth.json")).unwrap(),
+            "{\"k\":1}"
+        );
+        assert!(!home.join("data/missing.json").exists());
+        assert_eq!(homes.open("h2", Some(&home)).await.unwrap(), home);
+        // A path outside the root is never reused.
+        let elsewhere = homes.open("h3", Some(user.path())).await.unwrap();
+        assert_eq!(elsewhere, root.path().join("h3"));
+        remove(&home);
+        assert!(!home.exists());
+        assert_eq!(
+            of_state(&serde_json::json!({ STATE_KEY: "/x/y" })),
+            Some(PathBuf::from("/x/y"))
+        );
+    }
+}
