@@ -5,12 +5,15 @@
 //! of an OpenCode server, [`OpenCodeCliExecutor`] as `opencode run` processes,
 //! [`ClaudeExecutor`] as Claude Code stream-json processes, and [`CodexExecutor`] as
 //! `codex app-server` JSON-RPC processes, and [`AcpExecutor`] any agent that speaks the Agent
-//! Client Protocol, one process per task.
+//! Client Protocol, one process per task — taken, when it keeps a pool, from agents started
+//! ahead of tasks ([`Executor::claim`]).
 //!
 //! Runs live in memory; what a restarted Handoff needs to stop them is the state each run hands
 //! the engine to store, and — for a run whose state never reached the store — the task id every
 //! process carries in its environment ([`TASK_ID_ENV`], see [`stop_task_leftovers`]). The
 //! managed OpenCode server is recorded in a file under the data dir before it is spawned.
+//! Agents waiting in a pool belong to no task and live in memory only; their empty directories
+//! and the agents' homes a killed Handoff left are removed at the next start.
 
 mod acp;
 mod checks;

@@ -398,7 +398,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub soak_secs: Option<u64>,
     /// Instead of the load benchmark: the overhead Handoff adds to these coding agents
-    /// (comma-separated: opencode, claude), against their own CLI in the same run.
+    /// (comma-separated: opencode, opencode-acp, claude, codex-acp), against their own CLI in
+    /// the same run.
     #[arg(long, value_delimiter = ',')]
     pub executors: Option<Vec<String>>,
     /// Tasks per executor for `--executors` (default 20), per setup for `--instances`
