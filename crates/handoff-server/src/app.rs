@@ -167,19 +167,7 @@ impl App {
             pool_metrics,
         };
         tokio::spawn(refresh_counts(app.clone()));
-        let engine = app.engine.clone();
-        tokio::spawn(crate::store_health::follow(
-            store_faults,
-            move || {
-                let store = prober.clone();
-                // A failure is recorded by the store itself; the next probe tries again.
-                async move { store.probe_writes().await }
-            },
-            app.status.clone(),
-            store_ok,
-            crate::store_health::PROBE_EVERY,
-            async move { engine.stopped().await },
-        ));
+        watch_store(&app, prober, store_faults, store_ok);
         Ok(app)
     }
 
@@ -323,6 +311,29 @@ fn report_executors(
         summary.push_str(&model.detail);
     }
     status.set_component("executors", default_ready, summary);
+}
+
+/// Follows the store's write health into the `store` component until the engine stops: a
+/// failed write marks it, a probe write that succeeds clears it.
+fn watch_store(
+    app: &App,
+    store: crate::store::OpenStore,
+    faults: tokio::sync::watch::Receiver<Option<String>>,
+    described: String,
+) {
+    let engine = app.engine.clone();
+    tokio::spawn(crate::store_health::follow(
+        faults,
+        move || {
+            let store = store.clone();
+            // A failure is recorded by the store itself; the next probe tries again.
+            async move { store.probe_writes().await }
+        },
+        app.status.clone(),
+        described,
+        crate::store_health::PROBE_EVERY,
+        async move { engine.stopped().await },
+    ));
 }
 
 /// Builds the executors, reports them, stops a managed OpenCode server a killed Handoff left

@@ -36,6 +36,57 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             confine(command.isolation),
         ))?));
     }
+    claude_and_codex(config, isolator, &mut registry, &mut notes)?;
+    let opencode = opencode_executors(config, isolator, &mut registry, &mut notes, &mut acp)?;
+    // Configured ACP agents come last: one named like a built-in executor replaces it.
+    for agent in &config.executors.acp.0 {
+        let pool = pool_settings(config, agent.pool);
+        let isolation = confine(agent.isolation);
+        if let Some(executor) = acp_executor(&mut registry, &mut notes, agent, isolation, pool)? {
+            acp.push(executor);
+        }
+        registry.set_checks(&agent.name, CheckRunner::new(confine(agent.isolation)));
+    }
+    // Verify commands run confined like the task's own executor.
+    let levels = [
+        (
+            handoff_runner::OPENCODE,
+            config.executors.opencode.isolation,
+        ),
+        (
+            handoff_runner::OPENCODE_CLI,
+            config.executors.opencode.isolation,
+        ),
+        (
+            OPENCODE_ACP,
+            Some(crate::isolation::opencode_acp_level(config, isolator)),
+        ),
+        (handoff_runner::CLAUDE, config.executors.claude.isolation),
+        (handoff_runner::CODEX, config.executors.codex.isolation),
+        (
+            handoff_runner::COMMAND,
+            config.executors.command.as_ref().and_then(|c| c.isolation),
+        ),
+    ];
+    for (name, level) in levels {
+        registry.set_checks(name, CheckRunner::new(confine(level)));
+    }
+    Ok(Executors {
+        registry,
+        opencode,
+        acp,
+        notes,
+    })
+}
+
+/// Claude Code and Codex, each when its program is found, else marked missing with the fix.
+fn claude_and_codex(
+    config: &Config,
+    isolator: &Arc<Isolator>,
+    registry: &mut ExecutorRegistry,
+    notes: &mut Vec<String>,
+) -> Result<(), RunnerError> {
+    let confine = |level| Some(isolation(config, isolator, level));
     let claude = &config.executors.claude;
     match find_program(&claude.binary) {
         Some(binary) => {
@@ -77,6 +128,20 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             ));
         }
     }
+    Ok(())
+}
+
+/// The OpenCode executors when the program is there: the shared server's (`opencode`), and,
+/// when Handoff manages that server, `opencode-acp` (unless a configured ACP agent takes its
+/// name) and `opencode-cli`; else all three are marked missing.
+fn opencode_executors(
+    config: &Config,
+    isolator: &Arc<Isolator>,
+    registry: &mut ExecutorRegistry,
+    notes: &mut Vec<String>,
+    acp: &mut Vec<Arc<AcpExecutor>>,
+) -> Result<Option<Arc<OpenCodeExecutor>>, RunnerError> {
+    let confine = |level| Some(isolation(config, isolator, level));
     let opencode = match opencode_server(config) {
         Some(server) => {
             // A configured ACP agent of the same name replaces the built-in: none is started.
@@ -93,7 +158,7 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
                     config,
                     binary,
                     env,
-                    opencode_acp_isolation(config, isolator, &mut notes),
+                    opencode_acp_isolation(config, isolator, notes),
                 ))?);
                 registry.register(executor.clone());
                 acp.push(executor);
@@ -123,45 +188,7 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
             None
         }
     };
-    // Configured ACP agents come last: one named like a built-in executor replaces it.
-    for agent in &config.executors.acp.0 {
-        let pool = pool_settings(config, agent.pool);
-        let isolation = confine(agent.isolation);
-        if let Some(executor) = acp_executor(&mut registry, &mut notes, agent, isolation, pool)? {
-            acp.push(executor);
-        }
-        registry.set_checks(&agent.name, CheckRunner::new(confine(agent.isolation)));
-    }
-    // Verify commands run confined like the task's own executor.
-    let levels = [
-        (
-            handoff_runner::OPENCODE,
-            config.executors.opencode.isolation,
-        ),
-        (
-            handoff_runner::OPENCODE_CLI,
-            config.executors.opencode.isolation,
-        ),
-        (
-            OPENCODE_ACP,
-            Some(crate::isolation::opencode_acp_level(config, isolator)),
-        ),
-        (handoff_runner::CLAUDE, config.executors.claude.isolation),
-        (handoff_runner::CODEX, config.executors.codex.isolation),
-        (
-            handoff_runner::COMMAND,
-            config.executors.command.as_ref().and_then(|c| c.isolation),
-        ),
-    ];
-    for (name, level) in levels {
-        registry.set_checks(name, CheckRunner::new(confine(level)));
-    }
-    Ok(Executors {
-        registry,
-        opencode,
-        acp,
-        notes,
-    })
+    Ok(opencode)
 }
 
 /// `opencode-acp`'s confinement: its level (a sandbox where the host can), and, in a sandbox,

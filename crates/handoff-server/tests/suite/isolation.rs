@@ -79,25 +79,8 @@ async fn a_slow_docker_daemon_does_not_delay_the_server() {
         .status()
         .unwrap();
     assert!(made.success());
-    let docker = dir.path().join("docker");
-    std::fs::write(
-        &docker,
-        format!(
-            "#!/bin/sh\ncat '{}' >/dev/null\necho 27.3.1\n",
-            gate.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let server = start(&[
-        ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
-        ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
-        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
-        ("HANDOFF_COMMAND_ISOLATION", "container"),
-        ("HANDOFF_RUNNER_IMAGE", "alpine:3"),
-        ("HANDOFF_DOCKER", docker.to_str().unwrap()),
-    ])
-    .await;
+    let script = format!("cat '{}' >/dev/null\necho 27.3.1", gate.display());
+    let server = container_server(dir.path(), &script, &[]).await;
 
     // Up and serving while `docker version` is still blocked on the gate.
     assert_eq!(isolation_ready(&server).await, (503, false));
@@ -140,26 +123,11 @@ async fn a_slow_docker_daemon_does_not_delay_the_server() {
 async fn a_docker_daemon_started_later_is_found() {
     let dir = tempfile::tempdir().unwrap();
     let up = dir.path().join("daemon-up");
-    let docker = dir.path().join("docker");
-    std::fs::write(
-        &docker,
-        format!(
-            "#!/bin/sh\n[ -f '{}' ] || {{ echo 'Cannot connect to the Docker daemon' >&2; exit 1; }}\necho 27.3.1\n",
-            up.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let server = start(&[
-        ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
-        ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
-        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
-        ("HANDOFF_COMMAND_ISOLATION", "container"),
-        ("HANDOFF_RUNNER_IMAGE", "alpine:3"),
-        ("HANDOFF_DOCKER", docker.to_str().unwrap()),
-        ("HANDOFF_DOCKER_RETRY_SECS", "1"),
-    ])
-    .await;
+    let script = format!(
+        "[ -f '{}' ] || {{ echo 'Cannot connect to the Docker daemon' >&2; exit 1; }}\necho 27.3.1",
+        up.display()
+    );
+    let server = container_server(dir.path(), &script, &[("HANDOFF_DOCKER_RETRY_SECS", "1")]).await;
     // The first answer: no engine.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
@@ -194,4 +162,26 @@ async fn health_report(server: &TestServer) -> String {
         .session_call(&session, &agent, &call(2, "health", json!({})))
         .await;
     health.body["result"]["structuredContent"].to_string()
+}
+
+/// A server whose `command` executor runs in containers, with a stand-in `docker` client in
+/// `dir` running `script` (the Docker engine cannot run on these machines).
+async fn container_server(
+    dir: &std::path::Path,
+    script: &str,
+    extra: &[(&str, &str)],
+) -> TestServer {
+    let docker = dir.join("docker");
+    std::fs::write(&docker, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut env = vec![
+        ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
+        ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
+        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
+        ("HANDOFF_COMMAND_ISOLATION", "container"),
+        ("HANDOFF_RUNNER_IMAGE", "alpine:3"),
+        ("HANDOFF_DOCKER", docker.to_str().unwrap()),
+    ];
+    env.extend_from_slice(extra);
+    start(&env).await
 }
