@@ -2,10 +2,10 @@
 //! to `initialize`, ~3 s more for its first session), so an executor with a pool keeps a few
 //! agents confined, past `initialize` and one warm-up session, each in an empty directory of its
 //! own that its sandbox already binds (the warm-up session runs there too when nothing will
-//! change the directory before the task's session). A task that has no directory yet takes one: the agent's
-//! directory becomes the task's, and the agent opens the task's session in it. A directory
-//! cannot be bound into a sandbox that is already running, which is why the task moves into the
-//! agent's directory rather than the agent into the task's.
+//! change the directory before the task's session). A task that has no directory yet takes
+//! one: the agent's directory becomes the task's, and the agent opens the task's session in it.
+//! A directory cannot be bound into a sandbox that is already running, which is why the task
+//! moves into the agent's directory rather than the agent into the task's.
 //!
 //! Everything here lives in memory: an agent waiting in the pool belongs to no task, and dies
 //! with Handoff (its sandbox with its parent, its cgroup swept at the next start); the empty
@@ -25,8 +25,7 @@ use handoff_task::TaskId;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::protocol;
-use super::{Launcher, home};
+use super::{Launcher, home, protocol};
 use crate::{
     RunEvent, RunSpec,
     command::CommandControl,
@@ -378,7 +377,7 @@ mod tests {
     fn only_empty_directories_of_gone_processes_are_swept() {
         let root = tempfile::tempdir().unwrap();
         let mine = root.path().join(format!("pool-{}-a", std::process::id()));
-        // pid 0 is never a Handoff process.
+        // Above any pid_max: no process has this pid.
         let gone_empty = root.path().join("pool-2147483646-b");
         let gone_used = root.path().join("pool-2147483646-c");
         let other = root.path().join("task_x");
