@@ -25,6 +25,10 @@ pub(crate) static ACTIVE_TWINS: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+// The `call_history` table exists in both dialects (SQLite's migration 0011 creates it too, so
+// the SQL and its conformance case are shared), but only a store shared by several instances
+// writes it: a lone instance keeps its loop guard's history in memory.
+
 /// Forgets every caller's calls made before `?`.
 pub(crate) const CALLS_FORGET: &str = "DELETE FROM call_history WHERE at < ?";
 
