@@ -33,7 +33,7 @@ impl SubmissionRate {
     }
 
     /// Takes one token for `agent` from the bucket every instance sharing `store` draws on.
-    pub(crate) async fn check_shared(
+    async fn check_shared(
         &self,
         store: &dyn Store,
         agent: &AgentId,
@@ -48,6 +48,20 @@ impl SubmissionRate {
             None => Ok(()),
             Some(ms) => Err(Duration::from_millis(u64::try_from(ms).unwrap_or(1))),
         })
+    }
+
+    /// Takes one token for `agent` from the bucket it is charged against: the one every
+    /// instance draws on when `store` is shared, else this instance's own.
+    pub(crate) async fn take(
+        &self,
+        store: &dyn Store,
+        agent: &AgentId,
+    ) -> Result<Result<(), Duration>, StoreError> {
+        if store.is_shared() {
+            self.check_shared(store, agent).await
+        } else {
+            Ok(self.check(agent))
+        }
     }
 
     /// Takes one token for `agent`, or says how long until one is available.
@@ -69,17 +83,17 @@ impl crate::Engine {
     pub async fn charge_failed_call(&self, agent: Option<&AgentId>) -> Result<(), Duration> {
         let agent = agent.cloned().unwrap_or_else(anonymous);
         let inner = &self.inner;
-        if inner.store.is_shared() {
-            match inner.rate.check_shared(&*inner.store, &agent).await {
-                Ok(charged) => return charged,
-                // Still charged, against this instance's own bucket: never left uncharged.
-                Err(e) => tracing::warn!(
+        match inner.rate.take(&*inner.store, &agent).await {
+            Ok(charged) => charged,
+            // Still charged, against this instance's own bucket: never left uncharged.
+            Err(e) => {
+                tracing::warn!(
                     error = %e,
                     "failed-call charge: the shared bucket is unreadable; this instance's is used"
-                ),
+                );
+                inner.rate.check(&agent)
             }
         }
-        inner.rate.check(&agent)
     }
 
     /// Records `caller`'s changing call `key` for the loop guard, in the history every instance

@@ -128,12 +128,7 @@ impl Engine {
             inner.metrics.refused("repeated");
             return Err(EngineError::Repeated { active });
         }
-        let rate = if inner.store.is_shared() {
-            inner.rate.check_shared(&*inner.store, agent).await?
-        } else {
-            inner.rate.check(agent)
-        };
-        if let Err(wait) = rate {
+        if let Err(wait) = inner.rate.take(&*inner.store, agent).await? {
             inner.metrics.refused("rate_limited");
             return Err(EngineError::RateLimited {
                 agent: agent.to_string(),

@@ -103,7 +103,6 @@ impl Launcher {
 #[derive(Debug)]
 pub struct AcpExecutor {
     name: String,
-    process: CommandExecutor,
     launcher: Launcher,
     /// Whether an agent process of this executor has reached a session yet. Until one has, runs
     /// start one at a time: agents set up shared state on their first start (OpenCode creates
@@ -138,7 +137,7 @@ impl AcpExecutor {
         })?;
         let warmed = Arc::new(tokio::sync::Mutex::new(false));
         let launcher = Launcher {
-            process: process.clone(),
+            process,
             homes: config.homes,
         };
         let pool_root = config.pool.as_ref().map(|p| p.root.clone());
@@ -153,7 +152,6 @@ impl AcpExecutor {
         });
         Ok(Self {
             name: config.name,
-            process,
             launcher,
             warmed,
             pool,
@@ -200,7 +198,7 @@ impl Executor for AcpExecutor {
     }
 
     fn unavailable(&self) -> Option<String> {
-        self.process.unavailable_reason()
+        self.launcher.process.unavailable_reason()
     }
 
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
