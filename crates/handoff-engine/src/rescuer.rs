@@ -46,7 +46,7 @@ pub(crate) async fn pass(inner: &Arc<EngineState>) -> Result<usize, EngineError>
     }
     let lost: HashMap<String, String> = inner
         .store
-        .expire_instances(now.saturating_sub(expiry))
+        .expire_instances(now.saturating_sub(expiry), &inner.instance.id)
         .await?
         .into_iter()
         .map(|i| (i.id, i.host))

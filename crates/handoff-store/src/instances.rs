@@ -22,8 +22,8 @@ pub(crate) const BEAT: &str = "UPDATE instances SET heartbeat = ? WHERE id = ?";
 /// Marks an instance draining.
 pub(crate) const DRAIN: &str = "UPDATE instances SET draining = ? WHERE id = ?";
 
-/// Removes the instances silent since before `?`, returning them.
-pub(crate) const EXPIRE: &str = "DELETE FROM instances WHERE heartbeat < ? \
+/// Removes the instances silent since before `?` other than the caller (`?`), returning them.
+pub(crate) const EXPIRE: &str = "DELETE FROM instances WHERE heartbeat < ? AND id <> ? \
      RETURNING id, host, pid, started, heartbeat, draining";
 
 /// Takes or renews the rescuer's duty: binds `holder`, `until`, `now`; a row back when the

@@ -242,9 +242,14 @@ pub trait InstanceStore: Send + Sync + 'static {
     /// Every registered instance with the number of tasks it holds, oldest first.
     async fn instances(&self) -> Result<Vec<InstanceSummary>, StoreError>;
 
-    /// Removes the instances whose last heartbeat is older than `before` (declared lost: a
-    /// later heartbeat of theirs finds no row) and returns them.
-    async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError>;
+    /// Removes the instances other than `caller` whose last heartbeat is older than `before`
+    /// (declared lost: a later heartbeat of theirs finds no row) and returns them. The caller
+    /// is alive by asking: a stall of its own heartbeat must not make it stop its own runs.
+    async fn expire_instances(
+        &self,
+        before: i64,
+        caller: &str,
+    ) -> Result<Vec<InstanceRecord>, StoreError>;
 
     /// Moves active task `id`'s lease from `predecessor` (this instance's dead previous
     /// process on the same data dir) to `grant`, incrementing the fencing token; the task as

@@ -1,11 +1,12 @@
 //! The SQLite store with seams for races: a claim can be held right after it committed, so the
 //! test acts while a task is `running` in the store but its run is not set up yet; a move to
 //! `cancelled` can be held before it is written. Writes of a run's progress (events, artifacts,
-//! state changes) can be made to fail, as on a full disk.
+//! state changes) can be made to fail, as on a full disk. Heartbeats can be stalled, as in a
+//! suspended or overloaded machine, and the rescuer's passes are counted.
 
 use std::sync::{
     Arc,
-    atomic::{AtomicBool, AtomicU32, Ordering},
+    atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering},
 };
 
 use async_trait::async_trait;
@@ -18,7 +19,7 @@ use handoff_task::{
     TaskEvent, TaskId, TaskStatus,
 };
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedRwLockWriteGuard, RwLock, mpsc, oneshot};
 
 use super::scripted::HANG;
 
@@ -57,6 +58,13 @@ pub struct GatedStore {
     failing: AtomicBool,
     /// State changes refused while writes fail.
     refused: AtomicU32,
+    /// Heartbeats wait while the test holds this for writing.
+    heartbeats: Arc<RwLock<()>>,
+    /// Heartbeats written, and those that found this instance gone (declared lost).
+    beats: AtomicU32,
+    found_lost: AtomicU32,
+    /// The latest `before` a rescuer pass expired instances with.
+    expired_before: AtomicI64,
 }
 
 type Held = mpsc::UnboundedReceiver<(TaskId, oneshot::Sender<()>)>;
@@ -78,6 +86,10 @@ impl GatedStore {
             cancels,
             failing: AtomicBool::new(false),
             refused: AtomicU32::new(0),
+            heartbeats: Arc::new(RwLock::new(())),
+            beats: AtomicU32::new(0),
+            found_lost: AtomicU32::new(0),
+            expired_before: AtomicI64::new(i64::MIN),
         });
         let gates = Gates {
             store: store.clone(),
@@ -117,6 +129,26 @@ impl Gates {
     /// State changes refused so far because writes fail.
     pub fn refused_status_changes(&self) -> u32 {
         self.store.refused.load(Ordering::SeqCst)
+    }
+
+    /// Heartbeats wait until the guard is dropped.
+    pub async fn stall_heartbeats(&self) -> OwnedRwLockWriteGuard<()> {
+        self.store.heartbeats.clone().write_owned().await
+    }
+
+    /// Heartbeats written so far.
+    pub fn heartbeats(&self) -> u32 {
+        self.store.beats.load(Ordering::SeqCst)
+    }
+
+    /// Heartbeats so far that found this instance declared lost.
+    pub fn heartbeats_found_lost(&self) -> u32 {
+        self.store.found_lost.load(Ordering::SeqCst)
+    }
+
+    /// The latest cut-off a rescuer pass expired silent instances with.
+    pub fn expired_before(&self) -> i64 {
+        self.store.expired_before.load(Ordering::SeqCst)
     }
 
     /// Claims from now on wait, once committed, for the test.
@@ -323,7 +355,13 @@ impl handoff_store::InstanceStore for GatedStore {
         at: i64,
         lease_until: i64,
     ) -> Result<Option<u64>, StoreError> {
-        self.inner.heartbeat(id, at, lease_until).await
+        let _open = self.heartbeats.read().await;
+        let renewed = self.inner.heartbeat(id, at, lease_until).await;
+        if matches!(renewed, Ok(None)) {
+            self.found_lost.fetch_add(1, Ordering::SeqCst);
+        }
+        self.beats.fetch_add(1, Ordering::SeqCst);
+        renewed
     }
 
     async fn set_draining(&self, id: &str) -> Result<(), StoreError> {
@@ -341,8 +379,11 @@ impl handoff_store::InstanceStore for GatedStore {
     async fn expire_instances(
         &self,
         before: i64,
+        caller: &str,
     ) -> Result<Vec<handoff_store::InstanceRecord>, StoreError> {
-        self.inner.expire_instances(before).await
+        let expired = self.inner.expire_instances(before, caller).await;
+        self.expired_before.fetch_max(before, Ordering::SeqCst);
+        expired
     }
 
     async fn take_over(

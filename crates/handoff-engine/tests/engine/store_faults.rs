@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use handoff_store::{SqliteStore, TaskStore};
-use handoff_task::{MessageType, TaskStatus};
+use handoff_task::{MessageType, TaskStatus, unix_millis_now};
 
 use super::{
     common::{agent, as_agent, config, start_on},
@@ -56,6 +56,69 @@ async fn a_run_outlives_failing_writes_and_settles_once_they_work() {
     assert_eq!(task.status, TaskStatus::Running, "nothing could be written");
 
     gates.fail_writes(false);
+    let task = h.wait_done("a", &id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{:?}", task.error);
+}
+
+/// Polls `done` every 10 ms for up to a minute; panics with `what` if it never holds.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+// An instance whose own heartbeat stalled past the lease expiry (a suspended laptop, an
+// overloaded machine) was declared lost by its own rescuer pass: its next heartbeat found no
+// row and it stopped every run, failing tasks nothing else had taken over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_heartbeat_does_not_make_an_instance_stop_its_own_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("HANDOFF_COMPLETION_POLICY", "none"),
+        ("HANDOFF_HEARTBEAT_MS", "20"),
+        ("HANDOFF_LEASE_EXPIRY_MS", "100"),
+    ];
+    let sqlite = SqliteStore::open(&config(&dir, &env).database_path())
+        .await
+        .unwrap();
+    let (store, gates) = GatedStore::new(sqlite.clone());
+    let h = start_on(dir, &env, store).await;
+    let id = h
+        .submit("a", "echo one; read -t 30 line; echo two")
+        .await
+        .task
+        .id;
+    h.wait_output("a", &id, |line| line == "one").await;
+
+    let stalled_at = unix_millis_now();
+    let stall = gates.stall_heartbeats().await;
+    // A rescuer pass whose cut-off is past every beat this instance wrote.
+    eventually("no rescuer pass ran during the stall", || {
+        gates.expired_before() > stalled_at
+    })
+    .await;
+    let beats = gates.heartbeats();
+    drop(stall);
+    eventually("no heartbeat after the stall", || {
+        gates.heartbeats() >= beats + 2
+    })
+    .await;
+    assert_eq!(gates.heartbeats_found_lost(), 0, "declared lost by itself");
+    let task = sqlite.get_task(&id).await.unwrap().unwrap();
+    assert_eq!(task.status, TaskStatus::Running, "{:?}", task.error);
+
+    h.engine
+        .message(
+            &as_agent(&agent("a")),
+            &id,
+            MessageType::Update,
+            "go".to_owned(),
+            None,
+        )
+        .await
+        .unwrap();
     let task = h.wait_done("a", &id).await;
     assert_eq!(task.status, TaskStatus::Completed, "{:?}", task.error);
 }

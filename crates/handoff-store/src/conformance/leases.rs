@@ -106,7 +106,7 @@ pub async fn instances_beat_and_renew_their_own_leases<S: ConformanceStore>(stor
         .await
         .unwrap();
     // inst-c last beat at 30: silent since before 25 it is not, inst-b (20) is.
-    let expired = store.expire_instances(25).await.unwrap();
+    let expired = store.expire_instances(25, "inst-c").await.unwrap();
     assert_eq!(expired.len(), 1);
     assert_eq!(expired[0].id, "inst-b");
     assert!(expired[0].draining);
@@ -114,6 +114,18 @@ pub async fn instances_beat_and_renew_their_own_leases<S: ConformanceStore>(stor
     let listed = store.instances().await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].instance, instance("inst-c", 30));
+    // The caller is never declared lost by its own pass, however late its last beat.
+    assert!(
+        store
+            .expire_instances(1_000, "inst-c")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.heartbeat("inst-c", 1_000, 2_000).await.unwrap(),
+        Some(0)
+    );
 }
 
 /// After another instance re-queued and re-claimed a task, every write of its old owner is

@@ -612,10 +612,15 @@ impl InstanceStore for PgStore {
         .await
     }
 
-    async fn expire_instances(&self, before: i64) -> Result<Vec<InstanceRecord>, StoreError> {
+    async fn expire_instances(
+        &self,
+        before: i64,
+        caller: &str,
+    ) -> Result<Vec<InstanceRecord>, StoreError> {
         self.writing(async {
             let rows = query(instances::EXPIRE)
                 .bind(before)
+                .bind(caller)
                 .fetch_all(&self.pool)
                 .await?;
             rows.iter().map(instances::record_from_row).collect()

@@ -1,11 +1,12 @@
 //! Starts the real binary on a free port in its own temp dir, and finds the interop clients.
 
 use std::{
+    collections::VecDeque,
     io::{BufRead, BufReader},
     os::unix::process::ExitStatusExt,
     path::PathBuf,
     process::{Child, Command, Output, Stdio},
-    sync::mpsc,
+    sync::{Arc, Mutex, mpsc},
     time::{Duration, Instant},
 };
 
@@ -50,7 +51,15 @@ pub struct Server {
     pub url: String,
     /// The server's working directory (data dir inside), kept until the server is gone.
     dir: Option<tempfile::TempDir>,
+    /// The server's latest log lines, shown when the test fails.
+    log: LogTail,
 }
+
+/// Log lines kept per server for a failing test's output.
+const LOG_TAIL: usize = 300;
+
+/// The last [`LOG_TAIL`] lines a server logged.
+type LogTail = Arc<Mutex<VecDeque<String>>>;
 
 impl Server {
     /// The working directory the server runs in.
@@ -72,6 +81,17 @@ impl Drop for Server {
     /// SIGTERM first, so Handoff stops what it started (the OpenCode server it manages); SIGKILL
     /// only if it does not exit in time.
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let tail = self.log.lock().unwrap_or_else(|p| p.into_inner());
+            eprintln!(
+                "--- the last {} log lines of handoff at {} ---",
+                tail.len(),
+                self.url
+            );
+            for line in tail.iter() {
+                eprintln!("[handoff] {line}");
+            }
+        }
         // Already reaped (kill9): its pid may belong to someone else by now.
         if let Ok(Some(_)) = self.child.try_wait() {
             return;
@@ -118,6 +138,8 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
         .unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
+    let log = LogTail::default();
+    let tail = log.clone();
     std::thread::spawn(move || {
         // Keep draining so the server never blocks on a full pipe; HANDOFF_TEST_SERVER_LOG=1
         // shows the server's log in the test output.
@@ -125,6 +147,13 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if show {
                 eprintln!("[handoff] {line}");
+            }
+            {
+                let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+                if tail.len() == LOG_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(line.chars().take(2_000).collect());
             }
             let _ = tx.send(line);
         }
@@ -144,6 +173,7 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
                 child,
                 url,
                 dir: Some(dir),
+                log,
             };
         }
     }
