@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     App,
     edge::{self, BadOriginRule, EdgePolicy},
-    http::{count_requests, health, metrics, ready},
-    mcp::{CappedSessions, SessionLimits, session_gate},
+    http::{McpRoute, health, mcp_checks, metrics, ready},
+    mcp::{CappedSessions, SessionLimits},
 };
 
 /// Why a transport could not start or stopped with an error.
@@ -68,15 +68,14 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
     let service =
         StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), mcp_config);
 
+    let checks = Arc::new(McpRoute {
+        metrics: app.mcp_metrics.clone(),
+        policy: policy.clone(),
+        sessions,
+    });
     let mcp = Router::new()
         .fallback_service(service)
-        .layer(middleware::from_fn_with_state(sessions, session_gate))
-        .layer(middleware::from_fn(edge::jsonrpc::jsonrpc_errors))
-        .layer(middleware::from_fn_with_state(policy.clone(), edge::guard))
-        .layer(middleware::from_fn_with_state(
-            app.mcp_metrics.clone(),
-            count_requests,
-        ));
+        .layer(middleware::from_fn_with_state(checks, mcp_checks));
     let mut mcp = Router::new().nest("/mcp", mcp);
     if let Some(cors) = edge::cors_layer(server) {
         mcp = mcp.layer(cors);

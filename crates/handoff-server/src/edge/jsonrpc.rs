@@ -5,7 +5,6 @@
 use axum::{
     body::{Body, Bytes},
     extract::Request,
-    middleware::Next,
     response::{IntoResponse, Response},
 };
 use http::{HeaderValue, Method, StatusCode, header};
@@ -71,12 +70,16 @@ const NO_SESSION: &str = "Session ID is required";
 
 /// Rewrites non-JSON error answers from the inner service (rmcp answers some with plain text)
 /// into JSON-RPC error bodies, keeping other headers; explains the vague ones.
-pub(crate) async fn jsonrpc_errors(request: Request, next: Next) -> Response {
+pub(crate) async fn jsonrpc_errors<F, Fut>(request: Request, next: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     let (request, body) = match keep_body(request).await {
         Ok(kept) => kept,
         Err(response) => return response,
     };
-    let response = next.run(request).await;
+    let response = next(request).await;
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) {
         return response;

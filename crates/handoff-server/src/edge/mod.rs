@@ -239,12 +239,12 @@ pub(crate) async fn host_guard(
 }
 
 /// Checks Host, Origin, token and identity, then caps and syntax-checks the body.
-pub(crate) async fn guard(
-    State(policy): State<Arc<EdgePolicy>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    if let Some(refusal) = host_and_origin_refusal(&policy, &request) {
+pub(crate) async fn guard<F, Fut>(policy: &EdgePolicy, mut request: Request, next: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
+    if let Some(refusal) = host_and_origin_refusal(policy, &request) {
         return refusal;
     }
 
@@ -319,7 +319,7 @@ pub(crate) async fn guard(
     }
     // The session gate needs to know an `initialize` without parsing the body again.
     request.extensions_mut().insert(method);
-    let mut response = next.run(request).await;
+    let mut response = next(request).await;
     response.extensions_mut().insert(method);
     response
 }

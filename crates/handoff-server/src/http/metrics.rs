@@ -1,9 +1,8 @@
 //! `GET /metrics` (Prometheus text format) and the MCP request counter.
 
 use axum::{
-    extract::{Request, State},
+    extract::State,
     http::{StatusCode, header},
-    middleware::Next,
     response::{IntoResponse, Response},
 };
 use prometheus_client::{
@@ -38,13 +37,8 @@ impl McpMetrics {
     }
 }
 
-/// Counts every request to `/mcp`, including those the edge guard refused.
-pub(crate) async fn count_requests(
-    State(metrics): State<McpMetrics>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let response = next.run(request).await;
+/// Counts an answer from `/mcp`, including those the edge guard refused.
+pub(crate) fn count_request(metrics: &McpMetrics, response: &Response) {
     let method = response
         .extensions()
         .get::<RpcMethod>()
@@ -61,7 +55,6 @@ pub(crate) async fn count_requests(
         .requests
         .get_or_create(&RequestLabels { method, outcome })
         .inc();
-    response
 }
 
 /// `GET /metrics`: refreshes the task, Letta backlog and open Matrix room gauges from the

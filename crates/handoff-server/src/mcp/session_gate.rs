@@ -5,11 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::{
-    extract::{Request, State},
-    middleware::Next,
-    response::Response,
-};
+use axum::{extract::Request, response::Response};
 use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::Value;
 
@@ -25,22 +21,26 @@ use crate::edge::{
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Admits `initialize` within the limits, answers DELETE as the spec says, and keeps priming
-/// events from sessions that cannot read them.
-pub(crate) async fn session_gate(
-    State(sessions): State<Arc<CappedSessions>>,
+/// events from sessions that cannot read them; `next` is the MCP service.
+pub(crate) async fn session_gate<F, Fut>(
+    sessions: &Arc<CappedSessions>,
     request: Request,
-    next: Next,
-) -> Response {
+    next: F,
+) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     // Any session header counts as naming one, readable or not: an unreadable one must not
     // pass for "no session" (a DELETE skipping the gate, an initialize opening one).
     let names_one = request.headers().contains_key(SESSION_HEADER);
     let named = session_of(request.headers());
     let response = match *request.method() {
-        Method::DELETE if names_one => end_session(&sessions, request, next).await,
+        Method::DELETE if names_one => end_session(sessions, request, next).await,
         Method::POST if !names_one && opens_session(&request) => {
-            open_session(&sessions, request, next).await
+            open_session(sessions, request, next).await
         }
-        _ => next.run(request).await,
+        _ => next(request).await,
     };
     // An `initialize` learns its session from the answer.
     let session = named.or_else(|| session_of(response.headers()));
@@ -70,12 +70,16 @@ fn opens_session(request: &Request) -> bool {
         .is_some_and(|method| method.0 == "initialize")
 }
 
-async fn open_session(sessions: &CappedSessions, request: Request, next: Next) -> Response {
+async fn open_session<F, Fut>(sessions: &CappedSessions, request: Request, next: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     let client = ClientKey::of(request.extensions().get::<CallerIdentity>());
     if let Err(refusal) = sessions.check(&client) {
         return refused(sessions, &refusal);
     }
-    match sessions.admitted(client, next.run(request)).await {
+    match sessions.admitted(client, next(request)).await {
         (_, Some(refusal)) => refused(sessions, &refusal),
         (response, None) => response,
     }
@@ -96,7 +100,11 @@ fn refused(sessions: &CappedSessions, refusal: &Refusal) -> Response {
     response
 }
 
-async fn end_session(sessions: &CappedSessions, request: Request, next: Next) -> Response {
+async fn end_session<F, Fut>(sessions: &CappedSessions, request: Request, next: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     let open = request
         .headers()
         .get(SESSION_HEADER)
@@ -111,7 +119,7 @@ async fn end_session(sessions: &CappedSessions, request: Request, next: Next) ->
             Value::Null,
         );
     }
-    let mut response = next.run(request).await;
+    let mut response = next(request).await;
     // rmcp answers 202; the MCP SDKs (Python's among them) take 200 or 204 as success.
     if response.status() == StatusCode::ACCEPTED {
         *response.status_mut() = StatusCode::OK;

@@ -1,0 +1,45 @@
+//! The checks in front of the MCP service, as one middleware: every `/mcp` request is counted,
+//! guarded at the edge (Host, Origin, token, identity, body cap and syntax), has non-JSON
+//! errors rewritten, and passes the session limits, in that order. One layer, not four: each
+//! axum layer clones the service below it on every request, and a Letta tool call is six
+//! requests.
+
+use std::sync::Arc;
+
+use axum::{
+    extract::{Request, State},
+    middleware::Next,
+    response::Response,
+};
+
+use crate::{
+    edge::{self, EdgePolicy},
+    http::{McpMetrics, count_request},
+    mcp::{CappedSessions, session_gate},
+};
+
+/// What the `/mcp` checks read.
+pub(crate) struct McpRoute {
+    /// The request counts by method and outcome.
+    pub metrics: McpMetrics,
+    /// The edge rules.
+    pub policy: Arc<EdgePolicy>,
+    /// The session limits.
+    pub sessions: Arc<CappedSessions>,
+}
+
+/// Runs a `/mcp` request through every check to the MCP service (`next`).
+pub(crate) async fn mcp_checks(
+    State(route): State<Arc<McpRoute>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let response = edge::guard(&route.policy, request, |request| {
+        edge::jsonrpc::jsonrpc_errors(request, |request| {
+            session_gate(&route.sessions, request, |request| next.run(request))
+        })
+    })
+    .await;
+    count_request(&route.metrics, &response);
+    response
+}
