@@ -59,7 +59,7 @@ pub use error::EngineError;
 pub use files::{FileChunk, FileEntry, FileKind, FileListing};
 pub use metrics::EngineMetrics;
 pub use outbox::{Integration, Missed, TaskNotice, TaskSubscription};
-pub use query::{History, Overview, StatusView};
+pub use query::{CLOSING_EVENTS, History, Overview, StatusView};
 pub use result_wait::ResultWait;
 pub use submit::{SubmitRequest, Submitted};
 pub use supervisor::{CommandReply, TaskCommand, TaskCommands};

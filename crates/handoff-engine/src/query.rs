@@ -8,6 +8,8 @@ const RECENT_EVENTS: u32 = 5;
 
 /// Events searched for the evaluator's last word.
 pub(crate) const CONCLUSION_EVENTS: u32 = 20;
+/// Events a finished task's status carries: its closing text and output tail sit among them.
+pub const CLOSING_EVENTS: u32 = 30;
 
 /// The completion evaluator's conclusion (or its latest progress) among `events`.
 pub(crate) fn evaluator_conclusion(events: &[TaskEvent]) -> Option<serde_json::Value> {
@@ -44,6 +46,9 @@ pub struct StatusView {
     pub completion: Option<serde_json::Value>,
     /// Its newest tool call while it is not finished: what the agent is doing now.
     pub last_tool_call: Option<TaskEvent>,
+    /// When it is finished, its last [`CLOSING_EVENTS`] events, oldest first (how it ended);
+    /// empty otherwise.
+    pub closing_events: Vec<TaskEvent>,
 }
 
 /// A page of a task's history.
@@ -135,15 +140,18 @@ impl Engine {
     /// Status, recent events and queue position (for the owner and the task's observers).
     pub async fn status(&self, caller: &Principal, id: &TaskId) -> Result<StatusView, EngineError> {
         let task = self.readable(caller, id).await?;
-        // One read serves both: the evaluator's last word is among the task's last few events.
-        let mut recent_events = self
-            .inner
-            .store
-            .recent_events(id, CONCLUSION_EVENTS)
-            .await?;
-        let completion = evaluator_conclusion(&recent_events);
-        let shown = recent_events.len().saturating_sub(RECENT_EVENTS as usize);
-        recent_events.drain(..shown);
+        let finished = task.status.is_terminal();
+        // One read serves all: the evaluator's last word is among the task's last few events,
+        // and a finished task's closing text among a few more.
+        let window = if finished {
+            CLOSING_EVENTS.max(CONCLUSION_EVENTS)
+        } else {
+            CONCLUSION_EVENTS
+        };
+        let events = self.inner.store.recent_events(id, window).await?;
+        let last = |n: u32| &events[events.len().saturating_sub(n as usize)..];
+        let completion = evaluator_conclusion(last(CONCLUSION_EVENTS));
+        let recent_events = last(RECENT_EVENTS).to_vec();
         let queue_position = if task.status == TaskStatus::Queued {
             self.inner.store.queue_position(id).await?
         } else {
@@ -151,7 +159,7 @@ impl Engine {
         };
         let pending_input = self.pending_input(id).await?;
         // Read on its own: a command's output can push the call out of the recent events.
-        let last_tool_call = if task.status.is_terminal() {
+        let last_tool_call = if finished {
             None
         } else {
             self.inner
@@ -166,6 +174,7 @@ impl Engine {
             task,
             recent_events,
             queue_position,
+            closing_events: if finished { events } else { Vec::new() },
         })
     }
 

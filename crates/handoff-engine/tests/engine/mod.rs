@@ -16,4 +16,5 @@ mod scheduling;
 mod scripted;
 mod shutdown;
 mod snapshots;
+mod status;
 mod store_faults;

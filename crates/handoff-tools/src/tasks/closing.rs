@@ -1,12 +1,16 @@
 //! How a finished task ended, read from its last events: the executor agent's closing text
 //! and the last lines it printed.
 
-use handoff_engine::{Engine, EngineError};
+use handoff_engine::{CLOSING_EVENTS, Engine, EngineError};
 use handoff_protocol::{EVENT_MESSAGE_CHARS, clip};
 use handoff_task::{EventKind, Principal, TaskEvent, TaskId};
 
 /// Output lines a finished run returns.
 pub(super) const OUTPUT_TAIL_LINES: u32 = 20;
+
+// Output lines and the closing text sit just before the final status event; a window a bit
+// larger than the tail covers the few lifecycle events after them.
+const _: () = assert!(CLOSING_EVENTS >= OUTPUT_TAIL_LINES + 10);
 
 /// The end of a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,15 +27,16 @@ pub(super) async fn closing(
     agent: &Principal,
     id: &TaskId,
 ) -> Result<Closing, EngineError> {
-    // Output lines and the closing text sit just before the final status event; a window a
-    // bit larger than the tail covers the few lifecycle events after them.
-    let events = engine
-        .recent_events(agent, id, OUTPUT_TAIL_LINES + 10)
-        .await?;
-    Ok(Closing {
-        answer: answer(&events),
-        output_tail: output_tail(&events),
-    })
+    let events = engine.recent_events(agent, id, CLOSING_EVENTS).await?;
+    Ok(closing_of(&events))
+}
+
+/// How a run ended, from its last [`CLOSING_EVENTS`] events.
+pub(super) fn closing_of(events: &[TaskEvent]) -> Closing {
+    Closing {
+        answer: answer(events),
+        output_tail: output_tail(events),
+    }
 }
 
 /// The agent's last run of text, after its last tool call.

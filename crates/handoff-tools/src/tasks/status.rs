@@ -6,7 +6,7 @@ use handoff_protocol::{
 
 use super::{
     caller,
-    closing::{closing, tool_call_line},
+    closing::{closing_of, tool_call_line},
     failure::tool_error,
     outlook, text,
 };
@@ -54,12 +54,9 @@ impl Tool for GetTaskStatusTool {
             .await
             .map_err(|e| tool_error(self.name(), e))?;
         // The closing text usually sits before the last five events (the final status, the
-        // integrations' notes), so a finished task's is read on its own.
+        // integrations' notes): a finished task's status carries a wider window.
         let answer = if view.task.status.is_terminal() {
-            closing(&self.engine, &agent, &args.task_id)
-                .await
-                .map_err(|e| tool_error(self.name(), e))?
-                .answer
+            closing_of(&view.closing_events).answer
         } else {
             None
         };

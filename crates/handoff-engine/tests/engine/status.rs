@@ -1,0 +1,47 @@
+//! What one status read carries: the last few events, and for a finished task the wider
+//! window where its closing text sits, so the status tool needs no second read.
+
+use handoff_engine::CLOSING_EVENTS;
+use handoff_runner::{Capabilities, RunEvent};
+use handoff_task::{EventKind, NewEvent, TaskStatus};
+
+use super::rig::{owner, rig};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_tasks_status_carries_its_closing_window() {
+    let mut rig = rig(&[], Capabilities::default()).await;
+    let id = rig.submit_task().await;
+    let run = rig.script.next_run().await;
+    rig.until_status(&id, TaskStatus::Running).await;
+    run.emit(RunEvent::Event(NewEvent::new(
+        EventKind::Text,
+        "Done: fixed the test.",
+    )))
+    .await;
+    for n in 0..8 {
+        run.tool(&format!("read{n}")).await;
+    }
+    rig.until_event(&id, |e| e.message == "tool read7").await;
+    let running = rig.engine.status(&owner(), &id).await.unwrap();
+    assert!(running.closing_events.is_empty(), "only a finished task's");
+    assert_eq!(running.recent_events.len(), 5);
+
+    assert!(run.succeed().await);
+    rig.until_done(&id).await;
+    let view = rig.engine.status(&owner(), &id).await.unwrap();
+    let newest = |events: &[handoff_task::TaskEvent]| events.last().map(|e| e.seq);
+    assert_eq!(view.recent_events.len(), 5);
+    assert!(
+        view.recent_events.iter().all(|e| e.kind != EventKind::Text),
+        "the closing text is older than the last five events"
+    );
+    assert!(view.closing_events.len() <= CLOSING_EVENTS as usize);
+    assert_eq!(newest(&view.closing_events), newest(&view.recent_events));
+    assert!(
+        view.closing_events
+            .iter()
+            .any(|e| e.kind == EventKind::Text && e.message == "Done: fixed the test."),
+        "{:?}",
+        view.closing_events
+    );
+}
