@@ -157,7 +157,12 @@ impl Engine {
         } else {
             None
         };
-        let pending_input = self.pending_input(id).await?;
+        // The store drops a task's requests in the same write that finishes it.
+        let pending_input = if finished {
+            Vec::new()
+        } else {
+            self.pending_input(id).await?
+        };
         // Read on its own: a command's output can push the call out of the recent events.
         let last_tool_call = if finished {
             None
