@@ -4,19 +4,19 @@
 use std::time::{Duration, Instant};
 
 use handoff_store::{SqliteStore, TaskStore};
-use handoff_task::{MessageType, TaskStatus, unix_millis_now};
+use handoff_task::{MessageType, TaskId, TaskStatus, unix_millis_now};
 
 use super::{
-    common::{agent, as_agent, config, start_on},
-    gated::GatedStore,
+    common::{Harness, agent, as_agent, config, start_on},
+    gated::{GatedStore, Gates},
 };
 
-// After a failed commit every later write failed until a restart, and running tasks stayed
-// `running` forever; with writes back, the task must reach its final state without one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_outlives_failing_writes_and_settles_once_they_work() {
+/// An engine on a gated SQLite store, with extra settings `env`, running a task that printed
+/// `one` and waits for a line on its stdin (the message [`go`] sends).
+async fn waiting_run(env: &[(&str, &str)]) -> (Harness, Gates, SqliteStore, TaskId) {
     let dir = tempfile::tempdir().unwrap();
-    let env = [("HANDOFF_COMPLETION_POLICY", "none")];
+    let mut env = env.to_vec();
+    env.push(("HANDOFF_COMPLETION_POLICY", "none"));
     let sqlite = SqliteStore::open(&config(&dir, &env).database_path())
         .await
         .unwrap();
@@ -28,19 +28,32 @@ async fn a_run_outlives_failing_writes_and_settles_once_they_work() {
         .task
         .id;
     h.wait_output("a", &id, |line| line == "one").await;
+    (h, gates, sqlite, id)
+}
 
-    gates.fail_writes(true);
-    // The line reaches the process (which then ends); recording the message fails.
-    let recorded = h
-        .engine
+/// Sends the waiting run its line.
+async fn go(h: &Harness, id: &TaskId) -> Result<(), handoff_engine::EngineError> {
+    h.engine
         .message(
             &as_agent(&agent("a")),
-            &id,
+            id,
             MessageType::Update,
             "go".to_owned(),
             None,
         )
-        .await;
+        .await
+        .map(|_| ())
+}
+
+// After a failed commit every later write failed until a restart, and running tasks stayed
+// `running` forever; with writes back, the task must reach its final state without one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_outlives_failing_writes_and_settles_once_they_work() {
+    let (h, gates, sqlite, id) = waiting_run(&[]).await;
+
+    gates.fail_writes(true);
+    // The line reaches the process (which then ends); recording the message fails.
+    let recorded = go(&h, &id).await;
     assert!(recorded.is_err());
     // The run ends while nothing can be written; its final state waits in the driver's
     // retries — more of them than the five that used to be all.
@@ -74,23 +87,11 @@ async fn eventually(what: &str, done: impl Fn() -> bool) {
 // row and it stopped every run, failing tasks nothing else had taken over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_heartbeat_does_not_make_an_instance_stop_its_own_runs() {
-    let dir = tempfile::tempdir().unwrap();
     let env = [
-        ("HANDOFF_COMPLETION_POLICY", "none"),
         ("HANDOFF_HEARTBEAT_MS", "20"),
         ("HANDOFF_LEASE_EXPIRY_MS", "100"),
     ];
-    let sqlite = SqliteStore::open(&config(&dir, &env).database_path())
-        .await
-        .unwrap();
-    let (store, gates) = GatedStore::new(sqlite.clone());
-    let h = start_on(dir, &env, store).await;
-    let id = h
-        .submit("a", "echo one; read -t 30 line; echo two")
-        .await
-        .task
-        .id;
-    h.wait_output("a", &id, |line| line == "one").await;
+    let (h, gates, sqlite, id) = waiting_run(&env).await;
 
     let stalled_at = unix_millis_now();
     let stall = gates.stall_heartbeats().await;
@@ -109,16 +110,7 @@ async fn a_stalled_heartbeat_does_not_make_an_instance_stop_its_own_runs() {
     let task = sqlite.get_task(&id).await.unwrap().unwrap();
     assert_eq!(task.status, TaskStatus::Running, "{:?}", task.error);
 
-    h.engine
-        .message(
-            &as_agent(&agent("a")),
-            &id,
-            MessageType::Update,
-            "go".to_owned(),
-            None,
-        )
-        .await
-        .unwrap();
+    go(&h, &id).await.unwrap();
     let task = h.wait_done("a", &id).await;
     assert_eq!(task.status, TaskStatus::Completed, "{:?}", task.error);
 }
