@@ -1,4 +1,4 @@
-//! Plain HTTP endpoints beside MCP.
+//! Plain HTTP endpoints beside MCP, and the one middleware in front of `/mcp`.
 
 mod health;
 mod letta_metrics;
