@@ -163,14 +163,18 @@ impl Engine {
         } else {
             self.pending_input(id).await?
         };
-        // Read on its own: a command's output can push the call out of the recent events.
-        let last_tool_call = if finished {
-            None
-        } else {
-            self.inner
-                .store
-                .last_event_of_kind(id, EventKind::Tool)
-                .await?
+        // The window holds the newest events, so a call in it is the newest; read on its own
+        // only when a command's output pushed every call out of it.
+        let in_window = events.iter().rev().find(|e| e.kind == EventKind::Tool);
+        let last_tool_call = match (finished, in_window) {
+            (true, _) => None,
+            (false, Some(call)) => Some(call.clone()),
+            (false, None) => {
+                self.inner
+                    .store
+                    .last_event_of_kind(id, EventKind::Tool)
+                    .await?
+            }
         };
         Ok(StatusView {
             last_tool_call,

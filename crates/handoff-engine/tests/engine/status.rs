@@ -1,5 +1,5 @@
-//! What one status read carries: the last few events, and for a finished task the wider
-//! window where its closing text sits, so the status tool needs no second read.
+//! What one status read carries: the last few events, the newest tool call, and for a finished
+//! task the wider window where its closing text sits, so the status tool needs no second read.
 
 use handoff_engine::CLOSING_EVENTS;
 use handoff_runner::{Capabilities, RunEvent};
@@ -8,7 +8,7 @@ use handoff_task::{EventKind, NewEvent, TaskStatus};
 use super::rig::{owner, rig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_finished_tasks_status_carries_its_closing_window() {
+async fn one_status_read_finds_the_newest_call_and_a_finished_tasks_closing_text() {
     let mut rig = rig(&[], Capabilities::default()).await;
     let id = rig.submit_task().await;
     let run = rig.script.next_run().await;
@@ -25,6 +25,28 @@ async fn a_finished_tasks_status_carries_its_closing_window() {
     let running = rig.engine.status(&owner(), &id).await.unwrap();
     assert!(running.closing_events.is_empty(), "only a finished task's");
     assert_eq!(running.recent_events.len(), 5);
+    let last_call =
+        |view: &handoff_engine::StatusView| view.last_tool_call.as_ref().map(|e| e.message.clone());
+    assert_eq!(last_call(&running).as_deref(), Some("tool read7"));
+    // Past the window the status reads: the call is still found.
+    for n in 0..30 {
+        let text = NewEvent::new(EventKind::Text, format!("thinking {n}"));
+        run.emit(RunEvent::Event(text)).await;
+    }
+    rig.until_event(&id, |e| e.message == "thinking 29").await;
+    let pushed = rig.engine.status(&owner(), &id).await.unwrap();
+    assert_eq!(last_call(&pushed).as_deref(), Some("tool read7"));
+    run.emit(RunEvent::Event(NewEvent::new(
+        EventKind::Text,
+        "Done: fixed the test.",
+    )))
+    .await;
+    for n in 0..8 {
+        run.tool(&format!("check{n}")).await;
+    }
+    rig.until_event(&id, |e| e.message == "tool check7").await;
+    let newer = rig.engine.status(&owner(), &id).await.unwrap();
+    assert_eq!(last_call(&newer).as_deref(), Some("tool check7"));
 
     assert!(run.succeed().await);
     rig.until_done(&id).await;
