@@ -19,7 +19,7 @@ use handoff_task::{
     TaskEvent, TaskId, TaskStatus,
 };
 use serde_json::Value;
-use tokio::sync::{OwnedRwLockWriteGuard, RwLock, mpsc, oneshot};
+use tokio::sync::{Notify, OwnedRwLockWriteGuard, RwLock, mpsc, oneshot};
 
 use super::scripted::HANG;
 
@@ -65,6 +65,8 @@ pub struct GatedStore {
     found_lost: AtomicU32,
     /// The latest `before` a rescuer pass expired instances with.
     expired_before: AtomicI64,
+    /// Woken whenever one of the counts above changes, for [`Gates::until`].
+    changed: Notify,
 }
 
 type Held = mpsc::UnboundedReceiver<(TaskId, oneshot::Sender<()>)>;
@@ -90,6 +92,7 @@ impl GatedStore {
             beats: AtomicU32::new(0),
             found_lost: AtomicU32::new(0),
             expired_before: AtomicI64::new(i64::MIN),
+            changed: Notify::new(),
         });
         let gates = Gates {
             store: store.clone(),
@@ -129,6 +132,24 @@ impl Gates {
     /// State changes refused so far because writes fail.
     pub fn refused_status_changes(&self) -> u32 {
         self.store.refused.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `done` holds, looking again at each refused write, heartbeat or rescuer pass;
+    /// panics with `what` after a minute (the driver's retries back off for that long).
+    pub async fn until(&self, what: &str, done: impl Fn(&Self) -> bool) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let changed = self.store.changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            // Registered before looking, so a change in between still wakes this wait.
+            changed.as_mut().enable();
+            if done(self) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                panic!("{what}");
+            }
+        }
     }
 
     /// Heartbeats wait until the guard is dropped.
@@ -229,6 +250,7 @@ impl TaskStore for GatedStore {
         }
         if let Err(e) = self.refuse() {
             self.refused.fetch_add(1, Ordering::SeqCst);
+            self.changed.notify_waiters();
             return Err(e);
         }
         self.inner.set_status(id, change).await
@@ -361,6 +383,7 @@ impl handoff_store::InstanceStore for GatedStore {
             self.found_lost.fetch_add(1, Ordering::SeqCst);
         }
         self.beats.fetch_add(1, Ordering::SeqCst);
+        self.changed.notify_waiters();
         renewed
     }
 
@@ -383,6 +406,7 @@ impl handoff_store::InstanceStore for GatedStore {
     ) -> Result<Vec<handoff_store::InstanceRecord>, StoreError> {
         let expired = self.inner.expire_instances(before, caller).await;
         self.expired_before.fetch_max(before, Ordering::SeqCst);
+        self.changed.notify_waiters();
         expired
     }
 

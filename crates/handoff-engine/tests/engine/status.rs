@@ -3,9 +3,23 @@
 
 use handoff_engine::CLOSING_EVENTS;
 use handoff_runner::{Capabilities, RunEvent};
-use handoff_task::{EventKind, NewEvent, TaskStatus};
+use handoff_task::{EventKind, NewEvent, TaskId, TaskStatus};
 
-use super::rig::{owner, rig};
+use super::{
+    rig::{Rig, owner, rig},
+    scripted::RunHandle,
+};
+
+/// The agent's closing text, then eight tool calls `<name>0`…`<name>7`, all recorded.
+async fn answer_then_calls(rig: &Rig, run: &RunHandle, id: &TaskId, name: &str) {
+    let text = NewEvent::new(EventKind::Text, "Done: fixed the test.");
+    run.emit(RunEvent::Event(text)).await;
+    for n in 0..8 {
+        run.tool(&format!("{name}{n}")).await;
+    }
+    let last = format!("tool {name}7");
+    rig.until_event(id, |e| e.message == last).await;
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_status_read_finds_the_newest_call_and_a_finished_tasks_closing_text() {
@@ -13,15 +27,7 @@ async fn one_status_read_finds_the_newest_call_and_a_finished_tasks_closing_text
     let id = rig.submit_task().await;
     let run = rig.script.next_run().await;
     rig.until_status(&id, TaskStatus::Running).await;
-    run.emit(RunEvent::Event(NewEvent::new(
-        EventKind::Text,
-        "Done: fixed the test.",
-    )))
-    .await;
-    for n in 0..8 {
-        run.tool(&format!("read{n}")).await;
-    }
-    rig.until_event(&id, |e| e.message == "tool read7").await;
+    answer_then_calls(&rig, &run, &id, "read").await;
     let running = rig.engine.status(&owner(), &id).await.unwrap();
     assert!(running.closing_events.is_empty(), "only a finished task's");
     assert_eq!(running.recent_events.len(), 5);
@@ -36,15 +42,7 @@ async fn one_status_read_finds_the_newest_call_and_a_finished_tasks_closing_text
     rig.until_event(&id, |e| e.message == "thinking 29").await;
     let pushed = rig.engine.status(&owner(), &id).await.unwrap();
     assert_eq!(last_call(&pushed).as_deref(), Some("tool read7"));
-    run.emit(RunEvent::Event(NewEvent::new(
-        EventKind::Text,
-        "Done: fixed the test.",
-    )))
-    .await;
-    for n in 0..8 {
-        run.tool(&format!("check{n}")).await;
-    }
-    rig.until_event(&id, |e| e.message == "tool check7").await;
+    answer_then_calls(&rig, &run, &id, "check").await;
     let newer = rig.engine.status(&owner(), &id).await.unwrap();
     assert_eq!(last_call(&newer).as_deref(), Some("tool check7"));
 
