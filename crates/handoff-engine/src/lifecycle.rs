@@ -33,6 +33,7 @@ pub(crate) async fn drive(
         None => crate::pooled::claim(&inner, task).await,
         Some(_) => (task, None),
     };
+    tracing::info!(task = %task.id, agent = %task.agent_id, executor = %task.executor, resumed = resumed.is_some(), "task running");
     // The integrations record what the task's agent is owed before anything else happens.
     inner.outbox.started(&task).await;
     let finish = match execute(&inner, &task, resumed, claim).await {
@@ -42,6 +43,7 @@ pub(crate) async fn drive(
     let finish = stop_hooks(&inner, &link, &task, finish).await;
     let status = finish.status;
     settle(&inner, &task, finish).await;
+    tracing::info!(task = %task.id, outcome = %status, "task run ended");
     // Every cycle diffed against this baseline; once settled (or re-queued, which takes a
     // fresh one) it is no longer needed.
     inner.snapshots.discard(&task.id).await;

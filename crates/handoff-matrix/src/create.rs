@@ -104,6 +104,7 @@ pub(crate) async fn bot_user(shared: &Shared, task: &Task) -> Option<String> {
                 let _ = shared.me.set(me);
             }
             Err(e) if e.retryable() => {
+                tracing::warn!(task = %task.id, attempt, error = %e, "matrix: cannot ask the homeserver who the bot is; retrying");
                 if !shared.pause(backoff(attempt)).await {
                     return None;
                 }
@@ -155,7 +156,9 @@ async fn create_or_adopt(
             Ok(None) => adopt = false,
             // Someone (an earlier process) holds the alias: take its room.
             Err(MatrixError::Status { errcode, .. }) if errcode == "M_ROOM_IN_USE" => adopt = true,
-            Err(e) if e.retryable() => {}
+            Err(e) if e.retryable() => {
+                tracing::warn!(task = %task.id, attempt, error = %e, "matrix: the homeserver did not create the room; retrying");
+            }
             // A homeserver may refuse aliases to the bot: a room without one still serves;
             // only the adoption after a crash is lost.
             Err(e) if !spec.alias_name.is_empty() => {

@@ -39,6 +39,7 @@ use handoff_config::MatrixConfig;
 use handoff_store::ChannelStore;
 use handoff_task::{EventKind, NewEvent, Task, TaskId, unix_millis_now};
 use serde_json::json;
+use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use client::{MatrixClient, ROOM_VERSION, RoomEvent, RoomSpec, SyncResponse};
@@ -47,6 +48,10 @@ pub use error::MatrixError;
 pub use identity::acting_name;
 pub use meter::{MatrixMeter, NoMeter, RoomOrigin};
 pub use source::{PendingRequest, SourceError, Steering, TaskSource, TaskView};
+
+/// State changes of tasks without a poster queued for the sweeper before it catches up at
+/// its next pass instead.
+const MOVES_QUEUED: usize = 1024;
 
 /// The integration's name in the store.
 pub const INTEGRATION: &str = "matrix";
@@ -64,6 +69,9 @@ pub(crate) struct Shared {
     /// Distinguishes this process's transaction ids from an earlier one's.
     pub run_id: i64,
     posters: Mutex<HashMap<TaskId, Arc<room::Slot>>>,
+    /// Tasks without a poster here whose state changed: the sweeper looks at once whether
+    /// their room moved to this instance (a takeover), instead of at its next pass.
+    moved: mpsc::Sender<TaskId>,
     pub stop: CancellationToken,
     tracker: TaskTracker,
 }
@@ -98,8 +106,14 @@ impl Shared {
         slot
     }
 
-    /// Adds a note about Matrix to the task's history.
+    /// Adds a note about Matrix to the task's history, and to the log: an operator reads why a
+    /// room is missing there without asking for each task's history.
     pub async fn note(&self, task: &TaskId, step: &str, message: String) {
+        if step.ends_with("failed") {
+            tracing::warn!(task = %task, step, "matrix: {message}");
+        } else {
+            tracing::info!(task = %task, step, "matrix: {message}");
+        }
         let event = NewEvent::new(EventKind::Log, message).with_data(json!({ "matrix": step }));
         self.source.note(task, event).await;
     }
@@ -143,6 +157,7 @@ impl MatrixBridge {
             ));
         };
         let client = MatrixClient::new(url, token.expose(), config.request_timeout)?;
+        let (moved, moves) = mpsc::channel(MOVES_QUEUED);
         let shared = Arc::new(Shared {
             config,
             client,
@@ -152,10 +167,11 @@ impl MatrixBridge {
             me: OnceLock::new(),
             run_id: unix_millis_now(),
             posters: Mutex::new(HashMap::new()),
+            moved,
             stop: CancellationToken::new(),
             tracker: TaskTracker::new(),
         });
-        shared.tracker.spawn(room::sweep(shared.clone()));
+        shared.tracker.spawn(room::sweep(shared.clone(), moves));
         Ok(Self { shared })
     }
 
@@ -178,11 +194,17 @@ impl MatrixBridge {
         }
     }
 
-    /// Something happened to a task. Cheap; tasks without a poster are ignored.
+    /// Something happened to a task. Cheap: a task without a poster here matters only when
+    /// its state changed (another instance's task may have been taken over by this one).
     pub fn touch(&self, id: &TaskId, status_changed: bool) {
         let slot = self.shared.posters().get(id).cloned();
-        if let Some(slot) = slot {
-            slot.mark(status_changed);
+        match slot {
+            Some(slot) => slot.mark(status_changed),
+            // A full queue only delays the look to the sweeper's next pass.
+            None if status_changed => {
+                let _ = self.shared.moved.try_send(id.clone());
+            }
+            None => {}
         }
     }
 

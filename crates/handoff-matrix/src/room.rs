@@ -14,7 +14,10 @@ use std::{
 use handoff_store::ChannelRecord;
 use handoff_task::{MatrixUserId, Task, TaskId, unix_millis_now};
 use serde_json::{Value, json};
-use tokio::{sync::Notify, time::Instant};
+use tokio::{
+    sync::{Notify, mpsc},
+    time::Instant,
+};
 
 use crate::{
     INTEGRATION, RoomSpec, Shared, TaskView, create, html,
@@ -343,8 +346,9 @@ async fn adopt(shared: &Arc<Shared>, task: &TaskId) {
 }
 
 /// Resumes the posters of rooms an earlier process left open, then leaves and forgets rooms
-/// whose closing time has come, until the integration stops.
-pub(crate) async fn sweep(shared: Arc<Shared>) {
+/// whose closing time has come, until the integration stops. Between passes it adopts at once
+/// the open room of a task whose state changed here without a poster (`moves`).
+pub(crate) async fn sweep(shared: Arc<Shared>, mut moves: mpsc::Receiver<TaskId>) {
     match shared.store.open_channels(INTEGRATION).await {
         Ok(open) => {
             for record in open.iter().filter(|r| r.close_at.is_none()) {
@@ -392,9 +396,34 @@ pub(crate) async fn sweep(shared: Arc<Shared>) {
             Err(e) => tracing::warn!(error = %e, "matrix: cannot list open rooms"),
         }
         let wait = u64::try_from(next.saturating_sub(unix_millis_now())).unwrap_or(0);
-        if !shared.pause(Duration::from_millis(wait.max(100))).await {
-            return;
+        let until = Instant::now() + Duration::from_millis(wait.max(100));
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => break,
+                Some(task) = moves.recv() => adopt_if_open(&shared, &task).await,
+                () = shared.stop.cancelled() => return,
+            }
         }
+    }
+}
+
+/// Adopts `task`'s room if it has an open one no poster serves here (its state just changed
+/// on this instance: the task may have been taken over from another one).
+async fn adopt_if_open(shared: &Arc<Shared>, task: &TaskId) {
+    if shared.has_poster(task) {
+        return;
+    }
+    match shared.store.channel(INTEGRATION, task).await {
+        Ok(Some(record))
+            if create::is_room_id(&record.channel_id)
+                && record.close_at.is_none()
+                && record.closed_at.is_none() =>
+        {
+            adopt(shared, task).await;
+        }
+        Ok(_) => {}
+        // The sweeper's next pass looks again.
+        Err(e) => tracing::debug!(task = %task, error = %e, "matrix: cannot read the room record"),
     }
 }
 

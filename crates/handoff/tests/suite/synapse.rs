@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 pub struct Synapse {
     pub url: String,
     secret: String,
+    /// Synapse's own log (warnings and errors), beside the secret file when up.sh started it.
+    log: std::path::PathBuf,
     http: reqwest::Client,
 }
 
@@ -41,9 +43,13 @@ impl Synapse {
             .trim()
             .to_owned();
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let log = std::path::Path::new(&file)
+            .with_file_name("run")
+            .join("synapse.log");
         Self {
             url: url.trim_end_matches('/').to_owned(),
             secret,
+            log,
             http: reqwest::Client::new(),
         }
     }
@@ -113,66 +119,69 @@ impl Synapse {
         )
     }
 
+    /// A sync of `user` that Synapse answers afresh. Synapse keeps its answer to a sync for two
+    /// minutes (`sync_response_cache_duration`) and hands it to any identical request, so a
+    /// repeated initial sync shows the rooms of its first answer, not an invite since. A filter
+    /// no other request names (it only leaves out a presence type nobody sends) makes each
+    /// request its own. `since`: only what happened after that sync, waiting up to `timeout_ms`.
+    async fn fresh_sync(&self, user: &User, since: Option<&str>, timeout_ms: u64) -> Value {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let unique = format!("handoff.test.{}", N.fetch_add(1, Ordering::SeqCst));
+        let filter = json!({"presence": {"not_types": [unique]}}).to_string();
+        let mut url = reqwest::Url::parse(&format!("{}/_matrix/client/v3/sync", self.url)).unwrap();
+        url.query_pairs_mut()
+            .append_pair("filter", &filter)
+            .append_pair("timeout", &timeout_ms.to_string());
+        if let Some(since) = since {
+            url.query_pairs_mut().append_pair("since", since);
+        }
+        let reply = self
+            .http
+            .get(url)
+            .bearer_auth(&user.token)
+            .send()
+            .await
+            .unwrap();
+        let status = reply.status().as_u16();
+        let sync: Value = reply.json().await.unwrap();
+        assert_eq!(status, 200, "{sync}");
+        sync
+    }
+
     /// Waits until `user` is invited to a room whose name mentions `task`; returns its id.
     pub async fn wait_invite(&self, user: &User, task: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
+        let mut since: Option<String> = None;
         loop {
-            let (status, sync) = self
-                .request(user, reqwest::Method::GET, "/sync?timeout=1000", None)
-                .await;
-            assert_eq!(status, 200, "{sync}");
-            if let Some(invites) = sync["rooms"]["invite"].as_object() {
-                for (room, invite) in invites {
-                    let named = invite["invite_state"]["events"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|e| {
-                            e["type"] == "m.room.name"
-                                && e["content"]["name"]
-                                    .as_str()
-                                    .is_some_and(|n| n.contains(task))
-                        });
-                    if named {
-                        return room.clone();
-                    }
-                }
+            let sync = self.fresh_sync(user, since.as_deref(), 1000).await;
+            if let Some(room) = rooms_named(&sync, task, &["invite"]).into_iter().next() {
+                return room;
             }
+            since = sync["next_batch"].as_str().map(str::to_owned);
             assert!(
                 Instant::now() < deadline,
-                "{} was never invited to {task}'s room",
-                user.id
+                "{} was never invited to {task}'s room; Synapse's log ends:\n{}",
+                user.id,
+                self.log_tail(40)
             );
         }
     }
 
-    /// The rooms `user` is invited to whose name mentions `task`.
-    pub async fn invites_for(&self, user: &User, task: &str) -> Vec<String> {
-        let (_, sync) = self
-            .request(user, reqwest::Method::GET, "/sync?timeout=0", None)
-            .await;
-        let mut rooms = Vec::new();
-        for section in ["invite", "join"] {
-            if let Some(map) = sync["rooms"][section].as_object() {
-                for (room, data) in map {
-                    let events = if section == "invite" {
-                        &data["invite_state"]["events"]
-                    } else {
-                        &data["state"]["events"]
-                    };
-                    let named = events.as_array().into_iter().flatten().any(|e| {
-                        e["type"] == "m.room.name"
-                            && e["content"]["name"]
-                                .as_str()
-                                .is_some_and(|n| n.contains(task))
-                    });
-                    if named {
-                        rooms.push(room.clone());
-                    }
-                }
+    /// The last `lines` lines of Synapse's log, for a failure's message.
+    fn log_tail(&self, lines: usize) -> String {
+        match std::fs::read_to_string(&self.log) {
+            Ok(text) => {
+                let all: Vec<&str> = text.lines().collect();
+                all[all.len().saturating_sub(lines)..].join("\n")
             }
+            Err(e) => format!("({} unreadable: {e})", self.log.display()),
         }
-        rooms
+    }
+
+    /// The rooms `user` is invited to or in whose name mentions `task`.
+    pub async fn invites_for(&self, user: &User, task: &str) -> Vec<String> {
+        let sync = self.fresh_sync(user, None, 0).await;
+        rooms_named(&sync, task, &["invite", "join"])
     }
 
     /// `user` joins `room`.
@@ -377,4 +386,31 @@ fn hmac_sha1(key: &str, parts: &[&str]) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// The rooms of a sync's `sections` (`invite`, `join`) whose name mentions `task`.
+fn rooms_named(sync: &Value, task: &str, sections: &[&str]) -> Vec<String> {
+    let mut rooms = Vec::new();
+    for section in sections {
+        let Some(map) = sync["rooms"][section].as_object() else {
+            continue;
+        };
+        for (room, data) in map {
+            let events = if *section == "invite" {
+                &data["invite_state"]["events"]
+            } else {
+                &data["state"]["events"]
+            };
+            let named = events.as_array().into_iter().flatten().any(|e| {
+                e["type"] == "m.room.name"
+                    && e["content"]["name"]
+                        .as_str()
+                        .is_some_and(|n| n.contains(task))
+            });
+            if named {
+                rooms.push(room.clone());
+            }
+        }
+    }
+    rooms
 }
