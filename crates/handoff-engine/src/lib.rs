@@ -49,6 +49,7 @@ mod snapshot;
 mod state;
 mod submit;
 mod supervisor;
+mod usage;
 mod workdir;
 mod worktree;
 

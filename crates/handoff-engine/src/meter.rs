@@ -9,7 +9,7 @@ use handoff_task::{EventKind, NewEvent, Task, TaskEvent, unix_millis_now};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::{EngineError, completion_settings::settings, state::EngineState};
+use crate::{EngineError, completion_settings::settings, state::EngineState, usage::Usage};
 
 /// Events read for what earlier turns spent.
 const EVENT_WINDOW: u32 = 5000;
@@ -18,8 +18,7 @@ const EVENT_WINDOW: u32 = 5000;
 pub(crate) struct Meter {
     budget: Budget,
     started_at: Option<i64>,
-    tokens: u64,
-    cost_usd: f64,
+    usage: Usage,
 }
 
 impl Meter {
@@ -29,8 +28,7 @@ impl Meter {
         let mut meter = Self {
             budget,
             started_at: task.started_at,
-            tokens: 0,
-            cost_usd: 0.0,
+            usage: Usage::default(),
         };
         if budget.tokens.is_some() || budget.cost_usd.is_some() {
             let events = inner.store.recent_events(&task.id, EVENT_WINDOW).await?;
@@ -49,8 +47,8 @@ impl Meter {
                 judge_cost = event.data["judge_cost_usd"].as_f64().unwrap_or(judge_cost);
             }
         }
-        self.tokens += judge_tokens;
-        self.cost_usd += judge_cost;
+        self.usage.tokens += judge_tokens;
+        self.usage.cost_usd += judge_cost;
     }
 
     /// When the wall cap runs out, if there is one.
@@ -68,10 +66,7 @@ impl Meter {
 
     /// Counts the usage one executor event reports (a model step's tokens and cost).
     pub(crate) fn add(&mut self, data: &Value) {
-        if let Some(t) = data.get("tokens") {
-            self.tokens += t["input"].as_u64().unwrap_or(0) + t["output"].as_u64().unwrap_or(0);
-        }
-        self.cost_usd += data.get("cost").and_then(Value::as_f64).unwrap_or(0.0);
+        self.usage.add(data);
     }
 
     /// The first cap reached (turns are counted between runs, not here), in words.
@@ -83,8 +78,8 @@ impl Meter {
         budget.exhausted(&Spent {
             wall: self.elapsed(),
             turns: 0,
-            tokens: self.tokens,
-            cost_usd: self.cost_usd,
+            tokens: self.usage.tokens,
+            cost_usd: self.usage.cost_usd,
         })
     }
 
@@ -94,8 +89,8 @@ impl Meter {
         self.budget.exhausted(&Spent {
             wall: self.elapsed(),
             turns,
-            tokens: self.tokens + judged.0,
-            cost_usd: self.cost_usd + judged.1,
+            tokens: self.usage.tokens + judged.0,
+            cost_usd: self.usage.cost_usd + judged.1,
         })
     }
 
@@ -125,8 +120,7 @@ mod tests {
         Meter {
             budget,
             started_at: Some(unix_millis_now()),
-            tokens: 0,
-            cost_usd: 0.0,
+            usage: Usage::default(),
         }
     }
 

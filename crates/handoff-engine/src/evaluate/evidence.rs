@@ -152,21 +152,13 @@ fn todos(events: &[TaskEvent]) -> (Vec<String>, Vec<String>, (usize, usize)) {
     (all, open, (done, total))
 }
 
-/// Tokens and cost the executor reported (per model step).
+/// Tokens and cost the executor reported.
 fn usage(events: &[TaskEvent]) -> (u64, f64) {
-    let mut tokens = 0;
-    let mut cost = 0.0;
+    let mut usage = crate::usage::Usage::default();
     for event in events {
-        if let Some(t) = event.data.get("tokens") {
-            tokens += t["input"].as_u64().unwrap_or(0) + t["output"].as_u64().unwrap_or(0);
-        }
-        cost += event
-            .data
-            .get("cost")
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
+        usage.add(&event.data);
     }
-    (tokens, cost)
+    (usage.tokens, usage.cost_usd)
 }
 
 /// The executor's steps for the stuck detector: finished tool calls and its messages.

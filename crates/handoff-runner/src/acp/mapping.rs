@@ -123,8 +123,10 @@ impl Reader {
             "plan" => out.push(plan(update.get("entries").unwrap_or(&Value::Null))),
             "usage_update" => out.push(Signal::Event(
                 NewEvent::new(EventKind::Log, "context usage").with_data(
+                    // The cost is the session's running total, not this step's: the engine
+                    // counts what is new since the last report.
                     json!({ "used": update.get("used"), "size": update.get("size"),
-                        "cost": update.pointer("/cost/amount") }),
+                        "session_cost": update.get("cost").map(clip_json) }),
                 ),
             )),
             "agent_thought_chunk"

@@ -149,3 +149,35 @@ fn plans_become_todos_and_unknown_requests_are_refused() {
     );
     assert!(replay.is_empty());
 }
+
+#[test]
+fn a_diff_is_kept_with_its_path_and_usage_carries_the_sessions_running_cost() {
+    let mut reader = Reader::default();
+    read(
+        &mut reader,
+        update(json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "edit",
+            "kind": "edit", "status": "pending"})),
+    );
+    let done = events(read(
+        &mut reader,
+        update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
+            "status": "completed", "content": [{"type": "diff", "path": "/w/a.rs",
+            "oldText": "fn a() {}", "newText": "fn a() -> u8 { 1 }"}]})),
+    ));
+    assert_eq!(
+        done[0].data["diffs"],
+        json!([{"path": "/w/a.rs", "new_text": "fn a() -> u8 { 1 }"}])
+    );
+    let usage = events(read(
+        &mut reader,
+        update(json!({"sessionUpdate": "usage_update", "used": 5300, "size": 200000,
+            "cost": {"amount": 0.042, "currency": "USD"}})),
+    ));
+    assert_eq!(usage[0].data["used"], 5300);
+    assert_eq!(
+        usage[0].data["session_cost"],
+        json!({"amount": 0.042, "currency": "USD"})
+    );
+    // A running total is not a step's cost: nothing may add it up per event.
+    assert!(usage[0].data.get("cost").is_none(), "{}", usage[0].data);
+}
