@@ -21,7 +21,8 @@ pub struct AcpExecutorConfig {
     pub argv: Vec<String>,
     /// Variables added to the agent's environment.
     pub env: Vec<(String, String)>,
-    /// Isolation level (`runner.isolation` when unset).
+    /// Isolation level (when unset: a sandbox where the host can sandbox, else
+    /// `runner.isolation`).
     pub isolation: Option<IsolationLevel>,
     /// Agents kept started ahead of tasks.
     pub pool: usize,

@@ -41,11 +41,12 @@ pub(crate) fn build(config: &Config, isolator: &Arc<Isolator>) -> Result<Executo
     // Configured ACP agents come last: one named like a built-in executor replaces it.
     for agent in &config.executors.acp.0 {
         let pool = pool_settings(config, agent.pool);
-        let isolation = confine(agent.isolation);
+        let level = crate::isolation::agent_level(agent.isolation, config, isolator);
+        let isolation = confine(Some(level));
         if let Some(executor) = acp_executor(&mut registry, &mut notes, agent, isolation, pool)? {
             acp.push(executor);
         }
-        registry.set_checks(&agent.name, CheckRunner::new(confine(agent.isolation)));
+        registry.set_checks(&agent.name, CheckRunner::new(confine(Some(level))));
     }
     // Verify commands run confined like the task's own executor.
     let levels = [
@@ -261,7 +262,7 @@ pub(crate) const OPENCODE_ACP: &str = "opencode-acp";
 /// managed server's program, environment and config — except that OpenCode asks before every
 /// tool, so Handoff's rules, hooks and approvals decide (as they do for the shared server,
 /// which gets them per session).
-fn opencode_acp_config(
+pub(crate) fn opencode_acp_config(
     config: &Config,
     binary: &str,
     env: &[(String, String)],

@@ -136,7 +136,18 @@ pub fn summary(config: &Config, isolator: &Isolator) -> (bool, String) {
 /// `opencode-acp`'s level: the configured one, else a sandbox where this host can sandbox
 /// (never below `runner.isolation`).
 pub fn opencode_acp_level(config: &Config, isolator: &Isolator) -> IsolationLevel {
-    config.executors.opencode.isolation.unwrap_or_else(|| {
+    agent_level(config.executors.opencode.isolation, config, isolator)
+}
+
+/// An ACP agent's level: `configured`, else a sandbox where this host can sandbox (never below
+/// `runner.isolation`). An agent runs its model's commands, so its default is the safest level
+/// the host offers, not the one plain commands get.
+pub fn agent_level(
+    configured: Option<IsolationLevel>,
+    config: &Config,
+    isolator: &Isolator,
+) -> IsolationLevel {
+    configured.unwrap_or_else(|| {
         let sandbox = IsolationLevel::Sandbox;
         if isolator.level(sandbox).is_ok() {
             config.runner.isolation.max(sandbox)
@@ -170,7 +181,80 @@ pub fn levels(config: &Config, isolator: &Isolator) -> Vec<(String, IsolationLev
         executors.codex.isolation.unwrap_or(default),
     ));
     for agent in &executors.acp.0 {
-        levels.push((agent.name.clone(), agent.isolation.unwrap_or(default)));
+        levels.push((
+            agent.name.clone(),
+            agent_level(agent.isolation, config, isolator),
+        ));
     }
     levels
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use handoff_config::LoadOptions;
+    use handoff_isolation::cgroups::CgroupSupport;
+
+    use super::*;
+
+    fn config() -> Config {
+        Config::load(LoadOptions {
+            config_file: None,
+            default_config_file: None,
+            dotenv_file: None,
+            env: BTreeMap::new(),
+            cli: Vec::new(),
+        })
+        .expect("the defaults resolve")
+    }
+
+    fn isolator(bwrap: Result<(PathBuf, String), String>) -> Isolator {
+        let host = HostCapabilities {
+            bwrap,
+            landlock: false,
+            seccomp: false,
+            cgroups: CgroupSupport::default(),
+            docker: DockerProbe::answered(Err("no engine".to_owned())),
+        };
+        Isolator::new(
+            vec!["handoff".to_owned()],
+            PathBuf::from("docker"),
+            Arc::new(host),
+        )
+    }
+
+    #[test]
+    fn an_acp_agent_is_sandboxed_by_default_where_the_host_can_and_a_set_level_wins() {
+        let config = config();
+        assert_eq!(config.runner.isolation, IsolationLevel::Process);
+        let sandboxing = isolator(Ok((PathBuf::from("bwrap"), "bubblewrap 0.8".to_owned())));
+        let without = isolator(Err("no user namespaces".to_owned()));
+        assert_eq!(
+            agent_level(None, &config, &sandboxing),
+            IsolationLevel::Sandbox
+        );
+        assert_eq!(
+            agent_level(None, &config, &without),
+            IsolationLevel::Process
+        );
+        assert_eq!(
+            agent_level(Some(IsolationLevel::Process), &config, &sandboxing),
+            IsolationLevel::Process
+        );
+        let mut configured = config.clone();
+        configured.executors.acp =
+            handoff_config::AcpExecutors(vec![handoff_config::AcpExecutorConfig {
+                name: "claude-acp".to_owned(),
+                argv: vec!["claude-agent-acp".to_owned()],
+                env: Vec::new(),
+                isolation: None,
+                pool: 0,
+            }]);
+        let listed = levels(&configured, &sandboxing);
+        assert!(
+            listed.contains(&("claude-acp".to_owned(), IsolationLevel::Sandbox)),
+            "{listed:?}"
+        );
+    }
 }

@@ -155,14 +155,18 @@ fn a_diff_is_kept_with_its_path_and_usage_carries_the_sessions_running_cost() {
     let mut reader = Reader::default();
     read(
         &mut reader,
-        update(json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "edit",
-            "kind": "edit", "status": "pending"})),
+        update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "edit",
+            "kind": "edit", "status": "pending"}),
+        ),
     );
     let done = events(read(
         &mut reader,
-        update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
+        update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
             "status": "completed", "content": [{"type": "diff", "path": "/w/a.rs",
-            "oldText": "fn a() {}", "newText": "fn a() -> u8 { 1 }"}]})),
+            "oldText": "fn a() {}", "newText": "fn a() -> u8 { 1 }"}]}),
+        ),
     ));
     assert_eq!(
         done[0].data["diffs"],
@@ -170,8 +174,10 @@ fn a_diff_is_kept_with_its_path_and_usage_carries_the_sessions_running_cost() {
     );
     let usage = events(read(
         &mut reader,
-        update(json!({"sessionUpdate": "usage_update", "used": 5300, "size": 200000,
-            "cost": {"amount": 0.042, "currency": "USD"}})),
+        update(
+            json!({"sessionUpdate": "usage_update", "used": 5300, "size": 200000,
+            "cost": {"amount": 0.042, "currency": "USD"}}),
+        ),
     ));
     assert_eq!(usage[0].data["used"], 5300);
     assert_eq!(

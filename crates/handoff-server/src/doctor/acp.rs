@@ -1,34 +1,87 @@
-//! One check per configured ACP agent: its program answers `initialize`, and with which
-//! name and version.
+//! One check per ACP agent, the built-in `opencode-acp` and each configured one: its program
+//! answers `initialize`, and with which name and version.
 
 use std::time::Duration;
 
 use handoff_config::{AcpExecutorConfig, Config};
 
 use super::Check;
-use crate::executors::find_program;
+use crate::executors::{OPENCODE_ACP, find_program, opencode_acp_config};
 
 /// How long an ACP agent gets to answer `initialize`: a first start sets up the agent's state
 /// (OpenCode creates its database), measured at 13–35 s on a loaded 2-core machine.
 const ACP_PROBE: Duration = Duration::from_secs(60);
 
-/// Checks every ACP agent of `config`; the default executor's is required.
+/// Checks the built-in `opencode-acp` and every ACP agent of `config`; the default
+/// executor's is required.
 pub(super) async fn agents(config: &Config) -> Vec<Check> {
-    let mut checks = Vec::with_capacity(config.executors.acp.0.len());
+    let mut checks = Vec::with_capacity(config.executors.acp.0.len() + 1);
+    if let Some(check) = built_in(config).await {
+        checks.push(check);
+    }
     for agent in &config.executors.acp.0 {
         let required = config.tasks.default_executor == agent.name;
-        checks.push(agent_check(config, agent, required).await);
+        let program = agent.argv.first().map_or("", String::as_str);
+        let fix = format!(
+            "install `{program}` or fix executors.acp.{}.argv (it must speak ACP on stdio)",
+            agent.name
+        );
+        checks.push(agent_check(config, agent, required, &fix).await);
     }
     checks
 }
 
-async fn agent_check(config: &Config, agent: &AcpExecutorConfig, required: bool) -> Check {
+/// The built-in `opencode-acp` as tasks start it (`opencode acp` with Handoff's inline
+/// OpenCode config), its database in a throw-away home. `None` when a configured agent takes
+/// its name or OpenCode is not installed (the `opencode` check reports that).
+async fn built_in(config: &Config) -> Option<Check> {
+    if config
+        .executors
+        .acp
+        .0
+        .iter()
+        .any(|a| a.name == OPENCODE_ACP)
+    {
+        return None;
+    }
+    let binary = find_program(&config.executors.opencode.binary)?;
+    let required = config.tasks.default_executor == OPENCODE_ACP;
+    let fix = "npm install -g opencode-ai@latest (or set HANDOFF_OPENCODE_BINARY); `opencode acp` must speak ACP on stdio";
+    let home = match tempfile::tempdir() {
+        Ok(home) => home,
+        Err(e) => {
+            let why = format!("no temporary home for the probe: {e}");
+            return Some(Check::fail(
+                &format!("acp {OPENCODE_ACP}"),
+                required,
+                why,
+                fix,
+            ));
+        }
+    };
+    let built = opencode_acp_config(config, &binary.to_string_lossy(), &[], None);
+    let mut env = built.env;
+    for (var, dir) in [("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state")] {
+        env.push((var.to_owned(), home.path().join(dir).display().to_string()));
+    }
+    let agent = AcpExecutorConfig {
+        name: OPENCODE_ACP.to_owned(),
+        argv: built.argv,
+        env,
+        isolation: None,
+        pool: 0,
+    };
+    Some(agent_check(config, &agent, required, fix).await)
+}
+
+async fn agent_check(
+    config: &Config,
+    agent: &AcpExecutorConfig,
+    required: bool,
+    fix: &str,
+) -> Check {
     let name = format!("acp {}", agent.name);
     let program = agent.argv.first().map_or("", String::as_str);
-    let fix = format!(
-        "install `{program}` or fix executors.acp.{}.argv (it must speak ACP on stdio)",
-        agent.name
-    );
     let Some(binary) = find_program(program) else {
         return Check::fail(
             &name,

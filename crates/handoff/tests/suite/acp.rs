@@ -635,6 +635,40 @@ fn doctor_lists_each_acp_agent_with_its_version() {
     );
 }
 
+/// With no ACP settings, `handoff doctor` asks the built-in `opencode-acp` itself for its name
+/// and version, started as tasks start it.
+#[test]
+fn doctor_probes_the_built_in_opencode_acp() {
+    let state = tempfile::tempdir().unwrap();
+    let mut env = acp_env(&OPENCODE_ACP, "http://127.0.0.1:9", state.path());
+    env.retain(|(k, _)| k != "HANDOFF_ACP_EXECUTORS" && k != "HANDOFF_DEFAULT_EXECUTOR");
+    env.push((
+        "HANDOFF_DATA_DIR".to_owned(),
+        state.path().join("data").display().to_string(),
+    ));
+    let out = std::process::Command::new(super::harness::BIN)
+        .args(["doctor", "--json"])
+        .current_dir(state.path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    let checks: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let built_in = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "acp opencode-acp")
+        .unwrap_or_else(|| panic!("no built-in opencode-acp check in {checks:#}"));
+    assert_eq!(built_in["ok"], true, "{built_in}");
+    assert!(
+        built_in["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("OpenCode 1.18.33 (ACP 1"),
+        "{built_in}"
+    );
+}
+
 /// The default executor as a new user gets it — no executor or isolation settings: the
 /// built-in `opencode-acp`, one OpenCode per task, sandboxed, started ahead of the task (a pool
 /// of one). The pooled agent writes inside its task's directory and nowhere else, pause and
