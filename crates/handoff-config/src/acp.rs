@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use handoff_isolation::IsolationLevel;
 use serde::{Deserialize, Serialize};
 
-use crate::parse::FromRaw;
+use crate::{AcpMcpServer, acp_mcp::RawMcpServer, parse::FromRaw};
 
 /// Names the built-in executors already use; an ACP agent cannot take them.
 const TAKEN: &[&str] = &["command", "opencode", "opencode-cli", "claude", "codex"];
@@ -26,6 +26,8 @@ pub struct AcpExecutorConfig {
     pub isolation: Option<IsolationLevel>,
     /// Agents kept started ahead of tasks.
     pub pool: usize,
+    /// MCP servers given to each task session.
+    pub mcp_servers: Vec<AcpMcpServer>,
 }
 
 /// Every configured ACP agent, by name.
@@ -43,9 +45,11 @@ struct RawAgent {
     isolation: Option<String>,
     #[serde(default)]
     pool: usize,
+    #[serde(default)]
+    mcp_servers: Vec<RawMcpServer>,
 }
 
-const SHAPE: &str = "expected a JSON object of {\"<name>\": {\"argv\": [...], \"env\"?: {...}, \"isolation\"?: none|process|sandbox|container, \"pool\"?: 0..=8}}";
+const SHAPE: &str = "expected a JSON object of {\"<name>\": {\"argv\": [...], \"env\"?: {...}, \"isolation\"?: none|process|sandbox|container, \"pool\"?: 0..=8, \"mcp_servers\"?: [{\"name\", \"command\", \"args\"?, \"env\"?} or {\"name\", \"type\": http|sse, \"url\", \"headers\"?}]}}";
 
 /// Most agents one executor may keep started ahead of tasks (each is a whole agent process).
 pub const MAX_POOL: usize = 8;
@@ -84,12 +88,14 @@ impl AcpExecutors {
                     "executors.acp.{name}.pool must be at most {MAX_POOL} (each is a whole agent process)"
                 ));
             }
+            let mcp_servers = crate::acp_mcp::servers(&name, agent.mcp_servers)?;
             agents.push(AcpExecutorConfig {
                 name,
                 argv: agent.argv,
                 env: agent.env.into_iter().collect(),
                 isolation,
                 pool: agent.pool,
+                mcp_servers,
             });
         }
         Ok(Self(agents))
@@ -113,6 +119,11 @@ impl AcpExecutors {
                 *value = serde_json::json!(crate::MASK);
             }
         }
+        for agent in &self.0 {
+            if !agent.mcp_servers.is_empty() {
+                json[&agent.name]["mcp_servers"] = Self::servers_json(agent, true);
+            }
+        }
         json
     }
 
@@ -134,10 +145,25 @@ impl AcpExecutors {
                 if a.pool > 0 {
                     agent["pool"] = serde_json::json!(a.pool);
                 }
+                if !a.mcp_servers.is_empty() {
+                    agent["mcp_servers"] = Self::servers_json(a, false);
+                }
                 (a.name.clone(), agent)
             })
             .collect();
         serde_json::Value::Object(agents)
+    }
+}
+
+impl AcpExecutors {
+    fn servers_json(agent: &AcpExecutorConfig, masked: bool) -> serde_json::Value {
+        serde_json::Value::Array(
+            agent
+                .mcp_servers
+                .iter()
+                .map(|s| crate::acp_mcp::to_json(s, masked))
+                .collect(),
+        )
     }
 }
 
@@ -192,6 +218,21 @@ mod tests {
             crate::MASK
         );
         assert_eq!(shown["opencode-acp"]["argv"][1], "acp");
+        let served = AcpExecutors::from_text(
+            r#"{"c": {"argv": ["c"], "mcp_servers": [{"name": "n", "command": "n-mcp", "env": {"TOKEN": "t0p"}}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(served.0[0].mcp_servers[0].name, "n");
+        assert_eq!(
+            served.to_json()["c"]["mcp_servers"][0]["env"]["TOKEN"],
+            "t0p"
+        );
+        assert_eq!(
+            served.shown()["c"]["mcp_servers"][0]["env"]["TOKEN"],
+            crate::MASK
+        );
+        let again = AcpExecutors::from_text(&served.to_json().to_string()).unwrap();
+        assert_eq!(again, served, "what to_json writes reads back the same");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! the variable, file key or flag it came from.
 
 mod acp;
+mod acp_mcp;
 mod auth;
 mod completion;
 mod docs;
@@ -31,6 +32,7 @@ pub use auth::{TokenGrant, TokenGrants, TokenRole};
 pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
 pub use docs::{REGENERATE, configuration_markdown};
 pub use error::ConfigError;
+pub use handoff_task::{AcpMcpServer, McpTransport};
 pub use handoff_task::{PermissionAction, PermissionRule};
 pub use layers::{CliOverride, LoadOptions, Source};
 pub use letta::{DEFAULT_TOOL_PREFIX, LettaConfig, MAX_TOOL_PREFIX, NotifyRole, check_tool_prefix};

@@ -292,6 +292,7 @@ pub(crate) fn opencode_acp_config(
         isolation,
         pool: Some(pool_settings(config, settings.pool)),
         homes: Some(opencode_homes(config)),
+        mcp_servers: Vec::new(),
     }
 }
 
@@ -335,6 +336,7 @@ fn acp_executor(
         isolation,
         pool: Some(pool),
         homes: None,
+        mcp_servers: agent.mcp_servers.clone(),
     })?);
     registry.register(executor.clone());
     Ok(Some(executor))

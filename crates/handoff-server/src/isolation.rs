@@ -250,6 +250,7 @@ mod tests {
                 env: Vec::new(),
                 isolation: None,
                 pool: 0,
+                mcp_servers: Vec::new(),
             }]);
         let listed = levels(&configured, &sandboxing);
         assert!(

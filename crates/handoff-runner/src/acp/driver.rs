@@ -118,6 +118,8 @@ pub(crate) struct Settings {
     pub cwd: String,
     /// Continue this stored session instead of starting one.
     pub load_session: Option<String>,
+    /// MCP servers the session gets (those the agent can reach; see `initialized`).
+    pub mcp_servers: Arc<[handoff_task::AcpMcpServer]>,
     /// The agent already answered `initialize` with this (a pooled agent).
     pub initialized: Option<Value>,
     /// The agent's home, removed once the run ended (nothing will continue it).
@@ -297,8 +299,9 @@ impl Driver {
                 "agent_capabilities": init.get("agentCapabilities") })),
         ))
         .await;
+        let servers = self.mcp_servers(init).await;
         let line = match self.settings.load_session.clone() {
-            None => protocol::session_new(&self.settings.cwd),
+            None => protocol::session_new(&self.settings.cwd, &servers),
             Some(session) => {
                 let loads = init.pointer("/agentCapabilities/loadSession") == Some(&json!(true));
                 if !loads {
@@ -309,10 +312,31 @@ impl Driver {
                         .await;
                 }
                 self.reader.replaying = true;
-                protocol::session_load(&session, &self.settings.cwd)
+                protocol::session_load(&session, &self.settings.cwd, &servers)
             }
         };
         self.shared.write(&line).await;
+    }
+
+    /// The configured MCP servers in ACP's form, less those over a transport the agent did
+    /// not declare (noted in the task's history, so a missing tool has a reason on record).
+    async fn mcp_servers(&mut self, init: &Value) -> Vec<Value> {
+        let (servers, skipped) = protocol::mcp_servers(&self.settings.mcp_servers, init);
+        if !skipped.is_empty() {
+            let agent = self.settings.agent.clone();
+            self.emit(RunEvent::Event(
+                NewEvent::new(
+                    EventKind::Log,
+                    format!(
+                        "{agent} takes no MCP servers over HTTP or SSE; not given: {}",
+                        skipped.join(", ")
+                    ),
+                )
+                .with_data(json!({ "mcp_servers_skipped": skipped })),
+            ))
+            .await;
+        }
+        servers
     }
 
     async fn turn_end(&mut self, turn: u64, result: Result<Value, String>) {

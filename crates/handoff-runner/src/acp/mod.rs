@@ -54,6 +54,8 @@ pub struct AcpConfig {
     pub pool: Option<PoolSettings>,
     /// A home of its own for each agent process's state (`None`: the agents share theirs).
     pub homes: Option<AgentHomes>,
+    /// MCP servers given to each task session.
+    pub mcp_servers: Vec<handoff_task::AcpMcpServer>,
 }
 
 /// Starts an executor's agent processes: its program, confined, each in a home of its own
@@ -112,6 +114,8 @@ pub struct AcpExecutor {
     pool: Option<Arc<pool::Pool>>,
     /// Where pool directories are made (swept at start even when the pool is now empty).
     pool_root: Option<std::path::PathBuf>,
+    /// MCP servers given to each task session.
+    mcp_servers: Arc<[handoff_task::AcpMcpServer]>,
 }
 
 impl AcpExecutor {
@@ -156,6 +160,7 @@ impl AcpExecutor {
             warmed,
             pool,
             pool_root,
+            mcp_servers: config.mcp_servers.into(),
         })
     }
 
@@ -225,6 +230,7 @@ impl Executor for AcpExecutor {
             prompt: spec.prompt.clone(),
             cwd: spec.workdir.to_string_lossy().into_owned(),
             load_session: None,
+            mcp_servers: Arc::clone(&self.mcp_servers),
             initialized: Some(parts.init),
             discard_home: home::of_state(&parts.state).filter(|_| !spec.continuable),
         };
@@ -298,6 +304,7 @@ impl AcpExecutor {
             prompt: spec.prompt.clone(),
             cwd: spec.workdir.to_string_lossy().into_owned(),
             load_session,
+            mcp_servers: Arc::clone(&self.mcp_servers),
             initialized: None,
             discard_home: None,
         };

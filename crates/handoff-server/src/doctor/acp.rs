@@ -70,6 +70,7 @@ async fn built_in(config: &Config) -> Option<Check> {
         env,
         isolation: None,
         pool: 0,
+        mcp_servers: Vec::new(),
     };
     Some(agent_check(config, &agent, required, fix).await)
 }
