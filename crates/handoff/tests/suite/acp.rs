@@ -635,6 +635,72 @@ fn doctor_lists_each_acp_agent_with_its_version() {
     );
 }
 
+/// An ACP agent configured with an MCP server gets it in its task's session: `opencode acp`
+/// starts the stdio server (the official Python SDK's) inside its sandbox, and its model is
+/// offered the server's tool.
+#[test]
+fn an_acp_agent_is_given_its_configured_mcp_servers() {
+    require_ripgrep();
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let script = json!({
+        "scenarios": [{"match": "LIST-TOOLS", "turns": [{"text": "I was shown my tools."}]}],
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    let model = runtime
+        .block_on(ScriptedModel::start(
+            Script::from_json(&script.to_string()).unwrap(),
+            None,
+        ))
+        .unwrap();
+    let mut env = acp_env(&OPENCODE_ACP, &model.base_url(), state.path());
+    let started = state.path().join("probe-started");
+    let agents = env
+        .iter_mut()
+        .find(|(k, _)| k == "HANDOFF_ACP_EXECUTORS")
+        .unwrap();
+    let mut configured: Value = serde_json::from_str(&agents.1).unwrap();
+    configured[OPENCODE_ACP.executor]["mcp_servers"] = json!([{
+        "name": "probe",
+        "command": require(".venv/bin/python"),
+        "args": [require("mcp_probe_server.py"), started.display().to_string()],
+    }]);
+    agents.1 = configured.to_string();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+    let id = task_id(&call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": "LIST-TOOLS please", "completion": {"policy": "none"}}),
+    ));
+    let done = wait_end(&server, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        std::fs::read_to_string(&started).is_ok_and(|s| s.contains("started")),
+        "the agent never started the configured MCP server"
+    );
+    let offered: Vec<String> = model
+        .requests()
+        .iter()
+        .filter(|r| r.scenario.as_deref() == Some("LIST-TOOLS"))
+        .flat_map(|r| r.body["tools"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| {
+            t.pointer("/function/name")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(
+        offered.iter().any(|name| name.contains("probe_note")),
+        "the model was not offered the MCP server's tool: {offered:?}"
+    );
+}
+
 /// With no ACP settings, `handoff doctor` asks the built-in `opencode-acp` itself for its name
 /// and version, started as tasks start it.
 #[test]
