@@ -670,13 +670,17 @@ fn an_acp_agent_is_given_its_configured_mcp_servers() {
         "args": [require("mcp_probe_server.py"), started.display().to_string()],
     }]);
     agents.1 = configured.to_string();
+    // Another default, so only naming the agent in `execute_task {executor}` selects it.
+    env.retain(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR");
+    env.push(("HANDOFF_DEFAULT_EXECUTOR".to_owned(), "codex".to_owned()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
     let id = task_id(&call(
         &server,
         AGENT,
         "execute_task",
-        json!({"task_description": "LIST-TOOLS please", "completion": {"policy": "none"}}),
+        json!({"task_description": "LIST-TOOLS please", "executor": OPENCODE_ACP.executor,
+            "completion": {"policy": "none"}}),
     ));
     let done = wait_end(&server, &id);
     assert_eq!(done["status"], "completed", "{done}");
