@@ -135,6 +135,21 @@ fn script(agent: &AcpAgent) -> Script {
     Script::from_json(&script.to_string()).unwrap()
 }
 
+/// A scripted model answering `scenarios`, and that no scenario matched to anything else.
+fn scripted(runtime: &tokio::runtime::Runtime, scenarios: Value) -> ScriptedModel {
+    let script = json!({
+        "scenarios": scenarios,
+        "default": {"text": "No scenario matched."},
+        "untooled": {"text": "Scripted title"}
+    });
+    runtime
+        .block_on(ScriptedModel::start(
+            Script::from_json(&script.to_string()).unwrap(),
+            None,
+        ))
+        .unwrap()
+}
+
 /// Handoff with `agent` configured as an ACP executor and the default one, its state under
 /// `home`.
 fn acp_env(agent: &AcpAgent, model_url: &str, home: &Path) -> Vec<(String, String)> {
@@ -580,31 +595,10 @@ fn doctor_lists_each_acp_agent_with_its_version() {
             "HANDOFF_DEFAULT_EXECUTOR".to_owned(),
             "missing-acp".to_owned(),
         ),
-        (
-            "HANDOFF_DATA_DIR".to_owned(),
-            state.path().join("data").display().to_string(),
-        ),
     ]);
-    let out = std::process::Command::new(super::harness::BIN)
-        .args(["doctor", "--json"])
-        .current_dir(state.path())
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .unwrap();
-    assert!(
-        !out.status.success(),
-        "the default executor's agent is missing"
-    );
-    let checks: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let check = |name: &str| {
-        checks
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no {name} check in {checks:#}"))
-            .clone()
-    };
+    let (passed, checks) = doctor(state.path(), &env);
+    assert!(!passed, "the default executor's agent is missing");
+    let check = |name: &str| named_check(&checks, name);
     let opencode = check("acp opencode-acp");
     assert_eq!(opencode["ok"], true, "{opencode}");
     assert!(
@@ -646,17 +640,10 @@ fn an_acp_agent_is_given_its_configured_mcp_servers() {
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let state = tempfile::tempdir().unwrap();
-    let script = json!({
-        "scenarios": [{"match": "LIST-TOOLS", "turns": [{"text": "I was shown my tools."}]}],
-        "default": {"text": "No scenario matched."},
-        "untooled": {"text": "Scripted title"}
-    });
-    let model = runtime
-        .block_on(ScriptedModel::start(
-            Script::from_json(&script.to_string()).unwrap(),
-            None,
-        ))
-        .unwrap();
+    let model = scripted(
+        &runtime,
+        json!([{"match": "LIST-TOOLS", "turns": [{"text": "I was shown my tools."}]}]),
+    );
     let mut env = acp_env(&OPENCODE_ACP, &model.base_url(), state.path());
     let started = state.path().join("probe-started");
     let agents = env
@@ -705,6 +692,33 @@ fn an_acp_agent_is_given_its_configured_mcp_servers() {
     );
 }
 
+/// `handoff doctor --json` with `env` and its data dir under `state`: whether every required
+/// check passed, and the checks.
+fn doctor(state: &Path, env: &[(String, String)]) -> (bool, Value) {
+    let out = std::process::Command::new(super::harness::BIN)
+        .args(["doctor", "--json"])
+        .current_dir(state)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("HANDOFF_DATA_DIR", state.join("data"))
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
+}
+
+/// The check called `name`.
+fn named_check(checks: &Value, name: &str) -> Value {
+    checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} check in {checks:#}"))
+        .clone()
+}
+
 /// With no ACP settings, `handoff doctor` asks the built-in `opencode-acp` itself for its name
 /// and version, started as tasks start it.
 #[test]
@@ -712,23 +726,8 @@ fn doctor_probes_the_built_in_opencode_acp() {
     let state = tempfile::tempdir().unwrap();
     let mut env = acp_env(&OPENCODE_ACP, "http://127.0.0.1:9", state.path());
     env.retain(|(k, _)| k != "HANDOFF_ACP_EXECUTORS" && k != "HANDOFF_DEFAULT_EXECUTOR");
-    env.push((
-        "HANDOFF_DATA_DIR".to_owned(),
-        state.path().join("data").display().to_string(),
-    ));
-    let out = std::process::Command::new(super::harness::BIN)
-        .args(["doctor", "--json"])
-        .current_dir(state.path())
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .unwrap();
-    let checks: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let built_in = checks
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "acp opencode-acp")
-        .unwrap_or_else(|| panic!("no built-in opencode-acp check in {checks:#}"));
+    let (_, checks) = doctor(state.path(), &env);
+    let built_in = named_check(&checks, "acp opencode-acp");
     assert_eq!(built_in["ok"], true, "{built_in}");
     assert!(
         built_in["detail"]
@@ -755,8 +754,9 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
     // warm-up and a task's session peaks near 700 MB: measured kills at 768 MiB).
     let hog = format!("python3 -c 'b = bytearray(3 << 30); print(\"{HOG_SURVIVED}\", len(b))'");
     let count = format!("{COUNT_UNTIL_RELEASE}; echo counted");
-    let script = json!({
-        "scenarios": [
+    let model = scripted(
+        &runtime,
+        json!([
             {"match": "ESCAPE", "turns": [
                 {"tool_calls": [(OPENCODE_ACP.bash_call)(escape)]}, {"text": "tried"}
             ]},
@@ -767,16 +767,8 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
                 {"tool_calls": [(OPENCODE_ACP.bash_call)(&count)]},
                 {"text": "counted until released"}
             ]}
-        ],
-        "default": {"text": "No scenario matched."},
-        "untooled": {"text": "Scripted title"}
-    });
-    let model = runtime
-        .block_on(ScriptedModel::start(
-            Script::from_json(&script.to_string()).unwrap(),
-            None,
-        ))
-        .unwrap();
+        ]),
+    );
     // The scripted model and the test's state directories; nothing about the executor.
     let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, &model.base_url(), state.path())
         .into_iter()
