@@ -332,17 +332,31 @@ async fn posts_here(shared: &Shared, task: &TaskId) -> bool {
 
 /// Starts posting for an open room no poster of this process serves, when its task moved here.
 async fn adopt(shared: &Arc<Shared>, task: &TaskId) {
+    if moved_here(shared, task).await {
+        post_here(shared, task);
+    }
+}
+
+/// Whether `task`'s posting moved to this instance: no poster of it runs here, and the task
+/// was taken over by this instance (never on a store of one instance, which says so without
+/// I/O).
+async fn moved_here(shared: &Shared, task: &TaskId) -> bool {
     if shared.has_poster(task) {
-        return;
+        return false;
     }
     match shared.source.adopts(task).await {
-        Ok(true) => {
-            tracing::info!(task = %task, "matrix: this instance posts to the task's room now");
-            shared.ensure_poster(task).mark(true);
+        Ok(here) => here,
+        Err(e) => {
+            tracing::debug!(task = %task, error = %e, "matrix: cannot tell who posts");
+            false
         }
-        Ok(false) => {}
-        Err(e) => tracing::debug!(task = %task, error = %e, "matrix: cannot tell who posts"),
     }
+}
+
+/// Starts posting to `task`'s room from this instance.
+fn post_here(shared: &Arc<Shared>, task: &TaskId) {
+    tracing::info!(task = %task, "matrix: this instance posts to the task's room now");
+    shared.ensure_poster(task).mark(true);
 }
 
 /// Resumes the posters of rooms an earlier process left open, then leaves and forgets rooms
@@ -410,7 +424,7 @@ pub(crate) async fn sweep(shared: Arc<Shared>, mut moves: mpsc::Receiver<TaskId>
 /// Adopts `task`'s room if it has an open one no poster serves here (its state just changed
 /// on this instance: the task may have been taken over from another one).
 async fn adopt_if_open(shared: &Arc<Shared>, task: &TaskId) {
-    if shared.has_poster(task) {
+    if !moved_here(shared, task).await {
         return;
     }
     match shared.store.channel(INTEGRATION, task).await {
@@ -419,7 +433,7 @@ async fn adopt_if_open(shared: &Arc<Shared>, task: &TaskId) {
                 && record.close_at.is_none()
                 && record.closed_at.is_none() =>
         {
-            adopt(shared, task).await;
+            post_here(shared, task);
         }
         Ok(_) => {}
         // The sweeper's next pass looks again.
