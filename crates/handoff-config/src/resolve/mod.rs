@@ -125,6 +125,11 @@ impl Render for crate::AcpExecutors {
     fn render(&self) -> String {
         self.shown().to_string()
     }
+    // Agents' env and MCP servers' env and headers hold keys: shown masked, and an invalid
+    // value is never echoed.
+    fn masks_itself(&self) -> bool {
+        true
+    }
 }
 impl Render for ToolOutputLimits {
     fn render(&self) -> String {

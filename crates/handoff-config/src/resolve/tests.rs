@@ -593,6 +593,16 @@ fn acp_agents_from_file_tables_or_json_and_their_errors_name_the_setting() {
         err.contains("HANDOFF_ACP_EXECUTORS") && err.contains("built-in"),
         "{err}"
     );
+    // The value holds keys (agents' env, MCP servers' env and headers): an error names the
+    // field, never echoes the payload.
+    let err = load(&[(
+        "HANDOFF_ACP_EXECUTORS",
+        r#"{"a": {"argv": ["x"], "mcp_servers": [{"name": "", "command": "x", "env": {"K": "s3cret-key"}}]}}"#,
+    )])
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("executors.acp.a.mcp_servers[0].name"), "{err}");
+    assert!(!err.contains("s3cret-key"), "{err}");
 }
 
 #[test]
