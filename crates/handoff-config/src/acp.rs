@@ -101,34 +101,20 @@ impl AcpExecutors {
         Ok(Self(agents))
     }
 
-    /// The agents as shown to people (`handoff config`, errors): every `env` value masked, as
-    /// agents' variables hold keys, often inside JSON text no key-based masking sees into.
+    /// The agents as shown to people (`handoff config`, errors): every `env` value and every
+    /// MCP server's env and header value masked, as they hold keys, often inside JSON text no
+    /// key-based masking sees into.
     pub fn shown(&self) -> serde_json::Value {
-        let mut json = self.to_json();
-        for agent in json
-            .as_object_mut()
-            .into_iter()
-            .flat_map(|m| m.values_mut())
-        {
-            for value in agent
-                .get_mut("env")
-                .and_then(serde_json::Value::as_object_mut)
-                .into_iter()
-                .flat_map(|env| env.values_mut())
-            {
-                *value = serde_json::json!(crate::MASK);
-            }
-        }
-        for agent in &self.0 {
-            if !agent.mcp_servers.is_empty() {
-                json[&agent.name]["mcp_servers"] = Self::servers_json(agent, true);
-            }
-        }
-        json
+        self.json(true)
     }
 
     /// The agents as one JSON object, the shape they are configured in.
     pub fn to_json(&self) -> serde_json::Value {
+        self.json(false)
+    }
+
+    /// The agents in their configured shape, their values `masked` or not.
+    fn json(&self, masked: bool) -> serde_json::Value {
         let agents: serde_json::Map<String, serde_json::Value> = self
             .0
             .iter()
@@ -136,7 +122,7 @@ impl AcpExecutors {
                 let env: BTreeMap<&str, &str> = a
                     .env
                     .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .map(|(k, v)| (k.as_str(), if masked { crate::MASK } else { v.as_str() }))
                     .collect();
                 let mut agent = serde_json::json!({ "argv": a.argv, "env": env });
                 if let Some(level) = a.isolation {
@@ -146,24 +132,15 @@ impl AcpExecutors {
                     agent["pool"] = serde_json::json!(a.pool);
                 }
                 if !a.mcp_servers.is_empty() {
-                    agent["mcp_servers"] = Self::servers_json(a, false);
+                    let servers = a.mcp_servers.iter();
+                    agent["mcp_servers"] = servers
+                        .map(|s| crate::acp_mcp::to_json(s, masked))
+                        .collect();
                 }
                 (a.name.clone(), agent)
             })
             .collect();
         serde_json::Value::Object(agents)
-    }
-}
-
-impl AcpExecutors {
-    fn servers_json(agent: &AcpExecutorConfig, masked: bool) -> serde_json::Value {
-        serde_json::Value::Array(
-            agent
-                .mcp_servers
-                .iter()
-                .map(|s| crate::acp_mcp::to_json(s, masked))
-                .collect(),
-        )
     }
 }
 
