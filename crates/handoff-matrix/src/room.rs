@@ -321,13 +321,15 @@ fn millis(d: Duration) -> i64 {
 /// Whether this instance posts about (and closes the room of) `task`; on doubt, not: another
 /// instance, or a later pass, will.
 async fn posts_here(shared: &Shared, task: &TaskId) -> bool {
-    match shared.source.writes_here(task).await {
-        Ok(here) => here,
-        Err(e) => {
-            tracing::debug!(task = %task, error = %e, "matrix: cannot tell who posts");
-            false
-        }
-    }
+    here_or_not(task, shared.source.writes_here(task).await)
+}
+
+/// The source's answer to "does this instance post about `task`?"; on doubt, not.
+fn here_or_not(task: &TaskId, answer: Result<bool, crate::SourceError>) -> bool {
+    answer.unwrap_or_else(|e| {
+        tracing::debug!(task = %task, error = %e, "matrix: cannot tell who posts");
+        false
+    })
 }
 
 /// Starts posting for an open room no poster of this process serves, when its task moved here.
@@ -344,13 +346,7 @@ async fn moved_here(shared: &Shared, task: &TaskId) -> bool {
     if shared.has_poster(task) {
         return false;
     }
-    match shared.source.adopts(task).await {
-        Ok(here) => here,
-        Err(e) => {
-            tracing::debug!(task = %task, error = %e, "matrix: cannot tell who posts");
-            false
-        }
-    }
+    here_or_not(task, shared.source.adopts(task).await)
 }
 
 /// Starts posting to `task`'s room from this instance.
