@@ -17,7 +17,7 @@ use crate::{
     App,
     edge::{self, BadOriginRule, EdgePolicy},
     http::{McpRoute, health, mcp_checks, metrics, ready},
-    mcp::{CappedSessions, SessionLimits},
+    mcp::{CappedSessions, DirectAnswers, SessionLimits},
 };
 
 /// Why a transport could not start or stopped with an error.
@@ -49,7 +49,8 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
     let server = &app.config.server;
     let policy = Arc::new(EdgePolicy::from_config(server)?);
     let mut local = LocalSessionManager::default();
-    local.session_config.keep_alive = Some(server.session_idle_timeout);
+    // The book ends idle sessions: requests answered before rmcp never reach its worker.
+    local.session_config.keep_alive = None;
     let sessions = CappedSessions::new(local, SessionLimits::from_config(server));
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(server.allowed_hosts.clone())
@@ -65,6 +66,7 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
         .with_json_response(true)
         .with_cancellation_token(shutdown.child_token());
     let handler = app.mcp_handler(None, shutdown);
+    let direct = DirectAnswers::new(sessions.clone(), handler.clone());
     let service =
         StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), mcp_config);
 
@@ -72,6 +74,7 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
         metrics: app.mcp_metrics.clone(),
         policy: policy.clone(),
         sessions,
+        direct,
     });
     let mcp = Router::new()
         .fallback_service(service)

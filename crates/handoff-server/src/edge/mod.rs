@@ -330,6 +330,10 @@ where
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DroppedParams(pub String);
 
+/// A POST body as the edge parsed it, so a request answered before rmcp is not parsed twice.
+#[derive(Debug, Clone)]
+pub(crate) struct ParsedBody(pub Arc<Value>);
+
 /// Methods whose optional params rmcp reads leniently.
 const LENIENT_METHODS: &[&str] = &["tools/list"];
 
@@ -382,8 +386,12 @@ async fn checked_body(
             ));
         }
     };
-    let (method, dropped) = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(message) => (RpcMethod::of(&message), dropped_params(&message)),
+    let (method, dropped, message) = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(message) => (
+            RpcMethod::of(&message),
+            dropped_params(&message),
+            ParsedBody(Arc::new(message)),
+        ),
         Err(error) => {
             return Err(error_response(
                 StatusCode::BAD_REQUEST,
@@ -394,6 +402,7 @@ async fn checked_body(
         }
     };
     let mut request = Request::from_parts(parts, Body::from(bytes));
+    request.extensions_mut().insert(message);
     if let Some(dropped) = dropped {
         request.extensions_mut().insert(dropped);
     }

@@ -1,6 +1,7 @@
 //! The checks in front of the MCP service, as one middleware: every `/mcp` request is counted,
-//! guarded at the edge (Host, Origin, token, identity, body cap and syntax), has non-JSON
-//! errors rewritten, and passes the session limits, in that order. One layer, not four: each
+//! guarded at the edge (Host, Origin, token, identity, body cap and syntax), then either
+//! answered at once (a complete session's plain requests, see [`crate::mcp::DirectAnswers`])
+//! or has non-JSON errors rewritten and passes the session limits on its way to rmcp. One layer, not four: each
 //! axum layer clones the service below it on every request, and a Letta tool call is six
 //! requests.
 
@@ -15,7 +16,7 @@ use axum::{
 use crate::{
     edge::{self, EdgePolicy},
     http::{McpMetrics, count_request},
-    mcp::{CappedSessions, session_gate},
+    mcp::{CappedSessions, DirectAnswers, session_gate},
 };
 
 /// What the `/mcp` checks read.
@@ -26,6 +27,8 @@ pub(crate) struct McpRoute {
     pub policy: Arc<EdgePolicy>,
     /// The session limits.
     pub sessions: Arc<CappedSessions>,
+    /// The requests answered before rmcp.
+    pub direct: DirectAnswers,
 }
 
 /// Runs a `/mcp` request through every check to the MCP service (`next`).
@@ -34,10 +37,15 @@ pub(crate) async fn mcp_checks(
     request: Request,
     next: Next,
 ) -> Response {
-    let response = edge::guard(&route.policy, request, |request| {
+    let response = edge::guard(&route.policy, request, |request| async {
+        let request = match route.direct.answer(request).await {
+            Ok(answer) => return answer,
+            Err(request) => request,
+        };
         edge::jsonrpc::jsonrpc_errors(request, |request| {
             session_gate(&route.sessions, request, |request| next.run(request))
         })
+        .await
     })
     .await;
     count_request(&route.metrics, &response);

@@ -1,8 +1,9 @@
 use std::sync::Arc;
 
+use bytes::Bytes;
 use handoff_task::TaskId;
 use handoff_tools::{
-    AgentId, CallRequest, Pipeline, TaskObserver, ToolContext, builtin::VERSION,
+    AgentId, CallRequest, Pipeline, ProgressReporter, TaskObserver, ToolContext, builtin::VERSION,
     handles::TaskHandles,
 };
 use rmcp::{
@@ -16,10 +17,12 @@ use rmcp::{
     service::RequestContext,
 };
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::{
     ElicitationRelay,
-    convert::{outcome_to_wire, tool_to_wire},
+    convert::outcome_to_wire,
+    lists::{self, ToolLists},
     progress::PeerProgress,
     tasks,
 };
@@ -60,6 +63,8 @@ pub struct HandoffMcp {
     default_agent: Option<AgentId>,
     /// The agent a caller that establishes and names none acts as (`auth.default_agent`).
     fallback_agent: Option<AgentId>,
+    /// `tools/list` answers, serialised.
+    lists: Arc<ToolLists>,
 }
 
 impl HandoffMcp {
@@ -78,6 +83,7 @@ impl HandoffMcp {
             relay,
             default_agent,
             fallback_agent,
+            lists: Arc::default(),
         }
     }
 
@@ -98,13 +104,107 @@ impl HandoffMcp {
     /// The caller as a principal, for the MCP Tasks methods: an operator, else the agent the
     /// edge established (or the configured default).
     fn principal(&self, ctx: &RequestContext<RoleServer>) -> Option<Principal> {
-        let identity = self.identity(ctx);
-        match (identity.operator, identity.agent) {
-            (true, Some(name)) => Some(Principal::Operator(name)),
+        self.principal_of(&self.identity(ctx))
+    }
+
+    /// A caller as a principal: an operator, else its agent (or the configured default).
+    fn principal_of(&self, identity: &CallerIdentity) -> Option<Principal> {
+        match (identity.operator, &identity.agent) {
+            (true, Some(name)) => Some(Principal::Operator(name.clone())),
             (_, agent) => agent
+                .clone()
                 .or_else(|| self.fallback_agent.clone())
                 .map(Principal::Agent),
         }
+    }
+}
+
+/// What a tool call needs from the transport that carried it.
+pub(crate) struct CallSite {
+    /// The caller as the edge decided it.
+    pub(crate) identity: CallerIdentity,
+    /// The MCP session the call came in, if any.
+    pub(crate) session: Option<String>,
+    /// The JSON-RPC request id, as text.
+    pub(crate) request_id: String,
+    /// Fires when the caller gives up on the call.
+    pub(crate) cancel: CancellationToken,
+    /// Whether an `execute_task` answer becomes a task handle (Tasks extension).
+    pub(crate) as_task: bool,
+    /// Told of each task the call creates (elicitation relay).
+    pub(crate) observer: Option<Arc<dyn TaskObserver>>,
+    /// Where the call's progress goes.
+    pub(crate) progress: Option<Arc<dyn ProgressReporter>>,
+}
+
+impl HandoffMcp {
+    /// Runs one `tools/call` through the pipeline and shapes its answer for the wire.
+    pub(crate) async fn run_call(
+        &self,
+        site: CallSite,
+        request: CallToolRequestParams,
+    ) -> Result<CallToolResponse, McpError> {
+        let caller = self.principal_of(&site.identity);
+        let mut tool_ctx =
+            ToolContext::new(uuid::Uuid::new_v4().simple().to_string(), site.request_id)
+                .with_agent(site.identity.agent)
+                .with_operator(site.identity.operator)
+                .with_fallback_agent(self.fallback_agent.clone())
+                .with_session(site.session)
+                .with_cancel(site.cancel)
+                .with_task_handle(site.as_task);
+        if let Some(observer) = site.observer {
+            tool_ctx = tool_ctx.with_task_observer(observer);
+        }
+        if let Some(progress) = site.progress {
+            tool_ctx = tool_ctx.with_progress(progress);
+        }
+        let call = CallRequest {
+            name: request.name.into_owned(),
+            arguments: request.arguments,
+        };
+        let meta = tool_ctx.result_meta().clone();
+        let outcome = self.pipeline.reply(tool_ctx, call).await;
+        let created = outcome
+            .as_ref()
+            .ok()
+            .and_then(|reply| reply.output.get("task_id"))
+            .and_then(Value::as_str)
+            .and_then(|id| TaskId::parse(id).ok());
+        if let (Some(id), Some(caller), true) = (&created, caller, site.as_task) {
+            // Stored before submit returned, so the handle is durable; a task this caller could
+            // not poll gets the plain result.
+            match self.handles.get(&caller, id.as_str()).await {
+                Ok(handle) => return Ok(CallToolResponse::Task(tasks::created(&handle))),
+                Err(error) => tracing::debug!(task = %id, %error, "no task handle"),
+            }
+        }
+        let mut result = outcome_to_wire(outcome)?;
+        let meta = meta.snapshot();
+        if !meta.is_empty() {
+            // Beside an error result's own entry.
+            let mut merged = result.meta.take().map(|m| m.0).unwrap_or_default();
+            merged.extend(meta);
+            result.meta = Some(rmcp::model::MetaObject(merged));
+        }
+        Ok(CallToolResponse::from(result))
+    }
+
+    /// Whether a call may be answered without rmcp's session worker: a read-only tool that
+    /// finishes at once, with nothing to send but its answer (no task to follow, no input
+    /// responses; the caller checks the request's `_meta` for a progress token). Anything
+    /// else keeps rmcp's cancellation and server-to-client messages.
+    pub(crate) fn answers_inline(&self, request: &CallToolRequestParams) -> bool {
+        let quick = self
+            .pipeline
+            .definition(&request.name)
+            .is_some_and(|def| def.annotations.read_only && def.name != TASK_TOOL);
+        quick && request.input_responses.is_none() && request.request_state.is_none()
+    }
+
+    /// The `tools/list` result `agent` sees, serialised once per set of visible tools.
+    pub(crate) fn tool_list(&self, agent: Option<&AgentId>) -> Option<Bytes> {
+        self.lists.get(&self.pipeline, agent)
     }
 }
 
@@ -161,16 +261,7 @@ impl ServerHandler for HandoffMcp {
             ));
         }
         let agent = self.identity(&ctx).agent;
-        let tools = self
-            .pipeline
-            .list(agent.as_ref())
-            .iter()
-            .map(tool_to_wire)
-            .collect();
-        Ok(ListToolsResult {
-            tools,
-            ..ListToolsResult::default()
-        })
+        Ok(lists::list_result(&self.pipeline, agent.as_ref()))
     }
 
     async fn call_tool(
@@ -197,57 +288,28 @@ impl ServerHandler for HandoffMcp {
             && !modern
             && ctx.peer.peer_info().is_some()
             && !ctx.peer.supported_elicitation_modes().is_empty();
-        let mut tool_ctx = ToolContext::new(
-            uuid::Uuid::new_v4().simple().to_string(),
-            ctx.id.to_string(),
-        )
-        .with_agent(identity.agent.clone())
-        .with_operator(identity.operator)
-        .with_fallback_agent(self.fallback_agent.clone())
-        .with_session(session_id(&ctx))
-        .with_cancel(ctx.ct.clone())
-        .with_task_handle(as_task);
-        if elicits {
-            tool_ctx = tool_ctx.with_task_observer(Arc::new(RelayObserver {
+        let observer = elicits.then(|| {
+            Arc::new(RelayObserver {
                 relay: self.relay.clone(),
                 peer: ctx.peer.clone(),
-            }));
-        }
-        if let Some(token) = ctx.meta.get_progress_token() {
-            tool_ctx = tool_ctx.with_progress(Arc::new(PeerProgress {
+            }) as Arc<dyn TaskObserver>
+        });
+        let progress = ctx.meta.get_progress_token().map(|token| {
+            Arc::new(PeerProgress {
                 peer: ctx.peer.clone(),
                 token,
-            }));
-        }
-        let call = CallRequest {
-            name: request.name.into_owned(),
-            arguments: request.arguments,
+            }) as Arc<dyn ProgressReporter>
+        });
+        let site = CallSite {
+            identity,
+            session: session_id(&ctx),
+            request_id: ctx.id.to_string(),
+            cancel: ctx.ct.clone(),
+            as_task,
+            observer,
+            progress,
         };
-        let meta = tool_ctx.result_meta().clone();
-        let outcome = self.pipeline.reply(tool_ctx, call).await;
-        let created = outcome
-            .as_ref()
-            .ok()
-            .and_then(|reply| reply.output.get("task_id"))
-            .and_then(Value::as_str)
-            .and_then(|id| TaskId::parse(id).ok());
-        if let (Some(id), Some(caller), true) = (&created, self.principal(&ctx), as_task) {
-            // Stored before submit returned, so the handle is durable; a task this caller could
-            // not poll gets the plain result.
-            match self.handles.get(&caller, id.as_str()).await {
-                Ok(handle) => return Ok(CallToolResponse::Task(tasks::created(&handle))),
-                Err(error) => tracing::debug!(task = %id, %error, "no task handle"),
-            }
-        }
-        let mut result = outcome_to_wire(outcome)?;
-        let meta = meta.snapshot();
-        if !meta.is_empty() {
-            // Beside an error result's own entry.
-            let mut merged = result.meta.take().map(|m| m.0).unwrap_or_default();
-            merged.extend(meta);
-            result.meta = Some(rmcp::model::MetaObject(merged));
-        }
-        Ok(CallToolResponse::from(result))
+        self.run_call(site, request).await
     }
 
     async fn on_custom_request(

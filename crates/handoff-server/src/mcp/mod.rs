@@ -2,8 +2,10 @@
 
 mod answer;
 mod convert;
+mod direct;
 mod elicit;
 mod handler;
+mod lists;
 mod priming;
 mod progress;
 mod relay;
@@ -11,6 +13,7 @@ mod session_gate;
 mod sessions;
 mod tasks;
 
+pub(crate) use direct::DirectAnswers;
 pub use handler::HandoffMcp;
 pub(crate) use relay::ElicitationRelay;
 pub(crate) use session_gate::session_gate;

@@ -38,6 +38,11 @@ pub(crate) fn without_priming(response: Response) -> Response {
     Response::from_parts(parts, Body::from_stream(events))
 }
 
+/// Whether `chunk` carries a message: neither a keep-alive comment nor a dataless event.
+pub(crate) fn is_message(chunk: &Bytes) -> bool {
+    !chunk.starts_with(b":") && !is_dataless_event(chunk)
+}
+
 /// Whether `chunk` is exactly one whole SSE event whose `data` lines are all empty (a priming
 /// event, or rmcp's retry hint). rmcp writes one event per chunk; anything else — keep-alive
 /// comments, events with a message, a chunk holding more or less than one event — is kept, so
@@ -90,6 +95,14 @@ mod tests {
             !dataless("data: \n\ndata: {}\n\n"),
             "two events are left alone"
         );
+    }
+
+    #[test]
+    fn only_events_with_data_are_messages() {
+        let message = |text: &'static str| is_message(&Bytes::from_static(text.as_bytes()));
+        assert!(message("data: {\"jsonrpc\":\"2.0\"}\nid: 0\n\n"));
+        assert!(!message(":\n\n"), "keep-alive");
+        assert!(!message("data: \nid: 0\nretry: 3000\n\n"), "priming");
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! The HTTP side of the session limits: an `initialize` past a limit is refused with a clear
 //! JSON-RPC error (429 for the caller's share, 503 for the server's), DELETE answers 404
 //! for a session that is not open and 200 when it ends one, and a session that negotiated a
-//! revision before 2025-11-25 gets no SSE priming events (see [`super::priming`]).
+//! revision before 2025-11-25 gets no SSE priming events (see [`super::priming`]). It also
+//! tells the session book what keeps a session alive: the end of the handshake, and every
+//! message the server sends on a session's streams.
 
 use std::sync::Arc;
 
 use axum::{extract::Request, response::Response};
+use futures::StreamExt;
 use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::Value;
 
@@ -35,6 +38,10 @@ where
     // pass for "no session" (a DELETE skipping the gate, an initialize opening one).
     let names_one = request.headers().contains_key(SESSION_HEADER);
     let named = session_of(request.headers());
+    let finishes_handshake = request
+        .extensions()
+        .get::<RpcMethod>()
+        .is_some_and(|method| method.0 == "notifications/initialized");
     let response = match *request.method() {
         Method::DELETE if names_one => end_session(sessions, request, next).await,
         Method::POST if !names_one && opens_session(&request) => {
@@ -42,16 +49,39 @@ where
         }
         _ => next(request).await,
     };
-    // An `initialize` learns its session from the answer.
-    let session = named.or_else(|| session_of(response.headers()));
-    match session.and_then(|id| sessions.negotiated(&id)) {
-        Some(protocol)
-            if priming::is_event_stream(&response) && !priming::reads_priming(&protocol) =>
-        {
-            priming::without_priming(response)
-        }
-        _ => response,
+    if finishes_handshake
+        && response.status().is_success()
+        && let Some(id) = &named
+    {
+        sessions.mark_initialized(id);
     }
+    // An `initialize` learns its session from the answer.
+    let Some(session) = named.or_else(|| session_of(response.headers())) else {
+        return response;
+    };
+    if !priming::is_event_stream(&response) {
+        return response;
+    }
+    let response = match sessions.negotiated(&session) {
+        Some(protocol) if !priming::reads_priming(&protocol) => priming::without_priming(response),
+        _ => response,
+    };
+    keeps_alive(sessions, session, response)
+}
+
+/// The stream with every message it carries counted as activity of `session`, as rmcp's own
+/// idle timer counted them; keep-alive comments and priming events are not messages.
+fn keeps_alive(sessions: &Arc<CappedSessions>, session: String, response: Response) -> Response {
+    let sessions = Arc::downgrade(sessions);
+    let (parts, body) = response.into_parts();
+    let events = body.into_data_stream().inspect(move |chunk| {
+        if chunk.as_ref().is_ok_and(priming::is_message)
+            && let Some(sessions) = sessions.upgrade()
+        {
+            sessions.mark_active(&session);
+        }
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(events))
 }
 
 /// The session a request or an answer names.

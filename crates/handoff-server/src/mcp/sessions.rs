@@ -1,6 +1,8 @@
 //! Legacy MCP sessions, bounded: at most so many per caller and in total, and a session that
 //! made no request after `initialize` ends after `server.unused_session_timeout_secs` instead
-//! of the idle timeout. Everything here lives in memory; sessions die with the process.
+//! of the idle timeout. The idle timeout is kept here too, not in rmcp's session worker: some
+//! requests are answered without reaching the worker (see [`super::direct`]), so only this
+//! book sees every use. Everything here lives in memory; sessions die with the process.
 
 use std::{
     collections::HashMap,
@@ -61,6 +63,8 @@ pub(crate) struct SessionLimits {
     pub(crate) per_client: usize,
     /// A session without a request after `initialize` ends after this.
     pub(crate) unused_timeout: Duration,
+    /// A session that hears nothing and sends nothing for this long ends.
+    pub(crate) idle_timeout: Duration,
 }
 
 impl SessionLimits {
@@ -70,6 +74,7 @@ impl SessionLimits {
             total: usize::try_from(server.max_sessions).unwrap_or(usize::MAX),
             per_client: usize::try_from(server.max_sessions_per_client).unwrap_or(usize::MAX),
             unused_timeout: server.unused_session_timeout,
+            idle_timeout: server.session_idle_timeout,
         }
     }
 }
@@ -116,6 +121,18 @@ struct Entry {
     used: bool,
     /// The protocol revision `initialize` settled on.
     protocol: Option<String>,
+    /// Whether the client sent `notifications/initialized`.
+    initialized: bool,
+    /// The last request or message either side sent in this session.
+    last_active: Instant,
+}
+
+impl Entry {
+    /// Whether the sweeper should end this session now.
+    fn expired(&self, limits: SessionLimits) -> bool {
+        (!self.used && self.opened.elapsed() >= limits.unused_timeout)
+            || self.last_active.elapsed() >= limits.idle_timeout
+    }
 }
 
 /// Who holds how many sessions; counts include sessions being created.
@@ -264,9 +281,37 @@ impl CappedSessions {
             .and_then(|entry| entry.protocol.clone())
     }
 
-    fn mark_used(&self, id: &SessionId) {
+    /// The revision a session negotiated, once its handshake is complete (`initialize`
+    /// answered and `notifications/initialized` received); `None` before, or when not open.
+    pub(crate) fn ready(&self, id: &str) -> Option<String> {
+        self.book()
+            .sessions
+            .get(id)
+            .filter(|entry| entry.initialized)
+            .and_then(|entry| entry.protocol.clone())
+    }
+
+    /// Records that the client finished the handshake.
+    pub(crate) fn mark_initialized(&self, id: &str) {
+        if let Some(entry) = self.book().sessions.get_mut(id) {
+            entry.initialized = true;
+            entry.last_active = Instant::now();
+        }
+    }
+
+    /// Records a request or stream the client opened in the session: a use.
+    pub(crate) fn mark_used(&self, id: &str) {
         if let Some(entry) = self.book().sessions.get_mut(id) {
             entry.used = true;
+            entry.last_active = Instant::now();
+        }
+    }
+
+    /// Records traffic that keeps a session from idling but is no use of it (a notification,
+    /// a message the server sends).
+    pub(crate) fn mark_active(&self, id: &str) {
+        if let Some(entry) = self.book().sessions.get_mut(id) {
+            entry.last_active = Instant::now();
         }
     }
 
@@ -276,37 +321,38 @@ impl CappedSessions {
             return;
         }
         let this = self.this.clone();
-        // A quarter of the timeout: a session ends between 1x and 1.25x of it.
-        let period = (self.limits.unused_timeout / 4).max(Duration::from_millis(50));
+        // A quarter of the shorter timeout: a session ends between 1x and 1.25x of it.
+        let shorter = self.limits.unused_timeout.min(self.limits.idle_timeout);
+        let period = (shorter / 4).max(Duration::from_millis(50));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(period).await;
                 let Some(sessions) = this.upgrade() else {
                     return;
                 };
-                sessions.close_unused().await;
+                sessions.close_expired().await;
             }
         });
     }
 
     /// Ends every session that made no request within the unused timeout.
-    async fn close_unused(&self) {
+    async fn close_expired(&self) {
         let expired: Vec<SessionId> = self
             .book()
             .sessions
             .iter()
-            .filter(|(_, e)| !e.used && e.opened.elapsed() >= self.limits.unused_timeout)
+            .filter(|(_, e)| e.expired(self.limits))
             .map(|(id, _)| id.clone())
             .collect();
         for id in &expired {
             if let Err(error) = self.close_session(id).await {
-                tracing::debug!(session = %id, %error, "could not close an unused session");
+                tracing::debug!(session = %id, %error, "could not close an expired session");
             }
         }
         if !expired.is_empty() {
             tracing::debug!(
                 closed = expired.len(),
-                "closed MCP sessions that made no request after initialize"
+                "closed MCP sessions unused after initialize or idle"
             );
         }
     }
@@ -341,11 +387,14 @@ impl SessionManager for CappedSessions {
         }
         match self.inner.create_session().await {
             Ok((id, transport)) => {
+                let now = Instant::now();
                 let entry = Entry {
                     client,
-                    opened: Instant::now(),
+                    opened: now,
                     used: false,
                     protocol: None,
+                    initialized: false,
+                    last_active: now,
                 };
                 self.book().sessions.insert(id.clone(), entry);
                 Ok((id, transport))
@@ -409,6 +458,7 @@ impl SessionManager for CappedSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
         // `notifications/initialized` is part of the handshake, not a use.
+        self.mark_active(id);
         Ok(self.inner.accept_message(id, message).await?)
     }
 
@@ -439,6 +489,7 @@ mod tests {
             total,
             per_client,
             unused_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(1800),
         }
     }
 
@@ -462,6 +513,23 @@ mod tests {
         book.release(&a);
         assert!(book.per_client.is_empty(), "no empty counts are kept");
         assert_eq!(book.open, 0);
+    }
+
+    #[test]
+    fn a_session_expires_unused_or_idle_but_not_while_heard_from() {
+        let limits = limits(10, 10);
+        let long_ago = Instant::now() - Duration::from_secs(3600);
+        let entry = |used, last_active| Entry {
+            client: ClientKey::Anonymous,
+            opened: long_ago,
+            used,
+            protocol: None,
+            initialized: true,
+            last_active,
+        };
+        assert!(entry(false, Instant::now()).expired(limits), "never used");
+        assert!(entry(true, long_ago).expired(limits), "idle");
+        assert!(!entry(true, Instant::now()).expired(limits), "in use");
     }
 
     #[test]

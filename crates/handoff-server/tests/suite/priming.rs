@@ -106,7 +106,18 @@ async fn only_sessions_of_2025_11_25_or_later_get_priming_events() {
                 .header("mcp-protocol-version", protocol),
         )
         .await;
-        let ping = call(1, "ping", json!({"message": protocol}));
+        // A plain read-only call is answered as JSON before rmcp; one with a progress token
+        // is rmcp's, on an SSE stream.
+        let plain = call(1, "ping", json!({"message": protocol}));
+        let answer = post(&server, protocol, Some(&session))
+            .body(plain.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.headers()["content-type"], "application/json");
+        assert!(answer.text().await.unwrap().contains("\"ok\":true"));
+        let mut ping = call(2, "ping", json!({"message": protocol}));
+        ping["params"]["_meta"] = json!({"progressToken": "p"});
         let (body, _) = sse(post(&server, protocol, Some(&session)).body(ping.to_string())).await;
         assert!(body.contains("\"ok\":true"), "{protocol}: {body}");
         assert_eq!(

@@ -228,3 +228,125 @@ async fn an_unused_session_ends_after_the_short_timeout_and_a_used_one_stays() {
         alive.body
     );
 }
+
+/// The content type of an answer.
+fn content_type(reply: &Reply) -> &str {
+    reply.headers["content-type"].to_str().unwrap()
+}
+
+#[tokio::test]
+async fn plain_requests_are_answered_before_rmcp_exactly_as_rmcp_answers_them() {
+    let server = start(&[]).await;
+    let session = server.initialize(&[]).await;
+    // A weighted Accept header is left to rmcp, which answers on an SSE stream.
+    let by_rmcp = [("accept", "application/json;q=1, text/event-stream")];
+    let cases = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": "two", "method": "ping"}),
+        call(3, "ping", json!({"message": "same"})),
+        call(4, "health", json!({})),
+    ];
+    for body in &cases {
+        let direct = server.session_call(&session, &[], body).await;
+        let rmcp = server.session_call(&session, &by_rmcp, body).await;
+        assert_eq!(content_type(&direct), "application/json", "{body}");
+        assert!(
+            content_type(&rmcp).starts_with("text/event-stream"),
+            "{body}"
+        );
+        let tool = body["params"]["name"].as_str().unwrap_or_default();
+        if tool == "health" {
+            // Its figures move between two calls; its shape does not.
+            let keys = |r: &Reply| {
+                let map = r.body["result"]["structuredContent"].as_object().cloned();
+                map.unwrap().keys().cloned().collect::<Vec<_>>()
+            };
+            assert_eq!(keys(&direct), keys(&rmcp));
+        } else {
+            let timeless = |r: &Reply| {
+                let mut body = r.body.clone();
+                if let Some(out) = body["result"]["structuredContent"].as_object_mut() {
+                    out.remove("server_time_ms");
+                }
+                body
+            };
+            assert_eq!(timeless(&direct), timeless(&rmcp), "{body}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_state_changing_call_is_left_to_rmcp() {
+    let server = start(&[]).await;
+    let alice = [("x-agent-id", "alice")];
+    let session = server.initialize(&alice).await;
+    let submitted = server
+        .session_call(
+            &session,
+            &alice,
+            &call(1, "execute_task", json!({"task_description": "x"})),
+        )
+        .await;
+    assert!(content_type(&submitted).starts_with("text/event-stream"));
+    // No executor runs in this server: the answer is a tool error, still rmcp's.
+    assert!(
+        submitted.body["result"]["content"].is_array(),
+        "{:?}",
+        submitted.body
+    );
+}
+
+#[tokio::test]
+async fn a_session_kept_busy_by_direct_answers_outlives_the_idle_timeout_then_idles_out() {
+    let server = start(&[
+        ("HANDOFF_SESSION_IDLE_TIMEOUT_SECS", "1"),
+        ("HANDOFF_MAX_SESSIONS_PER_CLIENT", "1"),
+    ])
+    .await;
+    let session = server.initialize(&[]).await;
+    // Three idle timeouts of pings every 100 ms, none of which reaches rmcp's worker.
+    let busy_until = Instant::now() + Duration::from_secs(3);
+    let mut id = 0;
+    while Instant::now() < busy_until {
+        id += 1;
+        let reply = server
+            .session_call(
+                &session,
+                &[],
+                &json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "ping {id}: {:?}", reply.body);
+        assert_eq!(content_type(&reply), "application/json");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        refused_initialize(&server, &[]).await.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the busy session is still open"
+    );
+    // Silent now: its place frees itself. Polling with `initialize` does not touch it.
+    let until = Instant::now() + PATIENCE;
+    loop {
+        let reply = server.post(&[], &initialize_body(json!({}))).await;
+        if reply.status == StatusCode::OK {
+            break;
+        }
+        assert_eq!(
+            reply.status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "{:?}",
+            reply.body
+        );
+        assert!(Instant::now() < until, "the idle session never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gone = server
+        .session_call(
+            &session,
+            &[],
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}),
+        )
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND, "{:?}", gone.body);
+}

@@ -128,6 +128,21 @@ impl Pipeline {
             .collect()
     }
 
+    /// Which tools `agent` may see, one flag per tool in name order: callers that share it
+    /// share [`Pipeline::list`]'s answer (visibility is fixed when the pipeline is built).
+    pub fn visibility(&self, agent: Option<&AgentId>) -> Vec<bool> {
+        self.inner
+            .registry
+            .definitions()
+            .map(|def| self.inner.permissions.visible(agent, def))
+            .collect()
+    }
+
+    /// The definition `name` (or an alias of it) resolves to, if such a tool exists.
+    pub fn definition(&self, name: &str) -> Option<&ToolDefinition> {
+        self.inner.registry.resolve(name).map(|t| t.definition())
+    }
+
     /// The tool's own name for `name` (aliases resolve to it), if such a tool exists.
     pub fn canonical_name(&self, name: &str) -> Option<&'static str> {
         self.inner

@@ -1,0 +1,58 @@
+//! `tools/list` answers serialised once, in the shape sessions before 2026-07-28 read: the
+//! ~45 KB of schemas were serialised again on every call. Callers that see the same tools share one answer; the answers live in memory only,
+//! at most [`MAX_LISTS`] of them, since visibility is fixed when the pipeline is built.
+
+use std::{
+    collections::HashMap,
+    sync::{Mutex, PoisonError},
+};
+
+use bytes::Bytes;
+use handoff_tools::{AgentId, Pipeline};
+use rmcp::model::{ListToolsResult, ServerResult};
+
+use super::convert::tool_to_wire;
+
+/// How many distinct sets of visible tools are kept; past it an answer is serialised afresh,
+/// so no number of agent names can grow this.
+const MAX_LISTS: usize = 64;
+
+/// Serialised `ListToolsResult`s by the set of tools they show.
+#[derive(Debug, Default)]
+pub(crate) struct ToolLists {
+    by_visibility: Mutex<HashMap<Vec<bool>, Bytes>>,
+}
+
+impl ToolLists {
+    /// The serialised result `agent` is shown in a legacy session; `None` if it would not
+    /// serialise.
+    pub(crate) fn get(&self, pipeline: &Pipeline, agent: Option<&AgentId>) -> Option<Bytes> {
+        let key = pipeline.visibility(agent);
+        if let Some(found) = self.lists().get(&key) {
+            return Some(found.clone());
+        }
+        let mut result = ServerResult::ListToolsResult(list_result(pipeline, agent));
+        super::direct::legacy_shape(&mut result);
+        let bytes = Bytes::from(serde_json::to_vec(&result).ok()?);
+        let mut lists = self.lists();
+        if lists.len() < MAX_LISTS {
+            lists.insert(key, bytes.clone());
+        }
+        Some(bytes)
+    }
+
+    fn lists(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<bool>, Bytes>> {
+        // Holds finished answers only; a panic elsewhere cannot leave one half-written.
+        self.by_visibility
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The result as rmcp's own `tools/list` answer serialises it.
+pub(crate) fn list_result(pipeline: &Pipeline, agent: Option<&AgentId>) -> ListToolsResult {
+    ListToolsResult {
+        tools: pipeline.list(agent).iter().map(tool_to_wire).collect(),
+        ..ListToolsResult::default()
+    }
+}
