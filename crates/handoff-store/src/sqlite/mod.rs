@@ -78,11 +78,23 @@ pub struct SqliteStore {
 
 /// Pool settings shared by both pools: a connection that comes back still inside a
 /// transaction is closed rather than reused (see the module docs).
-fn pool_options(max_connections: u32) -> SqlitePoolOptions {
+///
+/// Each round trip to a connection is a hop to its worker thread and back, so none is made
+/// that cannot find anything: a connection outside any transaction (sqlx counts it on the
+/// worker, so a dropped transaction's queued ROLLBACK still counts as inside one, and a
+/// cancelled `BEGIN` is rolled back by the worker before it runs the next command) goes back
+/// as it is. `tested` keeps sqlx's ping before each acquire, which replaces a connection
+/// whose worker died: the one writer keeps it, the readers drop it (a dead reader fails its
+/// queries until the pool retires it, at most `max_lifetime` later).
+fn pool_options(max_connections: u32, tested: bool) -> SqlitePoolOptions {
     SqlitePoolOptions::new()
         .max_connections(max_connections)
+        .test_before_acquire(tested)
         .after_release(|conn, _| {
             Box::pin(async move {
+                if !conn.is_in_transaction() {
+                    return Ok(true);
+                }
                 // A dropped transaction queues its ROLLBACK; the ping answers after it ran.
                 conn.ping().await?;
                 Ok(!conn.is_in_transaction())
@@ -109,7 +121,7 @@ impl SqliteStore {
 
         // WAL is a property of the file, so only the first (writer) connection needs to set it;
         // switching modes needs an exclusive lock that readers would otherwise contend for.
-        let write = pool_options(1)
+        let write = pool_options(1, true)
             .connect_with(
                 base.clone()
                     .create_if_missing(true)
@@ -120,7 +132,7 @@ impl SqliteStore {
 
         // query_only makes an accidental write through the read pool fail instead of racing
         // the writer's checks.
-        let read = pool_options(READERS)
+        let read = pool_options(READERS, false)
             .connect_with(base.pragma("query_only", "ON"))
             .await?;
         Ok(Self {
