@@ -202,9 +202,10 @@ impl HandoffMcp {
         quick && request.input_responses.is_none() && request.request_state.is_none()
     }
 
-    /// The `tools/list` result `agent` sees, serialised once per set of visible tools.
-    pub(crate) fn tool_list(&self, agent: Option<&AgentId>) -> Option<Bytes> {
-        self.lists.get(&self.pipeline, agent)
+    /// The `tools/list` result `agent` sees (in the 2026-07-28 shape when `modern`),
+    /// serialised once per set of visible tools.
+    pub(crate) fn tool_list(&self, agent: Option<&AgentId>, modern: bool) -> Option<Bytes> {
+        self.lists.get(&self.pipeline, agent, modern)
     }
 }
 

@@ -1,5 +1,5 @@
-//! `tools/list` answers serialised once, in the shape sessions before 2026-07-28 read: the
-//! ~45 KB of schemas were serialised again on every call. Callers that see the same tools share one answer; the answers live in memory only,
+//! `tools/list` answers serialised once per era's shape: the ~45 KB of schemas were
+//! serialised again on every call. Callers that see the same tools share one answer; the answers live in memory only,
 //! at most [`MAX_LISTS`] of them, since visibility is fixed when the pipeline is built.
 
 use std::{
@@ -20,19 +20,24 @@ const MAX_LISTS: usize = 64;
 /// Serialised `ListToolsResult`s by the set of tools they show.
 #[derive(Debug, Default)]
 pub(crate) struct ToolLists {
-    by_visibility: Mutex<HashMap<Vec<bool>, Bytes>>,
+    by_visibility: Mutex<HashMap<(bool, Vec<bool>), Bytes>>,
 }
 
 impl ToolLists {
-    /// The serialised result `agent` is shown in a legacy session; `None` if it would not
-    /// serialise.
-    pub(crate) fn get(&self, pipeline: &Pipeline, agent: Option<&AgentId>) -> Option<Bytes> {
-        let key = pipeline.visibility(agent);
+    /// The serialised result `agent` is shown, in the 2026-07-28 shape when `modern`, else
+    /// in the legacy one; `None` if it would not serialise.
+    pub(crate) fn get(
+        &self,
+        pipeline: &Pipeline,
+        agent: Option<&AgentId>,
+        modern: bool,
+    ) -> Option<Bytes> {
+        let key = (modern, pipeline.visibility(agent));
         if let Some(found) = self.lists().get(&key) {
             return Some(found.clone());
         }
         let mut result = ServerResult::ListToolsResult(list_result(pipeline, agent));
-        super::direct::legacy_shape(&mut result);
+        super::direct::era_shape(&mut result, modern);
         let bytes = Bytes::from(serde_json::to_vec(&result).ok()?);
         let mut lists = self.lists();
         if lists.len() < MAX_LISTS {
@@ -41,7 +46,7 @@ impl ToolLists {
         Some(bytes)
     }
 
-    fn lists(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<bool>, Bytes>> {
+    fn lists(&self) -> std::sync::MutexGuard<'_, HashMap<(bool, Vec<bool>), Bytes>> {
         // Holds finished answers only; a panic elsewhere cannot leave one half-written.
         self.by_visibility
             .lock()

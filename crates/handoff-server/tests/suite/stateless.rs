@@ -93,3 +93,57 @@ async fn stateless_request_without_meta_is_rejected() {
         .await;
     assert!(reply.body["error"]["code"].is_i64(), "{:?}", reply.body);
 }
+
+/// Its content type, and the body without the figures that move between two calls.
+fn comparable(reply: &super::common::Reply) -> (String, serde_json::Value) {
+    let mut body = reply.body.clone();
+    if let Some(out) = body["result"]["structuredContent"].as_object_mut() {
+        out.remove("server_time_ms");
+    }
+    let kind = reply.headers["content-type"].to_str().unwrap().to_owned();
+    (kind, body)
+}
+
+#[tokio::test]
+async fn plain_stateless_requests_are_answered_before_rmcp_exactly_as_rmcp_answers_them() {
+    let server = start(&[]).await;
+    // A weighted Accept header is left to rmcp.
+    let by_rmcp = [("accept", "application/json;q=1, text/event-stream")];
+    for (method, name, params) in [
+        ("tools/list", None, json!({})),
+        (
+            "tools/call",
+            Some("ping"),
+            json!({"name": "ping", "arguments": {"message": "m"}}),
+        ),
+    ] {
+        let caps = json!({});
+        let direct = server
+            .stateless_with(1, method, name, params.clone(), &[], caps.clone())
+            .await;
+        let rmcp = server
+            .stateless_with(1, method, name, params, &by_rmcp, caps)
+            .await;
+        assert_eq!(direct.status, StatusCode::OK, "{:?}", direct.body);
+        assert_eq!(comparable(&direct), comparable(&rmcp), "{method}");
+    }
+    // The revision has no `ping`; rmcp says so, as before.
+    let ping = server.stateless(2, "ping", None, json!({})).await;
+    assert!(ping.body["error"]["code"].is_i64(), "{:?}", ping.body);
+    // A call whose Mcp-Name names another tool is rmcp's to refuse.
+    let mismatched = server
+        .stateless_with(
+            3,
+            "tools/call",
+            Some("health"),
+            json!({"name": "ping", "arguments": {}}),
+            &[],
+            json!({}),
+        )
+        .await;
+    assert!(
+        mismatched.body["error"].is_object(),
+        "{:?}",
+        mismatched.body
+    );
+}

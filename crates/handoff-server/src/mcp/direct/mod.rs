@@ -5,36 +5,37 @@
 //! in the connection's own task, by the same handler code: `ping`, `tools/list` (from bytes
 //! serialised once) and `tools/call` of a read-only tool with nothing to send but its answer.
 //!
-//! Only the plain case is taken: a session whose handshake is complete, headers that rmcp
-//! would accept without a second look, a body that is one such request. Anything else —
-//! another method, a progress token, a tool that changes state, an unusual header, a
-//! session not yet initialized — goes on to rmcp unchanged, which answers or refuses it as
-//! before. Nothing here is durable; the session book records the use.
+//! The 2026-07-28 era has no sessions, but rmcp still builds a one-request service with its
+//! own task for each request; its plain `tools/list` and read-only `tools/call` are answered
+//! here the same way.
+//!
+//! Only the plain case is taken ([`fit`]): a session whose handshake is complete or a
+//! stateless request with its whole `_meta` and standard headers, headers that rmcp would
+//! accept without a second look, a body that is one such request. Anything else — another
+//! method, a progress token, a tool that changes state, an unusual header, a session not yet
+//! initialized — goes on to rmcp unchanged, which answers or refuses it as before. Nothing
+//! here is durable; the session book records the use.
+
+mod fit;
 
 use std::sync::Arc;
 
 use axum::{body::Body, extract::Request, response::Response};
 use bytes::{BufMut, Bytes, BytesMut};
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use http::{HeaderValue, Method, StatusCode, header};
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorData, GetMeta, RequestId,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorData, RequestId,
     ServerJsonRpcMessage, ServerResult,
 };
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use self::fit::{Era, era_of, request_fits};
 use super::{CappedSessions, HandoffMcp, handler::CallSite};
 use crate::edge::{CallerIdentity, DroppedParams, ParsedBody};
 
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
-/// The first revision without sessions; a session never negotiates it, but if one did, its
-/// requests would need rmcp's header checks.
-const STATELESS_ERA: &str = "2026-07-28";
-/// The `_meta` keys by which a request negotiates its own revision (the stateless era).
-const PER_REQUEST_META: &str = "io.modelcontextprotocol/";
-
-/// Answers the plain requests of complete sessions (see the module doc).
+/// Answers the plain requests of complete sessions and of the stateless era (see the module
+/// doc).
 pub(crate) struct DirectAnswers {
     sessions: Arc<CappedSessions>,
     handler: HandoffMcp,
@@ -42,7 +43,7 @@ pub(crate) struct DirectAnswers {
 
 /// A request this path serves, read.
 struct Plan {
-    session: String,
+    era: Era,
     id: RequestId,
     identity: CallerIdentity,
     kind: Kind,
@@ -79,14 +80,20 @@ impl DirectAnswers {
             return Err(request);
         };
         drop(request);
-        self.sessions.mark_used(&plan.session);
+        let session = match &plan.era {
+            Era::Session(id) => Some(id.clone()),
+            Era::Stateless => None,
+        };
+        if let Some(id) = &session {
+            self.sessions.mark_used(id);
+        }
         let answer = match plan.kind {
             Kind::Ping => Answer::Result(Box::new(ServerResult::empty(()))),
             Kind::List(list) => Answer::Serialised(list),
             Kind::Call(params) => {
                 let site = CallSite {
                     identity: plan.identity,
-                    session: Some(plan.session.clone()),
+                    session: session.clone(),
                     request_id: plan.id.to_string(),
                     // The call ends with this future: a client that goes away drops it.
                     cancel: CancellationToken::new(),
@@ -100,8 +107,10 @@ impl DirectAnswers {
                 }
             }
         };
-        self.sessions.mark_active(&plan.session);
-        Ok(json_response(plan.id, answer))
+        if let Some(id) = &session {
+            self.sessions.mark_active(id);
+        }
+        Ok(json_response(plan.id, &plan.era, answer))
     }
 
     /// What to do for `request`, if this path serves it.
@@ -109,28 +118,26 @@ impl DirectAnswers {
         if request.method() != Method::POST {
             return None;
         }
-        let session = self.plain_session(request.headers())?;
+        let era = era_of(request.headers(), |id| self.sessions.ready(id))?;
         let body = request.extensions().get::<ParsedBody>()?;
         let ClientJsonRpcMessage::Request(message) =
             ClientJsonRpcMessage::deserialize(body.0.as_ref()).ok()?
         else {
             return None;
         };
-        // rmcp moves `_meta` out of the params into the request. A request that negotiates
-        // its own revision, or wants progress sent, is rmcp's.
-        let meta = message.request.get_meta();
-        if meta.get_progress_token().is_some()
-            || meta.keys().any(|key| key.starts_with(PER_REQUEST_META))
-        {
+        // rmcp moves `_meta` out of the params into the request.
+        if !request_fits(&era, request.headers(), &message.request) {
             return None;
         }
         let identity = request.extensions().get::<CallerIdentity>()?.clone();
         let kind = match message.request {
-            ClientRequest::PingRequest(_) => Kind::Ping,
+            // 2026-07-28 has no `ping`; rmcp answers that it is unknown.
+            ClientRequest::PingRequest(_) if era != Era::Stateless => Kind::Ping,
             ClientRequest::ListToolsRequest(_)
                 if request.extensions().get::<DroppedParams>().is_none() =>
             {
-                Kind::List(self.handler.tool_list(identity.agent.as_ref())?)
+                let modern = era == Era::Stateless;
+                Kind::List(self.handler.tool_list(identity.agent.as_ref(), modern)?)
             }
             ClientRequest::CallToolRequest(call) if self.handler.answers_inline(&call.params) => {
                 Kind::Call(Box::new(call.params))
@@ -138,73 +145,31 @@ impl DirectAnswers {
             _ => return None,
         };
         Some(Plan {
-            session,
+            era,
             id: message.id,
             identity,
             kind,
         })
     }
+}
 
-    /// The session a request names, if its handshake is complete and the request's headers
-    /// are ones rmcp would take as they are.
-    fn plain_session(&self, headers: &HeaderMap) -> Option<String> {
-        let session = headers.get(SESSION_HEADER)?.to_str().ok()?;
-        let protocol = self.sessions.ready(session)?;
-        let version_fits = headers
-            .get(VERSION_HEADER)
-            .is_none_or(|v| v.as_bytes() == protocol.as_bytes());
-        let fits = protocol.as_str() < STATELESS_ERA
-            && version_fits
-            && accepts_json_and_sse(headers)
-            && is_json(headers);
-        fits.then(|| session.to_owned())
+/// A result in the shape its era reads, as rmcp's handler leaves it: before 2026-07-28 no
+/// `resultType: "complete"` and no non-object tool output; from it, caching hints.
+pub(crate) fn era_shape(result: &mut ServerResult, modern: bool) {
+    if modern {
+        result.fill_missing_cache_hints();
+    } else {
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
     }
-}
-
-/// Whether the Accept header names both media types a session POST must accept, plainly
-/// (no weights: rmcp weighs those).
-fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
-    let (mut json, mut sse) = (false, false);
-    for value in headers.get_all(header::ACCEPT) {
-        let Ok(text) = value.to_str() else {
-            return false;
-        };
-        for item in text.split(',') {
-            let (essence, params) = item.split_once(';').unwrap_or((item, ""));
-            if !params.trim().is_empty() {
-                return false;
-            }
-            let essence = essence.trim();
-            json |= essence.eq_ignore_ascii_case("application/json");
-            sse |= essence.eq_ignore_ascii_case("text/event-stream");
-        }
-    }
-    json && sse
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
-            essence.trim().eq_ignore_ascii_case("application/json")
-        })
-}
-
-/// A result in the shape sessions before 2026-07-28 read, as rmcp's handler leaves it for
-/// them: no `resultType: "complete"`, no non-object tool output.
-pub(crate) fn legacy_shape(result: &mut ServerResult) {
-    result.strip_result_type_for_legacy_peer();
-    result.strip_non_object_output_for_legacy_peer();
 }
 
 /// The answer as one JSON-RPC message in a JSON body (the spec lets a server answer a POST
 /// with JSON or SSE; every client reads both).
-fn json_response(id: RequestId, answer: Answer) -> Response {
+fn json_response(id: RequestId, era: &Era, answer: Answer) -> Response {
     let body = match answer {
         Answer::Result(mut result) => {
-            legacy_shape(&mut result);
+            era_shape(&mut result, *era == Era::Stateless);
             serde_json::to_vec(&ServerJsonRpcMessage::response(*result, id))
         }
         Answer::Error(error) => serde_json::to_vec(&ServerJsonRpcMessage::error(error, Some(id))),
@@ -268,31 +233,5 @@ mod tests {
             .unwrap();
             assert_eq!(ours, rmcp);
         }
-    }
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.append(*name, HeaderValue::from_static(value));
-        }
-        map
-    }
-
-    #[test]
-    fn only_a_plain_accept_of_both_types_is_taken() {
-        let accept = |v| accepts_json_and_sse(&headers(&[("accept", v)]));
-        assert!(accept("application/json, text/event-stream"));
-        assert!(accept("text/event-stream,APPLICATION/JSON"));
-        assert!(!accept("application/json"), "SSE missing");
-        assert!(
-            !accept("application/json;q=1, text/event-stream;q=0"),
-            "weights"
-        );
-        assert!(!accept("*/*"), "rmcp decides wildcards");
-        assert!(is_json(&headers(&[(
-            "content-type",
-            "application/json; charset=utf-8"
-        )])));
-        assert!(!is_json(&headers(&[("content-type", "text/plain")])));
     }
 }
