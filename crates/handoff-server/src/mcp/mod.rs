@@ -1,6 +1,7 @@
 //! MCP protocol wiring: rmcp's handler trait on top of Handoff's tool pipeline.
 
 mod answer;
+mod call;
 mod convert;
 mod direct;
 mod elicit;
@@ -13,6 +14,7 @@ mod session_gate;
 mod sessions;
 mod tasks;
 
+pub(crate) use call::CallSite;
 pub(crate) use direct::DirectAnswers;
 pub use handler::HandoffMcp;
 pub(crate) use relay::ElicitationRelay;

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use self::fit::{Era, era_of, request_fits};
-use super::{CappedSessions, HandoffMcp, handler::CallSite};
+use super::{CallSite, CappedSessions, HandoffMcp};
 use crate::edge::{CallerIdentity, DroppedParams, ParsedBody};
 
 /// Answers the plain requests of complete sessions and of the stateless era (see the module
