@@ -200,21 +200,7 @@ async fn an_unused_session_ends_after_the_short_timeout_and_a_used_one_stays() {
         StatusCode::TOO_MANY_REQUESTS
     );
     // The unused session's place frees itself; polling with `initialize` touches neither.
-    let until = Instant::now() + PATIENCE;
-    loop {
-        let reply = server.post(&[], &initialize_body(json!({}))).await;
-        if reply.status == StatusCode::OK {
-            break;
-        }
-        assert_eq!(
-            reply.status,
-            StatusCode::TOO_MANY_REQUESTS,
-            "{:?}",
-            reply.body
-        );
-        assert!(Instant::now() < until, "the unused session never ended");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_a_free_place(&server, "the unused session never ended").await;
     let gone = server
         .session_call(&unused, &[], &call(2, "ping", json!({})))
         .await;
@@ -326,21 +312,7 @@ async fn a_session_kept_busy_by_direct_answers_outlives_the_idle_timeout_then_id
         "the busy session is still open"
     );
     // Silent now: its place frees itself. Polling with `initialize` does not touch it.
-    let until = Instant::now() + PATIENCE;
-    loop {
-        let reply = server.post(&[], &initialize_body(json!({}))).await;
-        if reply.status == StatusCode::OK {
-            break;
-        }
-        assert_eq!(
-            reply.status,
-            StatusCode::TOO_MANY_REQUESTS,
-            "{:?}",
-            reply.body
-        );
-        assert!(Instant::now() < until, "the idle session never ended");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_a_free_place(&server, "the idle session never ended").await;
     let gone = server
         .session_call(
             &session,
@@ -349,4 +321,19 @@ async fn a_session_kept_busy_by_direct_answers_outlives_the_idle_timeout_then_id
         )
         .await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND, "{:?}", gone.body);
+}
+
+/// Polls with `initialize` (which touches no open session) until one is admitted again.
+async fn wait_for_a_free_place(server: &TestServer, never: &str) {
+    let until = Instant::now() + PATIENCE;
+    loop {
+        let reply = server.post(&[], &initialize_body(json!({}))).await;
+        if reply.status == StatusCode::OK {
+            return;
+        }
+        let status = reply.status;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{:?}", reply.body);
+        assert!(Instant::now() < until, "{never}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
