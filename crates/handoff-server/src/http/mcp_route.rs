@@ -1,9 +1,9 @@
 //! The checks in front of the MCP service, as one middleware: every `/mcp` request is counted,
 //! guarded at the edge (Host, Origin, token, identity, body cap and syntax), then either
-//! answered at once (a complete session's plain requests, see [`crate::mcp::DirectAnswers`])
-//! or has non-JSON errors rewritten and passes the session limits on its way to rmcp. One layer, not four: each
-//! axum layer clones the service below it on every request, and a Letta tool call is six
-//! requests.
+//! answered at once (the plain requests of a complete session or of the 2026-07-28 era, see
+//! [`crate::mcp::DirectAnswers`]) or has non-JSON errors rewritten and passes the session
+//! limits on its way to rmcp. One layer, not four: each axum layer clones the service below it
+//! on every request, and a Letta tool call is six requests.
 
 use std::sync::Arc;
 
