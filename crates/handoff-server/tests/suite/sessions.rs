@@ -285,13 +285,14 @@ async fn a_state_changing_call_is_left_to_rmcp() {
 #[tokio::test]
 async fn a_session_kept_busy_by_direct_answers_outlives_the_idle_timeout_then_idles_out() {
     let server = start(&[
-        ("HANDOFF_SESSION_IDLE_TIMEOUT_SECS", "1"),
+        ("HANDOFF_SESSION_IDLE_TIMEOUT_SECS", "2"),
         ("HANDOFF_MAX_SESSIONS_PER_CLIENT", "1"),
     ])
     .await;
     let session = server.initialize(&[]).await;
-    // Three idle timeouts of pings every 100 ms, none of which reaches rmcp's worker.
-    let busy_until = Instant::now() + Duration::from_secs(3);
+    // Two and a half idle timeouts of pings every 100 ms, none of which reaches rmcp's worker
+    // (a stall of almost two seconds between two of them still keeps the session).
+    let busy_until = Instant::now() + Duration::from_secs(5);
     let mut id = 0;
     while Instant::now() < busy_until {
         id += 1;
