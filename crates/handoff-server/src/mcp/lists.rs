@@ -1,6 +1,7 @@
 //! `tools/list` answers serialised once per era's shape: the ~45 KB of schemas were
-//! serialised again on every call. Callers that see the same tools share one answer; the answers live in memory only,
-//! at most [`MAX_LISTS`] of them, since visibility is fixed when the pipeline is built.
+//! serialised again on every call. Callers that see the same tools share one answer; the
+//! answers live in memory only, at most [`MAX_LISTS`] of them, since visibility is fixed when
+//! the pipeline is built.
 
 use std::{
     collections::HashMap,

@@ -23,6 +23,13 @@ pub(super) enum Era {
     Stateless,
 }
 
+impl Era {
+    /// Whether answers take the 2026-07-28 shape.
+    pub(super) fn is_modern(&self) -> bool {
+        *self == Era::Stateless
+    }
+}
+
 /// The era of a POST whose headers are plain for it; `ready` gives the revision a session
 /// negotiated, once its handshake is complete. `None`: rmcp's to handle.
 pub(super) fn era_of(headers: &HeaderMap, ready: impl Fn(&str) -> Option<String>) -> Option<Era> {

@@ -21,7 +21,7 @@ mod fit;
 use std::sync::Arc;
 
 use axum::{body::Body, extract::Request, response::Response};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode, header};
 use rmcp::model::{
     CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorData, RequestId,
@@ -132,12 +132,14 @@ impl DirectAnswers {
         let identity = request.extensions().get::<CallerIdentity>()?.clone();
         let kind = match message.request {
             // 2026-07-28 has no `ping`; rmcp answers that it is unknown.
-            ClientRequest::PingRequest(_) if era != Era::Stateless => Kind::Ping,
+            ClientRequest::PingRequest(_) if !era.is_modern() => Kind::Ping,
             ClientRequest::ListToolsRequest(_)
                 if request.extensions().get::<DroppedParams>().is_none() =>
             {
-                let modern = era == Era::Stateless;
-                Kind::List(self.handler.tool_list(identity.agent.as_ref(), modern)?)
+                Kind::List(
+                    self.handler
+                        .tool_list(identity.agent.as_ref(), era.is_modern())?,
+                )
             }
             ClientRequest::CallToolRequest(call) if self.handler.answers_inline(&call.params) => {
                 Kind::Call(Box::new(call.params))
@@ -169,7 +171,7 @@ pub(crate) fn era_shape(result: &mut ServerResult, modern: bool) {
 fn json_response(id: RequestId, era: &Era, answer: Answer) -> Response {
     let body = match answer {
         Answer::Result(mut result) => {
-            era_shape(&mut result, *era == Era::Stateless);
+            era_shape(&mut result, era.is_modern());
             serde_json::to_vec(&ServerJsonRpcMessage::response(*result, id))
         }
         Answer::Error(error) => serde_json::to_vec(&ServerJsonRpcMessage::error(error, Some(id))),
@@ -197,13 +199,13 @@ fn json_response(id: RequestId, era: &Era, answer: Answer) -> Response {
 /// rmcp's response message serialises.
 fn enveloped(id: &RequestId, result: &[u8]) -> Result<Vec<u8>, serde_json::Error> {
     let id = serde_json::to_vec(id)?;
-    let mut out = BytesMut::with_capacity(result.len() + id.len() + 32);
-    out.put_slice(br#"{"jsonrpc":"2.0","id":"#);
-    out.put_slice(&id);
-    out.put_slice(br#","result":"#);
-    out.put_slice(result);
-    out.put_u8(b'}');
-    Ok(out.to_vec())
+    let mut out = Vec::with_capacity(result.len() + id.len() + 32);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(&id);
+    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(result);
+    out.push(b'}');
+    Ok(out)
 }
 
 #[cfg(test)]
