@@ -1,9 +1,12 @@
 //! A task's event log and artifacts.
 
+use std::sync::LazyLock;
+
 use handoff_task::{Artifact, ArtifactBody, EventKind, NewEvent, TaskEvent, TaskId};
 use serde_json::Value;
 use sqlx::{SqliteConnection, SqlitePool};
 
+use super::inline::{Miss, Named, column_names};
 use super::limit::limit_param;
 use crate::rows::{
     artifact_columns, artifact_from_row, event_columns, event_from_row, to_i64, to_u64,
@@ -80,23 +83,66 @@ pub(super) async fn page(
     Ok((events, to_u64(total)))
 }
 
+/// A task's newest events, newest first, up to a bound count.
+const NEWEST: &str = concat!(
+    "SELECT ",
+    event_columns!(),
+    " FROM task_events WHERE task_id = ? ORDER BY seq DESC",
+    limit_param!()
+);
+
+/// The names of [`event_columns`], for rows read inline.
+static EVENT_COLUMNS: LazyLock<Vec<&str>> = LazyLock::new(|| column_names(event_columns!()));
+
+/// A task's newest event of one kind.
+const NEWEST_OF_KIND: &str = concat!(
+    "SELECT ",
+    event_columns!(),
+    " FROM task_events WHERE task_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1"
+);
+
 /// The last `n` events, oldest first.
 pub(super) async fn recent(
     read: &SqlitePool,
     id: &TaskId,
     n: u32,
 ) -> Result<Vec<TaskEvent>, StoreError> {
-    let rows = sqlx::query(concat!(
-        "SELECT ",
-        event_columns!(),
-        " FROM task_events WHERE task_id = ? ORDER BY seq DESC",
-        limit_param!()
-    ))
-    .bind(id.as_str())
-    .bind(i64::from(n))
-    .fetch_all(read)
-    .await?;
+    let rows = sqlx::query(NEWEST)
+        .bind(id.as_str())
+        .bind(i64::from(n))
+        .fetch_all(read)
+        .await?;
     rows.iter().rev().map(event_from_row).collect()
+}
+
+/// [`recent`] on the calling thread (see [`super::inline`]).
+pub(super) fn recent_inline(
+    conn: &rusqlite::Connection,
+    id: &TaskId,
+    n: u32,
+) -> Result<Vec<TaskEvent>, Miss> {
+    let mut stmt = conn.prepare_cached(NEWEST)?;
+    let mut rows = stmt.query(rusqlite::params![id.as_str(), i64::from(n)])?;
+    let mut events = Vec::new();
+    while let Some(row) = rows.next()? {
+        events.push(event_from_row(&Named::new(row, &EVENT_COLUMNS))?);
+    }
+    events.reverse();
+    Ok(events)
+}
+
+/// [`last_of_kind`] on the calling thread (see [`super::inline`]).
+pub(super) fn last_of_kind_inline(
+    conn: &rusqlite::Connection,
+    id: &TaskId,
+    kind: EventKind,
+) -> Result<Option<TaskEvent>, Miss> {
+    let mut stmt = conn.prepare_cached(NEWEST_OF_KIND)?;
+    let mut rows = stmt.query([id.as_str(), kind.as_str()])?;
+    match rows.next()? {
+        Some(row) => Ok(Some(event_from_row(&Named::new(row, &EVENT_COLUMNS))?)),
+        None => Ok(None),
+    }
 }
 
 /// The newest event of `kind`: a backwards walk of the task's (task_id, seq) key.
@@ -105,15 +151,11 @@ pub(super) async fn last_of_kind(
     id: &TaskId,
     kind: EventKind,
 ) -> Result<Option<TaskEvent>, StoreError> {
-    let row = sqlx::query(concat!(
-        "SELECT ",
-        event_columns!(),
-        " FROM task_events WHERE task_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1"
-    ))
-    .bind(id.as_str())
-    .bind(kind.as_str())
-    .fetch_optional(read)
-    .await?;
+    let row = sqlx::query(NEWEST_OF_KIND)
+        .bind(id.as_str())
+        .bind(kind.as_str())
+        .fetch_optional(read)
+        .await?;
     row.as_ref().map(event_from_row).transpose()
 }
 

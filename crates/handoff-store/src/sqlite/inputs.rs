@@ -1,13 +1,18 @@
 //! Requests of a working executor waiting for the owner's answer.
 
-use handoff_task::{PendingInput, TaskId};
-use sqlx::{Row, SqliteConnection, SqlitePool};
+use std::sync::LazyLock;
 
-use crate::StoreError;
+use handoff_task::{PendingInput, TaskId};
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::inline::{Miss, Named, column_names};
+use crate::{StoreError, rows::StoredRow};
+
+const TABLE: &str = "input_requests";
 
 fn corrupt(e: impl ToString) -> StoreError {
     StoreError::Corrupt {
-        table: "input_requests",
+        table: TABLE,
         message: e.to_string(),
     }
 }
@@ -54,28 +59,57 @@ pub(super) async fn clear(conn: &mut SqliteConnection, task: &TaskId) -> Result<
     Ok(())
 }
 
+/// The columns [`pending_from_row`] reads.
+macro_rules! pending_columns {
+    () => {
+        "request_id, request, asked_at, expires_at"
+    };
+}
+
+/// A task's open requests, oldest first.
+const OF_TASK: &str = concat!(
+    "SELECT ",
+    pending_columns!(),
+    " FROM input_requests WHERE task_id = ? ORDER BY asked_at, rowid"
+);
+
+/// The names of [`pending_columns`], for rows read inline.
+static PENDING_COLUMNS: LazyLock<Vec<&str>> = LazyLock::new(|| column_names(pending_columns!()));
+
 /// See [`crate::TaskStore::input_requests`].
 pub(super) async fn of_task(
     read: &SqlitePool,
     task: &TaskId,
 ) -> Result<Vec<PendingInput>, StoreError> {
-    let rows = sqlx::query(
-        "SELECT request_id, request, asked_at, expires_at FROM input_requests \
-         WHERE task_id = ? ORDER BY asked_at, rowid",
-    )
-    .bind(task.as_str())
-    .fetch_all(read)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            let request: String = row.try_get("request")?;
-            Ok(PendingInput {
-                task_id: task.clone(),
-                request_id: row.try_get("request_id")?,
-                request: serde_json::from_str(&request).map_err(corrupt)?,
-                asked_at: row.try_get("asked_at")?,
-                expires_at: row.try_get("expires_at")?,
-            })
-        })
-        .collect()
+    let rows = sqlx::query(OF_TASK)
+        .bind(task.as_str())
+        .fetch_all(read)
+        .await?;
+    rows.iter().map(|row| pending_from_row(task, row)).collect()
+}
+
+/// [`of_task`] on the calling thread (see [`super::inline`]).
+pub(super) fn of_task_inline(
+    conn: &rusqlite::Connection,
+    task: &TaskId,
+) -> Result<Vec<PendingInput>, Miss> {
+    let mut stmt = conn.prepare_cached(OF_TASK)?;
+    let mut rows = stmt.query([task.as_str()])?;
+    let mut pending = Vec::new();
+    while let Some(row) = rows.next()? {
+        pending.push(pending_from_row(task, &Named::new(row, &PENDING_COLUMNS))?);
+    }
+    Ok(pending)
+}
+
+/// One row selected with [`pending_columns`].
+fn pending_from_row(task: &TaskId, row: &impl StoredRow) -> Result<PendingInput, StoreError> {
+    let request = row.text(TABLE, "request")?;
+    Ok(PendingInput {
+        task_id: task.clone(),
+        request_id: row.text(TABLE, "request_id")?,
+        request: serde_json::from_str(&request).map_err(corrupt)?,
+        asked_at: row.int(TABLE, "asked_at")?,
+        expires_at: row.int(TABLE, "expires_at")?,
+    })
 }

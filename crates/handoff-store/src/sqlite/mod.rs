@@ -21,6 +21,7 @@ mod approvals;
 mod channels;
 mod events;
 mod health;
+mod inline;
 mod inputs;
 mod limit;
 mod peers;
@@ -42,7 +43,7 @@ use sqlx::{
 };
 use tokio::sync::watch;
 
-use self::health::WriteHealth;
+use self::{health::WriteHealth, inline::InlineReads};
 
 use crate::{
     ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, InstanceRecord,
@@ -68,6 +69,8 @@ pub struct SqliteStore {
     write: SqlitePool,
     /// Read-only connections for plain queries.
     read: SqlitePool,
+    /// Read-only connections for the small reads answered on the calling thread.
+    inline: InlineReads,
     /// Whether writes currently fail.
     health: WriteHealth,
     /// The leases this handle holds, which fence its writes.
@@ -138,6 +141,7 @@ impl SqliteStore {
         Ok(Self {
             write,
             read,
+            inline: InlineReads::new(path),
             health: WriteHealth::new(),
             held: Held::default(),
             signals: tokio::sync::broadcast::channel(crate::store::SIGNAL_BACKLOG).0,
@@ -182,6 +186,7 @@ impl SqliteStore {
 
     /// Closes both pools, waiting for in-flight statements (a clean shutdown checkpoints WAL).
     pub async fn close(&self) {
+        self.inline.close();
         self.read.close().await;
         self.write.close().await;
     }
@@ -284,7 +289,10 @@ impl TaskStore for SqliteStore {
     }
 
     async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        tasks::get(&self.read, id).await
+        match self.inline.read(|conn| tasks::get_inline(conn, id)) {
+            Some(answer) => answer,
+            None => tasks::get(&self.read, id).await,
+        }
     }
 
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
@@ -411,7 +419,10 @@ impl TaskStore for SqliteStore {
     }
 
     async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
-        events::recent(&self.read, id, n).await
+        match self.inline.read(|conn| events::recent_inline(conn, id, n)) {
+            Some(answer) => answer,
+            None => events::recent(&self.read, id, n).await,
+        }
     }
 
     async fn last_event_of_kind(
@@ -419,7 +430,13 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         kind: EventKind,
     ) -> Result<Option<TaskEvent>, StoreError> {
-        events::last_of_kind(&self.read, id, kind).await
+        match self
+            .inline
+            .read(|conn| events::last_of_kind_inline(conn, id, kind))
+        {
+            Some(answer) => answer,
+            None => events::last_of_kind(&self.read, id, kind).await,
+        }
     }
 
     async fn put_artifact(
@@ -514,7 +531,10 @@ impl TaskStore for SqliteStore {
     }
 
     async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
-        inputs::of_task(&self.read, task).await
+        match self.inline.read(|conn| inputs::of_task_inline(conn, task)) {
+            Some(answer) => answer,
+            None => inputs::of_task(&self.read, task).await,
+        }
     }
 
     async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
@@ -904,5 +924,7 @@ impl WorkspaceStore for SqliteStore {
     }
 }
 
+#[cfg(test)]
+mod inline_tests;
 #[cfg(test)]
 mod tests;

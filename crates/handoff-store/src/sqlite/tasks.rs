@@ -1,11 +1,14 @@
 //! Task rows: submission, claiming, state changes, listing and purging. Functions taking a
 //! `SqliteConnection` run inside the caller's write transaction; those taking a pool only read.
 
+use std::sync::LazyLock;
+
 use handoff_task::{AgentId, NewTask, Task, TaskId, TaskStatus};
 use serde_json::json;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 
 use super::events::{append, status_event};
+use super::inline::{Miss, Named, column_names};
 use super::limit::push_limit;
 use crate::repeats::{self, ACTIVE_TWINS};
 use crate::rows::{options_json, status, task_columns, task_from_row, to_u64};
@@ -24,15 +27,17 @@ fn push_in(qb: &mut QueryBuilder<Sqlite>, statuses: &[TaskStatus]) {
     list.push_unseparated(")");
 }
 
+/// One task row by id; read through sqlx and inline alike.
+const TASK_BY_ID: &str = concat!("SELECT ", task_columns!(), " FROM tasks WHERE id = ?");
+
+/// The names of [`task_columns`], for rows read inline.
+static TASK_COLUMNS: LazyLock<Vec<&str>> = LazyLock::new(|| column_names(task_columns!()));
+
 async fn fetch_task(conn: &mut SqliteConnection, id: &str) -> Result<Option<Task>, StoreError> {
-    let row = sqlx::query(concat!(
-        "SELECT ",
-        task_columns!(),
-        " FROM tasks WHERE id = ?"
-    ))
-    .bind(id)
-    .fetch_optional(&mut *conn)
-    .await?;
+    let row = sqlx::query(TASK_BY_ID)
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
     row.as_ref().map(task_from_row).transpose()
 }
 
@@ -340,6 +345,16 @@ pub(super) async fn purge(
 pub(super) async fn get(read: &SqlitePool, id: &TaskId) -> Result<Option<Task>, StoreError> {
     let mut conn = read.acquire().await?;
     fetch_task(&mut conn, id.as_str()).await
+}
+
+/// [`get`] on the calling thread (see [`super::inline`]).
+pub(super) fn get_inline(conn: &rusqlite::Connection, id: &TaskId) -> Result<Option<Task>, Miss> {
+    let mut stmt = conn.prepare_cached(TASK_BY_ID)?;
+    let mut rows = stmt.query([id.as_str()])?;
+    match rows.next()? {
+        Some(row) => Ok(Some(task_from_row(&Named::new(row, &TASK_COLUMNS))?)),
+        None => Ok(None),
+    }
 }
 
 /// The `list_tasks` query after `prefix` (`EXPLAIN QUERY PLAN ` in the index test). Each asked

@@ -17,6 +17,7 @@
 //! here is durable; the session book records the use.
 
 mod fit;
+mod read;
 
 use std::sync::Arc;
 
@@ -24,13 +25,13 @@ use axum::{body::Body, extract::Request, response::Response};
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode, header};
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorData, RequestId,
+    CallToolRequestParams, ClientRequest, ErrorData, RequestId,
     ServerJsonRpcMessage, ServerResult,
 };
-use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use self::fit::{Era, era_of, request_fits};
+use self::read::served_request;
 use super::{CallSite, CappedSessions, HandoffMcp};
 use crate::edge::{CallerIdentity, DroppedParams, ParsedBody};
 
@@ -120,17 +121,13 @@ impl DirectAnswers {
         }
         let era = era_of(request.headers(), |id| self.sessions.ready(id))?;
         let body = request.extensions().get::<ParsedBody>()?;
-        let ClientJsonRpcMessage::Request(message) =
-            ClientJsonRpcMessage::deserialize(body.0.as_ref()).ok()?
-        else {
-            return None;
-        };
+        let (id, served) = served_request(&body.0)?;
         // rmcp moves `_meta` out of the params into the request.
-        if !request_fits(&era, request.headers(), &message.request) {
+        if !request_fits(&era, request.headers(), &served) {
             return None;
         }
         let identity = request.extensions().get::<CallerIdentity>()?.clone();
-        let kind = match message.request {
+        let kind = match served {
             // 2026-07-28 has no `ping`; rmcp answers that it is unknown.
             ClientRequest::PingRequest(_) if !era.is_modern() => Kind::Ping,
             ClientRequest::ListToolsRequest(_)
@@ -148,7 +145,7 @@ impl DirectAnswers {
         };
         Some(Plan {
             era,
-            id: message.id,
+            id,
             identity,
             kind,
         })

@@ -1,0 +1,95 @@
+//! Reads on the calling thread: the same answers as the pool, and the pool's answers when SQLite
+//! cannot give them inline.
+
+use handoff_task::{EventKind, NewEvent, PendingInput};
+use serde_json::json;
+use tempfile::TempDir;
+
+use super::{SqliteStore, events, inline::InlineReads, inputs, tasks};
+use crate::{
+    TaskStore,
+    conformance::support::{insert, new_task},
+};
+
+async fn open() -> (SqliteStore, TempDir) {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("handoff.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    (store, dir)
+}
+
+#[tokio::test]
+async fn inline_reads_answer_what_the_pool_answers() {
+    let (store, _dir) = open().await;
+    let task = insert(&store, &new_task("agent-a", 0)).await;
+    let missing = new_task("agent-a", 0).id;
+    let logged = [
+        NewEvent::new(EventKind::Tool, "bash: ls").with_data(json!({"tool": "bash"})),
+        NewEvent::new(EventKind::Log, "a line"),
+        NewEvent::new(EventKind::Log, "another"),
+    ];
+    store.append_events(&task.id, 2, &logged).await.unwrap();
+    store
+        .put_input_request(&PendingInput {
+            task_id: task.id.clone(),
+            request_id: "perm-1".into(),
+            request: json!({"kind": "permission", "title": "write?"}),
+            asked_at: 3,
+            expires_at: 9,
+        })
+        .await
+        .unwrap();
+
+    let inline = |id| store.inline.read(|c| tasks::get_inline(c, id)).unwrap();
+    assert_eq!(
+        inline(&task.id).unwrap(),
+        tasks::get(&store.read, &task.id).await.unwrap()
+    );
+    assert_eq!(inline(&missing).unwrap(), None);
+
+    for n in [0, 2, 10] {
+        let here = store.inline.read(|c| events::recent_inline(c, &task.id, n));
+        let pooled = events::recent(&store.read, &task.id, n).await.unwrap();
+        assert_eq!(here.unwrap().unwrap(), pooled, "the last {n}");
+    }
+    for kind in [EventKind::Tool, EventKind::Output] {
+        let here = store
+            .inline
+            .read(|c| events::last_of_kind_inline(c, &task.id, kind));
+        let pooled = events::last_of_kind(&store.read, &task.id, kind)
+            .await
+            .unwrap();
+        assert_eq!(here.unwrap().unwrap(), pooled, "{kind:?}");
+    }
+    let here = store.inline.read(|c| inputs::of_task_inline(c, &task.id));
+    let pooled = inputs::of_task(&store.read, &task.id).await.unwrap();
+    assert_eq!(here.unwrap().unwrap(), pooled);
+    assert_eq!(pooled.len(), 1);
+}
+
+#[tokio::test]
+async fn reads_sqlite_cannot_answer_inline_are_answered_by_the_pool() {
+    let (mut store, dir) = open().await;
+    let task = insert(&store, &new_task("agent-a", 0)).await;
+    let tool = NewEvent::new(EventKind::Tool, "bash: ls");
+    store.append_events(&task.id, 2, &[tool]).await.unwrap();
+
+    // A file that cannot be opened (nothing creates it) fails every inline read inside SQLite.
+    store.inline = InlineReads::new(&dir.path().join("absent.db"));
+    assert!(
+        store
+            .inline
+            .read(|c| tasks::get_inline(c, &task.id))
+            .is_none()
+    );
+
+    assert_eq!(store.get_task(&task.id).await.unwrap(), Some(task.clone()));
+    let recent = store.recent_events(&task.id, 5).await.unwrap();
+    assert_eq!(recent.len(), 2);
+    let last = store.last_event_of_kind(&task.id, EventKind::Tool).await;
+    assert_eq!(
+        last.unwrap().map(|e| e.message).as_deref(),
+        Some("bash: ls")
+    );
+    assert!(store.input_requests(&task.id).await.unwrap().is_empty());
+}
