@@ -4,9 +4,11 @@
 //! thread and its rows handed back: two thread wake-ups, which cost more than the read itself
 //! for the small reads agents poll (`get_task_status` is one task row and its latest events).
 //! Those reads run here instead, through `rusqlite` connections to the same file, on the
-//! thread that asks. They are bounded: each walks a primary key or the `(task_id, seq)` key
-//! for a handful of rows, so the async worker they borrow is held for microseconds. Reads that
-//! can grow with the data (task lists, counts, pages) stay on sqlx's read pool.
+//! thread that asks. They are bounded: each walks a primary key, the `(task_id, seq)` key or a
+//! task index for a handful of rows (a `list_tasks` page of at most
+//! [`super::task_list::INLINE_PAGE`]), so the async worker they borrow is held for
+//! microseconds. Reads that grow with the data (counts, event pages, exports, larger pages)
+//! stay on sqlx's read pool.
 //!
 //! Nothing here waits: a connection has no busy timeout, so a read that meets a lock (another
 //! process recovering the WAL) or fails in any other way inside SQLite is not answered here,

@@ -1,14 +1,14 @@
 //! Reads on the calling thread: the same answers as the pool, and the pool's answers when SQLite
 //! cannot give them inline.
 
-use handoff_task::{EventKind, NewEvent, PendingInput};
+use handoff_task::{AgentId, EventKind, NewEvent, PendingInput, TaskStatus};
 use serde_json::json;
 use tempfile::TempDir;
 
-use super::{SqliteStore, events, inline::InlineReads, inputs, tasks};
+use super::{SqliteStore, events, inline::InlineReads, inputs, task_list, tasks};
 use crate::{
-    TaskStore,
-    conformance::support::{insert, new_task},
+    TaskFilter, TaskStore,
+    conformance::support::{WIDE, insert, new_task},
 };
 
 async fn open() -> (SqliteStore, TempDir) {
@@ -68,6 +68,57 @@ async fn inline_reads_answer_what_the_pool_answers() {
 }
 
 #[tokio::test]
+async fn inline_task_pages_are_the_pools_pages() {
+    let (store, _dir) = open().await;
+    for n in 0..6 {
+        let agent = if n % 2 == 0 { "agent-a" } else { "agent-b" };
+        insert(&store, &new_task(agent, 0)).await;
+    }
+    store.claim_next(WIDE, 5).await.unwrap().unwrap();
+    let agent = Some(AgentId::parse("agent-a").unwrap());
+    let filters = [
+        TaskFilter {
+            agent_id: None,
+            statuses: vec![],
+            limit: 50,
+            before_seq: None,
+        },
+        TaskFilter {
+            agent_id: agent.clone(),
+            statuses: vec![],
+            limit: 2,
+            before_seq: None,
+        },
+        TaskFilter {
+            agent_id: agent.clone(),
+            statuses: vec![TaskStatus::Running, TaskStatus::Queued],
+            limit: 1,
+            before_seq: None,
+        },
+        TaskFilter {
+            agent_id: None,
+            statuses: vec![TaskStatus::Queued],
+            limit: 2,
+            before_seq: Some(4),
+        },
+        TaskFilter {
+            agent_id: agent,
+            statuses: vec![],
+            limit: 0,
+            before_seq: Some(3),
+        },
+    ];
+    for filter in &filters {
+        let here = store.inline.read(|c| task_list::list_inline(c, filter));
+        let pooled = task_list::list(&store.read, filter).await.unwrap();
+        assert_eq!(here.unwrap().unwrap(), pooled, "{filter:?}");
+    }
+    let page = task_list::list(&store.read, &filters[1]).await.unwrap();
+    assert_eq!(page.tasks.len(), 2);
+    assert!(page.next_before_seq.is_some());
+}
+
+#[tokio::test]
 async fn reads_sqlite_cannot_answer_inline_are_answered_by_the_pool() {
     let (mut store, dir) = open().await;
     let task = insert(&store, &new_task("agent-a", 0)).await;
@@ -92,4 +143,11 @@ async fn reads_sqlite_cannot_answer_inline_are_answered_by_the_pool() {
         Some("bash: ls")
     );
     assert!(store.input_requests(&task.id).await.unwrap().is_empty());
+    let all = TaskFilter {
+        agent_id: None,
+        statuses: vec![],
+        limit: 10,
+        before_seq: None,
+    };
+    assert_eq!(store.list_tasks(&all).await.unwrap().tasks, vec![task]);
 }

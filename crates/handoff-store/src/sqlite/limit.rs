@@ -23,11 +23,12 @@ pub(super) fn push_limit(qb: &mut QueryBuilder<Sqlite>, n: i64) {
 #[cfg(test)]
 mod tests {
     /// Every SQLite query file, as compiled.
-    const SOURCES: [(&str, &str); 6] = [
+    const SOURCES: [(&str, &str); 7] = [
         ("approvals.rs", include_str!("approvals.rs")),
         ("channels.rs", include_str!("channels.rs")),
         ("events.rs", include_str!("events.rs")),
         ("inputs.rs", include_str!("inputs.rs")),
+        ("task_list.rs", include_str!("task_list.rs")),
         ("tasks.rs", include_str!("tasks.rs")),
         ("workspaces.rs", include_str!("workspaces.rs")),
     ];

@@ -25,6 +25,7 @@ mod inline;
 mod inputs;
 mod limit;
 mod peers;
+mod task_list;
 mod tasks;
 mod workspaces;
 
@@ -296,7 +297,16 @@ impl TaskStore for SqliteStore {
     }
 
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
-        tasks::list(&self.read, filter).await
+        let inline = (filter.limit <= task_list::INLINE_PAGE)
+            .then(|| {
+                self.inline
+                    .read(|conn| task_list::list_inline(conn, filter))
+            })
+            .flatten();
+        match inline {
+            Some(answer) => answer,
+            None => task_list::list(&self.read, filter).await,
+        }
     }
 
     async fn claim(

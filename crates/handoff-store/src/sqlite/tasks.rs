@@ -12,10 +12,7 @@ use super::inline::{Miss, Named, column_names};
 use super::limit::push_limit;
 use crate::repeats::{self, ACTIVE_TWINS};
 use crate::rows::{options_json, status, task_columns, task_from_row, to_u64};
-use crate::{
-    ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, StatusChange, StoreError, TaskFilter,
-    TaskPage,
-};
+use crate::{ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, StatusChange, StoreError};
 
 /// Appends ` IN (?, ?, …)` binding each status; callers must pass at least one.
 fn push_in(qb: &mut QueryBuilder<Sqlite>, statuses: &[TaskStatus]) {
@@ -31,7 +28,8 @@ fn push_in(qb: &mut QueryBuilder<Sqlite>, statuses: &[TaskStatus]) {
 const TASK_BY_ID: &str = concat!("SELECT ", task_columns!(), " FROM tasks WHERE id = ?");
 
 /// The names of [`task_columns`], for rows read inline.
-static TASK_COLUMNS: LazyLock<Vec<&str>> = LazyLock::new(|| column_names(task_columns!()));
+pub(super) static TASK_COLUMNS: LazyLock<Vec<&str>> =
+    LazyLock::new(|| column_names(task_columns!()));
 
 async fn fetch_task(conn: &mut SqliteConnection, id: &str) -> Result<Option<Task>, StoreError> {
     let row = sqlx::query(TASK_BY_ID)
@@ -355,85 +353,6 @@ pub(super) fn get_inline(conn: &rusqlite::Connection, id: &TaskId) -> Result<Opt
         Some(row) => Ok(Some(task_from_row(&Named::new(row, &TASK_COLUMNS))?)),
         None => Ok(None),
     }
-}
-
-/// The `list_tasks` query after `prefix` (`EXPLAIN QUERY PLAN ` in the index test). Each asked
-/// state is its own newest-first walk of `tasks_agent_status`, cut at the page size, and only
-/// those few rows are merged: one `status IN (…)` lookup would read every matching task to sort
-/// them (all of an agent's finished tasks, for a filter that includes `completed`).
-pub(super) fn list_query(prefix: &str, filter: &TaskFilter) -> QueryBuilder<Sqlite> {
-    let page = i64::from(filter.limit) + 1;
-    let mut qb = QueryBuilder::<Sqlite>::new(prefix);
-    if filter.statuses.is_empty() {
-        push_list_branch(&mut qb, filter, None, page);
-        return qb;
-    }
-    for (n, status) in filter.statuses.iter().enumerate() {
-        if n > 0 {
-            qb.push(" UNION ALL ");
-        }
-        qb.push("SELECT * FROM (");
-        push_list_branch(&mut qb, filter, Some(*status), page);
-        qb.push(")");
-    }
-    qb.push(" ORDER BY queue_seq DESC");
-    push_limit(&mut qb, page);
-    qb
-}
-
-/// One newest-first page of the filter's tasks, in one state when `status` is given. The page
-/// is one row longer than asked: the extra row tells whether another page exists without a
-/// second COUNT query.
-fn push_list_branch(
-    qb: &mut QueryBuilder<Sqlite>,
-    filter: &TaskFilter,
-    status: Option<TaskStatus>,
-    page: i64,
-) {
-    qb.push(concat!(
-        "SELECT ",
-        task_columns!(),
-        " FROM tasks WHERE 1 = 1"
-    ));
-    if let Some(agent) = &filter.agent_id {
-        qb.push(" AND agent_id = ")
-            .push_bind(agent.as_str().to_owned());
-    }
-    if let Some(status) = status {
-        qb.push(" AND status = ").push_bind(status.as_str());
-    }
-    if let Some(before) = filter.before_seq {
-        qb.push(" AND queue_seq < ").push_bind(before);
-    }
-    qb.push(" ORDER BY queue_seq DESC");
-    push_limit(qb, page);
-}
-
-/// See [`crate::TaskStore::list_tasks`].
-pub(super) async fn list(read: &SqlitePool, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
-    // A zero-size page with a cursor would make a paging client loop forever.
-    if filter.limit == 0 {
-        return Ok(TaskPage {
-            tasks: Vec::new(),
-            next_before_seq: None,
-        });
-    }
-    let rows = list_query("", filter).build().fetch_all(read).await?;
-    let mut tasks = rows
-        .iter()
-        .map(task_from_row)
-        .collect::<Result<Vec<_>, _>>()?;
-    let more = tasks.len() > filter.limit as usize;
-    tasks.truncate(filter.limit as usize);
-    let next_before_seq = if more {
-        tasks.last().map(|t| t.queue_seq)
-    } else {
-        None
-    };
-    Ok(TaskPage {
-        tasks,
-        next_before_seq,
-    })
 }
 
 /// See [`crate::TaskStore::count_by_status`].

@@ -132,13 +132,10 @@ async fn purge_deletes_the_idempotency_key_rows() {
 
 /// SQLite's plan for a `list_tasks` query, one detail line per step.
 async fn list_plan(store: &SqliteStore, filter: &crate::TaskFilter) -> Vec<String> {
-    let rows: Vec<(i64, i64, i64, String)> =
-        super::tasks::list_query("EXPLAIN QUERY PLAN ", filter)
-            .build_query_as()
-            .fetch_all(&store.read)
-            .await
-            .unwrap();
-    rows.into_iter().map(|(_, _, _, detail)| detail).collect()
+    use sqlx::Row;
+    let query = super::task_list::list_query("EXPLAIN QUERY PLAN ", filter);
+    let rows = query.sqlx().fetch_all(&store.read).await.unwrap();
+    rows.iter().map(|row| row.get::<String, _>(3)).collect()
 }
 
 // With only (agent_id, queue_seq) a status filter visited every task the agent ever had
