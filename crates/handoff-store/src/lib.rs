@@ -5,8 +5,9 @@
 //! one for several instances sharing a database. Every rule that must hold
 //! under concurrency — capacity, idempotency, slot claiming, compare-and-set of states — is
 //! enforced inside one store transaction, so a second implementation (PostgreSQL) can keep the
-//! same guarantees across several Handoff instances. Only one thing lives in memory: whether
-//! writes currently fail ([`SqliteStore::write_fault`]), for readiness checks.
+//! same guarantees across several Handoff instances. In memory live only whether writes
+//! currently fail ([`SqliteStore::write_fault`]), for readiness checks, and open connections
+//! (SQLite's small reads run on the calling thread through connections of their own).
 
 mod commands;
 #[cfg(any(test, feature = "conformance"))]

@@ -8,7 +8,9 @@
 //! numbering) also hold against any other process that opens the file. A deferred `BEGIN`
 //! would let two transactions read the same state and fail (or worse, succeed) at upgrade time.
 //! Plain reads use a separate pool whose connections are `query_only`; WAL lets them run
-//! alongside the writer and each sees only committed data.
+//! alongside the writer and each sees only committed data. The small reads agents poll (a
+//! task, its latest events, a page of tasks) run on the calling thread instead ([`inline`]),
+//! falling back to that pool whenever SQLite cannot answer them at once.
 //!
 //! A failed write leaves the store usable: when SQLite ends a transaction on its own (a
 //! COMMIT that fails with a full disk or an I/O error is rolled back by SQLite), sqlx still
