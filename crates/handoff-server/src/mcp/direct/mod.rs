@@ -25,8 +25,7 @@ use axum::{body::Body, extract::Request, response::Response};
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode, header};
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, ErrorData, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, ClientRequest, ErrorData, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use tokio_util::sync::CancellationToken;
 

@@ -8,9 +8,7 @@
 //! `jsonrpc` exactly "2.0", an `id`, no `result` or `error` beside the `method`; anything else
 //! is left for rmcp.
 
-use rmcp::model::{
-    CallToolRequest, ClientRequest, ListToolsRequest, PingRequest, RequestId,
-};
+use rmcp::model::{CallToolRequest, ClientRequest, ListToolsRequest, PingRequest, RequestId};
 use serde::Deserialize;
 use serde_json::Value;
 
