@@ -20,7 +20,10 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use rusqlite::{Connection, OpenFlags, Row, types::FromSql};
@@ -64,6 +67,8 @@ pub(super) struct InlineReads {
 struct Shared {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
+    /// Set by [`InlineReads::close`]: no connection is opened after it.
+    closed: AtomicBool,
 }
 
 impl InlineReads {
@@ -73,6 +78,7 @@ impl InlineReads {
             inner: Arc::new(Shared {
                 path: path.to_path_buf(),
                 idle: Mutex::new(Vec::new()),
+                closed: AtomicBool::new(false),
             }),
         }
     }
@@ -83,6 +89,10 @@ impl InlineReads {
         &self,
         read: impl FnOnce(&Connection) -> Result<T, Miss>,
     ) -> Option<Result<T, StoreError>> {
+        // A closed store answers as its closed pools do.
+        if self.inner.closed.load(Ordering::Acquire) {
+            return None;
+        }
         let conn = match self.idle().pop() {
             Some(conn) => conn,
             None => match self.open() {
@@ -93,7 +103,7 @@ impl InlineReads {
         let answer = read(&conn);
         // A statement is reset when it goes back to the cache, so a connection is outside any
         // transaction here unless SQLite itself failed mid-read; such a one is not kept.
-        if conn.is_autocommit() {
+        if conn.is_autocommit() && !self.inner.closed.load(Ordering::Acquire) {
             let mut idle = self.idle();
             if idle.len() < IDLE {
                 idle.push(conn);
@@ -108,6 +118,7 @@ impl InlineReads {
 
     /// Closes the idle connections (a store being closed).
     pub(super) fn close(&self) {
+        self.inner.closed.store(true, Ordering::Release);
         self.idle().clear();
     }
 

@@ -151,3 +151,18 @@ async fn reads_sqlite_cannot_answer_inline_are_answered_by_the_pool() {
     };
     assert_eq!(store.list_tasks(&all).await.unwrap().tasks, vec![task]);
 }
+
+#[tokio::test]
+async fn a_closed_store_reads_nothing_inline() {
+    let (store, _dir) = open().await;
+    let task = insert(&store, &new_task("agent-a", 0)).await;
+    assert!(store.get_task(&task.id).await.unwrap().is_some());
+    store.close().await;
+    assert!(
+        store
+            .inline
+            .read(|c| tasks::get_inline(c, &task.id))
+            .is_none()
+    );
+    assert!(store.get_task(&task.id).await.is_err());
+}
