@@ -5,10 +5,9 @@
 //! for the small reads agents poll (`get_task_status` is one task row and its latest events).
 //! Those reads run here instead, through `rusqlite` connections to the same file, on the
 //! thread that asks. They are bounded: each walks a primary key, the `(task_id, seq)` key or a
-//! task index for a handful of rows (a `list_tasks` page of at most
-//! [`super::task_list::INLINE_PAGE`]), so the async worker they borrow is held for
-//! microseconds. Reads that grow with the data (counts, event pages, exports, larger pages)
-//! stay on sqlx's read pool.
+//! task index for at most [`MAX_ROWS`] rows, so the async worker they borrow is held for
+//! microseconds. Reads that grow with the data (counts, event pages, exports, longer pages or
+//! event windows) stay on sqlx's read pool.
 //!
 //! Nothing here waits: a connection has no busy timeout, so a read that meets a lock (another
 //! process recovering the WAL) or fails in any other way inside SQLite is not answered here,
@@ -32,6 +31,10 @@ use crate::{
     StoreError,
     rows::{StoredRow, corrupt},
 };
+
+/// The most rows a read answered here may return: a `list_tasks` page or an event window
+/// larger than this (an operator's export, the evaluator's long window) goes to the pool.
+pub(super) const MAX_ROWS: u32 = 100;
 
 /// Connections kept open between reads: one per thread that reads at the same moment.
 const IDLE: usize = 8;

@@ -194,6 +194,22 @@ impl SqliteStore {
         self.write.close().await;
     }
 
+    /// `inline` on the calling thread when it reads at most `rows` rows (see [`inline`]);
+    /// else, or when SQLite cannot answer it at once, `pooled` on the read pool.
+    async fn small_read<T>(
+        &self,
+        rows: u32,
+        inline: impl FnOnce(&rusqlite::Connection) -> Result<T, inline::Miss>,
+        pooled: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        if rows <= inline::MAX_ROWS
+            && let Some(answer) = self.inline.read(inline)
+        {
+            return answer;
+        }
+        pooled.await
+    }
+
     /// A transaction holding SQLite's write lock from its first statement.
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
@@ -292,23 +308,21 @@ impl TaskStore for SqliteStore {
     }
 
     async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        match self.inline.read(|conn| tasks::get_inline(conn, id)) {
-            Some(answer) => answer,
-            None => tasks::get(&self.read, id).await,
-        }
+        self.small_read(
+            1,
+            |conn| tasks::get_inline(conn, id),
+            tasks::get(&self.read, id),
+        )
+        .await
     }
 
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
-        let inline = (filter.limit <= task_list::INLINE_PAGE)
-            .then(|| {
-                self.inline
-                    .read(|conn| task_list::list_inline(conn, filter))
-            })
-            .flatten();
-        match inline {
-            Some(answer) => answer,
-            None => task_list::list(&self.read, filter).await,
-        }
+        self.small_read(
+            filter.limit,
+            |conn| task_list::list_inline(conn, filter),
+            task_list::list(&self.read, filter),
+        )
+        .await
     }
 
     async fn claim(
@@ -431,10 +445,12 @@ impl TaskStore for SqliteStore {
     }
 
     async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
-        match self.inline.read(|conn| events::recent_inline(conn, id, n)) {
-            Some(answer) => answer,
-            None => events::recent(&self.read, id, n).await,
-        }
+        self.small_read(
+            n,
+            |conn| events::recent_inline(conn, id, n),
+            events::recent(&self.read, id, n),
+        )
+        .await
     }
 
     async fn last_event_of_kind(
@@ -442,13 +458,12 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         kind: EventKind,
     ) -> Result<Option<TaskEvent>, StoreError> {
-        match self
-            .inline
-            .read(|conn| events::last_of_kind_inline(conn, id, kind))
-        {
-            Some(answer) => answer,
-            None => events::last_of_kind(&self.read, id, kind).await,
-        }
+        self.small_read(
+            1,
+            |conn| events::last_of_kind_inline(conn, id, kind),
+            events::last_of_kind(&self.read, id, kind),
+        )
+        .await
     }
 
     async fn put_artifact(
@@ -543,10 +558,13 @@ impl TaskStore for SqliteStore {
     }
 
     async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
-        match self.inline.read(|conn| inputs::of_task_inline(conn, task)) {
-            Some(answer) => answer,
-            None => inputs::of_task(&self.read, task).await,
-        }
+        // A task's open requests are a handful: one per question its executor waits on.
+        self.small_read(
+            1,
+            |conn| inputs::of_task_inline(conn, task),
+            inputs::of_task(&self.read, task),
+        )
+        .await
     }
 
     async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {

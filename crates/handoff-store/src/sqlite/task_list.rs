@@ -1,5 +1,5 @@
-//! `list_tasks`: one newest-first page of tasks, read through sqlx's pool or, for a page of
-//! ordinary size, on the calling thread (see [`super::inline`]).
+//! `list_tasks`: one newest-first page of tasks, read through sqlx's pool or on the calling
+//! thread (see [`super::inline`]).
 
 use handoff_task::{Task, TaskStatus};
 use rusqlite::{
@@ -13,10 +13,6 @@ use super::limit::limit_param;
 use super::tasks::TASK_COLUMNS;
 use crate::rows::{task_columns, task_from_row};
 use crate::{StoreError, TaskFilter, TaskPage};
-
-/// The largest page read on the calling thread; a longer one (an operator's export) goes to
-/// the pool, so no read holds an async worker for more than a few dozen rows.
-pub(super) const INLINE_PAGE: u32 = 100;
 
 /// A built `list_tasks` query: its SQL and the values bound to its `?`s, in order.
 pub(super) struct ListQuery {
@@ -125,7 +121,7 @@ pub(super) async fn list(read: &SqlitePool, filter: &TaskFilter) -> Result<TaskP
     Ok(page_of(tasks, filter))
 }
 
-/// [`list`] on the calling thread, for pages up to [`INLINE_PAGE`].
+/// [`list`] on the calling thread.
 pub(super) fn list_inline(
     conn: &rusqlite::Connection,
     filter: &TaskFilter,
