@@ -46,6 +46,8 @@ pub(super) enum Miss {
     Sqlite(rusqlite::Error),
     /// A row could not be decoded: the answer, as the pool would give it.
     Store(StoreError),
+    /// The read found more than [`MAX_ROWS`] rows: read through the pool instead.
+    Long,
 }
 
 impl From<rusqlite::Error> for Miss {
@@ -116,6 +118,7 @@ impl InlineReads {
             Ok(value) => Some(Ok(value)),
             Err(Miss::Store(e)) => Some(Err(e)),
             Err(Miss::Sqlite(e)) => self.missed(e),
+            Err(Miss::Long) => None,
         }
     }
 

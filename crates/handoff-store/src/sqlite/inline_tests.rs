@@ -166,3 +166,27 @@ async fn a_closed_store_reads_nothing_inline() {
     );
     assert!(store.get_task(&task.id).await.is_err());
 }
+
+#[tokio::test]
+async fn more_open_requests_than_an_inline_read_takes_are_read_by_the_pool() {
+    let (store, _dir) = open().await;
+    let task = insert(&store, &new_task("agent-a", 0)).await;
+    let many = super::inline::MAX_ROWS as usize + 1;
+    for n in 0..many {
+        let request = PendingInput {
+            task_id: task.id.clone(),
+            request_id: format!("perm-{n}"),
+            request: json!({"kind": "permission"}),
+            asked_at: n as i64,
+            expires_at: 1_000,
+        };
+        store.put_input_request(&request).await.unwrap();
+    }
+    assert!(
+        store
+            .inline
+            .read(|c| inputs::of_task_inline(c, &task.id))
+            .is_none()
+    );
+    assert_eq!(store.input_requests(&task.id).await.unwrap().len(), many);
+}

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use handoff_task::{PendingInput, TaskId};
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::inline::{Miss, Named, column_names};
+use super::inline::{MAX_ROWS, Miss, Named, column_names};
 use crate::{StoreError, rows::StoredRow};
 
 const TABLE: &str = "input_requests";
@@ -97,6 +97,9 @@ pub(super) fn of_task_inline(
     let mut rows = stmt.query([task.as_str()])?;
     let mut pending = Vec::new();
     while let Some(row) = rows.next()? {
+        if pending.len() >= MAX_ROWS as usize {
+            return Err(Miss::Long);
+        }
         pending.push(pending_from_row(task, &Named::new(row, &PENDING_COLUMNS))?);
     }
     Ok(pending)

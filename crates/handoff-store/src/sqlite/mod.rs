@@ -317,8 +317,9 @@ impl TaskStore for SqliteStore {
     }
 
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
+        // A page is read one row longer than asked (see `task_list`).
         self.small_read(
-            filter.limit,
+            filter.limit.saturating_add(1),
             |conn| task_list::list_inline(conn, filter),
             task_list::list(&self.read, filter),
         )
@@ -558,9 +559,10 @@ impl TaskStore for SqliteStore {
     }
 
     async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
-        // A task's open requests are a handful: one per question its executor waits on.
+        // Nothing bounds how many requests a task has open, so the inline read itself gives up
+        // past MAX_ROWS.
         self.small_read(
-            1,
+            inline::MAX_ROWS,
             |conn| inputs::of_task_inline(conn, task),
             inputs::of_task(&self.read, task),
         )

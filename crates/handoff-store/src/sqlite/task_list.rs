@@ -109,6 +109,7 @@ fn push_branch(query: &mut ListQuery, filter: &TaskFilter, status: Option<TaskSt
 
 /// See [`crate::TaskStore::list_tasks`].
 pub(super) async fn list(read: &SqlitePool, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
+    // Nothing to read; and no cursor either, or a paging client would loop forever.
     if filter.limit == 0 {
         return Ok(page_of(Vec::new(), filter));
     }
@@ -141,8 +142,7 @@ pub(super) fn list_inline(
 
 /// The page the filter asked for out of `tasks` (up to one more than asked, newest first).
 fn page_of(mut tasks: Vec<Task>, filter: &TaskFilter) -> TaskPage {
-    // A zero-size page with a cursor would make a paging client loop forever.
-    let more = filter.limit > 0 && tasks.len() > filter.limit as usize;
+    let more = tasks.len() > filter.limit as usize;
     tasks.truncate(filter.limit as usize);
     let next_before_seq = if more {
         tasks.last().map(|t| t.queue_seq)
