@@ -10,6 +10,9 @@ pub(crate) struct ProcSample {
     pub cpu_secs: f64,
     /// Resident set size in bytes.
     pub rss_bytes: u64,
+    /// The part of it that is mapped file pages: the binary's and its libraries' code and
+    /// read-only data (`RssFile`), as opposed to heap and stacks.
+    pub rss_file_bytes: u64,
 }
 
 impl ProcSample {
@@ -26,19 +29,22 @@ impl ProcSample {
                 Some((utime + stime) / TICKS_PER_SEC)
             })
             .unwrap_or(0.0);
-        let rss_bytes = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|status| {
-                let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-                Some(kib * 1024)
-            })
-            .unwrap_or(0);
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         Self {
             cpu_secs,
-            rss_bytes,
+            rss_bytes: status_bytes(&status, "VmRSS:"),
+            rss_file_bytes: status_bytes(&status, "RssFile:"),
         }
     }
+}
+
+/// A `kB` line of `/proc/<pid>/status` in bytes; 0 when absent.
+fn status_bytes(status: &str, key: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
 }
 
 #[cfg(test)]
@@ -49,6 +55,7 @@ mod tests {
     fn samples_this_process() {
         let sample = ProcSample::of(std::process::id());
         assert!(sample.rss_bytes > 0);
+        assert!(sample.rss_file_bytes > 0 && sample.rss_file_bytes < sample.rss_bytes);
         assert!(sample.cpu_secs >= 0.0);
     }
 }
