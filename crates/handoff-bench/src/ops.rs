@@ -2,6 +2,10 @@
 
 use serde_json::{Value, json};
 
+/// Tasks per `list_tasks` page; the run stores at least this many before its first step, so
+/// every step lists a full page (at N=1 as at N=16) and the rows compare.
+pub(crate) const LIST_PAGE: usize = 20;
+
 /// One kind of request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Op {
@@ -56,7 +60,7 @@ impl Op {
             Op::GetTaskStatus => {
                 json!({"name": "get_task_status", "arguments": {"task_id": task_id}})
             }
-            Op::ListTasks => json!({"name": "list_tasks", "arguments": {"limit": 20}}),
+            Op::ListTasks => json!({"name": "list_tasks", "arguments": {"limit": LIST_PAGE}}),
             Op::ExecuteTask => {
                 // Distinct tasks, as real submissions are (identical repeats meet the loop guard).
                 static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

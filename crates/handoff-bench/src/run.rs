@@ -173,6 +173,13 @@ pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
         .as_str()
         .ok_or_else(|| BenchError::Setup(format!("execute_task answered {submitted}")))?
         .to_owned();
+    for _ in 1..crate::ops::LIST_PAGE {
+        setup
+            .call(Op::ExecuteTask, "")
+            .await
+            .map_err(BenchError::Setup)?;
+    }
+    drain(&mut setup).await?;
 
     let results = table(&http, &handoff, &floor, options, &task_id, &mut setup).await?;
 
