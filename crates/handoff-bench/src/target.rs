@@ -40,14 +40,24 @@ impl Target {
         Self::spawn("handoff serve", command, "handoff listening", dir).await
     }
 
-    /// The floor server (`handoff bench-floor`).
-    pub(crate) async fn floor(exe: &Path) -> Result<Self, BenchError> {
+    /// The floor server (`handoff bench-floor`), answering `tools/list` with `tools_list`
+    /// (a serialised result).
+    pub(crate) async fn floor(exe: &Path, tools_list: &[u8]) -> Result<Self, BenchError> {
         let dir = tempfile::tempdir().map_err(|source| BenchError::Io {
             context: "creating a temp dir",
             source,
         })?;
+        let list = dir.path().join("tools-list.json");
+        std::fs::write(&list, tools_list).map_err(|source| BenchError::Io {
+            context: "writing the floor's tools/list answer",
+            source,
+        })?;
         let mut command = Command::new(exe);
-        command.arg("bench-floor").current_dir(dir.path());
+        command
+            .arg("bench-floor")
+            .arg("--tools-list")
+            .arg(&list)
+            .current_dir(dir.path());
         Self::spawn("the floor server", command, "floor listening", dir).await
     }
 

@@ -55,7 +55,11 @@ pub enum Command {
     },
     /// The floor server `handoff bench` measures against (started by it).
     #[command(hide = true)]
-    BenchFloor,
+    BenchFloor {
+        /// A file holding Handoff's `tools/list` result (JSON), answered to `tools/list`.
+        #[arg(long)]
+        tools_list: Option<std::path::PathBuf>,
+    },
     /// Client commands: talk to a running `handoff serve` over MCP.
     #[command(flatten)]
     Client(ClientCommand),

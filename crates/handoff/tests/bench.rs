@@ -42,12 +42,20 @@ fn the_benchmark_runs_end_to_end() {
         "abandoned sessions:",
         "cold start to a served request",
         "letta pattern (a fresh session per tool call, 5 requests), server CPU: N=1 ",
+        "server CPU per ping vs the floor (worst)",
+        "server CPU per tools/list vs the floor (worst)",
+        "server CPU per get_task_status vs the floor (worst)",
     ] {
         assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
     }
     assert!(!text.contains("first error"), "requests failed:\n{text}");
     // The whole-unit patterns, per unit and per request, against Handoff and the floor, at
     // every concurrency level of the smoke run.
+    // tools/list beside a floor that sends the same list.
+    for clients in ["1", "4"] {
+        floor_row(&text, "tools/list", clients);
+        handoff_row(&text, "tools/list", clients);
+    }
     for name in [
         "letta/call",
         "letta/req",

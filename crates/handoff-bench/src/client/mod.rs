@@ -73,7 +73,16 @@ impl McpClient {
     /// Sends one op; `Err` on transport errors, JSON-RPC errors and `isError` results.
     pub(crate) async fn call(&mut self, op: Op, task_id: &str) -> Result<Value, String> {
         let (method, name) = op.method();
-        self.request(method, name, op.params(task_id)).await
+        let result = self.request(method, name, op.params(task_id)).await?;
+        // The floor answers `tools/list` too: an empty answer would make its row a cheaper one.
+        let listed = result
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|tools| !tools.is_empty());
+        if op == Op::ToolsList && !listed {
+            return Err("tools/list answered without tools".to_owned());
+        }
+        Ok(result)
     }
 
     /// Calls one tool with `arguments`; its structured result.
