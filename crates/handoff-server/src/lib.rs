@@ -4,11 +4,13 @@
 #![deny(clippy::print_stdout)]
 
 mod app;
+mod call_id;
 mod conn;
 mod dashboard;
 pub mod doctor;
 pub mod edge;
 mod executors;
+mod headers;
 mod http;
 mod integrations;
 pub mod isolation;

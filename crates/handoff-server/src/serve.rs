@@ -17,7 +17,7 @@ use crate::{
     App,
     edge::{self, BadOriginRule, EdgePolicy},
     http::{McpRoute, health, mcp_checks, metrics, ready},
-    mcp::{CappedSessions, DirectAnswers, SessionLimits},
+    mcp::{CappedSessions, DirectAnswers, SessionLimits, SharedMcpService},
 };
 
 /// Why a transport could not start or stopped with an error.
@@ -67,8 +67,11 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
         .with_cancellation_token(shutdown.child_token());
     let handler = app.mcp_handler(None, shutdown);
     let direct = DirectAnswers::new(sessions.clone(), handler.clone());
-    let service =
-        StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), mcp_config);
+    let service = SharedMcpService::new(StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        sessions.clone(),
+        mcp_config,
+    ));
 
     let checks = Arc::new(McpRoute {
         metrics: app.mcp_metrics.clone(),

@@ -33,12 +33,9 @@ impl Tools {
                 });
             }
         };
-        let ctx = ToolContext::new(
-            uuid::Uuid::new_v4().simple().to_string(),
-            "dashboard".to_owned(),
-        )
-        .with_agent(Some(viewer.name.clone()))
-        .with_operator(true);
+        let ctx = ToolContext::new(crate::call_id::next(), "dashboard".to_owned())
+            .with_agent(Some(viewer.name.clone()))
+            .with_operator(true);
         let request = CallRequest {
             name: A::NAME.to_owned(),
             arguments,

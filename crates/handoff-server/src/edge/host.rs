@@ -2,33 +2,55 @@
 
 use std::net::Ipv6Addr;
 
-/// The host part of a `Host` value or an allow-list rule.
-#[derive(Debug, PartialEq, Eq)]
-enum Name {
+/// The host part of a `Host` value (borrowed) or an allow-list rule (owned, lower-cased).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Name<T> {
     /// A bracketed (header) or bare (config) IPv6 literal, compared as an address.
     V6(Ipv6Addr),
-    /// A registered name or IPv4 literal, lower-cased.
-    Text(String),
+    /// A registered name or IPv4 literal, compared without regard to ASCII case.
+    Text(T),
 }
 
-/// Whether a `Host` value (`name[:port]`, `[v6][:port]`) is allowed by `rules` (`name`,
-/// `name:port`, `::1`, `[::1]:port`).
-pub(crate) fn host_allowed(rules: &[String], value: &str) -> bool {
-    let Some((host, port)) = parse(value, false) else {
-        return false;
-    };
-    rules.iter().any(|rule| match parse(rule, true) {
-        Some((rule_host, rule_port)) => {
-            rule_host == host && (rule_port.is_none() || rule_port == port)
-        }
-        None => false,
-    })
+/// The `Host` allow-list, parsed once from config: a request's `Host` is then checked without
+/// parsing a rule or allocating.
+#[derive(Debug, Clone)]
+pub(crate) struct HostRules(Vec<(Name<String>, Option<u16>)>);
+
+impl HostRules {
+    /// The rules `name`, `name:port`, `::1`, `[::1]:port`; one that parses as none of these
+    /// allows nothing.
+    pub(crate) fn new(rules: &[String]) -> Self {
+        let parsed = rules.iter().filter_map(|rule| {
+            let (name, port) = parse(rule, true)?;
+            let name = match name {
+                Name::V6(address) => Name::V6(address),
+                Name::Text(text) => Name::Text(text.to_ascii_lowercase()),
+            };
+            Some((name, port))
+        });
+        Self(parsed.collect())
+    }
+
+    /// Whether a `Host` value (`name[:port]`, `[v6][:port]`) is allowed.
+    pub(crate) fn allow(&self, value: &str) -> bool {
+        let Some((host, port)) = parse(value, false) else {
+            return false;
+        };
+        self.0.iter().any(|(rule_host, rule_port)| {
+            let same = match (rule_host, &host) {
+                (Name::V6(rule), Name::V6(host)) => rule == host,
+                (Name::Text(rule), Name::Text(host)) => rule.eq_ignore_ascii_case(host),
+                _ => false,
+            };
+            same && (rule_port.is_none() || *rule_port == port)
+        })
+    }
 }
 
 /// Parses strictly: anything that is not exactly a host and an optional port is `None`, so
 /// `[::1]evil.example`, `[localhost]` or `localhost:+80` cannot pass as an allowed host.
 /// `bare_v6` admits `::1` without brackets, as config lists write it (a header never may).
-fn parse(value: &str, bare_v6: bool) -> Option<(Name, Option<u16>)> {
+fn parse(value: &str, bare_v6: bool) -> Option<(Name<&str>, Option<u16>)> {
     let value = value.trim();
     if let Some(rest) = value.strip_prefix('[') {
         let (literal, after) = rest.split_once(']')?;
@@ -49,7 +71,7 @@ fn parse(value: &str, bare_v6: bool) -> Option<(Name, Option<u16>)> {
         && host
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
-    valid.then(|| (Name::Text(host.to_ascii_lowercase()), port))
+    valid.then_some((Name::Text(host), port))
 }
 
 /// A port: one to five ASCII digits (`u16::from_str` alone would take `+80`).
@@ -62,10 +84,21 @@ fn port(text: &str) -> Option<u16> {
 mod tests {
     use super::*;
 
-    fn rules() -> Vec<String> {
-        ["localhost", "127.0.0.1", "::1", "api.example.com:8443"]
-            .map(str::to_owned)
-            .to_vec()
+    fn rules() -> HostRules {
+        HostRules::new(
+            &[
+                "localhost",
+                "127.0.0.1",
+                "::1",
+                "API.example.com:8443",
+                "[bad",
+            ]
+            .map(str::to_owned),
+        )
+    }
+
+    fn host_allowed(rules: &HostRules, value: &str) -> bool {
+        rules.allow(value)
     }
 
     #[test]

@@ -22,7 +22,7 @@ use axum::{
 };
 use handoff_config::{ServerConfig, TokenRole};
 use handoff_tools::AgentId;
-use http::{HeaderValue, Method, StatusCode, header};
+use http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -50,7 +50,7 @@ pub struct BadOriginRule(String);
 /// What the edge enforces, resolved once from config.
 #[derive(Debug, Clone)]
 pub struct EdgePolicy {
-    allowed_hosts: Vec<String>,
+    allowed_hosts: host::HostRules,
     origins: Vec<OriginRule>,
     /// Accepted bearer tokens and whom each stands for; none configured: an open server.
     tokens: Vec<(String, TokenRole)>,
@@ -69,7 +69,7 @@ impl EdgePolicy {
             .map(|rule| OriginRule::parse(rule).ok_or_else(|| BadOriginRule(rule.clone())))
             .collect::<Result<_, _>>()?;
         Ok(Self {
-            allowed_hosts: config.allowed_hosts.clone(),
+            allowed_hosts: host::HostRules::new(&config.allowed_hosts),
             origins,
             tokens: config
                 .auth_token
@@ -164,23 +164,23 @@ fn header_str(request: &Request, name: header::HeaderName) -> Result<Option<&str
     }
 }
 
-/// Headers that carry one value, as error messages spell them. Proxies and gateways append
-/// their own copy (a Letta server adds its `X-Agent-Id` after a configured one), so taking
-/// either copy would act for someone the other copy did not name.
-const SINGLE_VALUED: &[&str] = &[
-    "Host",
-    "Origin",
-    "Authorization",
-    "x-agent-id",
-    "Mcp-Session-Id",
-    "MCP-Protocol-Version",
+/// Headers that carry one value, with their names as error messages spell them. Proxies and
+/// gateways append their own copy (a Letta server adds its `X-Agent-Id` after a configured
+/// one), so taking either copy would act for someone the other copy did not name.
+const SINGLE_VALUED: [(HeaderName, &str); 6] = [
+    (header::HOST, "Host"),
+    (header::ORIGIN, "Origin"),
+    (header::AUTHORIZATION, "Authorization"),
+    (crate::headers::AGENT_ID, "x-agent-id"),
+    (crate::headers::SESSION_ID, "Mcp-Session-Id"),
+    (crate::headers::PROTOCOL_VERSION, "MCP-Protocol-Version"),
 ];
 
 /// The refusal for a request carrying copies of a single-valued header that differ; identical
 /// copies are one value said twice.
 fn conflicting_copies(request: &Request) -> Option<Response> {
-    SINGLE_VALUED.iter().find_map(|name| {
-        let mut copies = request.headers().get_all(*name).iter();
+    SINGLE_VALUED.iter().find_map(|(header, name)| {
+        let mut copies = request.headers().get_all(header).iter();
         let first = copies.next()?;
         copies.any(|other| other != first).then(|| {
             error_response(
@@ -208,8 +208,7 @@ fn host_and_origin_refusal(policy: &EdgePolicy, request: &Request) -> Option<Res
         return Some(forbidden("Forbidden: Host header is missing"));
     }
     // An absolute-form target or HTTP/2 `:authority` names a host too; both must be allowed.
-    let allowed =
-        |host: Option<&str>| host.is_none_or(|h| host::host_allowed(&policy.allowed_hosts, h));
+    let allowed = |host: Option<&str>| host.is_none_or(|h| policy.allowed_hosts.allow(h));
     if !allowed(header) || !allowed(authority) {
         return Some(forbidden("Forbidden: Host header is not allowed"));
     }
@@ -263,7 +262,7 @@ where
         }
     };
 
-    let header = match request.headers().get("x-agent-id").map(|v| v.to_str()) {
+    let header = match request.headers().get(crate::headers::AGENT_ID).map(|v| v.to_str()) {
         None => None,
         Some(Ok(text)) => match AgentId::parse(text) {
             Ok(agent) => Some(agent),

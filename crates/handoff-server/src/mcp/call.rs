@@ -42,14 +42,13 @@ impl HandoffMcp {
         request: CallToolRequestParams,
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.principal_of(&site.identity);
-        let mut tool_ctx =
-            ToolContext::new(uuid::Uuid::new_v4().simple().to_string(), site.request_id)
-                .with_agent(site.identity.agent)
-                .with_operator(site.identity.operator)
-                .with_fallback_agent(self.fallback_agent.clone())
-                .with_session(site.session)
-                .with_cancel(site.cancel)
-                .with_task_handle(site.as_task);
+        let mut tool_ctx = ToolContext::new(crate::call_id::next(), site.request_id)
+            .with_agent(site.identity.agent)
+            .with_operator(site.identity.operator)
+            .with_fallback_agent(self.fallback_agent.clone())
+            .with_session(site.session)
+            .with_cancel(site.cancel)
+            .with_task_handle(site.as_task);
         if let Some(observer) = site.observer {
             tool_ctx = tool_ctx.with_task_observer(observer);
         }

@@ -21,7 +21,7 @@ use crate::edge::{
     jsonrpc::{SERVER_ERROR, SESSION_NOT_FOUND, error_response},
 };
 
-const SESSION_HEADER: &str = "mcp-session-id";
+use crate::headers::SESSION_ID as SESSION_HEADER;
 
 /// Admits `initialize` within the limits, answers DELETE as the spec says, and keeps priming
 /// events from sessions that cannot read them; `next` is the MCP service.

@@ -2,13 +2,14 @@
 //! take as they are, in each era. Every check here only narrows: a request it refuses goes on
 //! to rmcp, which accepts or refuses it as always.
 
-use http::{HeaderMap, header};
+use http::{HeaderMap, HeaderName, header};
 use rmcp::model::{ClientRequest, GetMeta, ProtocolVersion, RequestMetaObject};
 
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
-const METHOD_HEADER: &str = "mcp-method";
-const NAME_HEADER: &str = "mcp-name";
+use crate::headers::{
+    METHOD as METHOD_HEADER, NAME as NAME_HEADER, PROTOCOL_VERSION as VERSION_HEADER,
+    SESSION_ID as SESSION_HEADER,
+};
+
 /// Headers that mirror tool arguments (SEP-2243); rmcp checks them against the schema.
 const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 /// The `_meta` keys by which a request negotiates its own revision (the stateless era).
@@ -82,7 +83,7 @@ fn negotiates_2026(meta: &RequestMetaObject) -> bool {
 }
 
 /// The one value of a header, as text; `None` when absent, repeated or not text.
-fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn single(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
     let mut values = headers.get_all(name).iter();
     let first = values.next()?;
     if values.next().is_some() {
