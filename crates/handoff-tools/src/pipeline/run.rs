@@ -340,7 +340,10 @@ fn with_agent_id(ctx: &ToolContext, def: &ToolDefinition, mut args: Map<String, 
         && missing
         && let Some(agent) = ctx.agent_id.as_ref().or(ctx.fallback_agent.as_ref())
     {
-        args.insert("agent_id".to_owned(), Value::String(agent.to_string()));
+        args.insert(
+            "agent_id".to_owned(),
+            Value::String(agent.as_str().to_owned()),
+        );
     }
     Value::Object(args)
 }
@@ -404,17 +407,21 @@ pub(crate) fn argument_patterns(args: &Value) -> Vec<String> {
         }
         match value {
             Value::Array(items) => {
-                patterns.extend(
-                    items
-                        .iter()
-                        .filter_map(scalar)
-                        .map(|v| format!("{key}={v}")),
-                );
+                patterns.extend(items.iter().filter_map(scalar).map(|v| pattern(key, &v)));
             }
-            other => patterns.extend(scalar(other).map(|v| format!("{key}={v}"))),
+            other => patterns.extend(scalar(other).map(|v| pattern(key, &v))),
         }
     }
     patterns
+}
+
+/// `key=value`, without `format!`'s machinery: it runs for every argument of every call.
+fn pattern(key: &str, value: &str) -> String {
+    let mut pattern = String::with_capacity(key.len() + 1 + value.len());
+    pattern.push_str(key);
+    pattern.push('=');
+    pattern.push_str(value);
+    pattern
 }
 
 async fn execute(

@@ -22,8 +22,9 @@ impl SpillLimiter {
 
 impl OutputLimiter for SpillLimiter {
     fn limit(&self, ctx: &ToolContext, tool: &ToolDefinition, output: Value) -> Value {
-        // Bound to the caller: only it (and operators) can read the spilled text back.
-        let spill = self.spill.owned_by(ctx.principal().as_ref());
+        // Bound to the caller: only it (and operators) can read the spilled text back. Made
+        // only when something is cut: most results fit.
+        let spill = || self.spill.owned_by(ctx.principal().as_ref());
         let (value, cuts) = limit_value(output, self.tools.limits_for(tool.name), &spill);
         if !cuts.is_empty() {
             let fields: Vec<serde_json::Value> = cuts
@@ -34,7 +35,7 @@ impl OutputLimiter for SpillLimiter {
                         "original_bytes": cut.original_bytes,
                         "original_lines": cut.original_lines,
                         "output_id": cut.spill_id,
-                        "path": cut.spill_id.as_ref().map(|id| spill.path().join(id)),
+                        "path": cut.spill_id.as_ref().map(|id| spill().path().join(id)),
                     })
                 })
                 .collect();
@@ -59,7 +60,7 @@ impl OutputLimiter for SpillLimiter {
     fn limit_text(&self, ctx: &ToolContext, tool: &ToolDefinition, text: String) -> String {
         // Texts are short by design; a tight per-tool cap still cuts them, and the notice in
         // the cut text names the spilled whole.
-        let spill = self.spill.owned_by(ctx.principal().as_ref());
+        let spill = || self.spill.owned_by(ctx.principal().as_ref());
         let (value, cuts) = limit_value(
             Value::String(text),
             self.tools.limits_for(tool.name),

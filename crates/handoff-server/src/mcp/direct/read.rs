@@ -12,8 +12,16 @@ use rmcp::model::{CallToolRequest, ClientRequest, ListToolsRequest, PingRequest,
 use serde::Deserialize;
 use serde_json::Value;
 
+/// Which of the served methods a body names.
+enum Served {
+    Ping,
+    ToolsList,
+    ToolsCall,
+}
+
 /// The id and request of `body`, when it is a `ping`, `tools/list` or `tools/call` request.
-pub(super) fn served_request(body: &Value) -> Option<(RequestId, ClientRequest)> {
+/// Read by value: the arguments' strings move into the request instead of being copied.
+pub(super) fn served_request(body: Value) -> Option<(RequestId, ClientRequest)> {
     let message = body.as_object()?;
     if message.get("jsonrpc")?.as_str()? != "2.0"
         || message.contains_key("result")
@@ -22,11 +30,20 @@ pub(super) fn served_request(body: &Value) -> Option<(RequestId, ClientRequest)>
         return None;
     }
     let id = RequestId::deserialize(message.get("id")?).ok()?;
-    let request = match message.get("method")?.as_str()? {
-        "ping" => ClientRequest::PingRequest(PingRequest::deserialize(body).ok()?),
-        "tools/list" => ClientRequest::ListToolsRequest(ListToolsRequest::deserialize(body).ok()?),
-        "tools/call" => ClientRequest::CallToolRequest(CallToolRequest::deserialize(body).ok()?),
+    let served = match message.get("method")?.as_str()? {
+        "ping" => Served::Ping,
+        "tools/list" => Served::ToolsList,
+        "tools/call" => Served::ToolsCall,
         _ => return None,
+    };
+    let request = match served {
+        Served::Ping => ClientRequest::PingRequest(PingRequest::deserialize(body).ok()?),
+        Served::ToolsList => {
+            ClientRequest::ListToolsRequest(ListToolsRequest::deserialize(body).ok()?)
+        }
+        Served::ToolsCall => {
+            ClientRequest::CallToolRequest(CallToolRequest::deserialize(body).ok()?)
+        }
     };
     Some((id, request))
 }
@@ -59,7 +76,7 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "x"}}),
         ];
         for body in &served {
-            let (id, request) = served_request(body).expect("served");
+            let (id, request) = served_request(body.clone()).expect("served");
             let (rmcp_id, rmcp_request) = rmcp(body).expect("a request to rmcp");
             assert_eq!(id, rmcp_id, "{body}");
             assert_eq!(request.method(), rmcp_request.method(), "{body}");
@@ -87,7 +104,7 @@ mod tests {
             json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]),
         ];
         for body in &left {
-            assert!(served_request(body).is_none(), "{body}");
+            assert!(served_request(body.clone()).is_none(), "{body}");
         }
     }
 }
