@@ -148,10 +148,9 @@ impl Engine {
         } else {
             CONCLUSION_EVENTS
         };
-        let events = self.inner.store.recent_events(id, window).await?;
+        let mut events = self.inner.store.recent_events(id, window).await?;
         let last = |n: u32| &events[events.len().saturating_sub(n as usize)..];
         let completion = evaluator_conclusion(last(CONCLUSION_EVENTS));
-        let recent_events = last(RECENT_EVENTS).to_vec();
         let queue_position = if task.status == TaskStatus::Queued {
             self.inner.store.queue_position(id).await?
         } else {
@@ -176,6 +175,13 @@ impl Engine {
                     .await?
             }
         };
+        // A finished task keeps the whole window for its closing text; else the last few move.
+        let recent = events.len().saturating_sub(RECENT_EVENTS as usize);
+        let (recent_events, closing_events) = if finished {
+            (events[recent..].to_vec(), events)
+        } else {
+            (events.split_off(recent), Vec::new())
+        };
         Ok(StatusView {
             last_tool_call,
             completion,
@@ -183,7 +189,7 @@ impl Engine {
             task,
             recent_events,
             queue_position,
-            closing_events: if finished { events } else { Vec::new() },
+            closing_events,
         })
     }
 

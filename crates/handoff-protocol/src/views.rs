@@ -97,6 +97,23 @@ impl From<&TaskEvent> for EventView {
     }
 }
 
+impl From<TaskEvent> for EventView {
+    /// The event's text and data move into the view; only a long message is copied (clipped).
+    fn from(event: TaskEvent) -> Self {
+        let message = match event.message.char_indices().nth(EVENT_MESSAGE_CHARS) {
+            None => event.message,
+            Some(_) => clip(&event.message, EVENT_MESSAGE_CHARS),
+        };
+        Self {
+            seq: event.seq,
+            at_ms: event.at,
+            kind: event.kind,
+            message,
+            data: event.data,
+        }
+    }
+}
+
 /// Cuts `text` to `max` characters, saying how much was left out.
 pub fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -107,7 +124,25 @@ pub fn clip(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::clip;
+    use handoff_task::{EventKind, TaskEvent, TaskId};
+    use serde_json::json;
+
+    use super::{EVENT_MESSAGE_CHARS, EventView, clip};
+
+    #[test]
+    fn an_event_moved_into_its_view_reads_as_one_borrowed() {
+        for message in ["short".to_owned(), "é".repeat(EVENT_MESSAGE_CHARS + 3)] {
+            let event = TaskEvent {
+                task_id: TaskId::generate().unwrap(),
+                seq: 3,
+                at: 42,
+                kind: EventKind::Text,
+                message,
+                data: json!({"a": [1, 2]}),
+            };
+            assert_eq!(EventView::from(event.clone()), EventView::from(&event));
+        }
+    }
 
     #[test]
     fn clipping_says_what_was_cut() {

@@ -245,8 +245,9 @@ pub trait AuditSink: Send + Sync {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TracingAudit;
 
-impl AuditSink for TracingAudit {
-    fn record(&self, entry: AuditEntry) {
+impl TracingAudit {
+    /// Logs `entry` (the sinks that also store it log it without a copy).
+    pub fn log(entry: &AuditEntry) {
         tracing::info!(
             target: "handoff::audit",
             call_id = %entry.call_id,
@@ -258,5 +259,11 @@ impl AuditSink for TracingAudit {
             elapsed_ms = entry.elapsed.as_millis() as u64,
             "tool call"
         );
+    }
+}
+
+impl AuditSink for TracingAudit {
+    fn record(&self, entry: AuditEntry) {
+        Self::log(&entry);
     }
 }

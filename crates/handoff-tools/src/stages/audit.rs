@@ -34,7 +34,7 @@ impl StoreAudit {
 
 impl AuditSink for StoreAudit {
     fn record(&self, entry: AuditEntry) {
-        TracingAudit.record(entry.clone());
+        TracingAudit::log(&entry);
         if entry.outcome == "ok" && self.read_only.contains(&entry.tool.as_str()) {
             return;
         }

@@ -65,7 +65,11 @@ impl Tool for GetTaskStatusTool {
         let output = GetTaskStatusOutput {
             task: TaskView::from(&view.task),
             queue_position: view.queue_position,
-            recent_events: view.recent_events.iter().map(EventView::from).collect(),
+            recent_events: view
+                .recent_events
+                .into_iter()
+                .map(EventView::from)
+                .collect(),
             pending_input: view
                 .pending_input
                 .into_iter()
