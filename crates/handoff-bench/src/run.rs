@@ -167,10 +167,11 @@ pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
     let cold_ms = cold_start(exe, &http, options).await?;
 
     let handoff = Target::handoff(exe, &server_env(options)).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Before any request: a served request maps the code it runs, which idle RSS must not count.
+    let idle = ProcSample::of(handoff.pid);
     let tools_list = tools_list_result(&http, &handoff.url).await?;
     let floor = Target::floor(exe, &tools_list).await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let idle = ProcSample::of(handoff.pid);
     // Stateless: no session to expire between the steps it is used in.
     let mut setup = McpClient::connect(
         http.clone(),
