@@ -48,7 +48,8 @@ const NOTICE_BYTES: usize = 300;
 // Below this a string is not worth cutting further.
 const MIN_LEAF: usize = 1024;
 
-/// Caps `value`; returns the capped value and the cuts made.
+/// Caps `value`; returns the capped value and the cuts made. `spill` gives the directory the
+/// full text of a cut goes to, and is asked only when something is cut.
 pub fn limit_value(
     mut value: Value,
     limits: Limits,
