@@ -439,7 +439,7 @@ pub(crate) fn cors_layer(config: &ServerConfig) -> Option<CorsLayer> {
             .allow_origin(AllowOrigin::list(origins))
             .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
             .allow_headers(headers)
-            .expose_headers([header::HeaderName::from_static("mcp-session-id")]),
+            .expose_headers([crate::headers::SESSION_ID]),
     )
 }
 
