@@ -97,7 +97,7 @@ settings! {
     "data_dir" [env("HANDOFF_DATA_DIR")]: "where Handoff keeps its database and spilled outputs (flag --data-dir of serve)";
     "store.url" [env("HANDOFF_DATABASE_URL")] secret=true: "the task store: a postgres:// URL selects PostgreSQL; unset: the embedded SQLite database in data_dir (one instance). Several Handoff instances may share one PostgreSQL database: each claims tasks under a lease renewed by its heartbeat, and the tasks of an instance that stops renewing are taken over (failed as interrupted, or re-queued when they opted in)";
     "store.heartbeat_ms" [env("HANDOFF_HEARTBEAT_MS")]: "how often this instance records that it is alive in the store and renews the leases of the tasks it runs";
-    "store.lease_expiry_ms" [env("HANDOFF_LEASE_EXPIRY_MS")]: "a task whose lease was not renewed for this long is taken over by another instance (failed as interrupted, or re-queued when it opted in); at least twice store.heartbeat_ms";
+    "store.lease_expiry_ms" [env("HANDOFF_LEASE_EXPIRY_MS")]: "a task whose lease was not renewed for this long is taken over by another instance (failed as interrupted, or re-queued when it opted in), and how long PostgreSQL lets one of this instance's sessions sit idle inside a transaction; at least twice store.heartbeat_ms";
     "workspace_dir" [env("HANDOFF_WORKSPACE_DIR"), env("WORKSPACE_DIR")]: "root of per-task working directories (default: <data_dir>/workspaces)";
     "tasks.max_concurrent" [env("HANDOFF_MAX_CONCURRENT_TASKS"), env("MAX_CONCURRENT_TASKS")]: "tasks running at once, all agents";
     "tasks.max_concurrent_per_agent" [env("HANDOFF_MAX_CONCURRENT_PER_AGENT")]: "tasks running at once for one agent (default: tasks.max_concurrent)";

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use handoff_config::Config;
-use handoff_store::{ChannelStore, PgStore, SqliteStore, Store, StoreError, WorkspaceStore};
+use handoff_store::{
+    ChannelStore, PgStore, SessionLimits, SqliteStore, Store, StoreError, WorkspaceStore,
+};
 use tokio::sync::watch;
 
 /// The opened store, as each of its users needs it.
@@ -23,7 +25,12 @@ impl OpenStore {
         match &config.database_url {
             Some(url) => {
                 let opened = async {
-                    let store = PgStore::connect(url.expose()).await?;
+                    // An instance that cannot finish a transaction within a lease expiry is
+                    // taken for lost anyway; past that, its locks must not hold up the rest.
+                    let limits = SessionLimits {
+                        idle_in_transaction: config.instance.lease_expiry,
+                    };
+                    let store = PgStore::connect(url.expose(), limits).await?;
                     Ok(Self::Postgres(Arc::new(store)))
                 };
                 opened

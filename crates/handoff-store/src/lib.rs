@@ -22,7 +22,7 @@ mod sqlite;
 mod store;
 
 pub use error::StoreError;
-pub use postgres::PgStore;
+pub use postgres::{PgStore, SessionLimits};
 pub use sqlite::SqliteStore;
 pub use store::{
     ApprovalStore, AuditFilter, ChannelRecord, ChannelStore, ClaimLimits, IdempotencyClaim,

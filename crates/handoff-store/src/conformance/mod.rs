@@ -24,7 +24,7 @@
 //! mod conformance {
 //!     async fn open() -> (PgStore, TestDatabase) {
 //!         let db = TestDatabase::create().await;
-//!         (PgStore::connect(db.url()).await.unwrap(), db)
+//!         (PgStore::connect(db.url(), limits).await.unwrap(), db)
 //!     }
 //!
 //!     handoff_store::store_conformance!(open);

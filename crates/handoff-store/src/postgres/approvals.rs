@@ -245,12 +245,17 @@ mod tests {
     use crate::{
         ApprovalStore,
         conformance::support::audit_record,
-        postgres::{PgStore, tests::fresh_database},
+        postgres::{
+            PgStore,
+            tests::{LIMITS, fresh_database},
+        },
     };
 
     #[tokio::test]
     async fn a_huge_record_is_stored_as_a_bounded_row() {
-        let store = PgStore::connect(&fresh_database().await).await.unwrap();
+        let store = PgStore::connect(&fresh_database().await, LIMITS)
+            .await
+            .unwrap();
         let huge = "x".repeat(1 << 20);
         let mut record = audit_record(1, "agent-a", None);
         record.subject = huge.clone();

@@ -19,7 +19,7 @@ mod peers;
 mod tasks;
 mod workspaces;
 
-use std::{future::Future, sync::Arc};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use handoff_task::{
@@ -30,7 +30,7 @@ use serde_json::Value;
 use sqlx::{
     AssertSqlSafe, PgPool, Postgres, Transaction,
     migrate::Migrator,
-    postgres::{PgArguments, PgPoolOptions, PgRow},
+    postgres::{PgArguments, PgConnectOptions, PgPoolOptions, PgRow},
     query::{Query, QueryAs, QueryScalar},
 };
 use tokio::sync::watch;
@@ -95,6 +95,16 @@ where
     sqlx::query_scalar(AssertSqlSafe(numbered(sql)))
 }
 
+/// What the database server enforces on this instance's sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// How long a session may wait on this instance inside a transaction before the server
+    /// ends it, releasing its locks. Every write holds one database-wide lock, so an instance
+    /// cut off mid-transaction would otherwise stop every instance's writes (the rescuer's
+    /// takeover included) until TCP gives up on it, hours later.
+    pub idle_in_transaction: Duration,
+}
+
 /// The PostgreSQL implementation of every store trait; cheap to clone (clones share the pool).
 #[derive(Debug, Clone)]
 pub struct PgStore {
@@ -108,11 +118,17 @@ pub struct PgStore {
 }
 
 impl PgStore {
-    /// Connects to `url` (`postgres://...`) and brings the schema up to date.
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+    /// Connects to `url` (`postgres://...`) with `limits` on every session, and brings the
+    /// schema up to date.
+    pub async fn connect(url: &str, limits: SessionLimits) -> Result<Self, StoreError> {
+        let idle_ms = limits.idle_in_transaction.as_millis().max(1);
+        let options = url.parse::<PgConnectOptions>()?.options([(
+            "idle_in_transaction_session_timeout",
+            format!("{idle_ms}ms"),
+        )]);
         let pool = PgPoolOptions::new()
             .max_connections(CONNECTIONS)
-            .connect(url)
+            .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
         Ok(Self {

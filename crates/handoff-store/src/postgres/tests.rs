@@ -7,7 +7,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use sqlx::{Connection, Executor, PgConnection};
 
-use super::{PgStore, numbered};
+use super::{PgStore, SessionLimits, numbered};
+
+/// The limits the tests' stores run with: the default lease expiry.
+pub(crate) const LIMITS: SessionLimits = SessionLimits {
+    idle_in_transaction: std::time::Duration::from_secs(15),
+};
 
 /// Where the test server is: `scripts/postgres/up.sh` prints it, `scripts/test.sh` exports it.
 pub(crate) fn server_url() -> String {
@@ -49,7 +54,10 @@ pub(crate) async fn fresh_database() -> String {
 
 async fn open() -> (PgStore, ()) {
     let url = fresh_database().await;
-    (PgStore::connect(&url).await.expect("open PgStore"), ())
+    (
+        PgStore::connect(&url, LIMITS).await.expect("open PgStore"),
+        (),
+    )
 }
 
 mod conformance {
@@ -70,11 +78,11 @@ fn placeholders_are_numbered_outside_string_literals() {
 async fn reopening_keeps_the_data_and_migrations_run_once() {
     use crate::TaskStore;
     let url = fresh_database().await;
-    let first = PgStore::connect(&url).await.unwrap();
+    let first = PgStore::connect(&url, LIMITS).await.unwrap();
     let task = crate::conformance::support::new_task("agent-a", 0);
     first.insert_task(&task, None, 10).await.unwrap();
     first.close().await;
-    let second = PgStore::connect(&url).await.unwrap();
+    let second = PgStore::connect(&url, LIMITS).await.unwrap();
     let read = second
         .get_task(&task.id)
         .await
@@ -89,8 +97,8 @@ async fn reopening_keeps_the_data_and_migrations_run_once() {
 async fn claims_from_two_instances_respect_the_limits_together() {
     use crate::{ClaimLimits, TaskStore};
     let url = fresh_database().await;
-    let a = PgStore::connect(&url).await.unwrap();
-    let b = PgStore::connect(&url).await.unwrap();
+    let a = PgStore::connect(&url, LIMITS).await.unwrap();
+    let b = PgStore::connect(&url, LIMITS).await.unwrap();
     for i in 0..20 {
         let task = crate::conformance::support::new_task(&format!("agent-{}", i % 4), 0);
         a.insert_task(&task, None, 100).await.unwrap();
@@ -126,8 +134,8 @@ async fn claims_from_two_instances_respect_the_limits_together() {
 async fn one_rescuer_at_a_time() {
     use crate::InstanceStore;
     let url = fresh_database().await;
-    let a = PgStore::connect(&url).await.unwrap();
-    let b = PgStore::connect(&url).await.unwrap();
+    let a = PgStore::connect(&url, LIMITS).await.unwrap();
+    let b = PgStore::connect(&url, LIMITS).await.unwrap();
     assert!(a.rescuer_lock("a", 1_000, 2_000).await.unwrap());
     assert!(a.rescuer_lock("a", 1_500, 2_500).await.unwrap(), "renewed");
     assert!(
@@ -139,5 +147,33 @@ async fn one_rescuer_at_a_time() {
     assert!(
         !a.rescuer_lock("a", 2_700, 3_700).await.unwrap(),
         "a is back: b's now"
+    );
+}
+
+/// An instance stuck inside a write (cut off from the database mid-transaction) holds the
+/// database-wide write lock; the server ends its session after the idle limit, so the other
+/// instances' writes go on, and the stuck one's transaction is lost rather than committed late.
+#[tokio::test]
+async fn a_session_stuck_inside_a_write_is_ended_and_its_lock_released() {
+    use crate::TaskStore;
+    let url = fresh_database().await;
+    let short = SessionLimits {
+        idle_in_transaction: std::time::Duration::from_millis(300),
+    };
+    let stuck = PgStore::connect(&url, short).await.unwrap();
+    let other = PgStore::connect(&url, LIMITS).await.unwrap();
+    let tx = stuck.begin_write().await.unwrap();
+    let task = crate::conformance::support::new_task("agent-a", 0);
+    // Without the limit this waits for the lock until TCP gives up on the stuck session.
+    let inserted = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        other.insert_task(&task, None, 10),
+    )
+    .await
+    .expect("the write lock was released");
+    inserted.unwrap();
+    assert!(
+        tx.commit().await.is_err(),
+        "the stuck transaction committed"
     );
 }

@@ -1,11 +1,19 @@
 //! An instance cut off from PostgreSQL (issue 21): its connections to the database run
-//! through a proxy the test controls. While the proxy holds every byte, the instance's leases
-//! expire and another instance declares it lost and fails its task; when the proxy lets the
-//! bytes through again, the cut-off instance's late writes about the task are refused by the
-//! fencing token — nothing of its run lands after the takeover — and it kills the run and
-//! registers again.
+//! through a proxy the test controls. The proxy cuts at the worst moment — while one of the
+//! instance's sessions holds the database-wide write lock inside a transaction — and then holds
+//! every byte. The server ends that stuck session after the idle-in-transaction limit, the
+//! instance's leases expire, and another instance declares it lost and fails its task; when
+//! the proxy lets the bytes through again, the cut-off instance's late writes about the task
+//! are refused by the fencing token — nothing of its run lands after the takeover — and it
+//! kills the run and registers again.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use serde_json::json;
 use tokio::{
@@ -28,57 +36,116 @@ const LEASE_EXPIRY_MS: &str = "1000";
 /// partition: nothing is refused, nothing arrives).
 struct Proxy {
     port: u16,
-    open: Arc<watch::Sender<bool>>,
+    gate: Arc<Gate>,
+}
+
+/// What the proxy's pumps share.
+struct Gate {
+    open: watch::Sender<bool>,
+    /// Set: cut right after the next transaction's first statement is forwarded.
+    armed: AtomicBool,
+    /// The local port of the upstream connection the armed cut happened on.
+    trapped: Mutex<Option<u16>>,
 }
 
 impl Proxy {
     async fn start(upstream: String) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let open = Arc::new(watch::channel(true).0);
-        let gate = open.clone();
+        let gate = Arc::new(Gate {
+            open: watch::channel(true).0,
+            armed: AtomicBool::new(false),
+            trapped: Mutex::new(None),
+        });
+        let shared = gate.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let upstream = upstream.clone();
-                let gate = gate.clone();
+                let gate = shared.clone();
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(&upstream).await else {
                         return;
                     };
+                    let local = server.local_addr().map_or(0, |a| a.port());
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
-                    tokio::spawn(pump(cr, sw, gate.subscribe()));
-                    tokio::spawn(pump(sr, cw, gate.subscribe()));
+                    tokio::spawn(pump(cr, sw, gate.clone(), Some(local)));
+                    tokio::spawn(pump(sr, cw, gate, None));
                 });
             }
         });
-        Proxy { port, open }
+        Proxy { port, gate }
     }
 
     fn set_open(&self, open: bool) {
-        self.open.send_replace(open);
+        self.gate.open.send_replace(open);
+    }
+
+    /// Cuts right after a transaction's first statement (following `BEGIN`) is forwarded,
+    /// and returns the local port of the upstream session left inside that transaction.
+    async fn cut_inside_next_transaction(&self) -> u16 {
+        *self.gate.trapped.lock().unwrap() = None;
+        self.gate.armed.store(true, Ordering::SeqCst);
+        let mut open = self.gate.open.subscribe();
+        open.wait_for(|open| !*open).await.unwrap();
+        self.gate.trapped.lock().unwrap().expect("an armed cut")
     }
 }
 
 /// Copies `from` to `to`, waiting while the gate is shut (before reading and before writing).
+/// On the client-to-server side (`upstream_port` set), an armed gate shuts itself after the
+/// chunk that follows a `BEGIN`.
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
-    mut gate: watch::Receiver<bool>,
+    gate: Arc<Gate>,
+    upstream_port: Option<u16>,
 ) {
+    let mut open = gate.open.subscribe();
     let mut buf = vec![0u8; 16 * 1024];
+    let mut began = false;
     loop {
-        if gate.wait_for(|open| *open).await.is_err() {
+        if open.wait_for(|open| *open).await.is_err() {
             return;
         }
         let n = match from.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
-        if gate.wait_for(|open| *open).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
+        if open.wait_for(|open| *open).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
             return;
         }
+        let Some(port) = upstream_port else { continue };
+        if began && gate.armed.swap(false, Ordering::SeqCst) {
+            *gate.trapped.lock().unwrap() = Some(port);
+            gate.open.send_replace(false);
+        }
+        // sqlx sends `BEGIN` alone as a simple query and waits for its answer.
+        began = buf[..n].windows(6).any(|w| w == b"BEGIN\0");
     }
+}
+
+/// Cuts the instance behind `proxy` off while one of its sessions holds the database-wide
+/// write lock inside a transaction: a read-only transaction caught instead is let go and the
+/// cut tried again.
+fn cut_holding_the_write_lock(runtime: &tokio::runtime::Runtime, proxy: &Proxy, url: &str) {
+    for _ in 0..100 {
+        let port = runtime.block_on(proxy.cut_inside_next_transaction());
+        let holds = format!(
+            "SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND l.granted AND a.client_port = {port}"
+        );
+        // The forwarded statement may still be on its way to the server.
+        let deadline = std::time::Instant::now() + Duration::from_millis(500);
+        while std::time::Instant::now() < deadline {
+            if psql(url, &holds) == "1" {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        proxy.set_open(true);
+    }
+    panic!("no cut caught the instance holding the write lock");
 }
 
 /// `host:port` of a `postgres://user@host:port/db` URL, and the URL through `proxy_port`.
@@ -123,7 +190,7 @@ fn a_cut_off_instance_loses_its_task_and_its_late_writes_are_refused() {
     env.push(("HANDOFF_DATABASE_URL", url.as_str()));
     let other = start(&env);
 
-    proxy.set_open(false);
+    cut_holding_the_write_lock(&runtime, &proxy, &url);
     let lost = format!("interrupted: instance {cut_id} lost");
     wait_count(
         &url,
