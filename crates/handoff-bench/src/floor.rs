@@ -1,10 +1,12 @@
 //! The floor: the cheapest possible answer to the same requests over the same HTTP stack
 //! (axum), with no MCP machinery — what Handoff's figures are divided by. It answers a whole
 //! session's sequence too: `initialize` gets a session id, a notification 202, GET an event
-//! stream that stays open until the client leaves, DELETE 200. Given Handoff's `tools/list`
-//! result, it answers `tools/list` with those bytes, so both sides send the same ~45 KB.
+//! stream that stays open until the client leaves, DELETE 200. Given Handoff's answers (its
+//! `tools/list` result, its results of the measured tool calls), it sends those bytes, so both
+//! sides send the same ~45 KB list and the same status; anything else gets `{}`.
 
 use std::{
+    collections::HashMap,
     convert::Infallible,
     path::Path,
     sync::{
@@ -23,11 +25,44 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-/// What the floor answers with beyond `{}`.
+/// The key of a `tools/call` answer in an answers file: `tools/call <tool name>`.
+pub const TOOL_CALL_KEY: &str = "tools/call ";
+
+/// What the floor answers with beyond `{}`, serialised once.
 #[derive(Default)]
 struct Prepared {
-    /// The serialised `tools/list` result, when one was given.
-    tools_list: Option<Bytes>,
+    /// Results by JSON-RPC method (`tools/list`).
+    methods: HashMap<String, Bytes>,
+    /// `tools/call` results by tool name.
+    tools: HashMap<String, Bytes>,
+}
+
+impl Prepared {
+    /// Reads an answers file: a JSON object from `tools/list` or `tools/call <name>` to the
+    /// result to send.
+    fn read(path: &Path) -> std::io::Result<Self> {
+        let answers: HashMap<String, Value> =
+            serde_json::from_slice(&std::fs::read(path)?).map_err(std::io::Error::other)?;
+        let mut prepared = Self::default();
+        for (key, result) in answers {
+            let bytes = Bytes::from(serde_json::to_vec(&result).map_err(std::io::Error::other)?);
+            match key.strip_prefix(TOOL_CALL_KEY) {
+                Some(tool) => prepared.tools.insert(tool.to_owned(), bytes),
+                None => prepared.methods.insert(key, bytes),
+            };
+        }
+        Ok(prepared)
+    }
+
+    /// The prepared result for `request`, if any.
+    fn result(&self, method: Option<&str>, request: &Value) -> Option<&Bytes> {
+        match method? {
+            "tools/call" => self
+                .tools
+                .get(request.pointer("/params/name").and_then(Value::as_str)?),
+            other => self.methods.get(other),
+        }
+    }
 }
 
 async fn answer(State(prepared): State<Arc<Prepared>>, Json(request): Json<Value>) -> Response {
@@ -36,10 +71,8 @@ async fn answer(State(prepared): State<Arc<Prepared>>, Json(request): Json<Value
         return StatusCode::ACCEPTED.into_response();
     };
     let method = request.get("method").and_then(Value::as_str);
-    if method == Some("tools/list")
-        && let Some(list) = &prepared.tools_list
-    {
-        return prepared_answer(&id, list);
+    if let Some(result) = prepared.result(method, &request) {
+        return prepared_answer(&id, result);
     }
     let body = Json(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
     if method == Some("initialize") {
@@ -83,16 +116,11 @@ async fn end() -> StatusCode {
 }
 
 /// Serves the floor on `127.0.0.1:port` (0 = any) until the process ends; prints its URL on
-/// stderr as `floor listening on http://…/mcp`. With `tools_list` (a file holding a
-/// `tools/list` result as JSON), `tools/list` is answered with it.
-pub async fn serve_floor(port: u16, tools_list: Option<&Path>) -> std::io::Result<()> {
-    let mut prepared = Prepared::default();
-    if let Some(path) = tools_list {
-        let bytes = std::fs::read(path)?;
-        // Checked once here so a bad file fails the start, not every answer.
-        serde_json::from_slice::<Value>(&bytes).map_err(std::io::Error::other)?;
-        prepared.tools_list = Some(Bytes::from(bytes));
-    }
+/// stderr as `floor listening on http://…/mcp`. With `answers` (a file mapping `tools/list`
+/// or `tools/call <name>` to a result), those requests are answered with those results.
+pub async fn serve_floor(port: u16, answers: Option<&Path>) -> std::io::Result<()> {
+    // Read and checked once here, so a bad file fails the start, not every answer.
+    let prepared = answers.map(Prepared::read).transpose()?.unwrap_or_default();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     eprintln!("floor listening on http://{addr}/mcp");
@@ -105,6 +133,37 @@ pub async fn serve_floor(port: u16, tools_list: Option<&Path>) -> std::io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_are_found_by_method_and_by_tool_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("answers.json");
+        let answers = json!({
+            "tools/list": {"tools": [{"name": "ping"}]},
+            "tools/call get_task_status": {"structuredContent": {"status": "completed"}},
+        });
+        std::fs::write(&path, answers.to_string()).unwrap();
+        let prepared = Prepared::read(&path).unwrap();
+        let status = json!({"params": {"name": "get_task_status"}});
+        let found = |method, request: &Value| {
+            prepared
+                .result(Some(method), request)
+                .map(|b| serde_json::from_slice::<Value>(b).unwrap())
+        };
+        assert_eq!(
+            found("tools/list", &json!({})),
+            Some(answers["tools/list"].clone())
+        );
+        assert_eq!(
+            found("tools/call", &status),
+            Some(answers["tools/call get_task_status"].clone())
+        );
+        assert_eq!(
+            found("tools/call", &json!({"params": {"name": "ping"}})),
+            None
+        );
+        assert_eq!(found("ping", &json!({})), None);
+    }
 
     #[tokio::test]
     async fn a_prepared_result_is_enveloped_with_the_request_id() {

@@ -143,18 +143,23 @@ async fn drain(client: &mut McpClient) -> Result<(), BenchError> {
     ))
 }
 
-/// Handoff's session-era `tools/list` result as the load's agent sees it, serialised: what
-/// the floor answers `tools/list` with.
-async fn tools_list_result(http: &Client, url: &str) -> Result<Vec<u8>, BenchError> {
+/// Handoff's session-era answers as the load's agent sees them — `tools/list`, the `ping`
+/// tool, `get_task_status` of `task_id` — as the floor's answers file: what it sends back.
+async fn floor_answers(http: &Client, url: &str, task_id: &str) -> Result<Vec<u8>, BenchError> {
     let mut client = McpClient::connect(http.clone(), url, Era::Session, crate::load::AGENT)
         .await
         .map_err(BenchError::Setup)?;
-    let result = client
-        .call(Op::ToolsList, "")
-        .await
-        .map_err(BenchError::Setup)?;
+    let mut answers = serde_json::Map::new();
+    for op in [Op::ToolsList, Op::Ping, Op::GetTaskStatus] {
+        let result = client.call(op, task_id).await.map_err(BenchError::Setup)?;
+        let key = match op.method() {
+            (_, Some(tool)) => format!("{}{tool}", crate::floor::TOOL_CALL_KEY),
+            (method, None) => method.to_owned(),
+        };
+        answers.insert(key, result);
+    }
     client.end_session(true).await.map_err(BenchError::Setup)?;
-    serde_json::to_vec(&result).map_err(|e| BenchError::Setup(format!("tools/list result: {e}")))
+    serde_json::to_vec(&answers).map_err(|e| BenchError::Setup(format!("floor answers: {e}")))
 }
 
 /// Runs everything and prints the report on stdout.
@@ -170,8 +175,6 @@ pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Before any request: a served request maps the code it runs, which idle RSS must not count.
     let idle = ProcSample::of(handoff.pid);
-    let tools_list = tools_list_result(&http, &handoff.url).await?;
-    let floor = Target::floor(exe, &tools_list).await?;
     // Stateless: no session to expire between the steps it is used in.
     let mut setup = McpClient::connect(
         http.clone(),
@@ -196,6 +199,8 @@ pub async fn run(exe: &Path, options: &BenchOptions) -> Result<(), BenchError> {
             .map_err(BenchError::Setup)?;
     }
     drain(&mut setup).await?;
+    let answers = floor_answers(&http, &handoff.url, &task_id).await?;
+    let floor = Target::floor(exe, &answers).await?;
 
     let results = table(&http, &handoff, &floor, options, &task_id, &mut setup).await?;
 
@@ -267,6 +272,16 @@ async fn table(
         )
         .await;
         report::row(&list_base, None);
+        // The floor sends the same status, so the answer's bytes count on both sides.
+        let status_base = step(
+            http,
+            &floor.url,
+            floor.pid,
+            plan(Era::Floor, Op::GetTaskStatus),
+            "",
+        )
+        .await;
+        report::row(&status_base, None);
         for (era, op) in [
             (Era::Session, Op::Ping),
             (Era::Stateless, Op::Ping),
@@ -277,10 +292,10 @@ async fn table(
             (Era::Session, Op::ExecuteTask),
         ] {
             let result = step(http, &handoff.url, handoff.pid, plan(era, op), task_id).await;
-            let floor_row = if op == Op::ToolsList {
-                &list_base
-            } else {
-                &base
+            let floor_row = match op {
+                Op::ToolsList => &list_base,
+                Op::GetTaskStatus => &status_base,
+                _ => &base,
             };
             report::row(&result, Some(floor_row));
             results.push(result);
@@ -289,8 +304,7 @@ async fn table(
                 drain(setup).await?;
             }
         }
-        results.push(base);
-        results.push(list_base);
+        results.extend([base, list_base, status_base]);
         if clients <= PATTERN_MAX_CLIENTS {
             let patterns = PatternPlan {
                 handoff,

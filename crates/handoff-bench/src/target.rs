@@ -40,22 +40,22 @@ impl Target {
         Self::spawn("handoff serve", command, "handoff listening", dir).await
     }
 
-    /// The floor server (`handoff bench-floor`), answering `tools/list` with `tools_list`
-    /// (a serialised result).
-    pub(crate) async fn floor(exe: &Path, tools_list: &[u8]) -> Result<Self, BenchError> {
+    /// The floor server (`handoff bench-floor`), answering with `answers` (a serialised
+    /// answers file, see [`crate::serve_floor`]).
+    pub(crate) async fn floor(exe: &Path, answers: &[u8]) -> Result<Self, BenchError> {
         let dir = tempfile::tempdir().map_err(|source| BenchError::Io {
             context: "creating a temp dir",
             source,
         })?;
-        let list = dir.path().join("tools-list.json");
-        std::fs::write(&list, tools_list).map_err(|source| BenchError::Io {
-            context: "writing the floor's tools/list answer",
+        let list = dir.path().join("answers.json");
+        std::fs::write(&list, answers).map_err(|source| BenchError::Io {
+            context: "writing the floor's answers",
             source,
         })?;
         let mut command = Command::new(exe);
         command
             .arg("bench-floor")
-            .arg("--tools-list")
+            .arg("--answers")
             .arg(&list)
             .current_dir(dir.path());
         Self::spawn("the floor server", command, "floor listening", dir).await

@@ -56,9 +56,9 @@ pub enum Command {
     /// The floor server `handoff bench` measures against (started by it).
     #[command(hide = true)]
     BenchFloor {
-        /// A file holding Handoff's `tools/list` result (JSON), answered to `tools/list`.
+        /// A JSON file from `tools/list` or `tools/call <tool>` to the result to answer with.
         #[arg(long)]
-        tools_list: Option<std::path::PathBuf>,
+        answers: Option<std::path::PathBuf>,
     },
     /// Client commands: talk to a running `handoff serve` over MCP.
     #[command(flatten)]

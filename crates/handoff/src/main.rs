@@ -52,7 +52,7 @@ fn main() -> ExitCode {
         Command::Letta {
             command: LettaCommand::Connect(args),
         } => letta_connect::run(&config, args),
-        Command::BenchFloor { tools_list } => bench_floor(tools_list.as_deref()),
+        Command::BenchFloor { answers } => bench_floor(answers.as_deref()),
         Command::Client(command) => return client::main(&config, command),
     };
     match result {
@@ -221,9 +221,9 @@ fn bench(args: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn bench_floor(tools_list: Option<&std::path::Path>) -> anyhow::Result<()> {
+fn bench_floor(answers: Option<&std::path::Path>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(handoff_bench::serve_floor(0, tools_list))?;
+    runtime.block_on(handoff_bench::serve_floor(0, answers))?;
     Ok(())
 }
 

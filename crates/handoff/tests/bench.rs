@@ -51,10 +51,12 @@ fn the_benchmark_runs_end_to_end() {
     assert!(!text.contains("first error"), "requests failed:\n{text}");
     // The whole-unit patterns, per unit and per request, against Handoff and the floor, at
     // every concurrency level of the smoke run.
-    // tools/list beside a floor that sends the same list.
+    // tools/list and get_task_status beside a floor that sends the same answers.
     for clients in ["1", "4"] {
-        floor_row(&text, "tools/list", clients);
-        handoff_row(&text, "tools/list", clients);
+        for name in ["tools/list", "get_task_status"] {
+            floor_row(&text, name, clients);
+            handoff_row(&text, name, clients);
+        }
     }
     for name in [
         "letta/call",

@@ -82,6 +82,11 @@ impl McpClient {
         if op == Op::ToolsList && !listed {
             return Err("tools/list answered without tools".to_owned());
         }
+        // Likewise the floor's status: it must be a whole status, as Handoff's is.
+        let status = result.pointer("/structuredContent/status").is_some();
+        if op == Op::GetTaskStatus && !status {
+            return Err("get_task_status answered without a status".to_owned());
+        }
         Ok(result)
     }
 
