@@ -83,6 +83,9 @@ async fn rescue(
     lost: &HashMap<String, String>,
 ) -> Result<bool, EngineError> {
     let owner = task.lease.as_ref().map_or("?", |l| l.owner.as_str());
+    // Said before the slow parts (killing the run, the compare-and-set): a takeover that
+    // waits shows where.
+    tracing::info!(task = %task.id, instance = %owner, "taking over a task whose lease expired");
     // Recorded pids mean something only on the machine that ran the task.
     let same_host = lost.get(owner).is_some_and(|h| *h == inner.instance.host);
     if same_host
