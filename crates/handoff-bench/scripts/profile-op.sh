@@ -8,7 +8,8 @@
 # Prints instructions and allocations per request for both servers; the callgrind files stay
 # in target/profile-op/ for `callgrind_annotate --inclusive=yes FILE | head -60`. Valgrind runs
 # the servers ~50x slower: 2,000 requests take about a minute each. HANDOFF_BIN picks the
-# binary (default target/release/handoff). Needs valgrind and python3.
+# binary (default target/release/handoff); PROFILE_ERA=stateless sends 2026-07-28 requests with
+# no session. Needs valgrind and python3.
 set -euo pipefail
 
 op=${1:-ping}
@@ -25,7 +26,7 @@ trap '[ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$work"' EX
 # Runs `bin args…` under callgrind, drives it with profile-op.py, prints per-request figures.
 profile() {
   local name=$1 marker=$2; shift 2
-  local file="$out/callgrind.out.${op//\//-}.$name" port=
+  local file="$out/callgrind.out.${op//\//-}${PROFILE_ERA:+.$PROFILE_ERA}.$name" port=
   valgrind --tool=callgrind --instr-atstart=no "--callgrind-out-file=$file" "$@" \
     2>"$work/$name.err" &
   server=$!

@@ -260,28 +260,20 @@ async fn table(
             clients,
             duration: options.step,
         };
-        let base = step(http, &floor.url, floor.pid, plan(Era::Floor, Op::Ping), "").await;
-        report::row(&base, None);
-        // The floor sends the same list: the ~45 KB copy is work both sides do.
-        let list_base = step(
-            http,
-            &floor.url,
-            floor.pid,
-            plan(Era::Floor, Op::ToolsList),
-            "",
-        )
-        .await;
-        report::row(&list_base, None);
-        // The floor sends the same status, so the answer's bytes count on both sides.
-        let status_base = step(
-            http,
-            &floor.url,
-            floor.pid,
-            plan(Era::Floor, Op::GetTaskStatus),
-            "",
-        )
-        .await;
-        report::row(&status_base, None);
+        // The floor sends the same answers (the ~45 KB list, the status) and receives the same
+        // requests: a stateless request's `_meta` and headers are parsed by both sides.
+        let mut floors = Vec::new();
+        for (era, op) in [
+            (Era::Floor, Op::Ping),
+            (Era::FloorStateless, Op::Ping),
+            (Era::Floor, Op::ToolsList),
+            (Era::Floor, Op::GetTaskStatus),
+            (Era::FloorStateless, Op::GetTaskStatus),
+        ] {
+            let row = step(http, &floor.url, floor.pid, plan(era, op), "").await;
+            report::row(&row, None);
+            floors.push(row);
+        }
         for (era, op) in [
             (Era::Session, Op::Ping),
             (Era::Stateless, Op::Ping),
@@ -292,19 +284,14 @@ async fn table(
             (Era::Session, Op::ExecuteTask),
         ] {
             let result = step(http, &handoff.url, handoff.pid, plan(era, op), task_id).await;
-            let floor_row = match op {
-                Op::ToolsList => &list_base,
-                Op::GetTaskStatus => &status_base,
-                _ => &base,
-            };
-            report::row(&result, Some(floor_row));
+            report::row(&result, floor_row(&floors, &result));
             results.push(result);
             if op == Op::ExecuteTask {
                 // The submitted tasks still run; the next step must not pay for them.
                 drain(setup).await?;
             }
         }
-        results.extend([base, list_base, status_base]);
+        results.extend(floors);
         if clients <= PATTERN_MAX_CLIENTS {
             let patterns = PatternPlan {
                 handoff,
@@ -411,20 +398,25 @@ fn summary(results: &[LoadResult], soak_p99: &[f64], cold_ms: f64, idle: ProcSam
     );
 }
 
-/// The largest ratio of `op`'s CPU per request to its floor row's at the same concurrency
-/// (the floor's own `op` row when it has one, else its `ping`).
-fn worst_floor_ratio(results: &[LoadResult], op: Op) -> Option<f64> {
-    let floor = |name: &str, clients: usize| {
-        results
-            .iter()
-            .find(|r| r.era == Era::Floor && r.name == name && r.clients == clients)
-            .map(|r| r.cpu_us)
+/// The floor row `result` is divided by: the floor's row for the same op received in the same
+/// era's shape, else its `ping` in that shape.
+fn floor_row<'a>(rows: &'a [LoadResult], result: &LoadResult) -> Option<&'a LoadResult> {
+    let floor = result.era.floor();
+    let find = |name: &str| {
+        rows.iter()
+            .find(|r| r.era == floor && r.name == name && r.clients == result.clients)
     };
+    find(result.name).or_else(|| find(Op::Ping.name()))
+}
+
+/// The largest ratio of `op`'s CPU per request to its floor row's at the same concurrency
+/// (see [`floor_row`]).
+fn worst_floor_ratio(results: &[LoadResult], op: Op) -> Option<f64> {
     results
         .iter()
-        .filter(|r| r.name == op.name() && r.era != Era::Floor)
+        .filter(|r| r.name == op.name() && !r.era.is_floor())
         .filter_map(|r| {
-            let base = floor(op.name(), r.clients).or_else(|| floor(Op::Ping.name(), r.clients))?;
+            let base = floor_row(results, r)?.cpu_us;
             (base > 0.0).then(|| r.cpu_us / base)
         })
         .reduce(f64::max)

@@ -51,11 +51,16 @@ fn the_benchmark_runs_end_to_end() {
     assert!(!text.contains("first error"), "requests failed:\n{text}");
     // The whole-unit patterns, per unit and per request, against Handoff and the floor, at
     // every concurrency level of the smoke run.
-    // tools/list and get_task_status beside a floor that sends the same answers.
+    // tools/list and get_task_status beside a floor that sends the same answers; the
+    // stateless rows beside a floor sent the same stateless requests.
     for clients in ["1", "4"] {
         for name in ["tools/list", "get_task_status"] {
-            floor_row(&text, name, clients);
-            handoff_row(&text, name, clients);
+            floor_row(&text, name, "floor", clients);
+            handoff_row(&text, name, "session", clients);
+        }
+        for name in ["ping", "get_task_status"] {
+            floor_row(&text, name, "floor-sl", clients);
+            handoff_row(&text, name, "stateless", clients);
         }
     }
     for name in [
@@ -67,8 +72,8 @@ fn the_benchmark_runs_end_to_end() {
         "handshake/req",
     ] {
         for clients in ["1", "4"] {
-            floor_row(&text, name, clients);
-            handoff_row(&text, name, clients);
+            floor_row(&text, name, "floor", clients);
+            handoff_row(&text, name, "session", clients);
         }
     }
 }
@@ -96,14 +101,14 @@ fn assert_figures(columns: &[&str]) {
     assert!(number(9) >= 0.0, "no CPU figure: {columns:?}");
 }
 
-fn floor_row(text: &str, name: &str, clients: &str) {
-    let columns = columns(text, name, "floor", clients);
+fn floor_row(text: &str, name: &str, era: &str, clients: &str) {
+    let columns = columns(text, name, era, clients);
     assert_figures(&columns);
     assert_eq!(&columns[11..], ["-", "-", "-"], "a floor row has no ratios");
 }
 
-fn handoff_row(text: &str, name: &str, clients: &str) {
-    let columns = columns(text, name, "session", clients);
+fn handoff_row(text: &str, name: &str, era: &str, clients: &str) {
+    let columns = columns(text, name, era, clients);
     assert_figures(&columns);
     let ratio = |i: usize| {
         columns[i]

@@ -19,6 +19,8 @@ pub(crate) enum Era {
     Stateless,
     /// The floor: the bare JSON-RPC body, no MCP headers.
     Floor,
+    /// The floor sent stateless requests: their `_meta` and headers, for the stateless rows.
+    FloorStateless,
 }
 
 impl Era {
@@ -28,7 +30,26 @@ impl Era {
             Era::Session => "session",
             Era::Stateless => "stateless",
             Era::Floor => "floor",
+            Era::FloorStateless => "floor-sl",
         }
+    }
+
+    /// Whether this is one of the floor's shapes.
+    pub(crate) fn is_floor(self) -> bool {
+        matches!(self, Era::Floor | Era::FloorStateless)
+    }
+
+    /// The floor's shape of this era's requests.
+    pub(crate) fn floor(self) -> Era {
+        match self {
+            Era::Stateless | Era::FloorStateless => Era::FloorStateless,
+            Era::Session | Era::Floor => Era::Floor,
+        }
+    }
+
+    /// Whether requests carry the 2026-07-28 `_meta` and headers.
+    fn stateless(self) -> bool {
+        matches!(self, Era::Stateless | Era::FloorStateless)
     }
 }
 
@@ -104,7 +125,7 @@ impl McpClient {
         mut params: Value,
     ) -> Result<Value, String> {
         let mut extra = Vec::new();
-        if self.era == Era::Stateless {
+        if self.era.stateless() {
             params["_meta"] = json!({
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {},
@@ -146,7 +167,9 @@ impl McpClient {
                     .header("mcp-session-id", session)
                     .header("mcp-protocol-version", SESSION_PROTOCOL);
             }
-            (Era::Stateless, _) => request = request.header("mcp-protocol-version", "2026-07-28"),
+            (era, _) if era.stateless() => {
+                request = request.header("mcp-protocol-version", "2026-07-28");
+            }
             _ => {}
         }
         for (name, value) in extra {
