@@ -27,8 +27,12 @@ impl OpenStore {
                 let opened = async {
                     // An instance that cannot finish a transaction within a lease expiry is
                     // taken for lost anyway; past that, its locks must not hold up the rest.
+                    // Never under a second: a healthy transaction pauses for round trips.
                     let limits = SessionLimits {
-                        idle_in_transaction: config.instance.lease_expiry,
+                        idle_in_transaction: config
+                            .instance
+                            .lease_expiry
+                            .max(std::time::Duration::from_secs(1)),
                     };
                     let store = PgStore::connect(url.expose(), limits).await?;
                     Ok(Self::Postgres(Arc::new(store)))
