@@ -47,8 +47,8 @@ impl Target {
             context: "creating a temp dir",
             source,
         })?;
-        let list = dir.path().join("answers.json");
-        std::fs::write(&list, answers).map_err(|source| BenchError::Io {
+        let file = dir.path().join("answers.json");
+        std::fs::write(&file, answers).map_err(|source| BenchError::Io {
             context: "writing the floor's answers",
             source,
         })?;
@@ -56,7 +56,7 @@ impl Target {
         command
             .arg("bench-floor")
             .arg("--answers")
-            .arg(&list)
+            .arg(&file)
             .current_dir(dir.path());
         Self::spawn("the floor server", command, "floor listening", dir).await
     }
