@@ -270,8 +270,14 @@ pub(super) fn wait_ask(server: &Server, id: &str) -> Value {
     );
     events(server, id)
         .into_iter()
-        .find(|e| e["kind"] == "input" && e["data"]["state"] == "pending")
+        .find(is_ask)
         .unwrap_or_else(|| panic!("{id} is input_required without a pending request event"))
+}
+
+/// Whether `event` is a request the task's executor asked (its pending state, kept in the
+/// history after it is answered).
+fn is_ask(event: &Value) -> bool {
+    event["kind"] == "input" && event["data"]["state"] == "pending"
 }
 
 /// Waits until the task has asked: its pending request's event is in the history, whether or
@@ -279,10 +285,7 @@ pub(super) fn wait_ask(server: &Server, id: &str) -> Value {
 /// slow machine gets here; the timeout's answer is checked at the end.
 fn wait_asked(server: &Server, id: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !events(server, id)
-        .iter()
-        .any(|e| e["kind"] == "input" && e["data"]["state"] == "pending")
-    {
+    while !events(server, id).iter().any(is_ask) {
         assert!(
             Instant::now() < deadline,
             "{id} never asked: {:#?}",
