@@ -49,6 +49,16 @@ pub enum EngineError {
     /// operator must fix the server, not the caller its arguments.
     #[error("{0}")]
     Unavailable(String),
+    /// A part the request needs is unreachable right now — the task store, or the instance
+    /// holding the task's run — and nothing was changed: the caller may retry after
+    /// `retry_after`.
+    #[error("{message}")]
+    Unreachable {
+        /// What is unreachable, and what to do.
+        message: String,
+        /// When a retry may succeed.
+        retry_after: Duration,
+    },
     /// The executor cannot do this.
     #[error(transparent)]
     Runner(#[from] RunnerError),

@@ -21,11 +21,14 @@ pub const RATE_LIMITED: &str = "RATE_LIMITED";
 pub const CONFLICT: &str = "CONFLICT";
 /// The component asked cannot do this (e.g. pause on an executor without it).
 pub const UNSUPPORTED: &str = "UNSUPPORTED";
+/// A part Handoff needs is unreachable right now (the task store, the instance holding the
+/// task's run); retry after `retry_after_ms`. Nothing was changed.
+pub const UNAVAILABLE: &str = "UNAVAILABLE";
 /// A failure inside Handoff.
 pub const INTERNAL: &str = "INTERNAL";
 
 /// Every code.
-pub const ALL: [&str; 11] = [
+pub const ALL: [&str; 12] = [
     UNKNOWN_TOOL,
     INVALID_ARGUMENTS,
     DENIED,
@@ -36,11 +39,12 @@ pub const ALL: [&str; 11] = [
     RATE_LIMITED,
     CONFLICT,
     UNSUPPORTED,
+    UNAVAILABLE,
     INTERNAL,
 ];
 
 /// Whether a call that failed with `code` may succeed when repeated later unchanged (Handoff was
-/// at capacity).
+/// at capacity, or a part it needs was unreachable).
 pub fn is_retryable(code: &str) -> bool {
-    matches!(code, QUEUE_FULL | RATE_LIMITED)
+    matches!(code, QUEUE_FULL | RATE_LIMITED | UNAVAILABLE)
 }

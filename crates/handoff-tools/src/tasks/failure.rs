@@ -26,6 +26,11 @@ pub(super) fn tool_error(tool: &str, error: EngineError) -> ToolError {
             message: text,
             retry_after: Some(retry_after),
         },
+        EngineError::Unreachable { retry_after, .. } => ToolError::Busy {
+            code: codes::UNAVAILABLE,
+            message: text,
+            retry_after: Some(retry_after),
+        },
         EngineError::Conflict(message) => ToolError::Conflict { message },
         EngineError::Forbidden(reason) => ToolError::Denied {
             tool: tool.to_owned(),
