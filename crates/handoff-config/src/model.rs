@@ -61,6 +61,9 @@ pub struct InstanceConfig {
     pub heartbeat: Duration,
     /// A lease not renewed for this long has expired; its task may be taken over.
     pub lease_expiry: Duration,
+    /// The most two instances' clocks may differ: a lease is taken over only this long after
+    /// it ran out, by the taker's clock.
+    pub clock_skew: Duration,
 }
 
 /// HTTP/MCP server settings.

@@ -115,10 +115,18 @@ impl Engine {
                 .with_data(json!({ "control": control.as_str(), "reason": reason, "by": agent })),
             )
             .await?;
-        match control {
+        let done = match control {
             Control::Cancel => self.cancel(task, reason).await,
             Control::Pause | Control::Resume => self.freeze(task, control).await,
+        };
+        if let Err(EngineError::Unreachable { message, .. }) = &done {
+            // The history says the control was asked; it must also say it was not applied.
+            let note = format!("{} not applied: {message}", control.as_str());
+            if let Err(e) = self.inner.record(id, NewEvent::new(EventKind::Log, note)).await {
+                tracing::warn!(task = %id, error = %e, "could not record a withdrawn control");
+            }
         }
+        done
     }
 
     async fn cancel(&self, task: Task, reason: String) -> Result<ControlReceipt, EngineError> {

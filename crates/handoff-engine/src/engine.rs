@@ -105,11 +105,13 @@ impl Engine {
         self.inner.outbox.plug(integrations);
         instance::register(&self.inner).await?;
         tokio::spawn(instance::heartbeats(self.inner.clone()));
+        tokio::spawn(crate::fence::guard(self.inner.clone()));
         peers::start(&self.inner).await?;
         recovery::reconcile(&self.inner).await?;
         instance::forget_predecessor(&self.inner).await;
-        // Tasks of instances that died while this one was down are taken over before new work.
-        rescuer::pass(&self.inner).await?;
+        // The tasks of instances that died while this one was down are taken over once it has
+        // reached the store for a lease expiry (it cannot tell dead peers from late ones
+        // before).
         tokio::spawn(rescuer::run(self.inner.clone()));
         tokio::spawn(scheduler::run(self.inner.clone()));
         tokio::spawn(retention::run(self.inner.clone()));
@@ -128,9 +130,10 @@ impl Engine {
         Ok(engine)
     }
 
-    /// This process's instance id in the store (the owner named by the leases it holds).
-    pub fn instance_id(&self) -> &str {
-        &self.inner.instance.id
+    /// This process's instance id in the store (the owner named by the leases it holds; a new
+    /// one after the instance was declared lost and came back).
+    pub fn instance_id(&self) -> Arc<str> {
+        self.inner.instance.id()
     }
 
     /// Every task event and state change from now on. A receiver that falls behind gets
@@ -215,7 +218,8 @@ impl Engine {
         if !inner.store.is_shared() {
             return Ok(true);
         }
-        let me = inner.instance.id.as_str();
+        let me = inner.instance.id();
+        let me = &*me;
         let task = inner.store.get_task(id).await?;
         if let Some(lease) = task.and_then(|t| t.lease.filter(|_| t.status.is_active())) {
             return Ok(lease.owner == me);

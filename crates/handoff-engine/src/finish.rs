@@ -19,10 +19,18 @@ pub(crate) enum StopReason {
     Stuck(String),
     /// A budget cap (wall, tokens, cost) ran out while the executor was running.
     Budget(String),
-    /// This instance lost the task's lease (another instance took it over): the run is killed
-    /// at once and nothing more is written about it.
+    /// This instance lost the task's lease (another instance took it over, or declared this
+    /// one lost): the run is killed at once and nothing more is written about it.
     Lost,
+    /// The lease could not be renewed in time and the executor cannot be frozen: the run is
+    /// killed at once; the task is settled as interrupted if it is still this instance's
+    /// once the store answers.
+    LeaseLapsed,
 }
+
+/// Why a run whose lease lapsed and which could not be frozen failed.
+const LAPSED: &str =
+    "interrupted: this instance could not renew the task's lease and the executor cannot be frozen";
 
 /// Why a run this instance lost was stopped (never stored: the new owner decides the state).
 pub(crate) const LOST: &str = "interrupted: this instance lost the task's lease";
@@ -46,6 +54,12 @@ pub(crate) struct Finish {
 }
 
 impl Finish {
+    /// The run was killed because another instance holds (or takes) its task: nothing about
+    /// it may be written here.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.error.as_deref() == Some(LOST)
+    }
+
     pub(crate) fn failed(error: impl Into<String>) -> Self {
         let error = error.into();
         Self {
@@ -79,6 +93,11 @@ pub(crate) fn stopped(stop: StopReason, task: &Task, exit: Option<ExitInfo>) -> 
         StopReason::Lost => Finish {
             exit,
             ..Finish::failed(LOST)
+        },
+        StopReason::LeaseLapsed => Finish {
+            requeue: task.options.requeue_on_restart,
+            exit,
+            ..Finish::failed(LAPSED)
         },
         StopReason::Shutdown => Finish {
             requeue: task.options.requeue_on_restart,

@@ -1,20 +1,25 @@
 //! This process as one instance in the store: registered at start, a heartbeat that renews the
 //! leases of the tasks it runs, marked draining when it shuts down and removed once its runs
-//! settled. An instance the store no longer knows (another one declared it lost and took its
-//! tasks over) kills its runs at once and registers again.
+//! settled. An instance the store no longer knows (another one declared it lost and takes its
+//! tasks over) kills its runs at once — without writing anything about them: the new owner
+//! decides their state — and comes back as a new instance, under a new id, so that its old
+//! leases are never renewed again.
+//!
+//! In memory only: the id, and the lease clock ([`crate::fence`]) each beat confirms.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use handoff_store::{InstanceRecord, LeaseGrant};
 use handoff_task::unix_millis_now;
 use tokio_util::sync::CancellationToken;
 
-use crate::{EngineError, finish::StopReason, state::EngineState};
+use crate::{EngineError, fence::LeaseClock, finish::StopReason, state::EngineState};
 
 /// Who this process is in the store.
 pub(crate) struct Instance {
-    /// Unique per process start: `<host>-<pid>-<random>`.
-    pub id: String,
+    /// Unique per process start and per comeback after being declared lost:
+    /// `<host>-<pid>-<random>`.
+    id: RwLock<Arc<str>>,
     /// The machine it runs on.
     pub host: String,
     started: i64,
@@ -23,6 +28,10 @@ pub(crate) struct Instance {
     pub predecessor: Option<String>,
     /// Ends the heartbeats (after the runs settled at shutdown).
     pub stop: CancellationToken,
+    /// Until when this instance's leases are known to hold, and whether its runs are frozen.
+    pub clock: LeaseClock,
+    /// Where the id is recorded for the next process on this data dir.
+    id_file: std::path::PathBuf,
 }
 
 /// The file in the data dir that names the instance the process using it is.
@@ -33,8 +42,7 @@ impl Instance {
     /// its predecessor).
     pub(crate) fn new(data_dir: &std::path::Path) -> Self {
         let host = host_name();
-        let random = uuid::Uuid::new_v4().simple().to_string();
-        let id = format!("{host}-{}-{}", std::process::id(), &random[..8]);
+        let id = fresh_id(&host);
         let file = data_dir.join(ID_FILE);
         let predecessor = match std::fs::read_to_string(&file) {
             Ok(text) => Some(text.trim().to_owned()).filter(|p| !p.is_empty()),
@@ -44,29 +52,46 @@ impl Instance {
                 None
             }
         };
-        if let Err(e) = std::fs::write(&file, &id) {
-            tracing::warn!(error = %e, path = %file.display(), "could not record the instance id");
-        }
+        record_id(&file, &id);
         Self {
-            id,
+            id: RwLock::new(id.into()),
             host,
             started: unix_millis_now(),
             predecessor,
             stop: CancellationToken::new(),
+            clock: LeaseClock::default(),
+            id_file: file,
         }
+    }
+
+    /// This instance's id now (it changes when the instance comes back after being declared
+    /// lost).
+    pub(crate) fn id(&self) -> Arc<str> {
+        self.id
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Takes a new id: the instance comes back as a new one after being declared lost.
+    fn renew_id(&self) -> Arc<str> {
+        let id: Arc<str> = fresh_id(&self.host).into();
+        record_id(&self.id_file, &id);
+        *self.id.write().unwrap_or_else(PoisonError::into_inner) = id.clone();
+        id
     }
 
     /// The lease a claim made now grants.
     pub(crate) fn lease(&self, expiry: std::time::Duration) -> LeaseGrant {
         LeaseGrant {
-            owner: self.id.clone(),
+            owner: self.id().to_string(),
             until: unix_millis_now().saturating_add(millis(expiry)),
         }
     }
 
     fn record(&self) -> InstanceRecord {
         InstanceRecord {
-            id: self.id.clone(),
+            id: self.id().to_string(),
             host: self.host.clone(),
             pid: std::process::id(),
             started: self.started,
@@ -76,7 +101,20 @@ impl Instance {
     }
 }
 
-fn millis(d: std::time::Duration) -> i64 {
+/// A new instance id: `<host>-<pid>-<random>`.
+fn fresh_id(host: &str) -> String {
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}-{}-{}", std::process::id(), &random[..8])
+}
+
+/// Records `id` in the data dir, so the next process there knows its predecessor.
+fn record_id(file: &std::path::Path, id: &str) {
+    if let Err(e) = std::fs::write(file, id) {
+        tracing::warn!(error = %e, path = %file.display(), "could not record the instance id");
+    }
+}
+
+pub(crate) fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -90,17 +128,21 @@ fn host_name() -> String {
         .unwrap_or_else(|| "localhost".to_owned())
 }
 
-/// Registers this instance.
+/// Registers this instance; its leases are known to hold for a lease expiry from now.
 pub(crate) async fn register(inner: &EngineState) -> Result<(), EngineError> {
+    let at = unix_millis_now();
     inner
         .store
         .register_instance(&inner.instance.record())
         .await?;
-    tracing::info!(instance = %inner.instance.id, "registered this instance");
+    let until = at.saturating_add(millis(inner.config.instance.lease_expiry));
+    crate::fence::confirmed(inner, until).await;
+    tracing::info!(instance = %inner.instance.id(), "registered this instance");
     Ok(())
 }
 
-/// Beats until [`Instance::stop`]; each beat renews the leases of this instance's tasks.
+/// Beats until [`Instance::stop`]; each beat renews the leases of this instance's tasks and,
+/// once the store confirmed it, moves the lease clock on (thawing runs frozen meanwhile).
 pub(crate) async fn heartbeats(inner: Arc<EngineState>) {
     let every = inner.config.instance.heartbeat;
     let expiry = millis(inner.config.instance.lease_expiry);
@@ -109,23 +151,36 @@ pub(crate) async fn heartbeats(inner: Arc<EngineState>) {
             () = tokio::time::sleep(every) => {}
             () = inner.instance.stop.cancelled() => return,
         }
+        // The lease runs from before the write is sent: whenever the store applies it, the
+        // lease it grants ends no later than this.
         let now = unix_millis_now();
+        let until = now.saturating_add(expiry);
         match inner
             .store
-            .heartbeat(&inner.instance.id, now, now.saturating_add(expiry))
+            .heartbeat(&inner.instance.id(), now, until)
             .await
         {
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                // Declared lost: every task it held is another instance's now.
-                tracing::warn!(instance = %inner.instance.id, "this instance was declared lost; stopping its runs");
-                inner.supervisors.stop_all(StopReason::Lost).await;
-                if let Err(e) = register(&inner).await {
-                    tracing::error!(error = %e, "could not register this instance again");
-                }
+            Ok(Some(_)) => crate::fence::confirmed(&inner, until).await,
+            Ok(None) => declared_lost(&inner).await,
+            Err(e) => {
+                inner.instance.clock.unreachable();
+                tracing::error!(error = %e, "heartbeat failed");
             }
-            Err(e) => tracing::error!(error = %e, "heartbeat failed"),
         }
+    }
+}
+
+/// Another instance declared this one lost and takes its tasks over: every run is killed at
+/// once and nothing is written about them; the instance comes back under a new id, so its
+/// old leases stay expired for the rescuer.
+async fn declared_lost(inner: &EngineState) {
+    let old = inner.instance.id();
+    tracing::warn!(instance = %old, "this instance was declared lost; killing its runs");
+    inner.supervisors.stop_all(StopReason::Lost).await;
+    let new = inner.instance.renew_id();
+    tracing::info!(old = %old, new = %new, "coming back as a new instance");
+    if let Err(e) = register(inner).await {
+        tracing::error!(error = %e, "could not register this instance again");
     }
 }
 
@@ -142,7 +197,7 @@ pub(crate) async fn forget_predecessor(inner: &EngineState) {
 
 /// Marks this instance draining: it claims nothing more.
 pub(crate) async fn drain(inner: &EngineState) {
-    if let Err(e) = inner.store.set_draining(&inner.instance.id).await {
+    if let Err(e) = inner.store.set_draining(&inner.instance.id()).await {
         tracing::warn!(error = %e, "could not mark this instance draining");
     }
 }
@@ -150,7 +205,7 @@ pub(crate) async fn drain(inner: &EngineState) {
 /// Ends the heartbeats and removes this instance (its runs have settled).
 pub(crate) async fn leave(inner: &EngineState) {
     inner.instance.stop.cancel();
-    if let Err(e) = inner.store.deregister_instance(&inner.instance.id).await {
+    if let Err(e) = inner.store.deregister_instance(&inner.instance.id()).await {
         tracing::warn!(error = %e, "could not deregister this instance");
     }
 }

@@ -25,6 +25,7 @@ mod control;
 mod engine;
 mod error;
 mod evaluate;
+mod fence;
 mod files;
 mod finish;
 mod follow;

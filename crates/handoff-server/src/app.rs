@@ -225,7 +225,7 @@ impl App {
             Ok(all) => self.status.set_instances(
                 all.into_iter()
                     .map(|s| handoff_tools::builtin::InstanceReport {
-                        this: s.instance.id == self.engine.instance_id(),
+                        this: *s.instance.id == *self.engine.instance_id(),
                         id: s.instance.id,
                         started_at_ms: s.instance.started,
                         heartbeat_ms: s.instance.heartbeat,

@@ -20,6 +20,15 @@ pub(crate) const TAKE: &str = "UPDATE commands SET taken = ? \
      WHERE id IN (SELECT id FROM commands WHERE target = ? AND taken IS NULL) \
      RETURNING id, task_id, target, body, created";
 
+/// Takes every command about a task not taken yet, whoever it was posted to (the instance that
+/// took the task over answers them): binds `taken`, `task_id`.
+pub(crate) const TAKE_FOR_TASK: &str = "UPDATE commands SET taken = ? \
+     WHERE id IN (SELECT id FROM commands WHERE task_id = ? AND taken IS NULL) \
+     RETURNING id, task_id, target, body, created";
+
+/// Withdraws a command its holder has not taken: binds `id`; a row gone when it was withdrawn.
+pub(crate) const WITHDRAW: &str = "DELETE FROM commands WHERE id = ? AND taken IS NULL";
+
 /// Answers a command: binds `reply`, `replied`, `id`.
 pub(crate) const REPLY: &str =
     "UPDATE commands SET reply = ?, replied = ? WHERE id = ? AND reply IS NULL";

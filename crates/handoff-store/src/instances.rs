@@ -64,12 +64,13 @@ pub(crate) fn renew() -> String {
 }
 
 /// Moves an active task's lease from a dead predecessor to its successor: binds `owner`,
-/// `ran_on`, `lease_until`, `id`, the predecessor.
+/// `ran_on`, `lease_until`, `id`, the predecessor, the time its lease must have run out before.
 pub(crate) fn take_over() -> String {
     format!(
         concat!(
             "UPDATE tasks SET owner = ?, ran_on = ?, lease_until = ?, fence = fence + 1 \
-             WHERE id = ? AND owner = ? AND status IN ({}) RETURNING ",
+             WHERE id = ? AND owner = ? AND COALESCE(lease_until, 0) < ? \
+             AND status IN ({}) RETURNING ",
             crate::rows::task_columns!()
         ),
         active_list()

@@ -196,6 +196,18 @@ pub trait PeerStore: Send + Sync + 'static {
     /// Takes every command posted to `target` and not taken yet (each is taken once).
     async fn take_commands(&self, target: &str, at: i64) -> Result<Vec<PostedCommand>, StoreError>;
 
+    /// Takes every command about `task` that no instance took yet, whoever it was posted to:
+    /// the instance that took the task over from a lost one answers them (each is taken once).
+    async fn take_task_commands(
+        &self,
+        task: &TaskId,
+        at: i64,
+    ) -> Result<Vec<PostedCommand>, StoreError>;
+
+    /// Withdraws command `id` unless an instance took it already: `true` when it was withdrawn
+    /// (nobody will ever apply it), `false` when it was taken (its answer will come).
+    async fn withdraw_command(&self, id: i64) -> Result<bool, StoreError>;
+
     /// Answers command `id` (a second answer is ignored: `false`).
     async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError>;
 
@@ -252,12 +264,16 @@ pub trait InstanceStore: Send + Sync + 'static {
     ) -> Result<Vec<InstanceRecord>, StoreError>;
 
     /// Moves active task `id`'s lease from `predecessor` (this instance's dead previous
-    /// process on the same data dir) to `grant`, incrementing the fencing token; the task as
-    /// it is now, or `None` when `predecessor` no longer holds it (the rescuer was faster).
+    /// process on the same data dir, or a lost instance the rescuer takes over from) to
+    /// `grant`, incrementing the fencing token — only while the stored lease ran out before
+    /// `expired_before` (`i64::MAX`: whatever its term). The task as it is now, or `None` when
+    /// `predecessor` no longer holds it or renewed its lease meanwhile. This one
+    /// compare-and-set is what keeps a late renewal and a takeover from both winning.
     async fn take_over(
         &self,
         id: &TaskId,
         predecessor: &str,
+        expired_before: i64,
         grant: &LeaseGrant,
     ) -> Result<Option<Task>, StoreError>;
 

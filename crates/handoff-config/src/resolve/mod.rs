@@ -324,9 +324,11 @@ impl Config {
                 ))
             }
         })?;
+        let clock_skew_ms = r.get("store.clock_skew_ms", 1_000u64)?;
         let instance = crate::InstanceConfig {
             heartbeat: std::time::Duration::from_millis(heartbeat_ms),
             lease_expiry: std::time::Duration::from_millis(lease_expiry_ms),
+            clock_skew: std::time::Duration::from_millis(clock_skew_ms),
         };
         let tasks = tasks::tasks(&mut r)?;
         let executors = executors::executors(&mut r)?;

@@ -23,7 +23,7 @@ impl EngineState {
             return Ok(FilesAt::Here);
         }
         let ran_on = self.store.ran_on(&task.id).await?;
-        let Some(ran_on) = ran_on.filter(|r| *r != self.instance.id) else {
+        let Some(ran_on) = ran_on.filter(|r| **r != *self.instance.id()) else {
             return Ok(FilesAt::Here);
         };
         let registered = self.store.instances().await?;

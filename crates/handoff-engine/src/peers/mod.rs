@@ -10,6 +10,7 @@
 
 mod files;
 mod notices;
+mod rescued;
 mod route;
 mod serve;
 mod wire;
@@ -20,6 +21,7 @@ use handoff_store::StoreSignal;
 use tokio::sync::{Notify, broadcast};
 
 pub(crate) use files::FilesAt;
+pub(crate) use rescued::{answer_rescued, take_rescued};
 
 use crate::{EngineError, state::EngineState};
 
@@ -54,7 +56,7 @@ async fn dispatch(state: Arc<EngineState>, mut signals: broadcast::Receiver<Stor
             signal = signals.recv() => signal,
         };
         match signal {
-            Ok(StoreSignal::CommandPosted { target }) if target == state.instance.id => {
+            Ok(StoreSignal::CommandPosted { target }) if *target == *state.instance.id() => {
                 state.peers.posted.notify_one();
             }
             Ok(StoreSignal::CommandReplied { .. }) => state.peers.replied.notify_waiters(),

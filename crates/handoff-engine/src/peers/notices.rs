@@ -32,7 +32,7 @@ pub(super) async fn forward(state: Arc<EngineState>, mut notices: mpsc::Receiver
         {
             batch.push(more);
         }
-        for chunk in encode(&state.instance.id, &batch) {
+        for chunk in encode(&state.instance.id(), &batch) {
             if let Err(e) = state.store.broadcast(&chunk).await {
                 tracing::debug!(error = %e, "could not tell the other instances what happened");
             }
@@ -43,7 +43,7 @@ pub(super) async fn forward(state: Arc<EngineState>, mut notices: mpsc::Receiver
 
 /// Publishes the notices of another instance's broadcast to this instance's subscribers.
 pub(super) fn received(state: &EngineState, body: &str) {
-    for notice in decode(&state.instance.id, body) {
+    for notice in decode(&state.instance.id(), body) {
         state.outbox.relayed(notice);
     }
 }

@@ -25,7 +25,7 @@ pub(super) async fn run(state: Arc<EngineState>) {
         let woken = state.peers.posted.notified();
         match state
             .store
-            .take_commands(&state.instance.id, unix_millis_now())
+            .take_commands(&state.instance.id(), unix_millis_now())
             .await
         {
             Ok(commands) => {

@@ -17,7 +17,7 @@ use super::{
     guard::RunGuard,
     relay::Answerer,
 };
-use crate::{EngineError, finish::StopReason, shared::Shared};
+use crate::{EngineError, fence::LeaseNotice, finish::StopReason, shared::Shared};
 use handoff_policy::loop_guard::Step;
 
 /// How long a steering command waits for a just-claimed run's executor to start.
@@ -68,6 +68,8 @@ pub(crate) enum Msg {
         conclude: bool,
         reply: oneshot::Sender<Vec<String>>,
     },
+    /// What became of the run's lease (a shared store only).
+    Lease(LeaseNotice),
     /// The run is over.
     Ended,
 }
@@ -120,7 +122,7 @@ pub(crate) struct Supervisor {
     pub(super) task: Task,
     pub(super) control: Option<Arc<dyn RunControl>>,
     capabilities: Capabilities,
-    stop: Option<StopReason>,
+    pub(super) stop: Option<StopReason>,
     pub(super) pending: Vec<Pending>,
     /// Commands that need the executor, received while it was still starting.
     deferred: Vec<(TaskCommand, Reply<CommandReply>)>,
@@ -134,6 +136,12 @@ pub(crate) struct Supervisor {
     no_grace: bool,
     /// The run's loop guard.
     pub(super) guard: RunGuard,
+    /// Frozen because this instance could not renew its leases in time.
+    pub(super) lease_frozen: bool,
+    /// The latest lease freeze received ([`LeaseNotice`]).
+    pub(super) lease_epoch: u64,
+    /// Frozen by a pause command (a lease thaw leaves it frozen).
+    pub(super) user_paused: bool,
 }
 
 impl Supervisor {
@@ -162,7 +170,11 @@ impl Supervisor {
             })
             .collect();
         let guard = RunGuard::new(state.config.tools.loop_guard, &task.id);
+        let user_paused = task.status == TaskStatus::Paused;
         Self {
+            lease_frozen: false,
+            lease_epoch: 0,
+            user_paused,
             guard,
             state,
             task,
@@ -224,10 +236,15 @@ impl Supervisor {
                     self.decide_stop(stop);
                 }
                 self.defer_until = None;
+                if self.lease_frozen {
+                    // Started while the lease lapsed: frozen before it does anything.
+                    self.freeze_for_lease().await;
+                }
                 for (command, reply) in std::mem::take(&mut self.deferred) {
                     let _ = reply.send(self.command(command).await);
                 }
             }
+            Msg::Lease(notice) => self.lease(notice).await,
             Msg::Stop(reason) => self.decide_stop(reason),
             Msg::StopNow => {
                 self.no_grace = true;
@@ -279,12 +296,21 @@ impl Supervisor {
         }
     }
 
+    /// What the attached executor can do.
+    pub(super) fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
     /// The first stop decided stands; the executor is stopped in the background, and the
     /// driver settles the task with that reason when the run ends.
-    fn decide_stop(&mut self, reason: StopReason) {
+    pub(super) fn decide_stop(&mut self, reason: StopReason) {
         let grace = match reason {
             // Another instance may run the task already: not a moment beside it.
-            _ if self.no_grace || matches!(reason, StopReason::Lost) => Duration::ZERO,
+            _ if self.no_grace
+                || matches!(reason, StopReason::Lost | StopReason::LeaseLapsed) =>
+            {
+                Duration::ZERO
+            }
             // Counted inside the deadline: the kill must land on it.
             StopReason::Timeout => {
                 crate::finish::timeout_grace(&self.task, self.state.config.tasks.cancel_grace)
@@ -377,6 +403,15 @@ impl Supervisor {
                 from.as_str()
             )));
         }
+        if !freeze && self.lease_frozen {
+            return Err(EngineError::Unreachable {
+                message: format!(
+                    "task {} is frozen while this instance renews its lease; retry once it did",
+                    self.task.id
+                ),
+                retry_after: self.state.config.instance.heartbeat,
+            });
+        }
         let control = self.steering(steer)?;
         let done = if freeze {
             control.pause().await
@@ -387,6 +422,7 @@ impl Supervisor {
             .metrics
             .executor_call(&task.executor, steer.name(), done.is_ok());
         done.map_err(|e| finished_or(e, &task))?;
+        self.user_paused = freeze;
         let task = self.moved(&task, to, verb).await?;
         Ok(CommandReply::Steered {
             task: Box::new(task),

@@ -7,6 +7,7 @@
 mod actor;
 mod commands;
 mod guard;
+mod lease;
 mod link;
 mod relay;
 
@@ -94,6 +95,19 @@ impl Supervisors {
             .is_some_and(|known| known.tx.same_channel(tx))
         {
             mailboxes.remove(id);
+        }
+    }
+
+    /// The tasks whose runs this process supervises.
+    pub(crate) fn ids(&self) -> Vec<TaskId> {
+        self.mailboxes().keys().cloned().collect()
+    }
+
+    /// Tells task `id`'s supervisor what became of its lease.
+    pub(crate) async fn lease(&self, id: &TaskId, notice: crate::fence::LeaseNotice) {
+        let tx = self.mailboxes().get(id).map(|m| m.tx.clone());
+        if let Some(tx) = tx {
+            let _ = tx.send(Msg::Lease(notice)).await;
         }
     }
 

@@ -414,9 +414,12 @@ impl handoff_store::InstanceStore for GatedStore {
         &self,
         id: &TaskId,
         predecessor: &str,
+        expired_before: i64,
         grant: &handoff_store::LeaseGrant,
     ) -> Result<Option<Task>, StoreError> {
-        self.inner.take_over(id, predecessor, grant).await
+        self.inner
+            .take_over(id, predecessor, expired_before, grant)
+            .await
     }
 
     async fn rescuer_lock(&self, holder: &str, now: i64, until: i64) -> Result<bool, StoreError> {
@@ -469,6 +472,18 @@ impl handoff_store::PeerStore for GatedStore {
         at: i64,
     ) -> Result<Vec<handoff_store::PostedCommand>, StoreError> {
         self.inner.take_commands(target, at).await
+    }
+
+    async fn take_task_commands(
+        &self,
+        task: &TaskId,
+        at: i64,
+    ) -> Result<Vec<handoff_store::PostedCommand>, StoreError> {
+        self.inner.take_task_commands(task, at).await
+    }
+
+    async fn withdraw_command(&self, id: i64) -> Result<bool, StoreError> {
+        self.inner.withdraw_command(id).await
     }
 
     async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError> {

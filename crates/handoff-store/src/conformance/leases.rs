@@ -328,13 +328,13 @@ pub async fn a_successor_takes_its_predecessors_leases_over<S: ConformanceStore>
 
     assert_eq!(
         store
-            .take_over(&task.id, "inst-other", &lease("inst-new", 9_000))
+            .take_over(&task.id, "inst-other", i64::MAX, &lease("inst-new", 9_000))
             .await
             .unwrap(),
         None
     );
     let taken = store
-        .take_over(&task.id, "inst-old", &lease("inst-new", 9_000))
+        .take_over(&task.id, "inst-old", i64::MAX, &lease("inst-new", 9_000))
         .await
         .unwrap()
         .expect("the predecessor's lease moves");
@@ -359,10 +359,62 @@ pub async fn a_successor_takes_its_predecessors_leases_over<S: ConformanceStore>
         .unwrap();
     assert_eq!(
         store
-            .take_over(&task.id, "inst-old", &lease("inst-new", 9_000))
+            .take_over(&task.id, "inst-old", i64::MAX, &lease("inst-new", 9_000))
             .await
             .unwrap(),
         None
+    );
+}
+
+/// A rescuer takes a lease over only once it ran out before the time it names: a lease the
+/// owner renewed meanwhile stays the owner's, and the owner's heartbeat no longer renews a
+/// lease taken from it.
+pub async fn a_takeover_needs_an_expired_lease_and_beats_a_late_renewal<S: ConformanceStore>(
+    store: S,
+) {
+    let owner = store.another_instance();
+    owner
+        .register_instance(&instance("inst-old", 10))
+        .await
+        .unwrap();
+    let task = insert(&store, &new_task("agent-a", 0)).await;
+    owner
+        .claim(WIDE, 10, Some(&lease("inst-old", 5_000)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store
+            .take_over(&task.id, "inst-old", 5_000, &lease("inst-new", 9_000))
+            .await
+            .unwrap(),
+        None,
+        "a lease running until 5 000 has not run out before 5 000"
+    );
+    assert_eq!(owner.heartbeat("inst-old", 5_500, 8_000).await.unwrap(), Some(1));
+    assert_eq!(
+        store
+            .take_over(&task.id, "inst-old", 7_000, &lease("inst-new", 9_000))
+            .await
+            .unwrap(),
+        None,
+        "renewed until 8 000"
+    );
+    let taken = store
+        .take_over(&task.id, "inst-old", 8_001, &lease("inst-new", 12_000))
+        .await
+        .unwrap()
+        .expect("an expired lease moves");
+    assert_eq!(taken.lease.map(|l| l.owner), Some("inst-new".to_owned()));
+    assert_eq!(
+        owner.heartbeat("inst-old", 9_000, 12_000).await.unwrap(),
+        Some(0),
+        "the old owner renews nothing any more"
+    );
+    fenced(
+        owner
+            .append_events(&task.id, 9_001, &[NewEvent::new(EventKind::Output, "late")])
+            .await,
     );
 }
 

@@ -111,7 +111,9 @@ macro_rules! store_conformance {
             leases::rates_hold_across_instances,
             leases::the_call_history_is_shared_and_forgets,
             leases::a_successor_takes_its_predecessors_leases_over,
+            leases::a_takeover_needs_an_expired_lease_and_beats_a_late_renewal,
             peers::commands_are_taken_once_and_answered_once,
+            peers::commands_are_withdrawn_or_taken_never_both,
             peers::the_instance_that_ran_a_task_is_kept,
         );
         // Races need real parallelism to mean anything.

@@ -21,6 +21,56 @@ async fn next_signal(signals: &mut broadcast::Receiver<StoreSignal>) -> StoreSig
         .expect("the signals channel stays open")
 }
 
+/// A command is withdrawn only while nobody took it: withdrawn, no holder ever finds it; taken
+/// first, the withdrawal fails and the answer still comes. The instance that takes a task over
+/// takes the commands still waiting about it, whoever they were posted to.
+pub async fn commands_are_withdrawn_or_taken_never_both<S: ConformanceStore + PeerStore>(
+    store: S,
+) {
+    let holder = store.another_instance();
+    let task = TaskId::generate().unwrap();
+    let other = TaskId::generate().unwrap();
+    let withdrawn = store
+        .post_command(&task, "instance-b", r#"{"command":"pause"}"#, 1_000)
+        .await
+        .unwrap();
+    assert!(store.withdraw_command(withdrawn).await.unwrap());
+    assert!(!store.withdraw_command(withdrawn).await.unwrap(), "once");
+    assert!(
+        holder
+            .take_commands("instance-b", 1_001)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a withdrawn command never reaches its holder"
+    );
+
+    let taken = store
+        .post_command(&task, "instance-b", r#"{"command":"resume"}"#, 1_002)
+        .await
+        .unwrap();
+    assert_eq!(holder.take_commands("instance-b", 1_003).await.unwrap().len(), 1);
+    assert!(!store.withdraw_command(taken).await.unwrap(), "taken first");
+
+    let cancel = store
+        .post_command(&task, "instance-b", r#"{"command":"cancel"}"#, 1_004)
+        .await
+        .unwrap();
+    store
+        .post_command(&other, "instance-b", r#"{"command":"pause"}"#, 1_005)
+        .await
+        .unwrap();
+    let rescued = holder.take_task_commands(&task, 1_006).await.unwrap();
+    assert_eq!(rescued.iter().map(|c| c.id).collect::<Vec<_>>(), [cancel]);
+    assert!(holder.take_task_commands(&task, 1_007).await.unwrap().is_empty());
+    assert!(!store.withdraw_command(cancel).await.unwrap(), "taken by the rescuer");
+    assert_eq!(
+        holder.take_commands("instance-b", 1_008).await.unwrap().len(),
+        1,
+        "the other task's command is still its holder's"
+    );
+}
+
 /// A command posted for instance B wakes B, is taken by B once (not by A), is answered once,
 /// and its answer wakes and reaches the poster; old commands are purged.
 pub async fn commands_are_taken_once_and_answered_once<S: ConformanceStore + PeerStore>(store: S) {

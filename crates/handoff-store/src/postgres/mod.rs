@@ -16,6 +16,7 @@ mod channels;
 mod events;
 mod inputs;
 mod peers;
+mod reach;
 mod tasks;
 mod workspaces;
 
@@ -53,6 +54,10 @@ const WRITE_LOCK: i64 = 0x68_61_6e_64_6f_66_66;
 /// Connections per process.
 const CONNECTIONS: u32 = 10;
 
+/// How long [`PgStore::connect`] waits for a server that does not accept connections yet (one
+/// starting beside Handoff).
+const STARTUP_WAIT: Duration = Duration::from_secs(30);
+
 /// `sql` with each `?` outside string literals replaced by PostgreSQL's `$1`, `$2`, ...
 fn numbered(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
@@ -72,6 +77,21 @@ fn numbered(sql: &str) -> String {
         }
     }
     out
+}
+
+/// Waits up to [`STARTUP_WAIT`] for `pool`'s server to accept a connection; any other failure
+/// (a refused login, a bad certificate) ends the wait at once.
+async fn wait_for_server(pool: &PgPool) -> Result<(), StoreError> {
+    let deadline = tokio::time::Instant::now() + STARTUP_WAIT;
+    loop {
+        match pool.acquire().await {
+            Ok(_) => return Ok(()),
+            Err(sqlx::Error::PoolTimedOut) if tokio::time::Instant::now() < deadline => {
+                tracing::info!("waiting for PostgreSQL to accept connections");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// `sqlx::query` for SQL written with `?` placeholders.
@@ -115,9 +135,19 @@ pub struct PgStore {
     held: Held,
     /// The other instances' wake-ups, once [`crate::PeerStore::signals`] started listening.
     listener: peers::Listener,
+    /// Whether the latest liveness probe reached the server.
+    reach: Arc<reach::Reach>,
 }
 
 impl PgStore {
+    /// How long an operation waits for a connection — an idle one, or a new one being opened —
+    /// before it fails with [`sqlx::Error::PoolTimedOut`] ([`StoreError::is_unreachable`]): while
+    /// PostgreSQL is down or cut off, a caller learns so within this rather than after sqlx's 30 s
+    /// default. Opening a connection has no limit of its own; this one bounds it. A healthy pool
+    /// hands out a connection within milliseconds, so only a server that cannot be reached (or a
+    /// pool saturated far beyond its statements' length) reaches it.
+    pub const ACQUIRE_TIMEOUT: Duration = Duration::from_millis(1500);
+
     /// Connects to `url` (`postgres://...`) with `limits` on every session, and brings the
     /// schema up to date.
     pub async fn connect(url: &str, limits: SessionLimits) -> Result<Self, StoreError> {
@@ -128,15 +158,24 @@ impl PgStore {
         )]);
         let pool = PgPoolOptions::new()
             .max_connections(CONNECTIONS)
-            .connect_with(options)
-            .await?;
+            .acquire_timeout(Self::ACQUIRE_TIMEOUT)
+            .connect_lazy_with(options);
+        wait_for_server(&pool).await?;
         MIGRATOR.run(&pool).await?;
         Ok(Self {
             pool,
             fault: Arc::new(watch::channel(None).0),
             held: Held::default(),
             listener: peers::Listener::default(),
+            reach: Arc::default(),
         })
+    }
+
+    /// The pool, unless the latest liveness probe found the server unreachable (see
+    /// [`Self::probe_reachable`]): then the probe's cause, at once.
+    fn up(&self) -> Result<&PgPool, StoreError> {
+        self.reach.check()?;
+        Ok(&self.pool)
     }
 
     /// Why writes fail, while they do: the latest failed write's database error.
@@ -176,6 +215,8 @@ impl PgStore {
         &self,
         write: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
+        // Refused unattempted: the probe, not this write, tells whether writes work.
+        self.up()?;
         let result = write.await;
         match &result {
             Ok(_) => {
@@ -183,13 +224,7 @@ impl PgStore {
                     tracing::info!("task store writes succeed again");
                 }
             }
-            Err(StoreError::Database(
-                e @ (sqlx::Error::Io(_)
-                | sqlx::Error::PoolTimedOut
-                | sqlx::Error::PoolClosed
-                | sqlx::Error::Tls(_)
-                | sqlx::Error::Protocol(_)),
-            )) => {
+            Err(e @ StoreError::Database(_)) if e.is_unreachable() => {
                 let text = e.to_string();
                 if self.fault.send_if_modified(|f| {
                     let first = f.is_none();
@@ -304,16 +339,16 @@ impl TaskStore for PgStore {
     }
 
     async fn find_repeated(&self, task: &NewTask) -> Result<Option<Vec<TaskId>>, StoreError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.up()?.acquire().await?;
         tasks::find_repeated(&mut conn, task).await
     }
 
     async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        tasks::get(&self.pool, id).await
+        tasks::get(self.up()?, id).await
     }
 
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
-        tasks::list(&self.pool, filter).await
+        tasks::list(self.up()?, filter).await
     }
 
     async fn claim(
@@ -357,7 +392,7 @@ impl TaskStore for PgStore {
         agent: &AgentId,
         claim: &IdempotencyClaim,
     ) -> Result<Option<Task>, StoreError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.up()?.acquire().await?;
         tasks::find_idempotent(&mut conn, agent, claim).await
     }
 
@@ -432,11 +467,11 @@ impl TaskStore for PgStore {
         offset: u64,
         limit: u32,
     ) -> Result<(Vec<TaskEvent>, u64), StoreError> {
-        events::page(&self.pool, id, offset, limit).await
+        events::page(self.up()?, id, offset, limit).await
     }
 
     async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
-        events::recent(&self.pool, id, n).await
+        events::recent(self.up()?, id, n).await
     }
 
     async fn last_event_of_kind(
@@ -444,7 +479,7 @@ impl TaskStore for PgStore {
         id: &TaskId,
         kind: EventKind,
     ) -> Result<Option<TaskEvent>, StoreError> {
-        events::last_of_kind(&self.pool, id, kind).await
+        events::last_of_kind(self.up()?, id, kind).await
     }
 
     async fn put_artifact(
@@ -470,19 +505,19 @@ impl TaskStore for PgStore {
     }
 
     async fn artifacts(&self, id: &TaskId) -> Result<Vec<Artifact>, StoreError> {
-        events::artifacts(&self.pool, id).await
+        events::artifacts(self.up()?, id).await
     }
 
     async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
-        tasks::count_by_status(&self.pool).await
+        tasks::count_by_status(self.up()?).await
     }
 
     async fn queue_position(&self, id: &TaskId) -> Result<Option<u64>, StoreError> {
-        tasks::queue_position(&self.pool, id).await
+        tasks::queue_position(self.up()?, id).await
     }
 
     async fn tasks_in(&self, statuses: &[TaskStatus]) -> Result<Vec<Task>, StoreError> {
-        tasks::tasks_in(&self.pool, statuses).await
+        tasks::tasks_in(self.up()?, statuses).await
     }
 
     async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError> {
@@ -539,7 +574,7 @@ impl TaskStore for PgStore {
     }
 
     async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
-        inputs::of_task(&self.pool, task).await
+        inputs::of_task(self.up()?, task).await
     }
 
     async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
@@ -648,6 +683,7 @@ impl InstanceStore for PgStore {
         &self,
         id: &TaskId,
         predecessor: &str,
+        expired_before: i64,
         grant: &LeaseGrant,
     ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
@@ -657,6 +693,7 @@ impl InstanceStore for PgStore {
                 .bind(grant.until)
                 .bind(id.as_str())
                 .bind(predecessor)
+                .bind(expired_before)
                 .fetch_optional(&self.pool)
                 .await?;
             let task = row.as_ref().map(crate::rows::task_from_row).transpose()?;
@@ -759,7 +796,7 @@ impl InstanceStore for PgStore {
     }
 
     async fn instances(&self) -> Result<Vec<InstanceSummary>, StoreError> {
-        let rows = query(&instances::list()).fetch_all(&self.pool).await?;
+        let rows = query(&instances::list()).fetch_all(self.up()?).await?;
         rows.iter().map(instances::summary_from_row).collect()
     }
 }
@@ -782,7 +819,7 @@ impl ApprovalStore for PgStore {
         task: &TaskId,
         project: &str,
     ) -> Result<Vec<Approval>, StoreError> {
-        approvals::for_task(&self.pool, agent, task, project).await
+        approvals::for_task(self.up()?, agent, task, project).await
     }
 
     async fn list_approvals(
@@ -790,7 +827,7 @@ impl ApprovalStore for PgStore {
         agent: &AgentId,
         task: Option<&TaskId>,
     ) -> Result<Vec<Approval>, StoreError> {
-        approvals::list(&self.pool, agent, task).await
+        approvals::list(self.up()?, agent, task).await
     }
 
     async fn revoke_approval(
@@ -818,7 +855,7 @@ impl ApprovalStore for PgStore {
     }
 
     async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
-        approvals::audit(&self.pool, filter).await
+        approvals::audit(self.up()?, filter).await
     }
 }
 
@@ -837,7 +874,7 @@ impl crate::ChannelStore for PgStore {
         integration: &str,
         task: &TaskId,
     ) -> Result<Option<crate::ChannelRecord>, StoreError> {
-        channels::get(&self.pool, integration, task).await
+        channels::get(self.up()?, integration, task).await
     }
 
     async fn channel_by_id(
@@ -845,18 +882,18 @@ impl crate::ChannelStore for PgStore {
         integration: &str,
         channel_id: &str,
     ) -> Result<Option<crate::ChannelRecord>, StoreError> {
-        channels::by_id(&self.pool, integration, channel_id).await
+        channels::by_id(self.up()?, integration, channel_id).await
     }
 
     async fn open_channels(
         &self,
         integration: &str,
     ) -> Result<Vec<crate::ChannelRecord>, StoreError> {
-        channels::open(&self.pool, integration).await
+        channels::open(self.up()?, integration).await
     }
 
     async fn cursor(&self, integration: &str, name: &str) -> Result<Option<String>, StoreError> {
-        channels::cursor(&self.pool, integration, name).await
+        channels::cursor(self.up()?, integration, name).await
     }
 
     async fn set_cursor(
@@ -910,7 +947,7 @@ impl WorkspaceStore for PgStore {
     }
 
     async fn workspace(&self, task: &TaskId) -> Result<Option<WorkspaceRecord>, StoreError> {
-        workspaces::get(&self.pool, task).await
+        workspaces::get(self.up()?, task).await
     }
 
     async fn workspaces_due(
@@ -918,17 +955,19 @@ impl WorkspaceStore for PgStore {
         now: i64,
         limit: u32,
     ) -> Result<Vec<WorkspaceRecord>, StoreError> {
-        workspaces::due(&self.pool, now, limit).await
+        workspaces::due(self.up()?, now, limit).await
     }
 
     async fn next_workspace_due(&self) -> Result<Option<i64>, StoreError> {
-        workspaces::next_due(&self.pool).await
+        workspaces::next_due(self.up()?).await
     }
 
     async fn workspace_backlog(&self) -> Result<crate::WorkspaceBacklog, StoreError> {
-        workspaces::backlog(&self.pool).await
+        workspaces::backlog(self.up()?).await
     }
 }
 
+#[cfg(test)]
+mod reach_tests;
 #[cfg(test)]
 mod tests;

@@ -152,6 +152,34 @@ impl PeerStore for PgStore {
         .await
     }
 
+    async fn take_task_commands(
+        &self,
+        task: &TaskId,
+        at: i64,
+    ) -> Result<Vec<PostedCommand>, StoreError> {
+        self.writing(async {
+            let rows = query(commands::TAKE_FOR_TASK)
+                .bind(at)
+                .bind(task.as_str())
+                .fetch_all(&self.pool)
+                .await?;
+            rows.iter().map(commands::from_row).collect()
+        })
+        .await
+    }
+
+    async fn withdraw_command(&self, id: i64) -> Result<bool, StoreError> {
+        self.writing(async {
+            Ok(query(commands::WITHDRAW)
+                .bind(id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected()
+                == 1)
+        })
+        .await
+    }
+
     async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError> {
         self.writing(async {
             let mut tx = self.pool.begin().await?;
@@ -173,7 +201,7 @@ impl PeerStore for PgStore {
     async fn command_reply(&self, id: i64) -> Result<Option<String>, StoreError> {
         let reply: Option<Option<String>> = query_scalar(commands::REPLY_OF)
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.up()?)
             .await?;
         Ok(reply.flatten())
     }
@@ -181,7 +209,7 @@ impl PeerStore for PgStore {
     async fn ran_on(&self, id: &TaskId) -> Result<Option<String>, StoreError> {
         let ran_on: Option<Option<String>> = query_scalar(commands::RAN_ON)
             .bind(id.as_str())
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.up()?)
             .await?;
         Ok(ran_on.flatten())
     }
@@ -204,7 +232,7 @@ impl PeerStore for PgStore {
                 body.len()
             )));
         }
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.up()?.acquire().await?;
         notify(&mut conn, &format!("b:{body}")).await
     }
 

@@ -108,6 +108,27 @@ fn pool_options(max_connections: u32, tested: bool) -> SqlitePoolOptions {
         })
 }
 
+/// What a pool's `before_acquire` check returns: whether to hand the connection out.
+type Keep<'c> = std::pin::Pin<Box<dyn Future<Output = Result<bool, sqlx::Error>> + Send + 'c>>;
+
+/// The writer pool's check before handing out its connection: replaced after a write failed
+/// in a way only a fresh connection recovers from (see [`WriteHealth::take_reopen`]), so
+/// writes work again as soon as the file does, without a restart.
+fn reopening(
+    health: WriteHealth,
+) -> impl for<'c> Fn(&'c mut sqlx::SqliteConnection, sqlx::pool::PoolConnectionMetadata) -> Keep<'c>
++ Send
++ Sync
++ 'static {
+    move |_, _| {
+        let keep = !health.take_reopen();
+        if !keep {
+            tracing::info!("task store: replacing the writer connection after a storage error");
+        }
+        Box::pin(std::future::ready(Ok(keep)))
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
@@ -127,7 +148,9 @@ impl SqliteStore {
 
         // WAL is a property of the file, so only the first (writer) connection needs to set it;
         // switching modes needs an exclusive lock that readers would otherwise contend for.
+        let health = WriteHealth::new();
         let write = pool_options(1, true)
+            .before_acquire(reopening(health.clone()))
             .connect_with(
                 base.clone()
                     .create_if_missing(true)
@@ -145,7 +168,7 @@ impl SqliteStore {
             write,
             read,
             inline: InlineReads::new(path),
-            health: WriteHealth::new(),
+            health,
             held: Held::default(),
             signals: tokio::sync::broadcast::channel(crate::store::SIGNAL_BACKLOG).0,
         })
@@ -675,6 +698,7 @@ impl InstanceStore for SqliteStore {
         &self,
         id: &TaskId,
         predecessor: &str,
+        expired_before: i64,
         grant: &LeaseGrant,
     ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
@@ -684,6 +708,7 @@ impl InstanceStore for SqliteStore {
                 .bind(grant.until)
                 .bind(id.as_str())
                 .bind(predecessor)
+                .bind(expired_before)
                 .fetch_optional(&self.write)
                 .await?;
             let task = row.as_ref().map(crate::rows::task_from_row).transpose()?;
@@ -958,5 +983,7 @@ impl WorkspaceStore for SqliteStore {
 
 #[cfg(test)]
 mod inline_tests;
+#[cfg(test)]
+mod reopen_tests;
 #[cfg(test)]
 mod tests;

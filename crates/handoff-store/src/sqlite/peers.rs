@@ -46,6 +46,34 @@ impl PeerStore for SqliteStore {
         .await
     }
 
+    async fn take_task_commands(
+        &self,
+        task: &TaskId,
+        at: i64,
+    ) -> Result<Vec<PostedCommand>, StoreError> {
+        self.writing(async {
+            let rows = sqlx::query(commands::TAKE_FOR_TASK)
+                .bind(at)
+                .bind(task.as_str())
+                .fetch_all(&self.write)
+                .await?;
+            rows.iter().map(commands::from_row).collect()
+        })
+        .await
+    }
+
+    async fn withdraw_command(&self, id: i64) -> Result<bool, StoreError> {
+        self.writing(async {
+            Ok(sqlx::query(commands::WITHDRAW)
+                .bind(id)
+                .execute(&self.write)
+                .await?
+                .rows_affected()
+                == 1)
+        })
+        .await
+    }
+
     async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError> {
         let done = self
             .writing(async {
