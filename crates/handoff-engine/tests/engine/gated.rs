@@ -67,6 +67,8 @@ pub struct GatedStore {
     expired_before: AtomicI64,
     /// Woken whenever one of the counts above changes, for [`Gates::until`].
     changed: Notify,
+    /// Poses as a store several instances share (the engine then fences its runs).
+    shared: AtomicBool,
 }
 
 type Held = mpsc::UnboundedReceiver<(TaskId, oneshot::Sender<()>)>;
@@ -93,6 +95,7 @@ impl GatedStore {
             found_lost: AtomicU32::new(0),
             expired_before: AtomicI64::new(i64::MIN),
             changed: Notify::new(),
+            shared: AtomicBool::new(false),
         });
         let gates = Gates {
             store: store.clone(),
@@ -150,6 +153,11 @@ impl Gates {
                 panic!("{what}");
             }
         }
+    }
+
+    /// The store poses as one several instances share (set before the engine starts).
+    pub fn share(&self) {
+        self.store.shared.store(true, Ordering::SeqCst);
     }
 
     /// Heartbeats wait until the guard is dropped.
@@ -450,7 +458,7 @@ impl handoff_store::InstanceStore for GatedStore {
     }
 
     fn is_shared(&self) -> bool {
-        self.inner.is_shared()
+        self.shared.load(Ordering::SeqCst) || self.inner.is_shared()
     }
 }
 

@@ -3,6 +3,7 @@ mod common;
 mod control;
 mod deadline;
 mod evaluation;
+mod fencing;
 mod files;
 mod gated;
 mod lifecycle;

@@ -5,7 +5,7 @@
 //! instance's leases expire, and another instance declares it lost and fails its task; when
 //! the proxy lets the bytes through again, the cut-off instance's late writes about the task
 //! are refused by the fencing token — nothing of its run lands after the takeover — and it
-//! kills the run and registers again.
+//! kills the run (frozen since its lease lapsed) and registers again as a new instance.
 
 use std::{
     sync::{
@@ -213,10 +213,14 @@ fn a_cut_off_instance_loses_its_task_and_its_late_writes_are_refused() {
     std::thread::sleep(Duration::from_millis(1_500));
 
     proxy.set_open(true);
-    // Back: its heartbeat finds it declared lost; it kills the run and registers again.
+    // Back: its heartbeat finds it declared lost; it kills the run and registers again as a
+    // new instance (its old leases stay expired).
     wait_count(
         &url,
-        &format!("SELECT COUNT(*) FROM instances WHERE id = '{cut_id}'"),
+        &format!(
+            "SELECT COUNT(*) FROM instances WHERE pid = {} AND id <> '{cut_id}'",
+            cut.child.id()
+        ),
         1,
         Duration::from_secs(15),
     );

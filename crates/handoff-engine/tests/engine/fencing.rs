@@ -1,0 +1,143 @@
+//! Self-fencing on a shared store (issue 39), stepped by the test: heartbeats are stalled at
+//! will, the scripted executor reports every pause, resume and cancel, and "another instance"
+//! is a second handle on the same file. A run freezes when its lease lapses and thaws when the
+//! lease is re-won; a run whose task was taken over meanwhile is killed; an instance declared
+//! lost kills its runs and writes nothing about them.
+
+use std::sync::Arc;
+
+use handoff_runner::Capabilities;
+use handoff_store::{InstanceStore, LeaseGrant, SqliteStore, TaskStore};
+use handoff_task::{TaskId, TaskStatus, unix_millis_now};
+
+use super::{
+    gated::{GatedStore, Gates},
+    rig::{Rig, rig_with, settings},
+    scripted::{Call, Calls, Kind, RunHandle},
+};
+
+/// Beats every 20 ms, leases of 200 ms: a lapse within a fraction of a second.
+const FAST: [(&str, &str); 3] = [
+    ("HANDOFF_HEARTBEAT_MS", "20"),
+    ("HANDOFF_LEASE_EXPIRY_MS", "200"),
+    ("HANDOFF_CLOCK_SKEW_MS", "50"),
+];
+
+/// An engine on a gated store posing as shared, running one task of the pausable fake that
+/// has printed a line (so its run is attached); a second handle on the same file.
+async fn fenced_run() -> (Rig, Gates, SqliteStore, TaskId, RunHandle) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Arc::new(settings(&dir, &FAST));
+    let sqlite = SqliteStore::open(&config.database_path()).await.unwrap();
+    let (store, gates) = GatedStore::new(sqlite);
+    gates.share();
+    let capabilities = Capabilities {
+        pause: true,
+        ..Capabilities::default()
+    };
+    let other = SqliteStore::open(&config.database_path()).await.unwrap();
+    let mut rig = rig_with(dir, config, store, capabilities).await;
+    let id = rig.submit_task().await;
+    let run = rig.script.next_run().await;
+    run.output("working").await;
+    rig.until_event(&id, |e| e.message == "working").await;
+    (rig, gates, other, id, run)
+}
+
+/// The next call the run received, which must be of `kind`.
+async fn expect(calls: &mut Calls, kind: Kind) -> Call {
+    let observed = calls.next().await;
+    assert_eq!(observed.call.kind(), kind, "{:?}", observed.call);
+    observed.call
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_freezes_while_its_lease_lapses_and_thaws_once_it_is_renewed() {
+    let (rig, gates, other, id, mut run) = fenced_run().await;
+
+    let stall = gates.stall_heartbeats().await;
+    expect(&mut run.calls, Kind::Pause).await;
+    let frozen = other.get_task(&id).await.unwrap().unwrap();
+    assert_eq!(frozen.status, TaskStatus::Running, "a lapse is not a pause");
+    drop(stall);
+    expect(&mut run.calls, Kind::Resume).await;
+
+    assert!(run.succeed().await);
+    rig.until_done(&id).await;
+    let task = other.get_task(&id).await.unwrap().unwrap();
+    assert_eq!(task.status, TaskStatus::Completed, "{:?}", task.error);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_run_whose_task_was_taken_over_is_killed() {
+    let (rig, gates, other, id, mut run) = fenced_run().await;
+    let owner = rig.engine.instance_id().to_string();
+
+    let stall = gates.stall_heartbeats().await;
+    expect(&mut run.calls, Kind::Pause).await;
+    // Another instance takes the lease over once it ran out, while this one cannot renew.
+    let until = other.get_task(&id).await.unwrap().unwrap().lease.unwrap().until;
+    tokio::time::sleep_until(
+        tokio::time::Instant::now()
+            + std::time::Duration::from_millis(
+                u64::try_from(until + 1 - unix_millis_now()).unwrap_or(0),
+            ),
+    )
+    .await;
+    let grant = LeaseGrant {
+        owner: "instance-other".to_owned(),
+        until: unix_millis_now() + 60_000,
+    };
+    let taken = other
+        .take_over(&id, &owner, unix_millis_now(), &grant)
+        .await
+        .unwrap()
+        .expect("the lapsed lease is taken over");
+    drop(stall);
+    expect(&mut run.calls, Kind::Cancel).await;
+
+    let now = other.get_task(&id).await.unwrap().unwrap();
+    assert_eq!(now.status, TaskStatus::Running);
+    assert_eq!(now.fence, taken.fence, "the new owner's task is untouched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_declared_lost_kills_its_runs_and_writes_nothing_about_them() {
+    let (mut rig, gates, other, id, mut run) = fenced_run().await;
+    let old = rig.engine.instance_id().to_string();
+    let before = other.get_task(&id).await.unwrap().unwrap();
+    let (events, _) = other.events(&id, 0, 1_000).await.unwrap();
+
+    let stall = gates.stall_heartbeats().await;
+    // The rescuer elsewhere declared this instance lost; it has not reached the task yet.
+    other.deregister_instance(&old).await.unwrap();
+    drop(stall);
+    expect(&mut run.calls, Kind::Cancel).await;
+    // The driver is done with the run once the executor released it.
+    loop {
+        let call = rig.script.calls.next().await.call;
+        if call.kind() == Kind::Release {
+            break;
+        }
+        assert_eq!(call.kind(), Kind::Start, "{call:?}");
+    }
+    gates
+        .until("the instance came back under a new id", |_| {
+            *rig.engine.instance_id() != *old
+        })
+        .await;
+
+    let after = other.get_task(&id).await.unwrap().unwrap();
+    assert_eq!(after.status, TaskStatus::Running, "{:?}", after.error);
+    assert_eq!(after.fence, before.fence);
+    assert_eq!(after.lease.map(|l| l.owner), Some(old), "left to the rescuer");
+    let (later, _) = other.events(&id, 0, 1_000).await.unwrap();
+    assert_eq!(later.len(), events.len(), "nothing written about the lost run");
+    let registered = other.instances().await.unwrap();
+    assert!(
+        registered
+            .iter()
+            .any(|i| *i.instance.id == *rig.engine.instance_id()),
+        "registered again"
+    );
+}
