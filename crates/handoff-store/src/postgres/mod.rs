@@ -1,13 +1,13 @@
 //! The PostgreSQL store: the same tables and rules as [`crate::SqliteStore`], for several Handoff
 //! instances sharing one database.
 //!
-//! Write serialization: every multi-statement write runs in a transaction that first takes one
-//! transaction-scoped advisory lock ([`WRITE_LOCK`]), the counterpart of SQLite's
-//! `BEGIN IMMEDIATE`: the read-then-write checks (idempotency, queue capacity, global and
-//! per-agent claim limits, compare-and-set, event numbering) then hold across every process
-//! using the database, and under READ COMMITTED each statement after the lock sees every write
-//! committed before it. Claims also select their row `FOR UPDATE SKIP LOCKED`, so they never
-//! wait on a task row another transaction holds. Single-statement writes need no lock.
+//! Write serialization: every multi-statement write runs in a transaction that first takes the
+//! transaction-scoped advisory locks of what its read-then-write checks read — the task, the
+//! idempotency or repeat-guard key, the claims, the backlog near its cap ([`locks`]) — never a
+//! database-wide one, so writes about different tasks and keys go on side by side while each
+//! check holds across every process using the database (under READ COMMITTED each statement
+//! after the lock sees every write committed before it). Claims also select their row
+//! `FOR UPDATE SKIP LOCKED`. Single-statement writes need no lock.
 //! The SQL is shared in shape with the SQLite modules: queries are written with `?` and
 //! [`query`] numbers them (`$1`, `$2`, ...) for PostgreSQL.
 
@@ -15,6 +15,7 @@ mod approvals;
 mod channels;
 mod events;
 mod inputs;
+mod locks;
 mod peers;
 mod reach;
 mod tasks;
@@ -40,16 +41,15 @@ use crate::{
     ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, InstanceRecord,
     InstanceStore, InstanceSummary, LeaseGrant, NewArtifact, StatusChange, StoreError, TaskFilter,
     TaskPage, TaskStore, WorkspaceStore,
-    fence::{FENCE_OF, Held},
+    fence::Held,
     instances, repeats,
     rows::StoredRow,
 };
 
-static MIGRATOR: Migrator = sqlx::migrate!("./migrations-postgres");
+/// [`crate::fence::FENCE_OF`], holding the row against a takeover until the write commits.
+const FENCE_FOR_SHARE: &str = "SELECT owner, fence FROM tasks WHERE id = ? FOR SHARE";
 
-/// The advisory lock key every multi-statement write holds for its transaction ("handoff" in
-/// ASCII): one serialization point for the whole database, as SQLite's write lock is.
-const WRITE_LOCK: i64 = 0x68_61_6e_64_6f_66_66;
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations-postgres");
 
 /// Connections per process.
 const CONNECTIONS: u32 = 10;
@@ -137,6 +137,8 @@ pub struct PgStore {
     listener: peers::Listener,
     /// Whether the latest liveness probe reached the server.
     reach: Arc<reach::Reach>,
+    /// The server's `max_connections`: the most submissions that can be in flight at once.
+    sessions: i64,
 }
 
 impl PgStore {
@@ -162,12 +164,17 @@ impl PgStore {
             .connect_lazy_with(options);
         wait_for_server(&pool).await?;
         MIGRATOR.run(&pool).await?;
+        let sessions: i64 =
+            sqlx::query_scalar("SELECT current_setting('max_connections')::bigint")
+                .fetch_one(&pool)
+                .await?;
         Ok(Self {
             pool,
             fault: Arc::new(watch::channel(None).0),
             held: Held::default(),
             listener: peers::Listener::default(),
             reach: Arc::default(),
+            sessions,
         })
     }
 
@@ -239,14 +246,53 @@ impl PgStore {
         result
     }
 
-    /// A transaction holding the database-wide write lock from its first statement.
-    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+    /// A transaction holding `scope`'s lock from its first statement.
+    async fn begin_write(
+        &self,
+        scope: locks::Scope<'_>,
+    ) -> Result<Transaction<'static, Postgres>, StoreError> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(WRITE_LOCK)
-            .execute(&mut *tx)
-            .await?;
+        locks::lock(&mut tx, scope).await?;
         Ok(tx)
+    }
+
+    /// A transaction about task `id`: its lock, and its fence checked when this handle holds
+    /// its lease.
+    async fn begin_task(&self, id: &TaskId) -> Result<Transaction<'static, Postgres>, StoreError> {
+        let mut tx = self.begin_write(locks::Scope::Task(id.as_str())).await?;
+        self.check_fence(&mut tx, id).await?;
+        Ok(tx)
+    }
+
+    /// A submission's transaction: the locks of the keys it checks, and the backlog admission
+    /// lock — shared while the queue is far enough below `max_queued` that every session of
+    /// the server submitting at once could not pass it, else exclusive ([`locks`]).
+    async fn begin_insert(
+        &self,
+        task: &NewTask,
+        idempotency: Option<&IdempotencyClaim>,
+        max_queued: u32,
+    ) -> Result<Transaction<'static, Postgres>, StoreError> {
+        let mut exclusive = false;
+        loop {
+            let mut tx = self.pool.begin().await?;
+            let agent = task.agent_id.as_str();
+            if let Some(claim) = idempotency {
+                let key = locks::agent_key(agent, &claim.key);
+                locks::lock(&mut tx, locks::Scope::Idempotency(&key)).await?;
+            }
+            if let Some(guard) = &task.repeat_guard {
+                let key = locks::agent_key(agent, &guard.key);
+                locks::lock(&mut tx, locks::Scope::Repeat(&key)).await?;
+            }
+            locks::admission(&mut tx, exclusive).await?;
+            if exclusive || !tasks::near_cap(&mut tx, max_queued, self.sessions).await? {
+                return Ok(tx);
+            }
+            // Near the cap: counted again under the exclusive lock.
+            tx.rollback().await?;
+            exclusive = true;
+        }
     }
 
     /// Refuses a write about a task this handle holds once its row names another owner or
@@ -259,7 +305,8 @@ impl PgStore {
         if !self.held.holds(id) {
             return Ok(());
         }
-        let row = query(FENCE_OF)
+        // `FOR SHARE`: a takeover cannot commit between this check and the write's commit.
+        let row = query(FENCE_FOR_SHARE)
             .bind(id.as_str())
             .fetch_optional(&mut *conn)
             .await?;
@@ -279,9 +326,7 @@ impl PgStore {
         if !self.held.holds(id) {
             return Ok(None);
         }
-        let mut tx = self.begin_write().await?;
-        self.check_fence(&mut tx, id).await?;
-        Ok(Some(tx))
+        Ok(Some(self.begin_task(id).await?))
     }
 
     /// Runs `sql` (`UPDATE tasks SET <column> = ? WHERE id = ?`) with `value`; fenced when this
@@ -330,7 +375,7 @@ impl TaskStore for PgStore {
         max_queued: u32,
     ) -> Result<InsertOutcome, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.begin_insert(task, idempotency, max_queued).await?;
             let outcome = tasks::insert(&mut tx, task, idempotency, max_queued).await?;
             tx.commit().await?;
             Ok(outcome)
@@ -358,7 +403,7 @@ impl TaskStore for PgStore {
         lease: Option<&LeaseGrant>,
     ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.begin_write(locks::Scope::Claims).await?;
             let claimed = tasks::claim(&mut tx, limits, at, lease).await?;
             tx.commit().await?;
             if let Some(task) = &claimed {
@@ -375,8 +420,7 @@ impl TaskStore for PgStore {
         change: &StatusChange,
     ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
-            self.check_fence(&mut tx, id).await?;
+            let mut tx = self.begin_task(id).await?;
             let updated = tasks::set_status(&mut tx, id, change).await?;
             tx.commit().await?;
             if updated.as_ref().is_some_and(|t| t.status.is_terminal()) {
@@ -404,8 +448,7 @@ impl TaskStore for PgStore {
         reason: &str,
     ) -> Result<Option<Task>, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
-            self.check_fence(&mut tx, id).await?;
+            let mut tx = self.begin_task(id).await?;
             let updated = tasks::requeue(&mut tx, id, from, at, reason).await?;
             tx.commit().await?;
             if updated.is_some() {
@@ -452,8 +495,7 @@ impl TaskStore for PgStore {
         events: &[NewEvent],
     ) -> Result<Vec<i64>, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
-            self.check_fence(&mut tx, id).await?;
+            let mut tx = self.begin_task(id).await?;
             let seqs = events::append(&mut tx, id, at, events).await?;
             tx.commit().await?;
             Ok(seqs)
@@ -522,7 +564,7 @@ impl TaskStore for PgStore {
 
     async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.begin_write(locks::Scope::Sweep).await?;
             let purged = tasks::purge(&mut tx, before, limit).await?;
             for task in &purged {
                 approvals::purge_task(&mut tx, &task.id).await?;
@@ -761,7 +803,7 @@ impl InstanceStore for PgStore {
         keep: u32,
     ) -> Result<Vec<String>, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.begin_write(locks::Scope::Calls(caller)).await?;
             query(repeats::CALLS_FORGET)
                 .bind(since)
                 .execute(&mut *tx)
@@ -805,10 +847,7 @@ impl InstanceStore for PgStore {
 impl ApprovalStore for PgStore {
     async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
-            approvals::insert(&mut tx, approval).await?;
-            tx.commit().await?;
-            Ok(())
+            approvals::insert(&mut *self.pool.acquire().await?, approval).await
         })
         .await
     }
@@ -836,7 +875,7 @@ impl ApprovalStore for PgStore {
         id: &str,
     ) -> Result<Option<Approval>, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.pool.begin().await?;
             let revoked = approvals::revoke(&mut tx, agent, id).await?;
             tx.commit().await?;
             Ok(revoked)
@@ -846,10 +885,7 @@ impl ApprovalStore for PgStore {
 
     async fn append_audit(&self, record: &AuditRecord) -> Result<i64, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
-            let seq = approvals::append_audit(&mut tx, record).await?;
-            tx.commit().await?;
-            Ok(seq)
+            approvals::append_audit(&mut *self.pool.acquire().await?, record).await
         })
         .await
     }
@@ -930,7 +966,9 @@ impl WorkspaceStore for PgStore {
         record: &WorkspaceRecord,
     ) -> Result<WorkspaceRecord, StoreError> {
         self.writing(async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self
+                .begin_write(locks::Scope::Task(record.task_id.as_str()))
+                .await?;
             let stored = workspaces::insert_new(&mut tx, record).await?;
             tx.commit().await?;
             Ok(stored)

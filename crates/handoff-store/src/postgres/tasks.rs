@@ -42,6 +42,17 @@ async fn count_in(conn: &mut PgConnection, statuses: &[TaskStatus]) -> Result<i6
     Ok(qb.build_query_scalar().fetch_one(&mut *conn).await?)
 }
 
+/// Whether the backlog is within `sessions` submissions of `max_queued` (so submissions must be
+/// counted one at a time to keep the cap exact; see [`super::locks`]).
+pub(super) async fn near_cap(
+    conn: &mut PgConnection,
+    max_queued: u32,
+    sessions: i64,
+) -> Result<bool, StoreError> {
+    let queued = count_in(conn, &[TaskStatus::Queued]).await?;
+    Ok(queued.saturating_add(sessions) >= i64::from(max_queued))
+}
+
 /// See [`crate::TaskStore::find_idempotent`].
 pub(super) async fn find_idempotent(
     conn: &mut PgConnection,
@@ -179,6 +190,8 @@ pub(super) async fn claim(
     let Some(picked) = picked else {
         return Ok(None);
     };
+    // Its events are numbered under its own lock (claims, then the task).
+    super::locks::lock(conn, super::locks::Scope::Task(&picked)).await?;
 
     let row = query(concat!(
         "UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?), owner = ?, \

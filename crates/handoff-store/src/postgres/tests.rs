@@ -150,30 +150,58 @@ async fn one_rescuer_at_a_time() {
     );
 }
 
-/// An instance stuck inside a write (cut off from the database mid-transaction) holds the
-/// database-wide write lock; the server ends its session after the idle limit, so the other
-/// instances' writes go on, and the stuck one's transaction is lost rather than committed late.
+/// An instance stuck inside a write about a task (cut off from the database mid-transaction)
+/// holds that task's lock; the server ends its session after the idle limit, so the other
+/// instances' writes about the task go on, and the stuck one's transaction is lost rather than
+/// committed late.
 #[tokio::test]
 async fn a_session_stuck_inside_a_write_is_ended_and_its_lock_released() {
     use crate::TaskStore;
+    use handoff_task::{EventKind, NewEvent};
     let url = fresh_database().await;
     let short = SessionLimits {
         idle_in_transaction: std::time::Duration::from_millis(300),
     };
     let stuck = PgStore::connect(&url, short).await.unwrap();
     let other = PgStore::connect(&url, LIMITS).await.unwrap();
-    let tx = stuck.begin_write().await.unwrap();
     let task = crate::conformance::support::new_task("agent-a", 0);
+    other.insert_task(&task, None, 10).await.unwrap();
+    let tx = stuck.begin_task(&task.id).await.unwrap();
     // Without the limit this waits for the lock until TCP gives up on the stuck session.
-    let inserted = tokio::time::timeout(
+    let appended = tokio::time::timeout(
         std::time::Duration::from_secs(30),
-        other.insert_task(&task, None, 10),
+        other.append_events(&task.id, 1, &[NewEvent::new(EventKind::Log, "go on")]),
     )
     .await
-    .expect("the write lock was released");
-    inserted.unwrap();
+    .expect("the task's lock was released");
+    appended.unwrap();
     assert!(
         tx.commit().await.is_err(),
         "the stuck transaction committed"
     );
+}
+
+/// Writes about different tasks never wait on each other: one task's lock held open leaves
+/// another task's writes, submissions and claims free.
+#[tokio::test]
+async fn writes_about_different_tasks_do_not_wait_on_each_other() {
+    use crate::TaskStore;
+    use handoff_task::{EventKind, NewEvent};
+    let url = fresh_database().await;
+    let store = PgStore::connect(&url, LIMITS).await.unwrap();
+    let held = crate::conformance::support::new_task("agent-a", 0);
+    let free = crate::conformance::support::new_task("agent-b", 1);
+    store.insert_task(&held, None, 10).await.unwrap();
+    let tx = store.begin_task(&held.id).await.unwrap();
+    let within = std::time::Duration::from_secs(5);
+    tokio::time::timeout(within, async {
+        store.insert_task(&free, None, 10).await.unwrap();
+        store
+            .append_events(&free.id, 2, &[NewEvent::new(EventKind::Log, "free")])
+            .await
+            .unwrap();
+    })
+    .await
+    .expect("another task's writes went on");
+    drop(tx);
 }

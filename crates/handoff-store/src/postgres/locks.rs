@@ -1,0 +1,84 @@
+//! What each write transaction serializes on, and nothing more: transaction-scoped advisory
+//! locks, one namespace per kind of check, keyed by the row or key the check reads. Writes
+//! about different tasks, agents or keys never wait on each other.
+//!
+//! - A task's writes (state compare-and-set, event numbering, fencing, its open requests) hold
+//!   [`Scope::Task`]; the fence check also reads the row `FOR SHARE`, so a takeover (one
+//!   `UPDATE`) cannot commit between a fenced write's check and its commit.
+//! - Claims hold [`Scope::Claims`]: only claims add active tasks, so serializing claims among
+//!   themselves keeps `max_active` and the per-agent limit exact; the claimed row is then held
+//!   under its [`Scope::Task`] (order: claims, then the task).
+//! - A submission holds a lock per idempotency key and per repeat-guard key it checks (never
+//!   the whole agent), and the backlog cap through [`Scope::Admission`]: shared while the queue
+//!   is at least `max_connections` below the cap — each admitted submission adds one task and
+//!   at most `max_connections` are in flight, so the cap holds without waiting on each other —
+//!   exclusive near it, where submissions are counted one at a time.
+//!
+//! Lock order, so no two transactions wait on each other in a circle: keys, then admission;
+//! claims, then a task. Nothing here is durable: the locks end with their transaction.
+
+use sqlx::PgConnection;
+
+use crate::StoreError;
+
+/// A lock a write transaction takes before its checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope<'a> {
+    /// One task's row, events, requests and Letta record.
+    Task(&'a str),
+    /// One idempotency key of one agent ([`agent_key`]).
+    Idempotency(&'a str),
+    /// One repeat-guard key of one agent ([`agent_key`]).
+    Repeat(&'a str),
+    /// One caller's loop-guard history.
+    Calls(&'a str),
+    /// Every claim.
+    Claims,
+    /// Housekeeping over many rows (the retention purge).
+    Sweep,
+}
+
+impl<'a> Scope<'a> {
+    /// The lock's namespace and key.
+    fn key(self) -> (i32, &'a str) {
+        match self {
+            Scope::Task(id) => (1, id),
+            Scope::Idempotency(key) => (2, key),
+            Scope::Repeat(key) => (3, key),
+            Scope::Calls(caller) => (4, caller),
+            Scope::Claims => (5, "claims"),
+            Scope::Sweep => (6, "sweep"),
+        }
+    }
+}
+
+/// Namespace of the backlog admission lock.
+const ADMISSION: i32 = 7;
+
+/// Takes `scope`'s lock for the rest of the transaction on `conn`.
+pub(super) async fn lock(conn: &mut PgConnection, scope: Scope<'_>) -> Result<(), StoreError> {
+    let (namespace, key) = scope.key();
+    sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+        .bind(namespace)
+        .bind(key)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Takes the backlog admission lock: `exclusive` near the cap, else shared.
+pub(super) async fn admission(conn: &mut PgConnection, exclusive: bool) -> Result<(), StoreError> {
+    let sql = if exclusive {
+        "SELECT pg_advisory_xact_lock($1, 0)"
+    } else {
+        "SELECT pg_advisory_xact_lock_shared($1, 0)"
+    };
+    sqlx::query(sql).bind(ADMISSION).execute(conn).await?;
+    Ok(())
+}
+
+/// The key of an agent's idempotency or repeat-guard lock (agent ids hold no `:`; a hash
+/// collision only makes two submissions wait on each other).
+pub(super) fn agent_key(agent: &str, key: &str) -> String {
+    format!("{agent}:{key}")
+}
