@@ -4,7 +4,11 @@
 //! instances (one task at a time: its `started_at - created_at`, p50/p99 — under load that
 //! would measure the queue, not the claim), `get_task_status` latency p99, and on several
 //! instances the takeover time after `kill -9` of the instance holding a task (bounded below by
-//! the lease expiry the bench sets). Ratios are against the SQLite row.
+//! the lease expiry the bench sets). On PostgreSQL also the time sessions spent waiting for
+//! locks while the setup's tasks were submitted, claimed and run (sampled from
+//! `pg_stat_activity` every few milliseconds), per submission, and the claim spread: the share
+//! of the tasks each instance ran.
+//! Ratios are against the SQLite row.
 
 use std::{
     path::Path,
@@ -51,7 +55,14 @@ struct Row {
     claim: Latency,
     status: Latency,
     takeover: Option<Duration>,
+    /// Milliseconds spent waiting for locks per submission (PostgreSQL).
+    lock_wait_ms: Option<f64>,
+    /// Each instance's share of the submitted tasks, largest first (PostgreSQL).
+    spread: Vec<f64>,
 }
+
+/// How often the lock sampler looks at `pg_stat_activity`.
+const LOCK_SAMPLE: Duration = Duration::from_millis(5);
 
 /// Runs every setup and prints the table.
 pub async fn run_scale(exe: &Path, options: &ScaleBenchOptions) -> Result<(), BenchError> {
@@ -98,7 +109,16 @@ async fn setup(
         Some(_) => format!("PostgreSQL, {n} instance{}", if n == 1 { "" } else { "s" }),
         None => "SQLite, 1 instance".to_owned(),
     };
+    let sampler = database.map(|d| LockSampler::start(d.url.clone()));
     let measured = measure(&urls, options).await;
+    let lock_wait = match sampler {
+        Some(sampler) => Some(sampler.stop().await),
+        None => None,
+    };
+    let spread = match database {
+        Some(database) => database.spread().await?,
+        None => Vec::new(),
+    };
     let takeover = match (database, measured.is_ok() && n > 1) {
         (Some(database), true) => Some(takeover(&mut targets, &urls, database).await),
         _ => None,
@@ -106,21 +126,24 @@ async fn setup(
     for target in targets {
         target.stop().await;
     }
-    let (submissions_per_sec, claim, status) = measured?;
+    let (submissions_per_sec, claim, status, submitted) = measured?;
     Ok(Row {
         name,
         submissions_per_sec,
         claim,
         status,
         takeover: takeover.transpose()?,
+        lock_wait_ms: lock_wait.map(|total| total.as_secs_f64() * 1e3 / submitted.max(1) as f64),
+        spread,
     })
 }
 
-/// Submissions per second, claim latency and status latency over `urls`.
+/// Submissions per second, claim latency, status latency and the number of submissions over
+/// `urls`.
 async fn measure(
     urls: &[String],
     options: &ScaleBenchOptions,
-) -> Result<(f64, Latency, Latency), BenchError> {
+) -> Result<(f64, Latency, Latency, usize), BenchError> {
     let http = http()?;
     let started = Instant::now();
     let mut workers = Vec::new();
@@ -152,6 +175,7 @@ async fn measure(
         );
     }
     let per_sec = ids.len() as f64 / started.elapsed().as_secs_f64();
+    let submitted = ids.len();
     let (_, statuses) = follow(&http, urls, &ids).await?;
     let mut claims = Vec::new();
     for n in 0..CLAIMS {
@@ -167,7 +191,7 @@ async fn measure(
         let (mut claim, _) = follow(&http, urls, &[(url.clone(), id)]).await?;
         claims.append(&mut claim);
     }
-    Ok((per_sec, Latency::of(claims), Latency::of(statuses)))
+    Ok((per_sec, Latency::of(claims), Latency::of(statuses), submitted))
 }
 
 /// Waits for every task to finish; their claim latencies (µs) and status call latencies (µs).
@@ -263,8 +287,14 @@ fn text(value: &Value, field: &str) -> Result<String, String> {
 fn print(rows: &[Row]) {
     let Some(base) = rows.first() else { return };
     println!(
-        "{:<26} {:>14} {:>8} {:>16} {:>18} {:>10}",
-        "setup", "submissions/s", "ratio", "claim p50/p99 ms", "status p99 ms", "takeover"
+        "{:<26} {:>14} {:>8} {:>16} {:>18} {:>10} {:>12}  claim spread",
+        "setup",
+        "submissions/s",
+        "ratio",
+        "claim p50/p99 ms",
+        "status p99 ms",
+        "takeover",
+        "lock wait ms"
     );
     for row in rows {
         let ratio = row.submissions_per_sec / base.submissions_per_sec;
@@ -272,8 +302,17 @@ fn print(rows: &[Row]) {
         let takeover = row
             .takeover
             .map_or("—".to_owned(), |t| format!("{:.2} s", t.as_secs_f64()));
+        let lock_wait = row
+            .lock_wait_ms
+            .map_or("—".to_owned(), |ms| format!("{ms:.2}"));
+        let spread = row
+            .spread
+            .iter()
+            .map(|share| format!("{:.0}%", share * 100.0))
+            .collect::<Vec<_>>()
+            .join(" / ");
         println!(
-            "{:<26} {:>14.1} {:>7.2}x {:>7.1}/{:<8.1} {:>9.2} ({:>4.2}x) {:>10}",
+            "{:<26} {:>14.1} {:>7.2}x {:>7.1}/{:<8.1} {:>9.2} ({:>4.2}x) {:>10} {:>12}  {}",
             row.name,
             row.submissions_per_sec,
             ratio,
@@ -281,8 +320,23 @@ fn print(rows: &[Row]) {
             row.claim.p99 / 1e3,
             row.status.p99 / 1e3,
             status_ratio,
-            takeover
+            takeover,
+            lock_wait,
+            if spread.is_empty() { "—" } else { &spread }
         );
+    }
+    if let Some(one) = rows.iter().find(|r| r.name == "PostgreSQL, 1 instance") {
+        println!(
+            "PostgreSQL x1 against SQLite: {:.2}x submissions/s",
+            one.submissions_per_sec / base.submissions_per_sec
+        );
+        for row in rows.iter().filter(|r| r.spread.len() > 1) {
+            println!(
+                "{} against PostgreSQL x1: {:.2}x submissions/s",
+                row.name,
+                row.submissions_per_sec / one.submissions_per_sec
+            );
+        }
     }
     println!(
         "(takeover: kill -9 of the holder until another instance reports the task failed, with \
@@ -342,6 +396,22 @@ impl Database {
         }
     }
 
+    /// Each instance's share of the tasks run so far, largest first.
+    async fn spread(&self) -> Result<Vec<f64>, BenchError> {
+        let mut conn = PgConnection::connect(&self.url)
+            .await
+            .map_err(|e| BenchError::Setup(e.to_string()))?;
+        let counts: Vec<i64> = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM tasks WHERE ran_on IS NOT NULL GROUP BY ran_on \
+             ORDER BY COUNT(*) DESC",
+        )
+        .fetch_all(&mut conn)
+        .await
+        .map_err(|e| BenchError::Setup(e.to_string()))?;
+        let total = counts.iter().sum::<i64>().max(1) as f64;
+        Ok(counts.into_iter().map(|n| n as f64 / total).collect())
+    }
+
     async fn drop(self) {
         if let Ok(mut conn) = PgConnection::connect(&self.admin).await {
             let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
@@ -358,4 +428,44 @@ fn rand_suffix() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     format!("{nanos:08x}")
+}
+
+/// Samples, while submissions run, how many of the database's sessions wait for a lock; the
+/// samples summed over their interval are the time spent waiting.
+struct LockSampler {
+    stop: tokio::sync::oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<Duration>,
+}
+
+impl LockSampler {
+    fn start(url: String) -> Self {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let done = tokio::spawn(async move {
+            let Ok(mut conn) = PgConnection::connect(&url).await else {
+                return Duration::ZERO;
+            };
+            let mut waiting = 0u64;
+            loop {
+                let sampled: Result<i64, _> = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                )
+                .fetch_one(&mut conn)
+                .await;
+                waiting += sampled.map_or(0, |n| u64::try_from(n).unwrap_or(0));
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    () = tokio::time::sleep(LOCK_SAMPLE) => {}
+                }
+            }
+            LOCK_SAMPLE * u32::try_from(waiting).unwrap_or(u32::MAX)
+        });
+        Self { stop, done }
+    }
+
+    /// The total time sessions spent waiting for locks while sampled.
+    async fn stop(self) -> Duration {
+        let _ = self.stop.send(());
+        self.done.await.unwrap_or(Duration::ZERO)
+    }
 }

@@ -1,16 +1,21 @@
 //! The scheduler: claims queued tasks while slots are free and hands each to a new
-//! supervisor and run driver.
+//! supervisor and run driver. On a shared store an instance claims its share of the queue (the
+//! queued tasks divided among the live instances, every one woken by the same notice) and then
+//! lets the others claim theirs before it looks again, so a batch spreads over the instances
+//! instead of going to whichever woke first.
 
 use std::{sync::Arc, time::Duration};
 
 use handoff_runner::Capabilities;
 use handoff_store::ClaimLimits;
-use handoff_task::unix_millis_now;
+use handoff_task::{TaskStatus, unix_millis_now};
 
 use crate::{finish::StopReason, lifecycle, state::EngineState};
 
 /// How often the queue is looked at without a wake-up (another instance may have freed a slot).
 const POLL: Duration = Duration::from_secs(1);
+/// How long an instance that claimed its share waits before it claims what the others left.
+const SHARE_PAUSE: Duration = Duration::from_millis(50);
 
 /// Claims queued tasks while slots are free and starts a supervised run for each.
 pub(crate) async fn run(inner: Arc<EngineState>) {
@@ -19,6 +24,8 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
         max_active_per_agent: inner.config.tasks.max_concurrent_per_agent,
     };
     loop {
+        let mut share = share(&inner).await;
+        let mut shared_out = false;
         loop {
             // Counted as a run from before the shutdown check until the claimed task's run is
             // tracked, so a shutdown meanwhile waits for it.
@@ -26,6 +33,11 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
             if inner.shutdown.is_cancelled() {
                 break;
             }
+            if share == 0 {
+                shared_out = true;
+                break;
+            }
+            share -= 1;
             let lease = inner.instance.lease(inner.config.instance.lease_expiry);
             match inner
                 .store
@@ -55,10 +67,26 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
                 }
             }
         }
+        let pause = if shared_out { SHARE_PAUSE } else { POLL };
         tokio::select! {
             () = inner.wake.notified() => {}
-            () = tokio::time::sleep(POLL) => {}
+            () = tokio::time::sleep(pause) => {}
             () = inner.shutdown.cancelled() => return,
         }
     }
+}
+
+/// How many tasks this instance claims before the others get their turn: unbounded on a store
+/// of one instance, else its share of the queue among the live instances (at least one).
+async fn share(inner: &EngineState) -> usize {
+    if !inner.store.is_shared() {
+        return usize::MAX;
+    }
+    let (counts, instances) = tokio::join!(inner.store.count_by_status(), inner.store.instances());
+    let queued = counts
+        .ok()
+        .and_then(|c| c.into_iter().find(|(s, _)| *s == TaskStatus::Queued))
+        .map_or(0, |(_, n)| usize::try_from(n).unwrap_or(usize::MAX));
+    let live = instances.map_or(1, |i| i.iter().filter(|i| !i.instance.draining).count());
+    queued.div_ceil(live.max(1)).max(1)
 }

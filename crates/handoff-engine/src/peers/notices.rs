@@ -44,6 +44,12 @@ pub(super) async fn forward(state: Arc<EngineState>, mut notices: mpsc::Receiver
 /// Publishes the notices of another instance's broadcast to this instance's subscribers.
 pub(super) fn received(state: &EngineState, body: &str) {
     for notice in decode(&state.instance.id(), body) {
+        // A task queued or a slot freed elsewhere: this instance's scheduler looks at once.
+        if let TaskNotice::Status(_, status) = &notice
+            && (*status == TaskStatus::Queued || status.is_terminal())
+        {
+            state.wake.notify_one();
+        }
         state.outbox.relayed(notice);
     }
 }
