@@ -191,7 +191,12 @@ async fn measure(
         let (mut claim, _) = follow(&http, urls, &[(url.clone(), id)]).await?;
         claims.append(&mut claim);
     }
-    Ok((per_sec, Latency::of(claims), Latency::of(statuses), submitted))
+    Ok((
+        per_sec,
+        Latency::of(claims),
+        Latency::of(statuses),
+        submitted,
+    ))
 }
 
 /// Waits for every task to finish; their claim latencies (µs) and status call latencies (µs).

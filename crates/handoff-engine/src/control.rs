@@ -122,7 +122,11 @@ impl Engine {
         if let Err(EngineError::Unreachable { message, .. }) = &done {
             // The history says the control was asked; it must also say it was not applied.
             let note = format!("{} not applied: {message}", control.as_str());
-            if let Err(e) = self.inner.record(id, NewEvent::new(EventKind::Log, note)).await {
+            if let Err(e) = self
+                .inner
+                .record(id, NewEvent::new(EventKind::Log, note))
+                .await
+            {
                 tracing::warn!(task = %id, error = %e, "could not record a withdrawn control");
             }
         }

@@ -95,6 +95,7 @@ impl Engine {
             runs: TaskTracker::new(),
             instance,
             result_waits: Default::default(),
+            run_fence: std::sync::OnceLock::new(),
         }));
         Ok(Self { inner })
     }
@@ -128,6 +129,12 @@ impl Engine {
         let engine = Self::new(config, store, executors, metrics)?;
         engine.run(Vec::new()).await?;
         Ok(engine)
+    }
+
+    /// Hands the engine the run keeper ([`handoff_runner::fence::RunFence`]) that freezes its
+    /// runs from outside when their leases lapse; before [`Engine::run`].
+    pub fn use_run_fence(&self, fence: handoff_runner::fence::RunFence) {
+        let _ = self.inner.run_fence.set(Arc::new(fence));
     }
 
     /// This process's instance id in the store (the owner named by the leases it holds; a new

@@ -62,9 +62,10 @@ pub enum EngineError {
     /// The executor cannot do this.
     #[error(transparent)]
     Runner(#[from] RunnerError),
-    /// The store failed.
+    /// The store failed. An unreachable store becomes [`EngineError::Unreachable`] instead
+    /// (see the `From` conversion).
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// Filesystem trouble outside the store.
     #[error("{context}: {source}")]
     Io {
@@ -76,6 +77,28 @@ pub enum EngineError {
     /// Anything else that should not happen.
     #[error("{0}")]
     Internal(String),
+}
+
+/// The wait suggested to a caller while the task store is unreachable: the server probes it
+/// twice a second, and a restart or a failover takes seconds.
+pub(crate) const STORE_RETRY_AFTER: Duration = Duration::from_secs(2);
+
+/// The one place a store error becomes an engine error: one that says the store cannot be
+/// reached (see [`StoreError::is_unreachable`]) is the caller's `UNAVAILABLE` with a retry
+/// hint, not an internal failure.
+impl From<StoreError> for EngineError {
+    fn from(error: StoreError) -> Self {
+        match error.unreachable_cause() {
+            Some(cause) => EngineError::Unreachable {
+                message: format!(
+                    "the task store is unreachable: {cause}; retry in {} s",
+                    STORE_RETRY_AFTER.as_secs()
+                ),
+                retry_after: STORE_RETRY_AFTER,
+            },
+            None => EngineError::Store(error),
+        }
+    }
 }
 
 /// Task ids, comma-separated.
@@ -101,5 +124,34 @@ impl EngineError {
             context: context.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_store_is_the_callers_retry_not_an_internal_failure() {
+        let down = StoreError::Unreachable("Connection refused (os error 111)".into());
+        match EngineError::from(down) {
+            EngineError::Unreachable {
+                message,
+                retry_after,
+            } => {
+                assert_eq!(retry_after, STORE_RETRY_AFTER);
+                assert_eq!(
+                    message,
+                    "the task store is unreachable: Connection refused (os error 111); \
+                     retry in 2 s"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let refused = StoreError::Fenced { task: "t".into() };
+        assert!(matches!(
+            EngineError::from(refused),
+            EngineError::Store(StoreError::Fenced { .. })
+        ));
     }
 }

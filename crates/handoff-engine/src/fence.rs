@@ -25,6 +25,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use handoff_runner::fence::FenceDeadline;
 use handoff_task::{Task, unix_millis_now};
 use tokio::sync::{Mutex, watch};
 
@@ -89,7 +90,10 @@ pub(crate) enum LeaseNotice {
     Lapsed { epoch: u64 },
     /// A beat renewed the leases after freeze `epoch`: the task as stored now decides whether
     /// the run goes on (same owner, same fencing token, still active) or is killed.
-    Renewed { epoch: u64, current: Option<Task> },
+    Renewed {
+        epoch: u64,
+        current: Option<Box<Task>>,
+    },
 }
 
 /// The store confirmed this instance's leases until `until`: moves the clock on and, when
@@ -108,13 +112,27 @@ pub(crate) async fn confirmed(inner: &EngineState, until: i64) {
         return;
     }
     inner.instance.clock.until.send_replace(until);
+    if let Some(keeper) = inner.run_fence.get() {
+        let left = until
+            .saturating_sub(margin(inner))
+            .saturating_sub(unix_millis_now());
+        let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
+        if let Err(e) = keeper.arm(FenceDeadline::after(left)) {
+            tracing::error!(error = %e, "the run keeper did not take the new deadline");
+        }
+        // The keeper reached its deadline before this confirmation (this process was stopped,
+        // or the beat came at the last moment): its runs are handled as after a lapse.
+        if !state.frozen && !keeper.frozen().is_empty() {
+            freeze_all(inner, &mut state).await;
+        }
+    }
     if !state.frozen {
         return;
     }
     let epoch = state.epoch;
     for id in inner.supervisors.ids() {
         let current = match inner.store.get_task(&id).await {
-            Ok(current) => current,
+            Ok(current) => current.map(Box::new),
             Err(e) => {
                 // Stays frozen; the next beat checks again.
                 tracing::warn!(task = %id, error = %e, "could not check a frozen run's task");
@@ -168,12 +186,17 @@ async fn lapse(inner: &EngineState) {
     if state.frozen || unix_millis_now() < deadline {
         return;
     }
-    state.frozen = true;
-    state.epoch += 1;
-    let epoch = state.epoch;
     tracing::warn!(
         "this instance could not renew its leases in time; freezing its runs until it does"
     );
+    freeze_all(inner, &mut state).await;
+}
+
+/// Marks the runs frozen (a new freeze number) and tells each to freeze.
+async fn freeze_all(inner: &EngineState, state: &mut FenceState) {
+    state.frozen = true;
+    state.epoch += 1;
+    let epoch = state.epoch;
     for id in inner.supervisors.ids() {
         inner
             .supervisors

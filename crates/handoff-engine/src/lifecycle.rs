@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::{
     EngineError,
-    finish::Finish,
+    finish::{Finish, StopReason},
     follow::{follow, record_note},
     state::EngineState,
     supervisor::RunLink,
@@ -40,6 +40,15 @@ pub(crate) async fn drive(
         Ok(finish) => finish,
         Err(e) => Finish::failed(format!("handoff could not supervise the run: {e}")),
     };
+    if finish.is_lost() || link.stop_reason().await == Some(StopReason::Lost) {
+        // Another instance holds the task (or takes it over): its owner decides its state,
+        // and its files are the new run's.
+        tracing::warn!(task = %task.id, "run killed: the task is another instance's now; nothing is settled here");
+        inner.snapshots.discard(&task.id).await;
+        link.end(&inner.supervisors).await;
+        inner.wake.notify_one();
+        return;
+    }
     let finish = stop_hooks(&inner, &link, &task, finish).await;
     let status = finish.status;
     settle(&inner, &task, finish).await;
@@ -162,6 +171,7 @@ async fn execute(
             }
             let spec = RunSpec {
                 task_id: task.id.clone(),
+                attempt: task.fence,
                 prompt,
                 workdir,
                 preset_rules: Some(inner.policy.preset_for(task)),

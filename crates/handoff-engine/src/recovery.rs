@@ -46,7 +46,11 @@ async fn orphans(inner: &EngineState) -> Result<Vec<handoff_task::Task>, EngineE
             None => orphans.push(task),
             Some(owner) if Some(owner) == predecessor => {
                 let grant = inner.instance.lease(inner.config.instance.lease_expiry);
-                if let Some(task) = inner.store.take_over(&task.id, owner, &grant).await? {
+                if let Some(task) = inner
+                    .store
+                    .take_over(&task.id, owner, i64::MAX, &grant)
+                    .await?
+                {
                     orphans.push(task);
                 }
             }
@@ -65,6 +69,7 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
             if executor.capabilities().reattach {
                 let spec = RunSpec {
                     task_id: task.id.clone(),
+                    attempt: task.fence,
                     prompt: task.description.clone(),
                     workdir: PathBuf::from(&task.workdir),
                     preset_rules: Some(inner.policy.preset_for(&task)),

@@ -50,6 +50,9 @@ pub(crate) struct Shared {
     pub judge: Option<handoff_llm::LlmClient>,
     /// Callers waiting in their submitting call for a task's final result.
     pub result_waits: crate::result_wait::ResultWaits,
+    /// The keeper process that freezes this instance's runs when their leases lapse while the
+    /// server itself cannot act (a shared store only).
+    pub run_fence: std::sync::OnceLock<Arc<handoff_runner::fence::RunFence>>,
 }
 
 impl Shared {

@@ -10,9 +10,9 @@ use crate::{Limits, NetworkMode};
 pub struct ContainerSpec {
     /// The `docker` client.
     pub docker: PathBuf,
-    /// Container name (`handoff-<task id>`).
+    /// Container name (`handoff-<run name>`: a run's own, see [`crate::Isolator::prepare`]).
     pub name: String,
-    /// Labels (`task_id`, `agent_id`).
+    /// Labels (`handoff_run`: the run's name).
     pub labels: Vec<(String, String)>,
     /// Image to run.
     pub image: String,

@@ -1,5 +1,5 @@
-//! Turns "run this argv for task X at level L" into the command Handoff actually spawns: the
-//! launcher (or `docker run`) in front, the scrubbed environment, and the task's cgroup.
+//! Turns "run this argv as run X at level L" into the command Handoff actually spawns: the
+//! launcher (or `docker run`) in front, the scrubbed environment, and the run's cgroup.
 
 use std::{
     ffi::OsString,
@@ -63,7 +63,7 @@ pub struct Prepared {
     pub env: Vec<(OsString, OsString)>,
     /// The launcher makes itself a session leader; the spawner must not set a process group.
     pub own_session: bool,
-    /// The task's cgroups (limits, freeze, kill), removed by the caller when the run is over.
+    /// The run's cgroups (limits, freeze, kill), removed by the caller when the run is over.
     pub cgroup: Option<TaskCgroup>,
     /// The container's name, for `docker pause|unpause|kill`.
     pub container: Option<String>,
@@ -133,8 +133,11 @@ impl Isolator {
         }
     }
 
-    /// The command running `argv` for task `name` in `workdir`; `inherited` is Handoff's own
-    /// environment (filtered by the policy), `env` the executor's variables (they win).
+    /// The command running `argv` in `workdir` as the run named `name`: its cgroup and
+    /// container take the name, so it must be the run's own — a name another run (a task's
+    /// earlier run, still stopped by an instance that lost the task) also uses shares its
+    /// processes. `inherited` is Handoff's own environment (filtered by the policy), `env` the
+    /// executor's variables (they win).
     pub fn prepare(
         &self,
         config: &IsolationConfig,
@@ -246,7 +249,7 @@ impl Isolator {
         let spec = ContainerSpec {
             docker: self.docker.clone(),
             name: container.clone(),
-            labels: vec![("task_id".to_owned(), name.to_owned())],
+            labels: vec![("handoff_run".to_owned(), name.to_owned())],
             image,
             workdir: workdir.to_owned(),
             network: config.network,

@@ -3,7 +3,8 @@
 //! for more than the host can give is refused (fail closed). The confinement itself is applied
 //! by a small launcher (`handoff-isolate`, also `handoff isolate`) in the child before the agent
 //! starts: cgroup membership, own session, parent-death signal, rlimits, then bubblewrap, and
-//! inside it Landlock and seccomp — so no unsafe code runs between fork and exec.
+//! inside it Landlock and seccomp — so no unsafe code runs between fork and exec. The same
+//! program's `keeper` mode is the dead man's switch that freezes a stopped server's runs.
 
 pub mod cgroups;
 pub mod confine;
@@ -13,6 +14,7 @@ mod docker_probe;
 mod env;
 mod error;
 mod isolator;
+pub mod keeper;
 pub mod launch;
 mod level;
 

@@ -38,7 +38,9 @@ impl CheckRunner {
 
     /// Runs `command` with `sh -c` in `workdir` for task `name`, for at most `limit`. Its whole
     /// process group is killed when it ends, when the limit passes, and when this future is
-    /// dropped (a cancelled assessment leaves nothing running).
+    /// dropped (a cancelled assessment leaves nothing running). Its cgroup is its own
+    /// ([`check_name`]): another check of the same task — an instance declared lost that still
+    /// assesses it — never removes this one's.
     pub async fn run(
         &self,
         name: &str,
@@ -47,8 +49,14 @@ impl CheckRunner {
         limit: Duration,
     ) -> Result<CheckRun, RunnerError> {
         let argv = ["sh".to_owned(), "-c".to_owned(), command.to_owned()];
-        let (mut cmd, confinement) =
-            confined_command(self.isolation.as_ref(), name, workdir, &argv, &[])?;
+        let (mut cmd, confinement) = confined_command(
+            self.isolation.as_ref(),
+            name,
+            &check_name(name),
+            workdir,
+            &argv,
+            &[],
+        )?;
         cmd.current_dir(workdir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -133,6 +141,12 @@ impl Drop for GroupGuard {
             });
         }
     }
+}
+
+/// A name for one check of task `name`, of no other check: `<name>-v<random>` (a name
+/// [`stop_task_leftovers`](crate::stop_task_leftovers) finds as the task's).
+fn check_name(name: &str) -> String {
+    format!("{name}-v{}", uuid::Uuid::new_v4().simple())
 }
 
 async fn read_all(pipe: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>) -> Vec<u8> {

@@ -5,7 +5,7 @@ use handoff_task::{ExitInfo, NewEvent, TaskId};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::{Claim, InputAnswer, InputRequest, RunnerError};
+use crate::{Claim, InputAnswer, InputRequest, RunnerError, fence::FenceTarget};
 
 /// What an executor can do beyond start and cancel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,6 +23,9 @@ pub struct Capabilities {
 pub struct RunSpec {
     /// The task.
     pub task_id: TaskId,
+    /// The fencing token of the claim this run works under (`Task::fence`): with the task id
+    /// it names the run's own OS resources ([`RunSpec::run_name`]).
+    pub attempt: i64,
     /// The full prompt: the task description plus any messages sent while it was queued.
     pub prompt: String,
     /// The task's working directory (exists).
@@ -33,6 +36,31 @@ pub struct RunSpec {
     /// The run may be continued after it ends ([`Executor::resume`]): the executor keeps its
     /// session until [`Executor::release`].
     pub continuable: bool,
+}
+
+impl RunSpec {
+    /// The name of this run's own cgroup, container and agent home: `<task_id>-r<attempt>`.
+    /// A run of the same task under an earlier claim (an instance declared lost that comes
+    /// back and stops "its" run) has another name, so it can never stop this one.
+    pub fn run_name(&self) -> String {
+        run_name(self.task_id.as_str(), self.attempt)
+    }
+}
+
+/// The name of the resources of task `task_id`'s run under claim `attempt` (cgroup-safe: a
+/// task id is `task_` and 26 of a-z 2-7, so the name stays far below 128 of A-Z a-z 0-9 _ -).
+pub(crate) fn run_name(task_id: &str, attempt: i64) -> String {
+    format!("{task_id}-r{attempt}")
+}
+
+/// Whether `name` is the name of something of one of task `task_id`'s runs: the task id
+/// itself (runs before names were per run) or the task id, a dash and a run's own suffix. Task
+/// ids have one length and no dash, so no other task's names match.
+pub(crate) fn of_task(task_id: &str, name: &str) -> bool {
+    !task_id.is_empty()
+        && name
+            .strip_prefix(task_id)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
 }
 
 /// Which stream a line of output came from.
@@ -127,6 +155,13 @@ pub trait RunControl: Send + Sync {
             action: "answering requests",
         })
     }
+
+    /// How a process outside the server (the run fence's keeper) freezes this run: its
+    /// process group and/or cgroup. `None` when the run has neither of its own (a session of
+    /// a shared server, a container) or has ended.
+    fn fence_target(&self) -> Option<FenceTarget> {
+        None
+    }
 }
 
 /// A started run.
@@ -185,7 +220,8 @@ pub trait Executor: Send + Sync + 'static {
     }
 
     /// After a restart: re-attaches to a run recorded with `state`, or returns `None` when it
-    /// cannot (the engine then fails or re-queues the task).
+    /// cannot (the engine then fails or re-queues the task). The run's resources are the ones
+    /// `state` names: `spec.attempt` is the claim taken now, not the one the run started under.
     async fn reattach(&self, _spec: RunSpec, _state: &Value) -> Result<Option<Run>, RunnerError> {
         Ok(None)
     }
@@ -211,5 +247,34 @@ pub trait Executor: Send + Sync + 'static {
     /// Frees what a `continuable` run kept for a later [`Executor::resume`] (a session).
     async fn release(&self, _state: &Value) -> Result<(), RunnerError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_named_per_claim_and_known_as_their_tasks() {
+        let task = TaskId::generate().unwrap();
+        let spec = |attempt| RunSpec {
+            task_id: task.clone(),
+            attempt,
+            prompt: String::new(),
+            workdir: PathBuf::new(),
+            preset_rules: None,
+            continuable: false,
+        };
+        let (first, second) = (spec(1).run_name(), spec(3).run_name());
+        assert_eq!(first, format!("{task}-r1"));
+        assert_ne!(first, second);
+        for name in [&first, &second, &format!("{task}-vabc"), &task.to_string()] {
+            assert!(of_task(task.as_str(), name), "{name}");
+        }
+        let other = TaskId::generate().unwrap();
+        for name in [other.to_string(), format!("{other}-r1"), format!("{task}x")] {
+            assert!(!of_task(task.as_str(), &name), "{name}");
+        }
+        assert!(!of_task("", "-r1"));
     }
 }

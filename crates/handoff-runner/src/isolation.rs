@@ -16,8 +16,8 @@ pub struct Isolation {
 }
 
 impl Isolation {
-    /// The command that runs `argv` for task `name`, confined; refused when the host cannot
-    /// provide the configured level.
+    /// The command that runs `argv` confined, in the cgroup (or container) named `name` (a
+    /// run's own); refused when the host cannot provide the configured level.
     pub(crate) fn prepare(
         &self,
         name: &str,

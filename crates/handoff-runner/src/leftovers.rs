@@ -2,11 +2,16 @@
 //! between starting a process and saving its pid). Every process Handoff starts carries a
 //! marker in its environment that its children inherit — the task id ([`TASK_ID_ENV`]) for
 //! runs and verify commands, a random id for the managed OpenCode server — and an isolated run
-//! also sits in a cgroup named after its task. Nothing is kept in memory: the marker is found
-//! again by reading `/proc`.
+//! also sits in a cgroup named after the task and that run (`<task id>-r<fence>`, a check's
+//! `<task id>-v<random>`; `<task id>` before runs had names of their own). Nothing is kept in
+//! memory: the marker is found again by reading `/proc`, the groups by listing the cgroups.
 
 use std::{collections::BTreeSet, time::Duration};
 
+use handoff_isolation::{
+    IsolationError,
+    cgroups::{CgroupSupport, TaskCgroup},
+};
 use nix::{
     errno::Errno,
     sys::signal::{Signal, kill, killpg},
@@ -25,21 +30,33 @@ const GONE_LIMIT: Duration = Duration::from_secs(5);
 
 const POLL: Duration = Duration::from_millis(20);
 
-/// Kills every process left of task `task_id`'s runs — its cgroup, and every process whose
-/// environment names the task — and returns once none is left; returns how many were killed.
+/// Kills every process left of task `task_id`'s runs on this host — every run's cgroup, and
+/// every process whose environment names the task — and returns once none is left; returns
+/// how many were killed (found by their marker).
 pub async fn stop_task_leftovers(task_id: &str) -> Result<usize, RunnerError> {
-    let name = task_id.to_owned();
-    // First the cgroup: a frozen (paused) run cannot act on SIGKILL until it is thawed.
-    let emptied = tokio::task::spawn_blocking(move || {
-        let support = handoff_isolation::cgroups::CgroupSupport::detect();
-        handoff_isolation::cgroups::TaskCgroup::open(&support, &name).map(|group| group.remove())
-    })
-    .await
-    .map_err(|e| RunnerError::Isolation(e.to_string()))?;
-    if let Some(Err(e)) = emptied {
-        tracing::warn!(task = task_id, error = %e, "could not empty a dead run's cgroup");
+    let task = task_id.to_owned();
+    // First the cgroups: a frozen (paused) run cannot act on SIGKILL until it is thawed.
+    let failures = tokio::task::spawn_blocking(move || empty_task_groups(&task))
+        .await
+        .map_err(|e| RunnerError::Isolation(e.to_string()))?;
+    for (group, e) in failures {
+        tracing::warn!(task = task_id, group, error = %e, "could not empty a dead run's cgroup");
     }
     kill_marked(&format!("{TASK_ID_ENV}={task_id}")).await
+}
+
+/// Kills what is in every cgroup of task `task_id`'s runs and removes them; returns the
+/// groups that could not be emptied, with why.
+fn empty_task_groups(task_id: &str) -> Vec<(String, IsolationError)> {
+    let support = CgroupSupport::detect();
+    TaskCgroup::names(&support)
+        .into_iter()
+        .filter(|name| crate::executor::of_task(task_id, name))
+        .filter_map(|name| {
+            let group = TaskCgroup::open(&support, &name)?;
+            group.remove().err().map(|e| (name, e))
+        })
+        .collect()
 }
 
 /// SIGKILLs every process (other than this one) whose environment holds `entry`
@@ -154,5 +171,63 @@ mod tests {
         assert_eq!(stop_task_leftovers(&id).await.unwrap(), 0);
         bystander.kill().unwrap();
         bystander.wait().unwrap();
+    }
+
+    /// This host's cgroups; the isolation tests need them writable too, so a host without them
+    /// fails here rather than passing without a look at the groups.
+    fn cgroups() -> CgroupSupport {
+        let support = CgroupSupport::detect();
+        assert!(
+            support.can_freeze(),
+            "cgroups must be writable here (a cgroup2 mount or the v1 freezer): {}",
+            support.summary()
+        );
+        support
+    }
+
+    /// A group `name` holding one unmarked `sleep`: found by its group only.
+    fn sleeper_in(support: &CgroupSupport, name: &str) -> (TaskCgroup, std::process::Child) {
+        let group =
+            TaskCgroup::create(support, name, &handoff_isolation::Limits::default()).unwrap();
+        let sleeper = std::process::Command::new("sleep")
+            .arg("300")
+            .env_remove(TASK_ID_ENV)
+            .spawn()
+            .unwrap();
+        group.add(i32::try_from(sleeper.id()).unwrap()).unwrap();
+        (group, sleeper)
+    }
+
+    #[tokio::test]
+    async fn every_runs_group_of_the_task_is_emptied_and_no_other_tasks() {
+        let support = cgroups();
+        let task = handoff_task::TaskId::generate().unwrap();
+        let other = handoff_task::TaskId::generate().unwrap();
+        let names = [
+            crate::executor::run_name(task.as_str(), 7),
+            // Named before runs had names of their own.
+            task.as_str().to_owned(),
+        ];
+        let mut runs: Vec<_> = names.iter().map(|n| sleeper_in(&support, n)).collect();
+        let (other_group, mut bystander) =
+            sleeper_in(&support, &crate::executor::run_name(other.as_str(), 7));
+
+        // Nothing carries the marker: all that was killed was found by its group.
+        assert_eq!(stop_task_leftovers(task.as_str()).await.unwrap(), 0);
+        for ((_, sleeper), name) in runs.iter_mut().zip(&names) {
+            // First the group: a group left with its process in it would make `wait` hang.
+            assert!(
+                TaskCgroup::open(&support, name).is_none(),
+                "group {name} is left"
+            );
+            assert!(sleeper.wait().is_ok());
+        }
+        assert!(
+            bystander.try_wait().unwrap().is_none(),
+            "another task's run was killed"
+        );
+        assert_eq!(other_group.pids().len(), 1);
+        other_group.remove().unwrap();
+        assert!(bystander.wait().is_ok());
     }
 }

@@ -14,6 +14,9 @@
 //! managed OpenCode server is recorded in a file under the data dir before it is spawned.
 //! Agents waiting in a pool belong to no task and live in memory only; their empty directories
 //! and the agents' homes a killed Handoff left are removed at the next start.
+//!
+//! Where instances share tasks, [`fence::RunFence`] is each server's dead man's switch: a
+//! keeper process that freezes the server's runs once the server stops renewing its deadline.
 
 mod acp;
 mod checks;
@@ -23,6 +26,7 @@ mod command;
 mod error;
 mod executor;
 pub mod faults;
+pub mod fence;
 mod input;
 mod isolation;
 mod json_lines;

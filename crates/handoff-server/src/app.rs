@@ -121,6 +121,9 @@ impl App {
         let (executors, opencode, acp) = (started.registry, started.opencode, started.acp);
         let pool_metrics = PoolMetrics::register(&mut metrics, acp.clone());
         let engine = Engine::new(config.clone(), store.tasks(), executors, engine_metrics)?;
+        if store.tasks().is_shared() {
+            start_run_fence(&engine);
+        }
         let crate::integrations::Started {
             integrations,
             follow_ups,
@@ -313,8 +316,9 @@ fn report_executors(
     status.set_component("executors", default_ready, summary);
 }
 
-/// Follows the store's write health into the `store` component until the engine stops: a
-/// failed write marks it, a probe write that succeeds clears it.
+/// Follows the store's liveness and write health into the `store` component until the engine
+/// stops: a failed liveness probe or write marks it, an answered probe (and, after failed
+/// writes, a probe write that succeeds) clears it.
 fn watch_store(
     app: &App,
     store: crate::store::OpenStore,
@@ -324,14 +328,10 @@ fn watch_store(
     let engine = app.engine.clone();
     tokio::spawn(crate::store_health::follow(
         faults,
-        move || {
-            let store = store.clone();
-            // A failure is recorded by the store itself; the next probe tries again.
-            async move { store.probe_writes().await }
-        },
+        store,
         app.status.clone(),
         described,
-        crate::store_health::PROBE_EVERY,
+        crate::store_health::Cadence::SERVER,
         async move { engine.stopped().await },
     ));
 }
@@ -459,4 +459,21 @@ fn build_pipeline(
         .failure_rate(Arc::new(SubmissionRateForFailures::new(engine.clone())))
         .build();
     Ok(pipeline)
+}
+
+/// Starts the run keeper that freezes this instance's runs from outside when the server itself
+/// is stopped past its leases (a shared store only). Without it the runs are still frozen from
+/// inside while the server runs; a stopped server's runs are not.
+fn start_run_fence(engine: &Engine) {
+    let Some(launcher) = crate::isolation::launcher() else {
+        tracing::error!("no isolation launcher: runs are not fenced while this server is stopped");
+        return;
+    };
+    match handoff_runner::fence::RunFence::spawn(&launcher) {
+        Ok(fence) => engine.use_run_fence(fence),
+        Err(e) => tracing::error!(
+            error = %e,
+            "could not start the run keeper: runs are not fenced while this server is stopped"
+        ),
+    }
 }

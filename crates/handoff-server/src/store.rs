@@ -1,6 +1,6 @@
 //! Which task store this instance uses: the embedded SQLite database in the data dir (the
 //! default), or PostgreSQL when `store.url` names one. The rest of the server sees only the
-//! store traits, the write-fault watch and the probe.
+//! store traits, the write-fault watch and the probes.
 
 use std::sync::Arc;
 
@@ -99,6 +99,27 @@ impl OpenStore {
             Self::Sqlite(s) => s.probe_writes().await,
             Self::Postgres(s) => s.probe_writes().await,
         };
+    }
+
+    /// Whether the store answers (PostgreSQL: `SELECT 1`, which also lets the store refuse
+    /// calls at once while it does not; SQLite: one small read); else why not, without the
+    /// database's address or credentials.
+    pub(crate) async fn probe_reachable(&self) -> Result<(), String> {
+        let probed = match self {
+            Self::Sqlite(s) => s.probe_reachable().await,
+            Self::Postgres(s) => s.probe_reachable().await,
+        };
+        probed.map_err(|e| e.unreachable_cause().unwrap_or_else(|| e.to_string()))
+    }
+}
+
+impl crate::store_health::StoreProbe for OpenStore {
+    async fn reachable(&self) -> Result<(), String> {
+        self.probe_reachable().await
+    }
+
+    async fn write(&self) {
+        self.probe_writes().await;
     }
 }
 

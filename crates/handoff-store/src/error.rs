@@ -102,3 +102,39 @@ fn unreachable_database(db: &dyn sqlx::error::DatabaseError) -> bool {
     }
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_errors_of_reaching_the_store_are_unreachable() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let unreachable = [
+            StoreError::Database(sqlx::Error::Io(refused)),
+            StoreError::Database(sqlx::Error::PoolTimedOut),
+            StoreError::Database(sqlx::Error::PoolClosed),
+            StoreError::Database(sqlx::Error::Protocol("unexpected message".into())),
+            StoreError::Unreachable("no answer within 1000 ms".into()),
+        ];
+        for error in &unreachable {
+            assert!(error.is_unreachable(), "{error}");
+        }
+        let refusals = [
+            StoreError::Database(sqlx::Error::RowNotFound),
+            StoreError::Fenced { task: "t".into() },
+            StoreError::TooLarge("too big".into()),
+            StoreError::Corrupt {
+                table: "tasks",
+                message: "bad".into(),
+            },
+        ];
+        for error in &refusals {
+            assert!(!error.is_unreachable(), "{error}");
+        }
+        assert_eq!(
+            unreachable[4].unreachable_cause().as_deref(),
+            Some("no answer within 1000 ms")
+        );
+    }
+}

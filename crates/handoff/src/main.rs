@@ -65,8 +65,20 @@ fn main() -> ExitCode {
 }
 
 /// `handoff isolate outer|inner <spec> -- <argv…>`: applies the confinement and becomes the
-/// agent; only returns (126) when that fails.
+/// agent; only returns (126) when that fails. `handoff isolate keeper [<pid>]`: the run
+/// fence's keeper, until its stdin closes.
 fn isolate(args: &[std::ffi::OsString]) -> ExitCode {
+    if let Some((mode, rest)) = args.split_first()
+        && mode == "keeper"
+    {
+        return match handoff_isolation::keeper::run(rest) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("handoff isolate keeper: {error}");
+                ExitCode::from(126)
+            }
+        };
+    }
     match handoff_isolation::launch::run(args) {
         Ok(never) => match never {},
         Err(error) => {

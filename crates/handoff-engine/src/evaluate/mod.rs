@@ -57,7 +57,7 @@ pub(crate) async fn verify(
     // B1: only a turn that ended normally is evaluated.
     if settings.policy == CompletionPolicy::None || finish.status != TaskStatus::Completed {
         release(executor, state.as_ref()).await;
-        if settings.policy != CompletionPolicy::None {
+        if settings.policy != CompletionPolicy::None && !finish.is_lost() {
             // A coder the loop guard stopped on its first turn is concluded stuck.
             interrupted::record_interrupted(inner, task, (1, (0, None)), &finish, true).await?;
         }
@@ -388,6 +388,7 @@ pub(crate) async fn resume(
 pub(crate) fn continuable_spec(inner: &EngineState, task: &Task, prompt: &str) -> RunSpec {
     RunSpec {
         task_id: task.id.clone(),
+        attempt: task.fence,
         prompt: prompt.to_owned(),
         workdir: std::path::PathBuf::from(&task.workdir),
         preset_rules: Some(inner.policy.preset_for(task)),

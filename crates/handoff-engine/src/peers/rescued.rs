@@ -10,11 +10,11 @@ use crate::{EngineError, state::EngineState};
 
 /// Takes the commands waiting about task `id`; the reason of a cancel among them, if any.
 /// Each is answered once the rescuer's decision is written ([`answer_rescued`]).
-pub(crate) async fn take_rescued(
-    state: &EngineState,
-    id: &TaskId,
-) -> Result<Rescued, EngineError> {
-    let taken = state.store.take_task_commands(id, unix_millis_now()).await?;
+pub(crate) async fn take_rescued(state: &EngineState, id: &TaskId) -> Result<Rescued, EngineError> {
+    let taken = state
+        .store
+        .take_task_commands(id, unix_millis_now())
+        .await?;
     let mut rescued = Rescued {
         taken: Vec::with_capacity(taken.len()),
         cancel: None,
@@ -52,7 +52,11 @@ pub(crate) async fn answer_rescued(state: &EngineState, rescued: &Rescued, cance
         let Ok(text) = serde_json::to_string(&reply) else {
             continue;
         };
-        if let Err(e) = state.store.reply_command(*id, &text, unix_millis_now()).await {
+        if let Err(e) = state
+            .store
+            .reply_command(*id, &text, unix_millis_now())
+            .await
+        {
             tracing::warn!(command = id, error = %e, "could not answer a rescued command");
         }
     }

@@ -211,6 +211,7 @@ impl Supervisor {
             }
         }
         self.give_up_deferred();
+        self.release_run();
     }
 
     async fn handle(&mut self, msg: Msg) {
@@ -228,6 +229,7 @@ impl Supervisor {
                 control,
                 capabilities,
             } => {
+                self.guard_run(control.as_ref());
                 self.control = Some(control);
                 self.capabilities = capabilities;
                 self.phase = Phase::Live;
@@ -306,9 +308,7 @@ impl Supervisor {
     pub(super) fn decide_stop(&mut self, reason: StopReason) {
         let grace = match reason {
             // Another instance may run the task already: not a moment beside it.
-            _ if self.no_grace
-                || matches!(reason, StopReason::Lost | StopReason::LeaseLapsed) =>
-            {
+            _ if self.no_grace || matches!(reason, StopReason::Lost | StopReason::LeaseLapsed) => {
                 Duration::ZERO
             }
             // Counted inside the deadline: the kill must land on it.

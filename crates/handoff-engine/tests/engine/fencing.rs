@@ -76,7 +76,14 @@ async fn a_frozen_run_whose_task_was_taken_over_is_killed() {
     let stall = gates.stall_heartbeats().await;
     expect(&mut run.calls, Kind::Pause).await;
     // Another instance takes the lease over once it ran out, while this one cannot renew.
-    let until = other.get_task(&id).await.unwrap().unwrap().lease.unwrap().until;
+    let until = other
+        .get_task(&id)
+        .await
+        .unwrap()
+        .unwrap()
+        .lease
+        .unwrap()
+        .until;
     tokio::time::sleep_until(
         tokio::time::Instant::now()
             + std::time::Duration::from_millis(
@@ -130,9 +137,17 @@ async fn an_instance_declared_lost_kills_its_runs_and_writes_nothing_about_them(
     let after = other.get_task(&id).await.unwrap().unwrap();
     assert_eq!(after.status, TaskStatus::Running, "{:?}", after.error);
     assert_eq!(after.fence, before.fence);
-    assert_eq!(after.lease.map(|l| l.owner), Some(old), "left to the rescuer");
+    assert_eq!(
+        after.lease.map(|l| l.owner),
+        Some(old),
+        "left to the rescuer"
+    );
     let (later, _) = other.events(&id, 0, 1_000).await.unwrap();
-    assert_eq!(later.len(), events.len(), "nothing written about the lost run");
+    assert_eq!(
+        later.len(),
+        events.len(),
+        "nothing written about the lost run"
+    );
     let registered = other.instances().await.unwrap();
     assert!(
         registered

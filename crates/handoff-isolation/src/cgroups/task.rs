@@ -32,7 +32,8 @@ pub struct TaskCgroup {
 
 impl TaskCgroup {
     /// Creates the task's group `name` in every hierarchy its limits, freezing and killing
-    /// need, and writes the limits. A group left by a crash under the same name is reused.
+    /// need, and writes the limits. A group left by a crash under the same name is reused: the
+    /// name must be of one run only (see [`crate::Isolator::prepare`]).
     pub fn create(
         support: &CgroupSupport,
         name: &str,
@@ -124,6 +125,18 @@ impl TaskCgroup {
         })
     }
 
+    /// The names of every group that exists (in any hierarchy), whoever created it: how
+    /// groups are found that no record names (the runs of a task, left by a dead Handoff).
+    pub fn names(support: &CgroupSupport) -> BTreeSet<String> {
+        let mounts = support.v1.values().chain(support.v2.iter());
+        mounts
+            .filter_map(|mount| std::fs::read_dir(mount.join(PARENT)).ok())
+            .flat_map(|entries| entries.flatten())
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .collect()
+    }
+
     fn write_limits(&self, limits: &Limits) -> Result<(), IsolationError> {
         for (hierarchy, dir) in &self.dirs {
             let v2 = matches!(hierarchy, Hierarchy::V2(_));
@@ -203,6 +216,14 @@ impl TaskCgroup {
             Hierarchy::V1(c, _) if c == controller => Some(dir.as_path()),
             _ => None,
         })
+    }
+
+    /// The directory whose freezer stops the whole group (cgroup2's, else the v1 freezer's):
+    /// what a process outside Handoff (the keeper) writes to freeze the run.
+    pub fn freezer_dir(&self) -> Option<PathBuf> {
+        self.v2()
+            .or_else(|| self.v1("freezer"))
+            .map(Path::to_path_buf)
     }
 
     /// Stops every process of the task; returns once the kernel says they are frozen.

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{CANCEL_GRACE, driver::Shared, protocol};
-use crate::{Decision, InputAnswer, InputRequest, RunControl, RunnerError};
+use crate::{Decision, InputAnswer, InputRequest, RunControl, RunnerError, fence::FenceTarget};
 
 /// The [`RunControl`] of one ACP run.
 pub(crate) struct AcpControl {
@@ -57,6 +57,10 @@ impl RunControl for AcpControl {
             }
         }
         self.shared.process.cancel(grace).await
+    }
+
+    fn fence_target(&self) -> Option<FenceTarget> {
+        self.shared.process.fence_target()
     }
 
     async fn answer(

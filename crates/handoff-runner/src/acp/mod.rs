@@ -76,7 +76,8 @@ impl Launcher {
         let Some(homes) = &self.homes else {
             return self.process.spawn(spec).await;
         };
-        let dir = homes.open(spec.task_id.as_str(), home).await?;
+        // The run's own: an earlier run of the task (its instance lost) removes only its home.
+        let dir = homes.open(&spec.run_name(), home).await?;
         match homes.confine(&self.process, &dir).spawn(spec).await {
             Ok(mut spawned) => {
                 spawned.state[home::STATE_KEY] = serde_json::json!(dir);

@@ -255,7 +255,8 @@ impl Pool {
     async fn start_agent(&self) -> Result<Claim, String> {
         let first = Arc::clone(&self.warmed).lock_owned().await;
         let first = (!*first).then_some(first);
-        // Its cgroup and its processes' marker carry an id no task has.
+        // Its cgroup, home and processes' marker carry an id no task has, new for each agent:
+        // the run that claims it has a group no other run (of its task or another) shares.
         let slot = TaskId::generate().map_err(|e| e.to_string())?;
         let workdir = self.settings.root.join(format!(
             "{DIR_PREFIX}{}-{}",
@@ -267,6 +268,7 @@ impl Pool {
             .map_err(|e| format!("could not create {}: {e}", workdir.display()))?;
         let spec = RunSpec {
             task_id: slot,
+            attempt: 0,
             prompt: protocol::initialize(),
             workdir: workdir.clone(),
             preset_rules: None,

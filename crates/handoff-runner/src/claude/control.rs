@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::{INTERRUPT_GRACE, driver::Shared, user_line};
-use crate::{Decision, InputAnswer, InputRequest, RunControl, RunnerError};
+use crate::{Decision, InputAnswer, InputRequest, RunControl, RunnerError, fence::FenceTarget};
 
 /// The [`RunControl`] of one Claude Code run.
 pub(crate) struct ClaudeControl {
@@ -49,6 +49,10 @@ impl RunControl for ClaudeControl {
             tokio::time::sleep(INTERRUPT_GRACE).await;
         }
         self.shared.process.cancel(grace).await
+    }
+
+    fn fence_target(&self) -> Option<FenceTarget> {
+        self.shared.process.fence_target()
     }
 
     async fn answer(

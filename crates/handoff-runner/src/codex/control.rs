@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{INTERRUPT_GRACE, driver::Shared, protocol};
-use crate::{Decision, InputAnswer, InputKind, InputRequest, RunControl, RunnerError};
+use crate::{
+    Decision, InputAnswer, InputKind, InputRequest, RunControl, RunnerError, fence::FenceTarget,
+};
 
 /// The [`RunControl`] of one Codex run.
 pub(crate) struct CodexControl {
@@ -52,6 +54,10 @@ impl RunControl for CodexControl {
             }
         }
         self.shared.process.cancel(grace).await
+    }
+
+    fn fence_target(&self) -> Option<FenceTarget> {
+        self.shared.process.fence_target()
     }
 
     async fn answer(

@@ -22,7 +22,7 @@ use tokio::{
 
 use super::{MessageFormat, NAME, confine::Confinement};
 use crate::process::GONE_TIMEOUT;
-use crate::{RunControl, RunnerError};
+use crate::{RunControl, RunnerError, fence::FenceTarget};
 
 /// A stdin write that takes longer means the process stopped reading and the pipe is full.
 const STDIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -288,6 +288,19 @@ impl RunControl for CommandControl {
             tracing::warn!(pgid = %shared.pgid, "cancelled process group did not end in time");
         }
         Ok(())
+    }
+
+    fn fence_target(&self) -> Option<FenceTarget> {
+        let confinement = &self.shared.confinement;
+        // A container's processes live in the engine's cgroup, out of reach of both handles;
+        // and once the group is gone its id may name someone else's.
+        if confinement.container.is_some() || !self.shared.running() {
+            return None;
+        }
+        Some(FenceTarget {
+            pgid: Some(self.shared.pgid()),
+            cgroup: confinement.cgroup.as_ref().and_then(|c| c.freezer_dir()),
+        })
     }
 }
 

@@ -170,6 +170,7 @@ impl CommandExecutor {
         confined_command(
             self.config.isolation.as_ref(),
             spec.task_id.as_str(),
+            &spec.run_name(),
             &spec.workdir,
             argv,
             &self.config.env,
@@ -238,10 +239,8 @@ impl CommandExecutor {
         // The channel is fresh and the receiver is still here, so this cannot block or fail.
         let _ = tx.send(RunEvent::Event(started)).await;
 
-        let cgroup_name = confined
-            .cgroup
-            .as_ref()
-            .map(|_| spec.task_id.as_str().to_owned());
+        // Recorded so that abandoning stops this run's group, whatever the task's later runs use.
+        let cgroup_name = confined.cgroup.as_ref().map(|_| spec.run_name());
         let shared = Arc::new(Shared::new(
             pid,
             child.stdin.take(),
@@ -283,7 +282,8 @@ impl CommandExecutor {
 }
 
 /// Kills what is left of a run recorded as `{pgid, start_time, cgroup}`: its whole cgroup when
-/// it had one (named by the task, so it cannot be someone else's), else its process group.
+/// it had one (named by the run, so it cannot be another run's — also not a later run of the
+/// same task; rows older than that name the task), else its process group.
 pub(crate) async fn abandon_state(state: &Value) -> Result<(), RunnerError> {
     if let Some(name) = state
         .get("cgroup")
@@ -335,11 +335,13 @@ fn substitute(template: &str, values: &[(&str, &str)]) -> String {
     out
 }
 
-/// The command for `argv` in task `name`'s directory: confined by `isolation` when given, else
-/// in its own process group. `env` is added to what the isolation lets through.
+/// The command for `argv` of task `task_id` in its directory: confined by `isolation` when
+/// given (in cgroup `run`, a name of this run's own), else in its own process group. `env` is
+/// added to what the isolation lets through.
 pub(crate) fn confined_command(
     isolation: Option<&crate::Isolation>,
-    name: &str,
+    task_id: &str,
+    run: &str,
     workdir: &std::path::Path,
     argv: &[String],
     extra_env: &[(String, String)],
@@ -349,7 +351,7 @@ pub(crate) fn confined_command(
     // recorded (see `leftovers`).
     let mut env = vec![
         ("PWD".to_owned(), workdir.display().to_string()),
-        (crate::TASK_ID_ENV.to_owned(), name.to_owned()),
+        (crate::TASK_ID_ENV.to_owned(), task_id.to_owned()),
     ];
     env.extend(extra_env.iter().cloned());
     let Some(isolation) = isolation else {
@@ -360,7 +362,7 @@ pub(crate) fn confined_command(
             .process_group(0);
         return Ok((command, Confinement::default()));
     };
-    let prepared = isolation.prepare(name, workdir, argv, &env)?;
+    let prepared = isolation.prepare(run, workdir, argv, &env)?;
     let mut command = Command::new(&prepared.program);
     command.args(&prepared.args);
     if prepared.env_clear {

@@ -28,6 +28,7 @@ fn sh(script: &str) -> CommandExecutor {
 fn spec(dir: &TempDir, prompt: &str) -> RunSpec {
     RunSpec {
         task_id: TaskId::generate().unwrap(),
+        attempt: 1,
         prompt: prompt.to_owned(),
         workdir: dir.path().to_path_buf(),
         preset_rules: None,

@@ -391,7 +391,10 @@ pub async fn a_takeover_needs_an_expired_lease_and_beats_a_late_renewal<S: Confo
         None,
         "a lease running until 5 000 has not run out before 5 000"
     );
-    assert_eq!(owner.heartbeat("inst-old", 5_500, 8_000).await.unwrap(), Some(1));
+    assert_eq!(
+        owner.heartbeat("inst-old", 5_500, 8_000).await.unwrap(),
+        Some(1)
+    );
     assert_eq!(
         store
             .take_over(&task.id, "inst-old", 7_000, &lease("inst-new", 9_000))

@@ -24,9 +24,7 @@ async fn next_signal(signals: &mut broadcast::Receiver<StoreSignal>) -> StoreSig
 /// A command is withdrawn only while nobody took it: withdrawn, no holder ever finds it; taken
 /// first, the withdrawal fails and the answer still comes. The instance that takes a task over
 /// takes the commands still waiting about it, whoever they were posted to.
-pub async fn commands_are_withdrawn_or_taken_never_both<S: ConformanceStore + PeerStore>(
-    store: S,
-) {
+pub async fn commands_are_withdrawn_or_taken_never_both<S: ConformanceStore + PeerStore>(store: S) {
     let holder = store.another_instance();
     let task = TaskId::generate().unwrap();
     let other = TaskId::generate().unwrap();
@@ -49,7 +47,14 @@ pub async fn commands_are_withdrawn_or_taken_never_both<S: ConformanceStore + Pe
         .post_command(&task, "instance-b", r#"{"command":"resume"}"#, 1_002)
         .await
         .unwrap();
-    assert_eq!(holder.take_commands("instance-b", 1_003).await.unwrap().len(), 1);
+    assert_eq!(
+        holder
+            .take_commands("instance-b", 1_003)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert!(!store.withdraw_command(taken).await.unwrap(), "taken first");
 
     let cancel = store
@@ -62,10 +67,23 @@ pub async fn commands_are_withdrawn_or_taken_never_both<S: ConformanceStore + Pe
         .unwrap();
     let rescued = holder.take_task_commands(&task, 1_006).await.unwrap();
     assert_eq!(rescued.iter().map(|c| c.id).collect::<Vec<_>>(), [cancel]);
-    assert!(holder.take_task_commands(&task, 1_007).await.unwrap().is_empty());
-    assert!(!store.withdraw_command(cancel).await.unwrap(), "taken by the rescuer");
+    assert!(
+        holder
+            .take_task_commands(&task, 1_007)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        !store.withdraw_command(cancel).await.unwrap(),
+        "taken by the rescuer"
+    );
     assert_eq!(
-        holder.take_commands("instance-b", 1_008).await.unwrap().len(),
+        holder
+            .take_commands("instance-b", 1_008)
+            .await
+            .unwrap()
+            .len(),
         1,
         "the other task's command is still its holder's"
     );

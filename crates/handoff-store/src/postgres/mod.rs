@@ -40,10 +40,7 @@ use tokio::sync::watch;
 use crate::{
     ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, InstanceRecord,
     InstanceStore, InstanceSummary, LeaseGrant, NewArtifact, StatusChange, StoreError, TaskFilter,
-    TaskPage, TaskStore, WorkspaceStore,
-    fence::Held,
-    instances, repeats,
-    rows::StoredRow,
+    TaskPage, TaskStore, WorkspaceStore, fence::Held, instances, repeats, rows::StoredRow,
 };
 
 /// [`crate::fence::FENCE_OF`], holding the row against a takeover until the write commits.
@@ -164,10 +161,9 @@ impl PgStore {
             .connect_lazy_with(options);
         wait_for_server(&pool).await?;
         MIGRATOR.run(&pool).await?;
-        let sessions: i64 =
-            sqlx::query_scalar("SELECT current_setting('max_connections')::bigint")
-                .fetch_one(&pool)
-                .await?;
+        let sessions: i64 = sqlx::query_scalar("SELECT current_setting('max_connections')::bigint")
+            .fetch_one(&pool)
+            .await?;
         Ok(Self {
             pool,
             fault: Arc::new(watch::channel(None).0),
@@ -846,10 +842,8 @@ impl InstanceStore for PgStore {
 #[async_trait]
 impl ApprovalStore for PgStore {
     async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError> {
-        self.writing(async {
-            approvals::insert(&mut *self.pool.acquire().await?, approval).await
-        })
-        .await
+        self.writing(async { approvals::insert(&mut *self.pool.acquire().await?, approval).await })
+            .await
     }
 
     async fn approvals_for_task(

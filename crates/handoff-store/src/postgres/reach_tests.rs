@@ -103,8 +103,11 @@ async fn calls_fail_as_unreachable_within_the_acquire_timeout() {
     proxy.cut();
     let (read, took) = fails_unreachable(PROMPT, store.get_task(&task.id)).await;
     eprintln!("read failed after {took:?}: {read}");
-    let (write, took) =
-        fails_unreachable(PROMPT, store.insert_task(&new_task("agent-a", 0), None, ROOMY)).await;
+    let (write, took) = fails_unreachable(
+        PROMPT,
+        store.insert_task(&new_task("agent-a", 0), None, ROOMY),
+    )
+    .await;
     eprintln!("write failed after {took:?}: {write}");
     assert!(store.write_fault().is_some());
 
@@ -130,8 +133,11 @@ async fn a_failed_probe_refuses_calls_at_once_until_a_probe_succeeds() {
     let (read, _) = fails_unreachable(at_once, store.get_task(&task.id)).await;
     assert!(matches!(read, StoreError::Unreachable(_)), "{read}");
     let clone = store.clone();
-    let (write, _) =
-        fails_unreachable(at_once, clone.insert_task(&new_task("agent-a", 0), None, ROOMY)).await;
+    let (write, _) = fails_unreachable(
+        at_once,
+        clone.insert_task(&new_task("agent-a", 0), None, ROOMY),
+    )
+    .await;
     assert!(matches!(write, StoreError::Unreachable(_)), "{write}");
 
     proxy.restore();

@@ -200,6 +200,16 @@ impl SqliteStore {
         .await
     }
 
+    /// Checks that the database file can be read: one small read on the read pool. The
+    /// counterpart of [`crate::PgStore::probe_reachable`]; it records nothing (a local file
+    /// needs no refusing at once: its failures are immediate).
+    pub async fn probe_reachable(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT count(*) FROM store_probe")
+            .fetch_one(&self.read)
+            .await?;
+        Ok(())
+    }
+
     /// Runs one write, recording whether the storage took it.
     async fn writing<T>(
         &self,

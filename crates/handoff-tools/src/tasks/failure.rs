@@ -49,3 +49,31 @@ pub(super) fn tool_error(tool: &str, error: EngineError) -> ToolError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn an_unreachable_store_is_unavailable_with_its_retry_hint() {
+        let error = EngineError::Unreachable {
+            message: "the task store is unreachable: no answer within 1000 ms; retry in 2 s".into(),
+            retry_after: Duration::from_secs(2),
+        };
+        let mapped = tool_error("execute_task", error);
+        assert_eq!(mapped.code(), codes::UNAVAILABLE);
+        assert!(handoff_protocol::codes::is_retryable(mapped.code()));
+        let ToolError::Busy {
+            message,
+            retry_after,
+            ..
+        } = mapped
+        else {
+            panic!("{mapped:?}");
+        };
+        assert_eq!(retry_after, Some(Duration::from_secs(2)));
+        assert!(message.contains("no answer within 1000 ms"), "{message}");
+    }
+}

@@ -53,7 +53,8 @@ impl OwnCluster {
     fn pg_ctl(&self, args: &[&str]) {
         let pg_ctl = format!("{}/pg_ctl", self.get("PG_BIN"));
         // /proc/self belongs to the process's effective user.
-        let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+        let root =
+            std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
         let mut command = if root {
             let mut c = Command::new("runuser");
             c.args(["-u", "nobody", "--", &pg_ctl]);
