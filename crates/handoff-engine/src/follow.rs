@@ -43,7 +43,11 @@ pub(crate) async fn follow(
     {
         Ok(()) => false,
         Err(handoff_store::StoreError::Fenced { .. }) => true,
-        Err(e) => return Err(e.into()),
+        // A failing store costs a restart's re-attach, never the run being followed.
+        Err(e) => {
+            tracing::error!(task = %task.id, error = %e, "could not record where the run is");
+            false
+        }
     };
     let state = run.state.clone();
     let control: Arc<dyn RunControl> = Arc::from(run.control);
@@ -277,7 +281,10 @@ async fn own_diff(
         Some(Err(e)) => format!("could not compute the diff: {e}"),
         None => "the diff was abandoned: the task was stopped while it was computed".to_owned(),
     };
-    record_note(inner, task, note).await?;
+    // A failing store costs the note, not the run's outcome.
+    if let Err(e) = record_note(inner, task, note).await {
+        tracing::error!(task = %task.id, error = %e, "could not record why no diff was kept");
+    }
     Ok(None)
 }
 
@@ -288,7 +295,9 @@ async fn stop_for_budget(
     link: &RunLink,
     why: String,
 ) -> Result<(), EngineError> {
-    inner.record(&task.id, meter::stop_note(&why)).await?;
+    if let Err(e) = inner.record(&task.id, meter::stop_note(&why)).await {
+        tracing::error!(task = %task.id, error = %e, "could not record why the budget stopped the run");
+    }
     link.stop(StopReason::Budget(why)).await;
     Ok(())
 }

@@ -345,8 +345,13 @@ fn the_scale_benchmark_runs() {
     assert!(rows[0].starts_with("setup"), "{stdout}");
     assert!(rows[1].starts_with("SQLite, 1 instance"), "{stdout}");
     assert!(rows[2].starts_with("PostgreSQL, 2 instances"), "{stdout}");
-    assert!(
-        rows[2].trim_end().ends_with(" s"),
-        "a takeover time: {stdout}"
-    );
+    assert!(rows[2].contains(" s "), "a takeover time: {stdout}");
+    // The lock wait per submission, and each instance's share of the tasks.
+    let spread: Vec<f64> = rows[2]
+        .split_whitespace()
+        .filter_map(|w| w.strip_suffix('%'))
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert!((1..=2).contains(&spread.len()), "a share per instance that ran: {stdout}");
+    assert!((spread.iter().sum::<f64>() - 100.0).abs() <= 2.0, "{stdout}");
 }
