@@ -53,11 +53,14 @@ impl Supervisor {
         if self.user_paused {
             return;
         }
-        if let Err(e) = control.pause().await {
-            tracing::warn!(task = %self.task.id, error = %e, "could not freeze the run; stopping it");
-            self.decide_stop(StopReason::LeaseLapsed);
-        } else {
-            tracing::info!(task = %self.task.id, "run frozen: the lease lapsed");
+        match control.pause().await {
+            Ok(()) => tracing::info!(task = %self.task.id, "run frozen: the lease lapsed"),
+            // Its processes are gone: nothing is left to run beside a takeover.
+            Err(handoff_runner::RunnerError::Finished) => {}
+            Err(e) => {
+                tracing::warn!(task = %self.task.id, error = %e, "could not freeze the run; stopping it");
+                self.decide_stop(StopReason::LeaseLapsed);
+            }
         }
     }
 

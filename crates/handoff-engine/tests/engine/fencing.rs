@@ -2,13 +2,16 @@
 //! will, the scripted executor reports every pause, resume and cancel, and "another instance"
 //! is a second handle on the same file. A run freezes when its lease lapses and thaws when the
 //! lease is re-won; a run whose task was taken over meanwhile is killed; an instance declared
-//! lost kills its runs and writes nothing about them.
+//! lost kills its runs and writes nothing about them; a cancel left for a dead holder is
+//! honoured by the instance that takes its task over.
 
 use std::sync::Arc;
 
 use handoff_runner::Capabilities;
-use handoff_store::{InstanceStore, LeaseGrant, SqliteStore, TaskStore};
-use handoff_task::{TaskId, TaskStatus, unix_millis_now};
+use handoff_store::{
+    ClaimLimits, InstanceRecord, InstanceStore, LeaseGrant, PeerStore, SqliteStore, TaskStore,
+};
+use handoff_task::{NewTask, TaskId, TaskOptions, TaskStatus, unix_millis_now};
 
 use super::{
     gated::{GatedStore, Gates},
@@ -16,11 +19,12 @@ use super::{
     scripted::{Call, Calls, Kind, RunHandle},
 };
 
-/// Beats every 20 ms, leases of 200 ms: a lapse within a fraction of a second.
+/// Beats every 50 ms, leases of a second: a stalled beat lapses within a second, while a
+/// loaded machine's late beats do not.
 const FAST: [(&str, &str); 3] = [
-    ("HANDOFF_HEARTBEAT_MS", "20"),
-    ("HANDOFF_LEASE_EXPIRY_MS", "200"),
-    ("HANDOFF_CLOCK_SKEW_MS", "50"),
+    ("HANDOFF_HEARTBEAT_MS", "50"),
+    ("HANDOFF_LEASE_EXPIRY_MS", "1000"),
+    ("HANDOFF_CLOCK_SKEW_MS", "100"),
 ];
 
 /// An engine on a gated store posing as shared, running one task of the pausable fake that
@@ -155,4 +159,82 @@ async fn an_instance_declared_lost_kills_its_runs_and_writes_nothing_about_them(
             .any(|i| *i.instance.id == *rig.engine.instance_id()),
         "registered again"
     );
+}
+
+/// A cancel posted to a holder that died stays a durable intent: the instance that takes the
+/// task over takes the cancel with it and honours it — the task ends `cancelled`, although it
+/// opted in to re-running — and the waiting caller gets its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_waiting_for_a_lost_holder_is_honoured_by_the_instance_that_takes_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Arc::new(settings(&dir, &FAST));
+    let sqlite = SqliteStore::open(&config.database_path()).await.unwrap();
+    let other = SqliteStore::open(&config.database_path()).await.unwrap();
+    // A dead instance's running task, its lease run out, and a cancel posted to it.
+    let now = unix_millis_now();
+    other
+        .register_instance(&InstanceRecord {
+            id: "instance-dead".to_owned(),
+            host: "elsewhere".to_owned(),
+            pid: 1,
+            started: now - 10_000,
+            heartbeat: now - 10_000,
+            draining: false,
+        })
+        .await
+        .unwrap();
+    let task = NewTask {
+        id: TaskId::generate().unwrap(),
+        agent_id: super::common::agent("a"),
+        description: "do the work".to_owned(),
+        executor: super::scripted::NAME.to_owned(),
+        options: TaskOptions {
+            requeue_on_restart: true,
+            ..TaskOptions::default()
+        },
+        priority: 0,
+        workdir: dir.path().display().to_string(),
+        created_at: now,
+        idempotency_key: None,
+        metadata: serde_json::json!({}),
+        repeat_guard: None,
+    };
+    other.insert_task(&task, None, 10).await.unwrap();
+    let dead = LeaseGrant {
+        owner: "instance-dead".to_owned(),
+        until: now - 5_000,
+    };
+    let limits = ClaimLimits {
+        max_active: 10,
+        max_active_per_agent: 10,
+    };
+    other.claim(limits, now, Some(&dead)).await.unwrap().unwrap();
+    let cancel = other
+        .post_command(
+            &task.id,
+            "instance-dead",
+            r#"{"command":"cancel","reason":"no longer needed"}"#,
+            now,
+        )
+        .await
+        .unwrap();
+
+    let (store, gates) = GatedStore::new(sqlite);
+    gates.share();
+    let rig = rig_with(dir, config, store, Capabilities::default()).await;
+    rig.until_done(&task.id).await;
+
+    let done = other.get_task(&task.id).await.unwrap().unwrap();
+    assert_eq!(done.status, TaskStatus::Cancelled, "{:?}", done.error);
+    assert_eq!(done.error.as_deref(), Some("cancelled: no longer needed"));
+    let (events, _) = other.events(&task.id, 0, 1_000).await.unwrap();
+    assert!(
+        !events
+            .iter()
+            .skip(1)
+            .any(|e| e.data.get("to").and_then(|t| t.as_str()) == Some("queued")),
+        "re-queued although a cancel was waiting: {events:?}"
+    );
+    let reply = other.command_reply(cancel).await.unwrap();
+    assert_eq!(reply.as_deref(), Some(r#"{"reply":"stopping"}"#));
 }
