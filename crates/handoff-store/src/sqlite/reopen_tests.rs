@@ -46,7 +46,12 @@ fn nobody_runs_this_test(dir: &Path) {
     use std::os::unix::process::CommandExt;
     let nobody = nix::unistd::Uid::from_raw(NOBODY);
     nix::unistd::chown(dir, Some(nobody), None).unwrap();
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
+    // A copy `nobody` can reach: the checkout (and its target dir) may sit under a home only
+    // root may enter.
+    let exe = dir.join("store-tests");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(&exe)
         .args([
             "--exact",
             "sqlite::reopen_tests::a_write_after_the_file_was_read_only_reopens_the_writer",
