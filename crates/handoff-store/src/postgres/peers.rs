@@ -9,8 +9,11 @@ use handoff_task::TaskId;
 use sqlx::{PgPool, postgres::PgListener};
 use tokio::sync::{Notify, OnceCell, broadcast};
 
-use super::{PgStore, query, query_scalar};
-use crate::{PeerStore, PostedCommand, StoreError, StoreSignal, commands};
+use super::PgStore;
+use crate::backend::Backend;
+use crate::ops::commands;
+use crate::sql::Sql;
+use crate::{PeerStore, PostedCommand, StoreError, StoreSignal};
 
 /// The channel every instance listens on.
 const CHANNEL: &str = "handoff_signals";
@@ -107,7 +110,7 @@ fn decode(payload: &str) -> Option<StoreSignal> {
 
 /// Sends `payload` on the channel, as part of `conn`'s transaction (delivered at its commit).
 async fn notify(conn: &mut sqlx::PgConnection, payload: &str) -> Result<(), StoreError> {
-    query("SELECT pg_notify(?, ?)")
+    Sql::new("SELECT pg_notify(?, ?)")
         .bind(CHANNEL)
         .bind(payload)
         .execute(conn)
@@ -126,13 +129,7 @@ impl PeerStore for PgStore {
     ) -> Result<i64, StoreError> {
         self.writing(async {
             let mut tx = self.pool.begin().await?;
-            let id: i64 = query_scalar(commands::POST)
-                .bind(task.as_str())
-                .bind(target)
-                .bind(body)
-                .bind(at)
-                .fetch_one(&mut *tx)
-                .await?;
+            let id = commands::post(&mut *tx, task, target, body, at).await?;
             notify(&mut tx, &format!("p:{target}")).await?;
             tx.commit().await?;
             Ok(id)
@@ -142,12 +139,8 @@ impl PeerStore for PgStore {
 
     async fn take_commands(&self, target: &str, at: i64) -> Result<Vec<PostedCommand>, StoreError> {
         self.writing(async {
-            let rows = query(commands::TAKE)
-                .bind(at)
-                .bind(target)
-                .fetch_all(&self.pool)
-                .await?;
-            rows.iter().map(commands::from_row).collect()
+            let mut conn = self.writer().await?;
+            commands::take(&mut *conn, crate::commands::TAKE, target, at).await
         })
         .await
     }
@@ -158,39 +151,27 @@ impl PeerStore for PgStore {
         at: i64,
     ) -> Result<Vec<PostedCommand>, StoreError> {
         self.writing(async {
-            let rows = query(commands::TAKE_FOR_TASK)
-                .bind(at)
-                .bind(task.as_str())
-                .fetch_all(&self.pool)
-                .await?;
-            rows.iter().map(commands::from_row).collect()
+            let mut conn = self.writer().await?;
+            commands::take(
+                &mut *conn,
+                crate::commands::TAKE_FOR_TASK,
+                task.as_str(),
+                at,
+            )
+            .await
         })
         .await
     }
 
     async fn withdraw_command(&self, id: i64) -> Result<bool, StoreError> {
-        self.writing(async {
-            Ok(query(commands::WITHDRAW)
-                .bind(id)
-                .execute(&self.pool)
-                .await?
-                .rows_affected()
-                == 1)
-        })
-        .await
+        self.writing(async { commands::withdraw(&mut *self.writer().await?, id).await })
+            .await
     }
 
     async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError> {
         self.writing(async {
             let mut tx = self.pool.begin().await?;
-            let done = query(commands::REPLY)
-                .bind(reply)
-                .bind(at)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                == 1;
+            let done = commands::reply(&mut *tx, id, reply, at).await?;
             notify(&mut tx, &format!("r:{id}")).await?;
             tx.commit().await?;
             Ok(done)
@@ -199,30 +180,16 @@ impl PeerStore for PgStore {
     }
 
     async fn command_reply(&self, id: i64) -> Result<Option<String>, StoreError> {
-        let reply: Option<Option<String>> = query_scalar(commands::REPLY_OF)
-            .bind(id)
-            .fetch_optional(self.up()?)
-            .await?;
-        Ok(reply.flatten())
+        commands::reply_of(&mut *self.reader().await?, id).await
     }
 
     async fn ran_on(&self, id: &TaskId) -> Result<Option<String>, StoreError> {
-        let ran_on: Option<Option<String>> = query_scalar(commands::RAN_ON)
-            .bind(id.as_str())
-            .fetch_optional(self.up()?)
-            .await?;
-        Ok(ran_on.flatten())
+        commands::ran_on(&mut *self.reader().await?, id).await
     }
 
     async fn purge_commands(&self, before: i64) -> Result<u64, StoreError> {
-        self.writing(async {
-            Ok(query(commands::PURGE)
-                .bind(before)
-                .execute(&self.pool)
-                .await?
-                .rows_affected())
-        })
-        .await
+        self.writing(async { commands::purge(&mut *self.writer().await?, before).await })
+            .await
     }
 
     async fn broadcast(&self, body: &str) -> Result<(), StoreError> {

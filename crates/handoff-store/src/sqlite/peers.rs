@@ -6,7 +6,9 @@ use handoff_task::TaskId;
 use tokio::sync::broadcast;
 
 use super::SqliteStore;
-use crate::{PeerStore, PostedCommand, StoreError, StoreSignal, commands};
+use crate::backend::Backend;
+use crate::ops::commands;
+use crate::{PeerStore, PostedCommand, StoreError, StoreSignal};
 
 #[async_trait]
 impl PeerStore for SqliteStore {
@@ -19,13 +21,7 @@ impl PeerStore for SqliteStore {
     ) -> Result<i64, StoreError> {
         let id = self
             .writing(async {
-                Ok(sqlx::query_scalar(commands::POST)
-                    .bind(task.as_str())
-                    .bind(target)
-                    .bind(body)
-                    .bind(at)
-                    .fetch_one(&self.write)
-                    .await?)
+                commands::post(&mut *self.writer().await?, task, target, body, at).await
             })
             .await?;
         let _ = self.signals.send(StoreSignal::CommandPosted {
@@ -36,12 +32,8 @@ impl PeerStore for SqliteStore {
 
     async fn take_commands(&self, target: &str, at: i64) -> Result<Vec<PostedCommand>, StoreError> {
         self.writing(async {
-            let rows = sqlx::query(commands::TAKE)
-                .bind(at)
-                .bind(target)
-                .fetch_all(&self.write)
-                .await?;
-            rows.iter().map(commands::from_row).collect()
+            let mut conn = self.writer().await?;
+            commands::take(&mut *conn, crate::commands::TAKE, target, at).await
         })
         .await
     }
@@ -52,70 +44,42 @@ impl PeerStore for SqliteStore {
         at: i64,
     ) -> Result<Vec<PostedCommand>, StoreError> {
         self.writing(async {
-            let rows = sqlx::query(commands::TAKE_FOR_TASK)
-                .bind(at)
-                .bind(task.as_str())
-                .fetch_all(&self.write)
-                .await?;
-            rows.iter().map(commands::from_row).collect()
+            let mut conn = self.writer().await?;
+            commands::take(
+                &mut *conn,
+                crate::commands::TAKE_FOR_TASK,
+                task.as_str(),
+                at,
+            )
+            .await
         })
         .await
     }
 
     async fn withdraw_command(&self, id: i64) -> Result<bool, StoreError> {
-        self.writing(async {
-            Ok(sqlx::query(commands::WITHDRAW)
-                .bind(id)
-                .execute(&self.write)
-                .await?
-                .rows_affected()
-                == 1)
-        })
-        .await
+        self.writing(async { commands::withdraw(&mut *self.writer().await?, id).await })
+            .await
     }
 
     async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError> {
         let done = self
-            .writing(async {
-                Ok(sqlx::query(commands::REPLY)
-                    .bind(reply)
-                    .bind(at)
-                    .bind(id)
-                    .execute(&self.write)
-                    .await?
-                    .rows_affected()
-                    == 1)
-            })
+            .writing(async { commands::reply(&mut *self.writer().await?, id, reply, at).await })
             .await?;
         let _ = self.signals.send(StoreSignal::CommandReplied { id });
         Ok(done)
     }
 
     async fn command_reply(&self, id: i64) -> Result<Option<String>, StoreError> {
-        let reply: Option<Option<String>> = sqlx::query_scalar(commands::REPLY_OF)
-            .bind(id)
-            .fetch_optional(&self.read)
-            .await?;
-        Ok(reply.flatten())
+        commands::reply_of(&mut *self.reader().await?, id).await
     }
 
     async fn ran_on(&self, id: &TaskId) -> Result<Option<String>, StoreError> {
-        let ran_on: Option<Option<String>> = sqlx::query_scalar(commands::RAN_ON)
-            .bind(id.as_str())
-            .fetch_optional(&self.read)
-            .await?;
-        Ok(ran_on.flatten())
+        commands::ran_on(&mut *self.reader().await?, id).await
     }
 
     async fn purge_commands(&self, before: i64) -> Result<u64, StoreError> {
-        self.writing(async {
-            Ok(sqlx::query(commands::PURGE)
-                .bind(before)
-                .execute(&self.write)
-                .await?
-                .rows_affected())
-        })
-        .await
+        self.writing(async { commands::purge(&mut *self.writer().await?, before).await })
+            .await
     }
 
     async fn broadcast(&self, _body: &str) -> Result<(), StoreError> {
