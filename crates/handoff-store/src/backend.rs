@@ -13,9 +13,10 @@ use std::{
 
 use async_trait::async_trait;
 use handoff_task::{EventKind, NewTask, PendingInput, Task, TaskEvent, TaskId};
+use tokio::sync::broadcast;
 
 use crate::{
-    IdempotencyClaim, StoreError, TaskFilter, TaskPage,
+    IdempotencyClaim, StoreError, StoreSignal, TaskFilter, TaskPage,
     fence::Held,
     ops,
     rows::StoredRow,
@@ -73,6 +74,14 @@ pub(crate) trait Backend: Send + Sync + 'static {
     async fn writer(&self) -> Result<Self::Pooled, StoreError>;
     /// A connection for reads.
     async fn reader(&self) -> Result<Self::Pooled, StoreError>;
+    /// Queues `signal` for the other instances sharing the store, sent when `tx` commits.
+    async fn notify(tx: &mut Self::Tx, signal: &StoreSignal) -> Result<(), StoreError>;
+    /// This handle's own wake-up after a write that signalled committed.
+    fn notified(&self, signal: StoreSignal);
+    /// Tells every listening instance `body` ([`crate::PeerStore::broadcast`]).
+    async fn send_broadcast(&self, body: &str) -> Result<(), StoreError>;
+    /// The wake-ups from now on ([`crate::PeerStore::signals`]).
+    async fn subscribe(&self) -> Result<broadcast::Receiver<StoreSignal>, StoreError>;
     /// Takes or renews the rescuer's duty ([`crate::InstanceStore::rescuer_lock`]).
     async fn take_rescuer(&self, holder: &str, now: i64, until: i64) -> Result<bool, StoreError>;
 

@@ -1,7 +1,7 @@
-//! The store traits, implemented once for every [`crate::backend::Backend`] (both stores) —
-//! except [`crate::PeerStore`], whose wake-ups differ by dialect (each store's `peers`).
+//! The store traits, implemented once for every [`crate::backend::Backend`] (both stores).
 
 mod approvals;
 mod instances;
 mod integrations;
+mod peers;
 mod tasks;

@@ -53,10 +53,6 @@ impl Conn for PgConnection {
         Ok(query(sql).fetch_all(self).await?)
     }
 
-    async fn fetch_optional(&mut self, sql: Sql) -> Result<Option<PgRow>, StoreError> {
-        Ok(query(sql).fetch_optional(self).await?)
-    }
-
     async fn hold_claimed(&mut self, id: &str) -> Result<(), StoreError> {
         // Its events are numbered under its own lock (claims, then the task).
         locks::lock(self, locks::Scope::Task(id)).await

@@ -30,7 +30,7 @@ use sqlx::{
 use tokio::sync::watch;
 
 use crate::{
-    IdempotencyClaim, StoreError,
+    IdempotencyClaim, StoreError, StoreSignal,
     backend::{Backend, Scope},
     fence::Held,
     ops,
@@ -325,6 +325,23 @@ impl Backend for PgStore {
 
     async fn reader(&self) -> Result<Self::Pooled, StoreError> {
         Ok(self.up()?.acquire().await?)
+    }
+
+    async fn notify(tx: &mut Self::Tx, signal: &StoreSignal) -> Result<(), StoreError> {
+        peers::notify(tx, signal).await
+    }
+
+    fn notified(&self, _signal: StoreSignal) {
+        // This handle hears its own NOTIFY through its listener, like every other instance.
+    }
+
+    async fn send_broadcast(&self, body: &str) -> Result<(), StoreError> {
+        peers::broadcast(self, body).await
+    }
+
+    async fn subscribe(&self) -> Result<tokio::sync::broadcast::Receiver<StoreSignal>, StoreError> {
+        self.listener.start(&self.pool).await?;
+        Ok(self.listener.subscribe())
     }
 
     async fn take_rescuer(&self, holder: &str, now: i64, until: i64) -> Result<bool, StoreError> {

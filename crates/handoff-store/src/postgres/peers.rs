@@ -4,16 +4,13 @@
 
 use std::{sync::Arc, time::Duration};
 
-use async_trait::async_trait;
-use handoff_task::TaskId;
-use sqlx::{PgPool, postgres::PgListener};
+use sqlx::{PgConnection, PgPool, postgres::PgListener};
 use tokio::sync::{Notify, OnceCell, broadcast};
 
 use super::PgStore;
 use crate::backend::Backend;
-use crate::ops::commands;
 use crate::sql::Sql;
-use crate::{PeerStore, PostedCommand, StoreError, StoreSignal};
+use crate::{StoreError, StoreSignal};
 
 /// The channel every instance listens on.
 const CHANNEL: &str = "handoff_signals";
@@ -41,12 +38,17 @@ impl Default for Listener {
 }
 
 impl Listener {
+    /// The wake-ups from now on.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<StoreSignal> {
+        self.signals.subscribe()
+    }
+
     /// Ends the listening (the store closes).
     pub(super) fn stop(&self) {
         self.stop.notify_one();
     }
 
-    async fn start(&self, pool: &PgPool) -> Result<(), StoreError> {
+    pub(super) async fn start(&self, pool: &PgPool) -> Result<(), StoreError> {
         self.started
             .get_or_try_init(|| async {
                 let mut listener = PgListener::connect_with(pool).await?;
@@ -108,105 +110,39 @@ fn decode(payload: &str) -> Option<StoreSignal> {
     }
 }
 
-/// Sends `payload` on the channel, as part of `conn`'s transaction (delivered at its commit).
-async fn notify(conn: &mut sqlx::PgConnection, payload: &str) -> Result<(), StoreError> {
+/// A signal as a notification's payload (see [`decode`]).
+fn encode(signal: &StoreSignal) -> String {
+    match signal {
+        StoreSignal::CommandPosted { target } => format!("p:{target}"),
+        StoreSignal::CommandReplied { id } => format!("r:{id}"),
+        StoreSignal::Broadcast(text) => format!("b:{text}"),
+        StoreSignal::Missed => "m:".to_owned(),
+    }
+}
+
+/// Sends `signal` on the channel, as part of `conn`'s transaction (delivered at its commit).
+pub(super) async fn notify(
+    conn: &mut PgConnection,
+    signal: &StoreSignal,
+) -> Result<(), StoreError> {
     Sql::new("SELECT pg_notify(?, ?)")
         .bind(CHANNEL)
-        .bind(payload)
+        .bind(encode(signal))
         .execute(conn)
         .await?;
     Ok(())
 }
 
-#[async_trait]
-impl PeerStore for PgStore {
-    async fn post_command(
-        &self,
-        task: &TaskId,
-        target: &str,
-        body: &str,
-        at: i64,
-    ) -> Result<i64, StoreError> {
-        self.writing(async {
-            let mut tx = self.pool.begin().await?;
-            let id = commands::post(&mut *tx, task, target, body, at).await?;
-            notify(&mut tx, &format!("p:{target}")).await?;
-            tx.commit().await?;
-            Ok(id)
-        })
-        .await
+/// See [`crate::PeerStore::broadcast`].
+pub(super) async fn broadcast(store: &PgStore, body: &str) -> Result<(), StoreError> {
+    if body.len() > MAX_BROADCAST {
+        return Err(StoreError::TooLarge(format!(
+            "a broadcast holds at most {MAX_BROADCAST} bytes, not {}",
+            body.len()
+        )));
     }
-
-    async fn take_commands(&self, target: &str, at: i64) -> Result<Vec<PostedCommand>, StoreError> {
-        self.writing(async {
-            let mut conn = self.writer().await?;
-            commands::take(&mut *conn, crate::commands::TAKE, target, at).await
-        })
-        .await
-    }
-
-    async fn take_task_commands(
-        &self,
-        task: &TaskId,
-        at: i64,
-    ) -> Result<Vec<PostedCommand>, StoreError> {
-        self.writing(async {
-            let mut conn = self.writer().await?;
-            commands::take(
-                &mut *conn,
-                crate::commands::TAKE_FOR_TASK,
-                task.as_str(),
-                at,
-            )
-            .await
-        })
-        .await
-    }
-
-    async fn withdraw_command(&self, id: i64) -> Result<bool, StoreError> {
-        self.writing(async { commands::withdraw(&mut *self.writer().await?, id).await })
-            .await
-    }
-
-    async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError> {
-        self.writing(async {
-            let mut tx = self.pool.begin().await?;
-            let done = commands::reply(&mut *tx, id, reply, at).await?;
-            notify(&mut tx, &format!("r:{id}")).await?;
-            tx.commit().await?;
-            Ok(done)
-        })
-        .await
-    }
-
-    async fn command_reply(&self, id: i64) -> Result<Option<String>, StoreError> {
-        commands::reply_of(&mut *self.reader().await?, id).await
-    }
-
-    async fn ran_on(&self, id: &TaskId) -> Result<Option<String>, StoreError> {
-        commands::ran_on(&mut *self.reader().await?, id).await
-    }
-
-    async fn purge_commands(&self, before: i64) -> Result<u64, StoreError> {
-        self.writing(async { commands::purge(&mut *self.writer().await?, before).await })
-            .await
-    }
-
-    async fn broadcast(&self, body: &str) -> Result<(), StoreError> {
-        if body.len() > MAX_BROADCAST {
-            return Err(StoreError::TooLarge(format!(
-                "a broadcast holds at most {MAX_BROADCAST} bytes, not {}",
-                body.len()
-            )));
-        }
-        let mut conn = self.up()?.acquire().await?;
-        notify(&mut conn, &format!("b:{body}")).await
-    }
-
-    async fn signals(&self) -> Result<broadcast::Receiver<StoreSignal>, StoreError> {
-        self.listener.start(&self.pool).await?;
-        Ok(self.listener.signals.subscribe())
-    }
+    let mut conn = store.reader().await?;
+    notify(&mut conn, &StoreSignal::Broadcast(body.to_owned())).await
 }
 
 #[cfg(test)]

@@ -120,8 +120,11 @@ pub(crate) trait Conn: Send {
     async fn execute(&mut self, sql: Sql) -> Result<u64, StoreError>;
     /// Runs a statement; its rows.
     async fn fetch_all(&mut self, sql: Sql) -> Result<Vec<Self::Row>, StoreError>;
-    /// Runs a statement; its first row, if any.
-    async fn fetch_optional(&mut self, sql: Sql) -> Result<Option<Self::Row>, StoreError>;
+    /// Runs a statement; its first row, if any (the statements fetched so return one row at
+    /// most: a key's row, a `LIMIT 1`, one `RETURNING` row).
+    async fn fetch_optional(&mut self, sql: Sql) -> Result<Option<Self::Row>, StoreError> {
+        Ok(self.fetch_all(sql).await?.into_iter().next())
+    }
     /// Holds the task a claim picked for the rest of the transaction (before its events are
     /// numbered), where the dialect needs more than the claim's own serialization.
     async fn hold_claimed(&mut self, id: &str) -> Result<(), StoreError>;

@@ -52,10 +52,6 @@ impl Conn for SqliteConnection {
         Ok(query(sql).fetch_all(self).await?)
     }
 
-    async fn fetch_optional(&mut self, sql: Sql) -> Result<Option<SqliteRow>, StoreError> {
-        Ok(query(sql).fetch_optional(self).await?)
-    }
-
     async fn hold_claimed(&mut self, _id: &str) -> Result<(), StoreError> {
         Ok(())
     }

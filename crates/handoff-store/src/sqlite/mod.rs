@@ -22,7 +22,6 @@
 mod conn;
 mod health;
 mod inline;
-mod peers;
 mod small;
 
 use std::{future::Future, path::Path, time::Duration};
@@ -40,7 +39,7 @@ use tokio::sync::watch;
 use self::{health::WriteHealth, inline::InlineReads};
 
 use crate::{
-    IdempotencyClaim, StoreError, TaskFilter, TaskPage,
+    IdempotencyClaim, StoreError, StoreSignal, TaskFilter, TaskPage,
     backend::{Backend, Scope},
     fence::Held,
     ops,
@@ -294,6 +293,23 @@ impl Backend for SqliteStore {
 
     async fn reader(&self) -> Result<Self::Pooled, StoreError> {
         Ok(self.read.acquire().await?)
+    }
+
+    async fn notify(_tx: &mut Self::Tx, _signal: &StoreSignal) -> Result<(), StoreError> {
+        // No other instance shares the file: the wake-ups are this handle's own.
+        Ok(())
+    }
+
+    fn notified(&self, signal: StoreSignal) {
+        let _ = self.signals.send(signal);
+    }
+
+    async fn send_broadcast(&self, _body: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn subscribe(&self) -> Result<tokio::sync::broadcast::Receiver<StoreSignal>, StoreError> {
+        Ok(self.signals.subscribe())
     }
 
     async fn take_rescuer(
