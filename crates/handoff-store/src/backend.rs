@@ -15,6 +15,13 @@ use async_trait::async_trait;
 use handoff_task::{EventKind, NewTask, PendingInput, Task, TaskEvent, TaskId};
 use tokio::sync::broadcast;
 
+/// A transaction of `B`'s database.
+pub(crate) type Tx<B> = sqlx::Transaction<'static, <B as Backend>::Db>;
+/// A pooled connection of `B`'s database.
+pub(crate) type Pooled<B> = sqlx::pool::PoolConnection<<B as Backend>::Db>;
+/// A connection of `B`'s database.
+pub(crate) type ConnOf<B> = <<B as Backend>::Db as sqlx::Database>::Connection;
+
 use crate::{
     IdempotencyClaim, StoreError, StoreSignal, TaskFilter, TaskPage,
     fence::Held,
@@ -42,12 +49,8 @@ pub(crate) enum Scope<'a> {
 /// A store's transactions, connections and write bookkeeping.
 #[async_trait]
 pub(crate) trait Backend: Send + Sync + 'static {
-    /// A connection.
-    type Conn: Conn;
-    /// A transaction on one.
-    type Tx: DerefMut<Target = Self::Conn> + Send;
-    /// A connection out of a pool.
-    type Pooled: DerefMut<Target = Self::Conn> + Send;
+    /// The database; its connections run the operations.
+    type Db: sqlx::Database<Connection: Conn>;
     /// Whether several instances may share the store ([`crate::InstanceStore::is_shared`]).
     const SHARED: bool;
 
@@ -58,24 +61,22 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Records whether a write went through.
     fn after_write<T>(&self, result: &Result<T, StoreError>);
     /// A write transaction serialized with the writes `scope` conflicts with.
-    async fn begin(&self, scope: Scope<'_>) -> Result<Self::Tx, StoreError>;
+    async fn begin(&self, scope: Scope<'_>) -> Result<Tx<Self>, StoreError>;
     /// A submission's write transaction (its keys and the backlog cap serialized).
     async fn begin_insert(
         &self,
         task: &NewTask,
         idempotency: Option<&IdempotencyClaim>,
         max_queued: u32,
-    ) -> Result<Self::Tx, StoreError>;
+    ) -> Result<Tx<Self>, StoreError>;
     /// A read-only transaction: one snapshot for several reads.
-    async fn snapshot(&self) -> Result<Self::Tx, StoreError>;
-    /// Commits a transaction.
-    async fn commit(tx: Self::Tx) -> Result<(), StoreError>;
+    async fn snapshot(&self) -> Result<Tx<Self>, StoreError>;
     /// A connection for single-statement writes.
-    async fn writer(&self) -> Result<Self::Pooled, StoreError>;
+    async fn writer(&self) -> Result<Pooled<Self>, StoreError>;
     /// A connection for reads.
-    async fn reader(&self) -> Result<Self::Pooled, StoreError>;
+    async fn reader(&self) -> Result<Pooled<Self>, StoreError>;
     /// Queues `signal` for the other instances sharing the store, sent when `tx` commits.
-    async fn notify(tx: &mut Self::Tx, signal: &StoreSignal) -> Result<(), StoreError>;
+    async fn notify(tx: &mut Tx<Self>, signal: &StoreSignal) -> Result<(), StoreError>;
     /// This handle's own wake-up after a write that signalled committed.
     fn notified(&self, signal: StoreSignal);
     /// Tells every listening instance `body` ([`crate::PeerStore::broadcast`]).
@@ -146,7 +147,7 @@ async fn check_fence<C: Conn + ?Sized>(
 
 /// A transaction about task `id`: serialized with its other writes, its fence checked when
 /// this handle holds its lease.
-pub(crate) async fn begin_task<B: Backend>(store: &B, id: &TaskId) -> Result<B::Tx, StoreError> {
+pub(crate) async fn begin_task<B: Backend>(store: &B, id: &TaskId) -> Result<Tx<B>, StoreError> {
     let mut tx = store.begin(Scope::Task(id.as_str())).await?;
     check_fence(store.held(), &mut *tx, id).await?;
     Ok(tx)
@@ -156,9 +157,9 @@ pub(crate) async fn begin_task<B: Backend>(store: &B, id: &TaskId) -> Result<B::
 /// lease, else a plain connection (the write goes on unfenced, as before leases).
 pub(crate) enum TaskWriter<B: Backend> {
     /// Fenced: committed by [`TaskWriter::finish`].
-    Fenced(B::Tx),
+    Fenced(Tx<B>),
     /// Unfenced.
-    Plain(B::Pooled),
+    Plain(Pooled<B>),
 }
 
 impl<B: Backend> TaskWriter<B> {
@@ -174,16 +175,16 @@ impl<B: Backend> TaskWriter<B> {
     /// Commits a fenced write.
     pub(crate) async fn finish(self) -> Result<(), StoreError> {
         match self {
-            Self::Fenced(tx) => B::commit(tx).await,
+            Self::Fenced(tx) => Ok(tx.commit().await?),
             Self::Plain(_) => Ok(()),
         }
     }
 }
 
 impl<B: Backend> Deref for TaskWriter<B> {
-    type Target = B::Conn;
+    type Target = ConnOf<B>;
 
-    fn deref(&self) -> &B::Conn {
+    fn deref(&self) -> &ConnOf<B> {
         match self {
             Self::Fenced(tx) => tx,
             Self::Plain(conn) => conn,
@@ -192,7 +193,7 @@ impl<B: Backend> Deref for TaskWriter<B> {
 }
 
 impl<B: Backend> DerefMut for TaskWriter<B> {
-    fn deref_mut(&mut self) -> &mut B::Conn {
+    fn deref_mut(&mut self) -> &mut ConnOf<B> {
         match self {
             Self::Fenced(tx) => tx,
             Self::Plain(conn) => conn,

@@ -13,7 +13,7 @@ impl<B: Backend> ApprovalStore for B {
         writing(self, async {
             let mut tx = self.begin(Scope::Plain).await?;
             approvals::insert(&mut *tx, approval).await?;
-            B::commit(tx).await
+            tx.commit().await.map_err(StoreError::from)
         })
         .await
     }
@@ -43,7 +43,7 @@ impl<B: Backend> ApprovalStore for B {
         writing(self, async {
             let mut tx = self.begin(Scope::Plain).await?;
             let revoked = approvals::revoke(&mut *tx, agent, id).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             Ok(revoked)
         })
         .await
@@ -53,7 +53,7 @@ impl<B: Backend> ApprovalStore for B {
         writing(self, async {
             let mut tx = self.begin(Scope::Plain).await?;
             let seq = approvals::append_audit(&mut *tx, record).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             Ok(seq)
         })
         .await

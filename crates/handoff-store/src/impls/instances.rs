@@ -27,7 +27,7 @@ impl<B: Backend> InstanceStore for B {
             let renewed = instances::heartbeat(&mut *tx, id, at, lease_until).await?;
             // An unregistered instance wrote nothing: the transaction is dropped, rolled back.
             if renewed.is_some() {
-                B::commit(tx).await?;
+                tx.commit().await?;
             }
             Ok(renewed)
         })
@@ -111,7 +111,7 @@ impl<B: Backend> InstanceStore for B {
         writing(self, async {
             let mut tx = self.begin(Scope::Calls(caller)).await?;
             let keys = instances::record_call(&mut *tx, caller, key, (at, since, keep)).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             Ok(keys)
         })
         .await

@@ -74,7 +74,7 @@ impl<B: Backend> WorkspaceStore for B {
         writing(self, async {
             let mut tx = self.begin(Scope::Task(record.task_id.as_str())).await?;
             let stored = workspaces::insert_new(&mut *tx, record).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             Ok(stored)
         })
         .await

@@ -26,7 +26,7 @@ impl<B: Backend> PeerStore for B {
             let mut tx = self.begin(Scope::Plain).await?;
             let id = commands::post(&mut *tx, task, target, body, at).await?;
             B::notify(&mut tx, &signal).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             Ok(id)
         })
         .await?;
@@ -65,7 +65,7 @@ impl<B: Backend> PeerStore for B {
             let mut tx = self.begin(Scope::Plain).await?;
             let done = commands::reply(&mut *tx, id, reply, at).await?;
             B::notify(&mut tx, &signal).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             Ok(done)
         })
         .await?;

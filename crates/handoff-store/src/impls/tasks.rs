@@ -48,7 +48,7 @@ impl<B: Backend> TaskStore for B {
         writing(self, async {
             let mut tx = self.begin_insert(task, idempotency, max_queued).await?;
             let outcome = tasks::insert(&mut *tx, task, idempotency, max_queued).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             Ok(outcome)
         })
         .await
@@ -83,7 +83,7 @@ impl<B: Backend> TaskStore for B {
         writing(self, async {
             let mut tx = self.begin(Scope::Claims).await?;
             let claimed = tasks::claim(&mut *tx, limits, at, lease).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             if let Some(task) = &claimed {
                 self.held().hold(task);
             }
@@ -100,7 +100,7 @@ impl<B: Backend> TaskStore for B {
         writing(self, async {
             let mut tx = begin_task(self, id).await?;
             let updated = tasks::set_status(&mut *tx, id, change).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             if updated.as_ref().is_some_and(|t| t.status.is_terminal()) {
                 self.held().release(id);
             }
@@ -119,7 +119,7 @@ impl<B: Backend> TaskStore for B {
         writing(self, async {
             let mut tx = begin_task(self, id).await?;
             let updated = tasks::requeue(&mut *tx, id, from, at, reason).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             if updated.is_some() {
                 self.held().release(id);
             }
@@ -160,7 +160,7 @@ impl<B: Backend> TaskStore for B {
         writing(self, async {
             let mut tx = begin_task(self, id).await?;
             let seqs = events::append(&mut *tx, id, at, events).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             Ok(seqs)
         })
         .await
@@ -174,7 +174,7 @@ impl<B: Backend> TaskStore for B {
     ) -> Result<(Vec<TaskEvent>, u64), StoreError> {
         let mut tx = self.snapshot().await?;
         let page = events::page(&mut *tx, id, offset, limit).await?;
-        B::commit(tx).await?;
+        tx.commit().await?;
         Ok(page)
     }
 
@@ -215,7 +215,7 @@ impl<B: Backend> TaskStore for B {
     async fn queue_position(&self, id: &TaskId) -> Result<Option<u64>, StoreError> {
         let mut tx = self.snapshot().await?;
         let position = tasks::queue_position(&mut *tx, id).await?;
-        B::commit(tx).await?;
+        tx.commit().await?;
         Ok(position)
     }
 
@@ -232,7 +232,7 @@ impl<B: Backend> TaskStore for B {
             }
             crate::ops::approvals::purge_audit(&mut *tx, before).await?;
             crate::ops::workspaces::purge(&mut *tx, before).await?;
-            B::commit(tx).await?;
+            tx.commit().await?;
             Ok(purged)
         })
         .await

@@ -24,14 +24,13 @@ use handoff_task::{NewTask, TaskStatus};
 use sqlx::{
     PgConnection, PgPool, Postgres, Transaction,
     migrate::Migrator,
-    pool::PoolConnection,
     postgres::{PgConnectOptions, PgPoolOptions},
 };
 use tokio::sync::watch;
 
 use crate::{
     IdempotencyClaim, StoreError, StoreSignal,
-    backend::{Backend, Scope},
+    backend::{Backend, Pooled, Scope, Tx},
     fence::Held,
     ops,
     sql::Sql,
@@ -253,9 +252,7 @@ impl PgStore {
 
 #[async_trait]
 impl Backend for PgStore {
-    type Conn = PgConnection;
-    type Tx = Transaction<'static, Postgres>;
-    type Pooled = PoolConnection<Postgres>;
+    type Db = Postgres;
     const SHARED: bool = true;
 
     fn held(&self) -> &Held {
@@ -290,7 +287,7 @@ impl Backend for PgStore {
         }
     }
 
-    async fn begin(&self, scope: Scope<'_>) -> Result<Self::Tx, StoreError> {
+    async fn begin(&self, scope: Scope<'_>) -> Result<Tx<Self>, StoreError> {
         let lock = match scope {
             Scope::Task(id) => locks::Scope::Task(id),
             Scope::Claims => locks::Scope::Claims,
@@ -307,27 +304,23 @@ impl Backend for PgStore {
         task: &NewTask,
         idempotency: Option<&IdempotencyClaim>,
         max_queued: u32,
-    ) -> Result<Self::Tx, StoreError> {
+    ) -> Result<Tx<Self>, StoreError> {
         self.begin_submission(task, idempotency, max_queued).await
     }
 
-    async fn snapshot(&self) -> Result<Self::Tx, StoreError> {
+    async fn snapshot(&self) -> Result<Tx<Self>, StoreError> {
         Ok(self.up()?.begin().await?)
     }
 
-    async fn commit(tx: Self::Tx) -> Result<(), StoreError> {
-        Ok(tx.commit().await?)
-    }
-
-    async fn writer(&self) -> Result<Self::Pooled, StoreError> {
+    async fn writer(&self) -> Result<Pooled<Self>, StoreError> {
         Ok(self.pool.acquire().await?)
     }
 
-    async fn reader(&self) -> Result<Self::Pooled, StoreError> {
+    async fn reader(&self) -> Result<Pooled<Self>, StoreError> {
         Ok(self.up()?.acquire().await?)
     }
 
-    async fn notify(tx: &mut Self::Tx, signal: &StoreSignal) -> Result<(), StoreError> {
+    async fn notify(tx: &mut Tx<Self>, signal: &StoreSignal) -> Result<(), StoreError> {
         peers::notify(tx, signal).await
     }
 

@@ -29,9 +29,8 @@ use std::{future::Future, path::Path, time::Duration};
 use async_trait::async_trait;
 use handoff_task::{EventKind, NewTask, PendingInput, Task, TaskEvent, TaskId};
 use sqlx::{
-    Connection, Sqlite, SqliteConnection, SqlitePool, Transaction,
+    Connection, Sqlite, SqlitePool, Transaction,
     migrate::Migrator,
-    pool::PoolConnection,
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
 use tokio::sync::watch;
@@ -40,7 +39,7 @@ use self::{health::WriteHealth, inline::InlineReads};
 
 use crate::{
     IdempotencyClaim, StoreError, StoreSignal, TaskFilter, TaskPage,
-    backend::{Backend, Scope},
+    backend::{Backend, Pooled, Scope, Tx},
     fence::Held,
     ops,
 };
@@ -247,9 +246,7 @@ impl SqliteStore {
 
 #[async_trait]
 impl Backend for SqliteStore {
-    type Conn = SqliteConnection;
-    type Tx = Transaction<'static, Sqlite>;
-    type Pooled = PoolConnection<Sqlite>;
+    type Db = Sqlite;
     // The file admits one instance.
     const SHARED: bool = false;
 
@@ -265,7 +262,7 @@ impl Backend for SqliteStore {
         self.health.note(result);
     }
 
-    async fn begin(&self, _scope: Scope<'_>) -> Result<Self::Tx, StoreError> {
+    async fn begin(&self, _scope: Scope<'_>) -> Result<Tx<Self>, StoreError> {
         // Every write is serialized by the one writer connection and SQLite's write lock.
         self.begin_write().await
     }
@@ -275,27 +272,23 @@ impl Backend for SqliteStore {
         _task: &NewTask,
         _idempotency: Option<&IdempotencyClaim>,
         _max_queued: u32,
-    ) -> Result<Self::Tx, StoreError> {
+    ) -> Result<Tx<Self>, StoreError> {
         self.begin_write().await
     }
 
-    async fn snapshot(&self) -> Result<Self::Tx, StoreError> {
+    async fn snapshot(&self) -> Result<Tx<Self>, StoreError> {
         Ok(self.read.begin().await?)
     }
 
-    async fn commit(tx: Self::Tx) -> Result<(), StoreError> {
-        Ok(tx.commit().await?)
-    }
-
-    async fn writer(&self) -> Result<Self::Pooled, StoreError> {
+    async fn writer(&self) -> Result<Pooled<Self>, StoreError> {
         Ok(self.write.acquire().await?)
     }
 
-    async fn reader(&self) -> Result<Self::Pooled, StoreError> {
+    async fn reader(&self) -> Result<Pooled<Self>, StoreError> {
         Ok(self.read.acquire().await?)
     }
 
-    async fn notify(_tx: &mut Self::Tx, _signal: &StoreSignal) -> Result<(), StoreError> {
+    async fn notify(_tx: &mut Tx<Self>, _signal: &StoreSignal) -> Result<(), StoreError> {
         // No other instance shares the file: the wake-ups are this handle's own.
         Ok(())
     }
