@@ -9,15 +9,19 @@
 //! currently fail ([`SqliteStore::write_fault`]), for readiness checks, and open connections
 //! (SQLite's small reads run on the calling thread through connections of their own).
 
+mod backend;
 mod commands;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod error;
 mod fence;
+mod impls;
 mod instances;
+mod ops;
 mod postgres;
 mod repeats;
 mod rows;
+mod sql;
 mod sqlite;
 mod store;
 

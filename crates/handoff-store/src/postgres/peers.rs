@@ -4,13 +4,13 @@
 
 use std::{sync::Arc, time::Duration};
 
-use async_trait::async_trait;
-use handoff_task::TaskId;
-use sqlx::{PgPool, postgres::PgListener};
+use sqlx::{PgConnection, PgPool, postgres::PgListener};
 use tokio::sync::{Notify, OnceCell, broadcast};
 
-use super::{PgStore, query, query_scalar};
-use crate::{PeerStore, PostedCommand, StoreError, StoreSignal, commands};
+use super::PgStore;
+use crate::backend::Backend;
+use crate::sql::Sql;
+use crate::{StoreError, StoreSignal};
 
 /// The channel every instance listens on.
 const CHANNEL: &str = "handoff_signals";
@@ -38,12 +38,17 @@ impl Default for Listener {
 }
 
 impl Listener {
+    /// The wake-ups from now on.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<StoreSignal> {
+        self.signals.subscribe()
+    }
+
     /// Ends the listening (the store closes).
     pub(super) fn stop(&self) {
         self.stop.notify_one();
     }
 
-    async fn start(&self, pool: &PgPool) -> Result<(), StoreError> {
+    pub(super) async fn start(&self, pool: &PgPool) -> Result<(), StoreError> {
         self.started
             .get_or_try_init(|| async {
                 let mut listener = PgListener::connect_with(pool).await?;
@@ -105,141 +110,39 @@ fn decode(payload: &str) -> Option<StoreSignal> {
     }
 }
 
-/// Sends `payload` on the channel, as part of `conn`'s transaction (delivered at its commit).
-async fn notify(conn: &mut sqlx::PgConnection, payload: &str) -> Result<(), StoreError> {
-    query("SELECT pg_notify(?, ?)")
+/// A signal as a notification's payload (see [`decode`]).
+fn encode(signal: &StoreSignal) -> String {
+    match signal {
+        StoreSignal::CommandPosted { target } => format!("p:{target}"),
+        StoreSignal::CommandReplied { id } => format!("r:{id}"),
+        StoreSignal::Broadcast(text) => format!("b:{text}"),
+        StoreSignal::Missed => "m:".to_owned(),
+    }
+}
+
+/// Sends `signal` on the channel, as part of `conn`'s transaction (delivered at its commit).
+pub(super) async fn notify(
+    conn: &mut PgConnection,
+    signal: &StoreSignal,
+) -> Result<(), StoreError> {
+    Sql::new("SELECT pg_notify(?, ?)")
         .bind(CHANNEL)
-        .bind(payload)
+        .bind(encode(signal))
         .execute(conn)
         .await?;
     Ok(())
 }
 
-#[async_trait]
-impl PeerStore for PgStore {
-    async fn post_command(
-        &self,
-        task: &TaskId,
-        target: &str,
-        body: &str,
-        at: i64,
-    ) -> Result<i64, StoreError> {
-        self.writing(async {
-            let mut tx = self.pool.begin().await?;
-            let id: i64 = query_scalar(commands::POST)
-                .bind(task.as_str())
-                .bind(target)
-                .bind(body)
-                .bind(at)
-                .fetch_one(&mut *tx)
-                .await?;
-            notify(&mut tx, &format!("p:{target}")).await?;
-            tx.commit().await?;
-            Ok(id)
-        })
-        .await
+/// See [`crate::PeerStore::broadcast`].
+pub(super) async fn broadcast(store: &PgStore, body: &str) -> Result<(), StoreError> {
+    if body.len() > MAX_BROADCAST {
+        return Err(StoreError::TooLarge(format!(
+            "a broadcast holds at most {MAX_BROADCAST} bytes, not {}",
+            body.len()
+        )));
     }
-
-    async fn take_commands(&self, target: &str, at: i64) -> Result<Vec<PostedCommand>, StoreError> {
-        self.writing(async {
-            let rows = query(commands::TAKE)
-                .bind(at)
-                .bind(target)
-                .fetch_all(&self.pool)
-                .await?;
-            rows.iter().map(commands::from_row).collect()
-        })
-        .await
-    }
-
-    async fn take_task_commands(
-        &self,
-        task: &TaskId,
-        at: i64,
-    ) -> Result<Vec<PostedCommand>, StoreError> {
-        self.writing(async {
-            let rows = query(commands::TAKE_FOR_TASK)
-                .bind(at)
-                .bind(task.as_str())
-                .fetch_all(&self.pool)
-                .await?;
-            rows.iter().map(commands::from_row).collect()
-        })
-        .await
-    }
-
-    async fn withdraw_command(&self, id: i64) -> Result<bool, StoreError> {
-        self.writing(async {
-            Ok(query(commands::WITHDRAW)
-                .bind(id)
-                .execute(&self.pool)
-                .await?
-                .rows_affected()
-                == 1)
-        })
-        .await
-    }
-
-    async fn reply_command(&self, id: i64, reply: &str, at: i64) -> Result<bool, StoreError> {
-        self.writing(async {
-            let mut tx = self.pool.begin().await?;
-            let done = query(commands::REPLY)
-                .bind(reply)
-                .bind(at)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                == 1;
-            notify(&mut tx, &format!("r:{id}")).await?;
-            tx.commit().await?;
-            Ok(done)
-        })
-        .await
-    }
-
-    async fn command_reply(&self, id: i64) -> Result<Option<String>, StoreError> {
-        let reply: Option<Option<String>> = query_scalar(commands::REPLY_OF)
-            .bind(id)
-            .fetch_optional(self.up()?)
-            .await?;
-        Ok(reply.flatten())
-    }
-
-    async fn ran_on(&self, id: &TaskId) -> Result<Option<String>, StoreError> {
-        let ran_on: Option<Option<String>> = query_scalar(commands::RAN_ON)
-            .bind(id.as_str())
-            .fetch_optional(self.up()?)
-            .await?;
-        Ok(ran_on.flatten())
-    }
-
-    async fn purge_commands(&self, before: i64) -> Result<u64, StoreError> {
-        self.writing(async {
-            Ok(query(commands::PURGE)
-                .bind(before)
-                .execute(&self.pool)
-                .await?
-                .rows_affected())
-        })
-        .await
-    }
-
-    async fn broadcast(&self, body: &str) -> Result<(), StoreError> {
-        if body.len() > MAX_BROADCAST {
-            return Err(StoreError::TooLarge(format!(
-                "a broadcast holds at most {MAX_BROADCAST} bytes, not {}",
-                body.len()
-            )));
-        }
-        let mut conn = self.up()?.acquire().await?;
-        notify(&mut conn, &format!("b:{body}")).await
-    }
-
-    async fn signals(&self) -> Result<broadcast::Receiver<StoreSignal>, StoreError> {
-        self.listener.start(&self.pool).await?;
-        Ok(self.listener.signals.subscribe())
-    }
+    let mut conn = store.reader().await?;
+    notify(&mut conn, &StoreSignal::Broadcast(body.to_owned())).await
 }
 
 #[cfg(test)]

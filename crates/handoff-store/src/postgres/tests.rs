@@ -166,7 +166,7 @@ async fn a_session_stuck_inside_a_write_is_ended_and_its_lock_released() {
     let other = PgStore::connect(&url, LIMITS).await.unwrap();
     let task = crate::conformance::support::new_task("agent-a", 0);
     other.insert_task(&task, None, 10).await.unwrap();
-    let tx = stuck.begin_task(&task.id).await.unwrap();
+    let tx = crate::backend::begin_task(&stuck, &task.id).await.unwrap();
     // Without the limit this waits for the lock until TCP gives up on the stuck session.
     let appended = tokio::time::timeout(
         std::time::Duration::from_secs(30),
@@ -192,7 +192,7 @@ async fn writes_about_different_tasks_do_not_wait_on_each_other() {
     let held = crate::conformance::support::new_task("agent-a", 0);
     let free = crate::conformance::support::new_task("agent-b", 1);
     store.insert_task(&held, None, 10).await.unwrap();
-    let tx = store.begin_task(&held.id).await.unwrap();
+    let tx = crate::backend::begin_task(&store, &held.id).await.unwrap();
     let within = std::time::Duration::from_secs(5);
     tokio::time::timeout(within, async {
         store.insert_task(&free, None, 10).await.unwrap();

@@ -5,7 +5,8 @@ use handoff_task::{AgentId, EventKind, NewEvent, PendingInput, TaskStatus};
 use serde_json::json;
 use tempfile::TempDir;
 
-use super::{SqliteStore, events, inline::InlineReads, inputs, task_list, tasks};
+use super::{SqliteStore, inline::InlineReads, small};
+use crate::ops::{events, inputs, task_list, tasks};
 use crate::{
     TaskFilter, TaskStore,
     conformance::support::{WIDE, insert, new_task},
@@ -40,29 +41,36 @@ async fn inline_reads_answer_what_the_pool_answers() {
         .await
         .unwrap();
 
-    let inline = |id| store.inline.read(|c| tasks::get_inline(c, id)).unwrap();
+    let inline = |id| store.inline.read(|c| small::get_inline(c, id)).unwrap();
     assert_eq!(
         inline(&task.id).unwrap(),
-        tasks::get(&store.read, &task.id).await.unwrap()
+        tasks::get(&mut *store.read.acquire().await.unwrap(), &task.id)
+            .await
+            .unwrap()
     );
     assert_eq!(inline(&missing).unwrap(), None);
 
     for n in [0, 2, 10] {
-        let here = store.inline.read(|c| events::recent_inline(c, &task.id, n));
-        let pooled = events::recent(&store.read, &task.id, n).await.unwrap();
+        let here = store.inline.read(|c| small::recent_inline(c, &task.id, n));
+        let pooled = events::recent(&mut *store.read.acquire().await.unwrap(), &task.id, n)
+            .await
+            .unwrap();
         assert_eq!(here.unwrap().unwrap(), pooled, "the last {n}");
     }
     for kind in [EventKind::Tool, EventKind::Output] {
         let here = store
             .inline
-            .read(|c| events::last_of_kind_inline(c, &task.id, kind));
-        let pooled = events::last_of_kind(&store.read, &task.id, kind)
-            .await
-            .unwrap();
+            .read(|c| small::last_of_kind_inline(c, &task.id, kind));
+        let pooled =
+            events::last_of_kind(&mut *store.read.acquire().await.unwrap(), &task.id, kind)
+                .await
+                .unwrap();
         assert_eq!(here.unwrap().unwrap(), pooled, "{kind:?}");
     }
-    let here = store.inline.read(|c| inputs::of_task_inline(c, &task.id));
-    let pooled = inputs::of_task(&store.read, &task.id).await.unwrap();
+    let here = store.inline.read(|c| small::of_task_inline(c, &task.id));
+    let pooled = inputs::of_task(&mut *store.read.acquire().await.unwrap(), &task.id)
+        .await
+        .unwrap();
     assert_eq!(here.unwrap().unwrap(), pooled);
     assert_eq!(pooled.len(), 1);
 }
@@ -109,11 +117,15 @@ async fn inline_task_pages_are_the_pools_pages() {
         },
     ];
     for filter in &filters {
-        let here = store.inline.read(|c| task_list::list_inline(c, filter));
-        let pooled = task_list::list(&store.read, filter).await.unwrap();
+        let here = store.inline.read(|c| small::list_inline(c, filter));
+        let pooled = task_list::list(&mut *store.read.acquire().await.unwrap(), filter)
+            .await
+            .unwrap();
         assert_eq!(here.unwrap().unwrap(), pooled, "{filter:?}");
     }
-    let page = task_list::list(&store.read, &filters[1]).await.unwrap();
+    let page = task_list::list(&mut *store.read.acquire().await.unwrap(), &filters[1])
+        .await
+        .unwrap();
     assert_eq!(page.tasks.len(), 2);
     assert!(page.next_before_seq.is_some());
 }
@@ -130,7 +142,7 @@ async fn reads_sqlite_cannot_answer_inline_are_answered_by_the_pool() {
     assert!(
         store
             .inline
-            .read(|c| tasks::get_inline(c, &task.id))
+            .read(|c| small::get_inline(c, &task.id))
             .is_none()
     );
 
@@ -161,7 +173,7 @@ async fn a_closed_store_reads_nothing_inline() {
     assert!(
         store
             .inline
-            .read(|c| tasks::get_inline(c, &task.id))
+            .read(|c| small::get_inline(c, &task.id))
             .is_none()
     );
     assert!(store.get_task(&task.id).await.is_err());
@@ -185,7 +197,7 @@ async fn more_open_requests_than_an_inline_read_takes_are_read_by_the_pool() {
     assert!(
         store
             .inline
-            .read(|c| inputs::of_task_inline(c, &task.id))
+            .read(|c| small::of_task_inline(c, &task.id))
             .is_none()
     );
     assert_eq!(store.input_requests(&task.id).await.unwrap().len(), many);

@@ -19,26 +19,15 @@
 //! Whether writes currently fail is kept in memory ([`SqliteStore::write_fault`]) for
 //! readiness checks.
 
-mod approvals;
-mod channels;
-mod events;
+mod conn;
 mod health;
 mod inline;
-mod inputs;
-mod limit;
-mod peers;
-mod task_list;
-mod tasks;
-mod workspaces;
+mod small;
 
 use std::{future::Future, path::Path, time::Duration};
 
 use async_trait::async_trait;
-use handoff_task::{
-    AgentId, Approval, Artifact, AuditRecord, EventKind, NewEvent, NewTask, PendingInput, Task,
-    TaskEvent, TaskId, TaskStatus, WorkspaceRecord,
-};
-use serde_json::Value;
+use handoff_task::{EventKind, NewTask, PendingInput, Task, TaskEvent, TaskId};
 use sqlx::{
     Connection, Sqlite, SqlitePool, Transaction,
     migrate::Migrator,
@@ -49,12 +38,10 @@ use tokio::sync::watch;
 use self::{health::WriteHealth, inline::InlineReads};
 
 use crate::{
-    ApprovalStore, AuditFilter, ClaimLimits, IdempotencyClaim, InsertOutcome, InstanceRecord,
-    InstanceStore, InstanceSummary, LeaseGrant, NewArtifact, StatusChange, StoreError, TaskFilter,
-    TaskPage, TaskStore, WorkspaceStore,
-    fence::{FENCE_OF, Held},
-    instances, repeats,
-    rows::StoredRow,
+    IdempotencyClaim, StoreError, StoreSignal, TaskFilter, TaskPage,
+    backend::{Backend, Pooled, Scope, Tx},
+    fence::Held,
+    ops,
 };
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
@@ -215,9 +202,7 @@ impl SqliteStore {
         &self,
         write: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let result = write.await;
-        self.health.note(&result);
-        result
+        crate::backend::writing(self, write).await
     }
 
     /// Closes both pools, waiting for in-flight statements (a clean shutdown checkpoints WAL).
@@ -248,65 +233,6 @@ impl SqliteStore {
         Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
     }
 
-    /// Refuses a write about a task this handle holds once its row names another owner or
-    /// fencing token (see [`crate::fence`]).
-    async fn check_fence(
-        &self,
-        conn: &mut sqlx::SqliteConnection,
-        id: &TaskId,
-    ) -> Result<(), StoreError> {
-        if !self.held.holds(id) {
-            return Ok(());
-        }
-        let row = sqlx::query(FENCE_OF)
-            .bind(id.as_str())
-            .fetch_optional(&mut *conn)
-            .await?;
-        let stored = match row {
-            Some(row) => Some((row.text_opt("tasks", "owner")?, row.int("tasks", "fence")?)),
-            None => None,
-        };
-        self.held.verify(id, stored)
-    }
-
-    /// A checked write transaction about `id` when this handle holds its lease, else `None`
-    /// (the write goes on unfenced, as before leases).
-    async fn fenced(
-        &self,
-        id: &TaskId,
-    ) -> Result<Option<Transaction<'static, Sqlite>>, StoreError> {
-        if !self.held.holds(id) {
-            return Ok(None);
-        }
-        let mut tx = self.begin_write().await?;
-        self.check_fence(&mut tx, id).await?;
-        Ok(Some(tx))
-    }
-
-    /// Runs `sql` (`UPDATE tasks SET <column> = ? WHERE id = ?`) with `value`; fenced when this
-    /// handle holds the task's lease.
-    async fn update_task(
-        &self,
-        id: &TaskId,
-        sql: &'static str,
-        value: Option<String>,
-    ) -> Result<(), StoreError> {
-        self.writing(async {
-            let update = sqlx::query(sql).bind(value).bind(id.as_str());
-            match self.fenced(id).await? {
-                Some(mut tx) => {
-                    update.execute(&mut *tx).await?;
-                    tx.commit().await?;
-                }
-                None => {
-                    update.execute(&self.write).await?;
-                }
-            }
-            Ok(())
-        })
-        .await
-    }
-
     /// Another instance's handle on the same database (for tests of fencing): it shares the
     /// connections but holds its own leases.
     #[cfg(any(test, feature = "conformance"))]
@@ -319,418 +245,67 @@ impl SqliteStore {
 }
 
 #[async_trait]
-impl TaskStore for SqliteStore {
-    async fn insert_task(
+impl Backend for SqliteStore {
+    type Db = Sqlite;
+    // The file admits one instance.
+    const SHARED: bool = false;
+
+    fn held(&self) -> &Held {
+        &self.held
+    }
+
+    fn before_write(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn after_write<T>(&self, result: &Result<T, StoreError>) {
+        self.health.note(result);
+    }
+
+    async fn begin(&self, _scope: Scope<'_>) -> Result<Tx<Self>, StoreError> {
+        // Every write is serialized by the one writer connection and SQLite's write lock.
+        self.begin_write().await
+    }
+
+    async fn begin_insert(
         &self,
-        task: &NewTask,
-        idempotency: Option<&IdempotencyClaim>,
-        max_queued: u32,
-    ) -> Result<InsertOutcome, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            let outcome = tasks::insert(&mut tx, task, idempotency, max_queued).await?;
-            tx.commit().await?;
-            Ok(outcome)
-        })
-        .await
+        _task: &NewTask,
+        _idempotency: Option<&IdempotencyClaim>,
+        _max_queued: u32,
+    ) -> Result<Tx<Self>, StoreError> {
+        self.begin_write().await
     }
 
-    async fn find_repeated(&self, task: &NewTask) -> Result<Option<Vec<TaskId>>, StoreError> {
-        let mut conn = self.read.acquire().await?;
-        tasks::find_repeated(&mut conn, task).await
+    async fn snapshot(&self) -> Result<Tx<Self>, StoreError> {
+        Ok(self.read.begin().await?)
     }
 
-    async fn get_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        self.small_read(
-            1,
-            |conn| tasks::get_inline(conn, id),
-            tasks::get(&self.read, id),
-        )
-        .await
+    async fn writer(&self) -> Result<Pooled<Self>, StoreError> {
+        Ok(self.write.acquire().await?)
     }
 
-    async fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
-        // A page is read one row longer than asked (see `task_list`).
-        self.small_read(
-            filter.limit.saturating_add(1),
-            |conn| task_list::list_inline(conn, filter),
-            task_list::list(&self.read, filter),
-        )
-        .await
+    async fn reader(&self) -> Result<Pooled<Self>, StoreError> {
+        Ok(self.read.acquire().await?)
     }
 
-    async fn claim(
-        &self,
-        limits: ClaimLimits,
-        at: i64,
-        lease: Option<&LeaseGrant>,
-    ) -> Result<Option<Task>, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            let claimed = tasks::claim(&mut tx, limits, at, lease).await?;
-            tx.commit().await?;
-            if let Some(task) = &claimed {
-                self.held.hold(task);
-            }
-            Ok(claimed)
-        })
-        .await
+    async fn notify(_tx: &mut Tx<Self>, _signal: &StoreSignal) -> Result<(), StoreError> {
+        // No other instance shares the file: the wake-ups are this handle's own.
+        Ok(())
     }
 
-    async fn set_status(
-        &self,
-        id: &TaskId,
-        change: &StatusChange,
-    ) -> Result<Option<Task>, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            self.check_fence(&mut tx, id).await?;
-            let updated = tasks::set_status(&mut tx, id, change).await?;
-            tx.commit().await?;
-            if updated.as_ref().is_some_and(|t| t.status.is_terminal()) {
-                self.held.release(id);
-            }
-            Ok(updated)
-        })
-        .await
+    fn notified(&self, signal: StoreSignal) {
+        let _ = self.signals.send(signal);
     }
 
-    async fn find_idempotent(
-        &self,
-        agent: &AgentId,
-        claim: &IdempotencyClaim,
-    ) -> Result<Option<Task>, StoreError> {
-        let mut conn = self.read.acquire().await?;
-        tasks::find_idempotent(&mut conn, agent, claim).await
+    async fn send_broadcast(&self, _body: &str) -> Result<(), StoreError> {
+        Ok(())
     }
 
-    async fn requeue(
-        &self,
-        id: &TaskId,
-        from: TaskStatus,
-        at: i64,
-        reason: &str,
-    ) -> Result<Option<Task>, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            self.check_fence(&mut tx, id).await?;
-            let updated = tasks::requeue(&mut tx, id, from, at, reason).await?;
-            tx.commit().await?;
-            if updated.is_some() {
-                self.held.release(id);
-            }
-            Ok(updated)
-        })
-        .await
+    async fn subscribe(&self) -> Result<tokio::sync::broadcast::Receiver<StoreSignal>, StoreError> {
+        Ok(self.signals.subscribe())
     }
 
-    async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError> {
-        self.update_task(
-            id,
-            crate::rows::SET_RUNNER_STATE,
-            state.map(Value::to_string),
-        )
-        .await
-    }
-
-    async fn set_workdir(&self, id: &TaskId, workdir: &str) -> Result<(), StoreError> {
-        self.update_task(id, crate::rows::SET_WORKDIR, Some(workdir.to_owned()))
-            .await
-    }
-
-    async fn mark_result_delivered(&self, id: &TaskId, at: i64) -> Result<(), StoreError> {
-        self.writing(async {
-            sqlx::query(
-                "UPDATE tasks SET result_delivered_at = COALESCE(result_delivered_at, ?) \
-                 WHERE id = ?",
-            )
-            .bind(at)
-            .bind(id.as_str())
-            .execute(&self.write)
-            .await?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn append_events(
-        &self,
-        id: &TaskId,
-        at: i64,
-        events: &[NewEvent],
-    ) -> Result<Vec<i64>, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            self.check_fence(&mut tx, id).await?;
-            let seqs = events::append(&mut tx, id, at, events).await?;
-            tx.commit().await?;
-            Ok(seqs)
-        })
-        .await
-    }
-
-    async fn events(
-        &self,
-        id: &TaskId,
-        offset: u64,
-        limit: u32,
-    ) -> Result<(Vec<TaskEvent>, u64), StoreError> {
-        events::page(&self.read, id, offset, limit).await
-    }
-
-    async fn recent_events(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
-        self.small_read(
-            n,
-            |conn| events::recent_inline(conn, id, n),
-            events::recent(&self.read, id, n),
-        )
-        .await
-    }
-
-    async fn last_event_of_kind(
-        &self,
-        id: &TaskId,
-        kind: EventKind,
-    ) -> Result<Option<TaskEvent>, StoreError> {
-        self.small_read(
-            1,
-            |conn| events::last_of_kind_inline(conn, id, kind),
-            events::last_of_kind(&self.read, id, kind),
-        )
-        .await
-    }
-
-    async fn put_artifact(
-        &self,
-        id: &TaskId,
-        at: i64,
-        artifact: &NewArtifact,
-    ) -> Result<(), StoreError> {
-        self.writing(async {
-            match self.fenced(id).await? {
-                Some(mut tx) => {
-                    let done = events::put_artifact(&mut tx, id, at, artifact).await?;
-                    tx.commit().await?;
-                    Ok(done)
-                }
-                None => {
-                    let mut conn = self.write.acquire().await?;
-                    events::put_artifact(&mut conn, id, at, artifact).await
-                }
-            }
-        })
-        .await
-    }
-
-    async fn artifacts(&self, id: &TaskId) -> Result<Vec<Artifact>, StoreError> {
-        events::artifacts(&self.read, id).await
-    }
-
-    async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
-        tasks::count_by_status(&self.read).await
-    }
-
-    async fn queue_position(&self, id: &TaskId) -> Result<Option<u64>, StoreError> {
-        tasks::queue_position(&self.read, id).await
-    }
-
-    async fn tasks_in(&self, statuses: &[TaskStatus]) -> Result<Vec<Task>, StoreError> {
-        tasks::tasks_in(&self.read, statuses).await
-    }
-
-    async fn purge_terminal(&self, before: i64, limit: u32) -> Result<Vec<Task>, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            let purged = tasks::purge(&mut tx, before, limit).await?;
-            for task in &purged {
-                approvals::purge_task(&mut tx, &task.id).await?;
-            }
-            approvals::purge_audit(&mut tx, before).await?;
-            workspaces::purge(&mut tx, before).await?;
-            tx.commit().await?;
-            Ok(purged)
-        })
-        .await
-    }
-
-    async fn put_input_request(&self, input: &PendingInput) -> Result<(), StoreError> {
-        self.writing(async {
-            match self.fenced(&input.task_id).await? {
-                Some(mut tx) => {
-                    let done = inputs::put(&mut tx, input).await?;
-                    tx.commit().await?;
-                    Ok(done)
-                }
-                None => {
-                    let mut conn = self.write.acquire().await?;
-                    inputs::put(&mut conn, input).await
-                }
-            }
-        })
-        .await
-    }
-
-    async fn delete_input_request(
-        &self,
-        task: &TaskId,
-        request_id: &str,
-    ) -> Result<bool, StoreError> {
-        self.writing(async {
-            match self.fenced(task).await? {
-                Some(mut tx) => {
-                    let done = inputs::delete(&mut tx, task, request_id).await?;
-                    tx.commit().await?;
-                    Ok(done)
-                }
-                None => {
-                    let mut conn = self.write.acquire().await?;
-                    inputs::delete(&mut conn, task, request_id).await
-                }
-            }
-        })
-        .await
-    }
-
-    async fn input_requests(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
-        // Nothing bounds how many requests a task has open, so the inline read itself gives up
-        // past MAX_ROWS.
-        self.small_read(
-            inline::MAX_ROWS,
-            |conn| inputs::of_task_inline(conn, task),
-            inputs::of_task(&self.read, task),
-        )
-        .await
-    }
-
-    async fn clear_input_requests(&self, task: &TaskId) -> Result<(), StoreError> {
-        self.writing(async {
-            match self.fenced(task).await? {
-                Some(mut tx) => {
-                    let done = inputs::clear(&mut tx, task).await?;
-                    tx.commit().await?;
-                    Ok(done)
-                }
-                None => {
-                    let mut conn = self.write.acquire().await?;
-                    inputs::clear(&mut conn, task).await
-                }
-            }
-        })
-        .await
-    }
-}
-
-#[async_trait]
-impl InstanceStore for SqliteStore {
-    async fn register_instance(&self, record: &InstanceRecord) -> Result<(), StoreError> {
-        self.writing(async {
-            sqlx::query(instances::REGISTER)
-                .bind(record.id.as_str())
-                .bind(record.host.as_str())
-                .bind(i64::from(record.pid))
-                .bind(record.started)
-                .bind(record.heartbeat)
-                .bind(record.draining)
-                .execute(&self.write)
-                .await?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn heartbeat(
-        &self,
-        id: &str,
-        at: i64,
-        lease_until: i64,
-    ) -> Result<Option<u64>, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            let beat = sqlx::query(instances::BEAT)
-                .bind(at)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            if beat.rows_affected() == 0 {
-                return Ok(None);
-            }
-            let renewed = sqlx::query(sqlx::AssertSqlSafe(instances::renew()))
-                .bind(lease_until)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok(Some(renewed.rows_affected()))
-        })
-        .await
-    }
-
-    async fn set_draining(&self, id: &str) -> Result<(), StoreError> {
-        self.writing(async {
-            sqlx::query(instances::DRAIN)
-                .bind(true)
-                .bind(id)
-                .execute(&self.write)
-                .await?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn deregister_instance(&self, id: &str) -> Result<(), StoreError> {
-        self.writing(async {
-            sqlx::query(instances::DEREGISTER)
-                .bind(id)
-                .execute(&self.write)
-                .await?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn expire_instances(
-        &self,
-        before: i64,
-        caller: &str,
-    ) -> Result<Vec<InstanceRecord>, StoreError> {
-        self.writing(async {
-            let rows = sqlx::query(instances::EXPIRE)
-                .bind(before)
-                .bind(caller)
-                .fetch_all(&self.write)
-                .await?;
-            rows.iter().map(instances::record_from_row).collect()
-        })
-        .await
-    }
-
-    async fn take_over(
-        &self,
-        id: &TaskId,
-        predecessor: &str,
-        expired_before: i64,
-        grant: &LeaseGrant,
-    ) -> Result<Option<Task>, StoreError> {
-        self.writing(async {
-            let row = sqlx::query(sqlx::AssertSqlSafe(instances::take_over()))
-                .bind(grant.owner.as_str())
-                .bind(grant.owner.as_str())
-                .bind(grant.until)
-                .bind(id.as_str())
-                .bind(predecessor)
-                .bind(expired_before)
-                .fetch_optional(&self.write)
-                .await?;
-            let task = row.as_ref().map(crate::rows::task_from_row).transpose()?;
-            if let Some(task) = &task {
-                self.held.hold(task);
-            }
-            Ok(task)
-        })
-        .await
-    }
-
-    async fn rescuer_lock(
+    async fn take_rescuer(
         &self,
         _holder: &str,
         _now: i64,
@@ -740,254 +315,52 @@ impl InstanceStore for SqliteStore {
         Ok(true)
     }
 
-    async fn take_rate(
-        &self,
-        key: &str,
-        interval_ms: i64,
-        tolerance_ms: i64,
-        now: i64,
-    ) -> Result<Option<i64>, StoreError> {
-        self.writing(async {
-            let taken = sqlx::query(instances::RATE_TAKE)
-                .bind(key)
-                .bind(now.saturating_add(interval_ms))
-                .bind(now)
-                .bind(now)
-                .bind(interval_ms)
-                .bind(now)
-                .bind(now)
-                .bind(now)
-                .bind(tolerance_ms)
-                .fetch_optional(&self.write)
-                .await?;
-            if taken.is_some() {
-                return Ok(None);
-            }
-            let tat: i64 = sqlx::query_scalar(instances::RATE_TAT)
-                .bind(key)
-                .fetch_one(&self.write)
-                .await?;
-            Ok(Some(
-                tat.saturating_sub(tolerance_ms).saturating_sub(now).max(1),
-            ))
+    async fn read_task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        self.small_read(1, |conn| small::get_inline(conn, id), async {
+            ops::tasks::get(&mut *self.reader().await?, id).await
         })
         .await
     }
 
-    async fn record_call(
-        &self,
-        caller: &str,
-        key: &str,
-        at: i64,
-        since: i64,
-        keep: u32,
-    ) -> Result<Vec<String>, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            sqlx::query(repeats::CALLS_FORGET)
-                .bind(since)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(repeats::CALLS_RECORD)
-                .bind(caller)
-                .bind(at)
-                .bind(key)
-                .execute(&mut *tx)
-                .await?;
-            let latest: Vec<(i64, String)> = sqlx::query_as(repeats::CALLS_LATEST)
-                .bind(caller)
-                .bind(i64::from(keep))
-                .fetch_all(&mut *tx)
-                .await?;
-            let (oldest, keys) = repeats::oldest_first(latest);
-            if let Some(oldest) = oldest {
-                sqlx::query(repeats::CALLS_TRIM)
-                    .bind(caller)
-                    .bind(oldest)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await?;
-            Ok(keys)
+    async fn read_list(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
+        // A page is read one row longer than asked (see `ops::task_list`).
+        self.small_read(
+            filter.limit.saturating_add(1),
+            |conn| small::list_inline(conn, filter),
+            async { ops::task_list::list(&mut *self.reader().await?, filter).await },
+        )
+        .await
+    }
+
+    async fn read_recent(&self, id: &TaskId, n: u32) -> Result<Vec<TaskEvent>, StoreError> {
+        self.small_read(n, |conn| small::recent_inline(conn, id, n), async {
+            ops::events::recent(&mut *self.reader().await?, id, n).await
         })
         .await
     }
 
-    fn is_shared(&self) -> bool {
-        false
-    }
-
-    async fn instances(&self) -> Result<Vec<InstanceSummary>, StoreError> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(instances::list()))
-            .fetch_all(&self.read)
-            .await?;
-        rows.iter().map(instances::summary_from_row).collect()
-    }
-}
-
-#[async_trait]
-impl ApprovalStore for SqliteStore {
-    async fn insert_approval(&self, approval: &Approval) -> Result<(), StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            approvals::insert(&mut tx, approval).await?;
-            tx.commit().await?;
-            Ok(())
-        })
+    async fn read_last_of_kind(
+        &self,
+        id: &TaskId,
+        kind: EventKind,
+    ) -> Result<Option<TaskEvent>, StoreError> {
+        self.small_read(
+            1,
+            |conn| small::last_of_kind_inline(conn, id, kind),
+            async { ops::events::last_of_kind(&mut *self.reader().await?, id, kind).await },
+        )
         .await
     }
 
-    async fn approvals_for_task(
-        &self,
-        agent: &AgentId,
-        task: &TaskId,
-        project: &str,
-    ) -> Result<Vec<Approval>, StoreError> {
-        approvals::for_task(&self.read, agent, task, project).await
-    }
-
-    async fn list_approvals(
-        &self,
-        agent: &AgentId,
-        task: Option<&TaskId>,
-    ) -> Result<Vec<Approval>, StoreError> {
-        approvals::list(&self.read, agent, task).await
-    }
-
-    async fn revoke_approval(
-        &self,
-        agent: &AgentId,
-        id: &str,
-    ) -> Result<Option<Approval>, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            let revoked = approvals::revoke(&mut tx, agent, id).await?;
-            tx.commit().await?;
-            Ok(revoked)
-        })
+    async fn read_inputs(&self, task: &TaskId) -> Result<Vec<PendingInput>, StoreError> {
+        // Nothing bounds how many requests a task has open, so the inline read itself gives up
+        // past MAX_ROWS.
+        self.small_read(
+            inline::MAX_ROWS,
+            |conn| small::of_task_inline(conn, task),
+            async { ops::inputs::of_task(&mut *self.reader().await?, task).await },
+        )
         .await
-    }
-
-    async fn append_audit(&self, record: &AuditRecord) -> Result<i64, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            let seq = approvals::append_audit(&mut tx, record).await?;
-            tx.commit().await?;
-            Ok(seq)
-        })
-        .await
-    }
-
-    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
-        approvals::audit(&self.read, filter).await
-    }
-}
-
-#[async_trait]
-impl crate::ChannelStore for SqliteStore {
-    async fn put_channel(&self, record: &crate::ChannelRecord) -> Result<(), StoreError> {
-        self.writing(async {
-            let mut conn = self.write.acquire().await?;
-            channels::put(&mut conn, record).await
-        })
-        .await
-    }
-
-    async fn channel(
-        &self,
-        integration: &str,
-        task: &TaskId,
-    ) -> Result<Option<crate::ChannelRecord>, StoreError> {
-        channels::get(&self.read, integration, task).await
-    }
-
-    async fn channel_by_id(
-        &self,
-        integration: &str,
-        channel_id: &str,
-    ) -> Result<Option<crate::ChannelRecord>, StoreError> {
-        channels::by_id(&self.read, integration, channel_id).await
-    }
-
-    async fn open_channels(
-        &self,
-        integration: &str,
-    ) -> Result<Vec<crate::ChannelRecord>, StoreError> {
-        channels::open(&self.read, integration).await
-    }
-
-    async fn cursor(&self, integration: &str, name: &str) -> Result<Option<String>, StoreError> {
-        channels::cursor(&self.read, integration, name).await
-    }
-
-    async fn set_cursor(
-        &self,
-        integration: &str,
-        name: &str,
-        value: &str,
-    ) -> Result<(), StoreError> {
-        self.writing(async {
-            let mut conn = self.write.acquire().await?;
-            channels::set_cursor(&mut conn, integration, name, value).await
-        })
-        .await
-    }
-
-    async fn mark_applied(
-        &self,
-        integration: &str,
-        key: &str,
-        at: i64,
-    ) -> Result<bool, StoreError> {
-        self.writing(async {
-            let mut conn = self.write.acquire().await?;
-            channels::mark_applied(&mut conn, integration, key, at).await
-        })
-        .await
-    }
-}
-
-#[async_trait]
-impl WorkspaceStore for SqliteStore {
-    async fn insert_workspace(
-        &self,
-        record: &WorkspaceRecord,
-    ) -> Result<WorkspaceRecord, StoreError> {
-        self.writing(async {
-            let mut tx = self.begin_write().await?;
-            let stored = workspaces::insert_new(&mut tx, record).await?;
-            tx.commit().await?;
-            Ok(stored)
-        })
-        .await
-    }
-
-    async fn put_workspace(&self, record: &WorkspaceRecord) -> Result<(), StoreError> {
-        self.writing(async {
-            let mut conn = self.write.acquire().await?;
-            workspaces::put(&mut conn, record).await
-        })
-        .await
-    }
-
-    async fn workspace(&self, task: &TaskId) -> Result<Option<WorkspaceRecord>, StoreError> {
-        workspaces::get(&self.read, task).await
-    }
-
-    async fn workspaces_due(
-        &self,
-        now: i64,
-        limit: u32,
-    ) -> Result<Vec<WorkspaceRecord>, StoreError> {
-        workspaces::due(&self.read, now, limit).await
-    }
-
-    async fn next_workspace_due(&self) -> Result<Option<i64>, StoreError> {
-        workspaces::next_due(&self.read).await
-    }
-
-    async fn workspace_backlog(&self) -> Result<crate::WorkspaceBacklog, StoreError> {
-        workspaces::backlog(&self.read).await
     }
 }
 

@@ -132,9 +132,11 @@ async fn purge_deletes_the_idempotency_key_rows() {
 
 /// SQLite's plan for a `list_tasks` query, one detail line per step.
 async fn list_plan(store: &SqliteStore, filter: &crate::TaskFilter) -> Vec<String> {
+    use crate::sql::Conn;
     use sqlx::Row;
-    let query = super::task_list::list_query("EXPLAIN QUERY PLAN ", filter);
-    let rows = query.sqlx().fetch_all(&store.read).await.unwrap();
+    let query = crate::ops::task_list::list_query("EXPLAIN QUERY PLAN ", filter);
+    let mut conn = store.read.acquire().await.unwrap();
+    let rows = conn.fetch_all(query).await.unwrap();
     rows.iter().map(|row| row.get::<String, _>(3)).collect()
 }
 

@@ -1,9 +1,10 @@
 //! Chat integrations' durable records: each task's channel, read positions, applied commands.
 
+use crate::sql::{Conn, Sql};
+use crate::{ChannelRecord, StoreError, rows::StoredRow};
 use handoff_task::TaskId;
-use sqlx::{Row, SqliteConnection, SqlitePool, sqlite::SqliteRow};
 
-use crate::{ChannelRecord, StoreError};
+const CHANNELS: &str = "integration_channels";
 
 fn corrupt(e: impl ToString) -> StoreError {
     StoreError::Corrupt {
@@ -22,21 +23,24 @@ macro_rules! select_channels {
     };
 }
 
-fn from_row(row: &SqliteRow) -> Result<ChannelRecord, StoreError> {
-    let task: String = row.try_get("task_id")?;
+fn from_row(row: &impl StoredRow) -> Result<ChannelRecord, StoreError> {
+    let task = row.text(CHANNELS, "task_id")?;
     Ok(ChannelRecord {
-        integration: row.try_get("integration")?,
+        integration: row.text(CHANNELS, "integration")?,
         task_id: TaskId::parse(&task).map_err(corrupt)?,
-        channel_id: row.try_get("channel_id")?,
-        created_at: row.try_get("created_at")?,
-        close_at: row.try_get("close_at")?,
-        closed_at: row.try_get("closed_at")?,
+        channel_id: row.text(CHANNELS, "channel_id")?,
+        created_at: row.int(CHANNELS, "created_at")?,
+        close_at: row.int_opt(CHANNELS, "close_at")?,
+        closed_at: row.int_opt(CHANNELS, "closed_at")?,
     })
 }
 
 /// Inserts or replaces a task's channel record.
-pub(super) async fn put(conn: &mut SqliteConnection, r: &ChannelRecord) -> Result<(), StoreError> {
-    sqlx::query(
+pub(crate) async fn put<C: Conn + ?Sized>(
+    conn: &mut C,
+    r: &ChannelRecord,
+) -> Result<(), StoreError> {
+    Sql::new(
         "INSERT INTO integration_channels (integration, task_id, channel_id, created_at, \
          close_at, closed_at) VALUES (?, ?, ?, ?, ?, ?) \
          ON CONFLICT (integration, task_id) DO UPDATE SET channel_id = excluded.channel_id, \
@@ -55,70 +59,70 @@ pub(super) async fn put(conn: &mut SqliteConnection, r: &ChannelRecord) -> Resul
 }
 
 /// A task's channel.
-pub(super) async fn get(
-    read: &SqlitePool,
+pub(crate) async fn get<C: Conn + ?Sized>(
+    conn: &mut C,
     integration: &str,
     task: &TaskId,
 ) -> Result<Option<ChannelRecord>, StoreError> {
-    let row = sqlx::query(select_channels!("integration = ? AND task_id = ?"))
+    let row = Sql::new(select_channels!("integration = ? AND task_id = ?"))
         .bind(integration)
         .bind(task.as_str())
-        .fetch_optional(read)
+        .fetch_optional(conn)
         .await?;
     row.as_ref().map(from_row).transpose()
 }
 
 /// A channel by its id.
-pub(super) async fn by_id(
-    read: &SqlitePool,
+pub(crate) async fn by_id<C: Conn + ?Sized>(
+    conn: &mut C,
     integration: &str,
     channel: &str,
 ) -> Result<Option<ChannelRecord>, StoreError> {
-    let row = sqlx::query(select_channels!("integration = ? AND channel_id = ?"))
+    let row = Sql::new(select_channels!("integration = ? AND channel_id = ?"))
         .bind(integration)
         .bind(channel)
-        .fetch_optional(read)
+        .fetch_optional(conn)
         .await?;
     row.as_ref().map(from_row).transpose()
 }
 
 /// Channels not closed yet, oldest first.
-pub(super) async fn open(
-    read: &SqlitePool,
+pub(crate) async fn open<C: Conn + ?Sized>(
+    conn: &mut C,
     integration: &str,
 ) -> Result<Vec<ChannelRecord>, StoreError> {
-    let rows = sqlx::query(select_channels!(
+    let rows = Sql::new(select_channels!(
         "integration = ? AND closed_at IS NULL ORDER BY created_at, task_id"
     ))
     .bind(integration)
-    .fetch_all(read)
+    .fetch_all(conn)
     .await?;
     rows.iter().map(from_row).collect()
 }
 
 /// A stored position.
-pub(super) async fn cursor(
-    read: &SqlitePool,
+pub(crate) async fn cursor<C: Conn + ?Sized>(
+    conn: &mut C,
     integration: &str,
     name: &str,
 ) -> Result<Option<String>, StoreError> {
-    Ok(sqlx::query_scalar(
-        "SELECT value FROM integration_cursors WHERE integration = ? AND name = ?",
-    )
-    .bind(integration)
-    .bind(name)
-    .fetch_optional(read)
-    .await?)
+    let row = Sql::new("SELECT value FROM integration_cursors WHERE integration = ? AND name = ?")
+        .bind(integration)
+        .bind(name)
+        .fetch_optional(conn)
+        .await?;
+    row.map(|row| row.text("integration_cursors", "value"))
+        .transpose()
 }
 
 /// Stores a position.
-pub(super) async fn set_cursor(
-    conn: &mut SqliteConnection,
+pub(crate) async fn set_cursor<C: Conn + ?Sized>(
+    conn: &mut C,
     integration: &str,
     name: &str,
     value: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    Sql::new(
         "INSERT INTO integration_cursors (integration, name, value, updated_at) \
          VALUES (?, ?, ?, ?) ON CONFLICT (integration, name) DO UPDATE SET \
          value = excluded.value, updated_at = excluded.updated_at",
@@ -133,13 +137,13 @@ pub(super) async fn set_cursor(
 }
 
 /// Records an applied command; false when it was recorded before.
-pub(super) async fn mark_applied(
-    conn: &mut SqliteConnection,
+pub(crate) async fn mark_applied<C: Conn + ?Sized>(
+    conn: &mut C,
     integration: &str,
     key: &str,
     at: i64,
 ) -> Result<bool, StoreError> {
-    let done = sqlx::query(
+    let done = Sql::new(
         "INSERT INTO integration_applied (integration, key, applied_at) VALUES (?, ?, ?) \
          ON CONFLICT (integration, key) DO NOTHING",
     )
@@ -148,5 +152,5 @@ pub(super) async fn mark_applied(
     .bind(at)
     .execute(conn)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(done == 1)
 }

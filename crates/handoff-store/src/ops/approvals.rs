@@ -1,10 +1,12 @@
 //! Standing approvals and the audit trail.
 
+use super::limit_param;
+use crate::sql::{Conn, Sql};
+use crate::{AuditFilter, StoreError, rows::StoredRow};
 use handoff_task::{AgentId, Approval, ApprovalScope, AuditRecord, TaskId};
-use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
 
-use super::{query, query_scalar};
-use crate::{AuditFilter, StoreError};
+const APPROVALS: &str = "approvals";
+const AUDIT: &str = "audit";
 
 fn corrupt(e: impl ToString) -> StoreError {
     StoreError::Corrupt {
@@ -13,20 +15,20 @@ fn corrupt(e: impl ToString) -> StoreError {
     }
 }
 
-fn approval_from_row(row: &PgRow) -> Result<Approval, StoreError> {
-    let scope: String = row.try_get("scope")?;
-    let agent: String = row.try_get("agent_id")?;
-    let task: String = row.try_get("task_id")?;
+fn approval_from_row(row: &impl StoredRow) -> Result<Approval, StoreError> {
+    let scope = row.text(APPROVALS, "scope")?;
+    let agent = row.text(APPROVALS, "agent_id")?;
+    let task = row.text(APPROVALS, "task_id")?;
     Ok(Approval {
-        id: row.try_get("id")?,
+        id: row.text(APPROVALS, "id")?,
         agent_id: AgentId::parse(&agent).map_err(corrupt)?,
         scope: ApprovalScope::parse(&scope)
             .ok_or_else(|| corrupt(format!("unknown approval scope {scope}")))?,
         task_id: TaskId::parse(&task).map_err(corrupt)?,
-        project: row.try_get("project")?,
-        permission: row.try_get("permission")?,
-        pattern: row.try_get("pattern")?,
-        created_at: row.try_get("created_at")?,
+        project: row.text(APPROVALS, "project")?,
+        permission: row.text(APPROVALS, "permission")?,
+        pattern: row.text(APPROVALS, "pattern")?,
+        created_at: row.int(APPROVALS, "created_at")?,
     })
 }
 
@@ -40,18 +42,18 @@ macro_rules! select_approvals {
     };
 }
 
-pub(super) async fn insert(conn: &mut PgConnection, a: &Approval) -> Result<(), StoreError> {
-    query(
+pub(crate) async fn insert<C: Conn + ?Sized>(conn: &mut C, a: &Approval) -> Result<(), StoreError> {
+    Sql::new(
         "INSERT INTO approvals (id, agent_id, scope, task_id, project, permission, pattern, created_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
-    .bind(&a.id)
+    .bind(a.id.as_str())
     .bind(a.agent_id.as_str())
     .bind(a.scope.as_str())
     .bind(a.task_id.as_str())
-    .bind(&a.project)
-    .bind(&a.permission)
-    .bind(&a.pattern)
+    .bind(a.project.as_str())
+    .bind(a.permission.as_str())
+    .bind(a.pattern.as_str())
     .bind(a.created_at)
     .execute(conn)
     .await?;
@@ -59,13 +61,13 @@ pub(super) async fn insert(conn: &mut PgConnection, a: &Approval) -> Result<(), 
 }
 
 /// Approvals usable by one task: its own task-scope ones and its agent's for its project.
-pub(super) async fn for_task(
-    read: &PgPool,
+pub(crate) async fn for_task<C: Conn + ?Sized>(
+    conn: &mut C,
     agent: &AgentId,
     task: &TaskId,
     project: &str,
 ) -> Result<Vec<Approval>, StoreError> {
-    let rows = query(select_approvals!(
+    let rows = Sql::new(select_approvals!(
         "agent_id = ? AND \
          ((scope = 'task' AND task_id = ?) OR (scope = 'project' AND project = ?)) \
          ORDER BY created_at, id"
@@ -73,32 +75,32 @@ pub(super) async fn for_task(
     .bind(agent.as_str())
     .bind(task.as_str())
     .bind(project)
-    .fetch_all(read)
+    .fetch_all(conn)
     .await?;
     rows.iter().map(approval_from_row).collect()
 }
 
 /// An agent's approvals, optionally only those given in one task.
-pub(super) async fn list(
-    read: &PgPool,
+pub(crate) async fn list<C: Conn + ?Sized>(
+    conn: &mut C,
     agent: &AgentId,
     task: Option<&TaskId>,
 ) -> Result<Vec<Approval>, StoreError> {
     let rows = match task {
         Some(task) => {
-            query(select_approvals!(
+            Sql::new(select_approvals!(
                 "agent_id = ? AND task_id = ? \
                  ORDER BY created_at, id"
             ))
             .bind(agent.as_str())
             .bind(task.as_str())
-            .fetch_all(read)
+            .fetch_all(conn)
             .await?
         }
         None => {
-            query(select_approvals!("agent_id = ? ORDER BY created_at, id"))
+            Sql::new(select_approvals!("agent_id = ? ORDER BY created_at, id"))
                 .bind(agent.as_str())
-                .fetch_all(read)
+                .fetch_all(conn)
                 .await?
         }
     };
@@ -106,28 +108,31 @@ pub(super) async fn list(
 }
 
 /// Deletes one of `agent`'s approvals; returns it if it existed.
-pub(super) async fn revoke(
-    conn: &mut PgConnection,
+pub(crate) async fn revoke<C: Conn + ?Sized>(
+    conn: &mut C,
     agent: &AgentId,
     id: &str,
 ) -> Result<Option<Approval>, StoreError> {
-    let row = query(select_approvals!("id = ? AND agent_id = ?"))
+    let row = Sql::new(select_approvals!("id = ? AND agent_id = ?"))
         .bind(id)
         .bind(agent.as_str())
-        .fetch_optional(&mut *conn)
+        .fetch_optional(conn)
         .await?;
     let Some(row) = row else { return Ok(None) };
     let approval = approval_from_row(&row)?;
-    query("DELETE FROM approvals WHERE id = ?")
+    Sql::new("DELETE FROM approvals WHERE id = ?")
         .bind(id)
-        .execute(&mut *conn)
+        .execute(conn)
         .await?;
     Ok(Some(approval))
 }
 
 /// Removes the task-scope approvals of a purged task.
-pub(super) async fn purge_task(conn: &mut PgConnection, task: &TaskId) -> Result<(), StoreError> {
-    query("DELETE FROM approvals WHERE scope = 'task' AND task_id = ?")
+pub(crate) async fn purge_task<C: Conn + ?Sized>(
+    conn: &mut C,
+    task: &TaskId,
+) -> Result<(), StoreError> {
+    Sql::new("DELETE FROM approvals WHERE scope = 'task' AND task_id = ?")
         .bind(task.as_str())
         .execute(conn)
         .await?;
@@ -167,63 +172,63 @@ fn bounded_detail(detail: &serde_json::Value) -> String {
 /// Appends one audit row. Every field is bounded here, where the row is built: whatever a
 /// caller or an executor put into a record (a huge argument quoted in a reason, say), one row
 /// stays a few KiB.
-pub(super) async fn append_audit(
-    conn: &mut PgConnection,
+pub(crate) async fn append_audit<C: Conn + ?Sized>(
+    conn: &mut C,
     r: &AuditRecord,
 ) -> Result<i64, StoreError> {
-    let seq: i64 = query_scalar(
+    Sql::new(
         "INSERT INTO audit (at, agent_id, task_id, source, subject, outcome, stage, reason, detail) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
     )
     .bind(r.at)
     .bind(r.agent_id.as_ref().map(AgentId::as_str))
     .bind(r.task_id.as_ref().map(TaskId::as_str))
-    .bind(bounded(&r.source, AUDIT_NAME_BYTES))
-    .bind(bounded(&r.subject, AUDIT_NAME_BYTES))
-    .bind(bounded(&r.outcome, AUDIT_NAME_BYTES))
-    .bind(bounded(&r.stage, AUDIT_NAME_BYTES))
-    .bind(bounded(&r.reason, AUDIT_REASON_BYTES))
+    .bind(bounded(&r.source, AUDIT_NAME_BYTES).into_owned())
+    .bind(bounded(&r.subject, AUDIT_NAME_BYTES).into_owned())
+    .bind(bounded(&r.outcome, AUDIT_NAME_BYTES).into_owned())
+    .bind(bounded(&r.stage, AUDIT_NAME_BYTES).into_owned())
+    .bind(bounded(&r.reason, AUDIT_REASON_BYTES).into_owned())
     .bind(bounded_detail(&r.detail))
     .fetch_one(conn)
-    .await?;
-    Ok(seq)
+    .await?
+    .int(AUDIT, "seq")
 }
 
 /// Audit records of one agent (or of every agent), newest first.
-pub(super) async fn audit(
-    read: &PgPool,
+pub(crate) async fn audit<C: Conn + ?Sized>(
+    conn: &mut C,
     filter: &AuditFilter,
 ) -> Result<Vec<AuditRecord>, StoreError> {
-    let mut qb = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+    let mut sql = Sql::new(
         "SELECT seq, at, agent_id, task_id, source, subject, outcome, stage, reason, detail FROM audit WHERE 1 = 1",
     );
     if let Some(agent) = &filter.agent {
-        qb.push(" AND agent_id = ").push_bind(agent.as_str());
+        sql.push_bind(" AND agent_id = ?", agent.as_str());
     }
     if let Some(task) = &filter.task {
-        qb.push(" AND task_id = ").push_bind(task.as_str());
+        sql.push_bind(" AND task_id = ?", task.as_str());
     }
     if let Some(before) = filter.before_seq {
-        qb.push(" AND seq < ").push_bind(before);
+        sql.push_bind(" AND seq < ?", before);
     }
-    qb.push(" ORDER BY seq DESC LIMIT ")
-        .push_bind(i64::from(filter.limit));
-    let rows = qb.build().fetch_all(read).await?;
+    sql.push(" ORDER BY seq DESC")
+        .push_bind(limit_param!(), i64::from(filter.limit));
+    let rows = sql.fetch_all(conn).await?;
     rows.iter()
         .map(|row| {
-            let agent: Option<String> = row.try_get("agent_id")?;
-            let task: Option<String> = row.try_get("task_id")?;
-            let detail: String = row.try_get("detail")?;
+            let agent = row.text_opt(AUDIT, "agent_id")?;
+            let task = row.text_opt(AUDIT, "task_id")?;
+            let detail = row.text(AUDIT, "detail")?;
             Ok(AuditRecord {
-                seq: row.try_get("seq")?,
-                at: row.try_get("at")?,
+                seq: row.int(AUDIT, "seq")?,
+                at: row.int(AUDIT, "at")?,
                 agent_id: agent.and_then(|a| AgentId::parse(&a).ok()),
                 task_id: task.and_then(|t| TaskId::parse(&t).ok()),
-                source: row.try_get("source")?,
-                subject: row.try_get("subject")?,
-                outcome: row.try_get("outcome")?,
-                stage: row.try_get("stage")?,
-                reason: row.try_get("reason")?,
+                source: row.text(AUDIT, "source")?,
+                subject: row.text(AUDIT, "subject")?,
+                outcome: row.text(AUDIT, "outcome")?,
+                stage: row.text(AUDIT, "stage")?,
+                reason: row.text(AUDIT, "reason")?,
                 detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
             })
         })
@@ -231,8 +236,11 @@ pub(super) async fn audit(
 }
 
 /// Deletes audit records older than `before`.
-pub(super) async fn purge_audit(conn: &mut PgConnection, before: i64) -> Result<(), StoreError> {
-    query("DELETE FROM audit WHERE at < ?")
+pub(crate) async fn purge_audit<C: Conn + ?Sized>(
+    conn: &mut C,
+    before: i64,
+) -> Result<(), StoreError> {
+    Sql::new("DELETE FROM audit WHERE at < ?")
         .bind(before)
         .execute(conn)
         .await?;
@@ -241,21 +249,33 @@ pub(super) async fn purge_audit(conn: &mut PgConnection, before: i64) -> Result<
 
 #[cfg(test)]
 mod tests {
+    use tempfile::TempDir;
+
     use super::*;
     use crate::{
-        ApprovalStore,
+        ApprovalStore, PgStore, SqliteStore,
         conformance::support::audit_record,
-        postgres::{
-            PgStore,
-            tests::{LIMITS, fresh_database},
-        },
+        postgres::tests::{LIMITS, fresh_database},
     };
 
     #[tokio::test]
-    async fn a_huge_record_is_stored_as_a_bounded_row() {
+    async fn a_huge_record_is_stored_as_a_bounded_row_on_sqlite() {
+        let dir = TempDir::new().unwrap();
+        let store = SqliteStore::open(&dir.path().join("handoff.db"))
+            .await
+            .unwrap();
+        a_huge_record_is_stored_as_a_bounded_row(&store).await;
+    }
+
+    #[tokio::test]
+    async fn a_huge_record_is_stored_as_a_bounded_row_on_postgres() {
         let store = PgStore::connect(&fresh_database().await, LIMITS)
             .await
             .unwrap();
+        a_huge_record_is_stored_as_a_bounded_row(&store).await;
+    }
+
+    async fn a_huge_record_is_stored_as_a_bounded_row(store: &impl ApprovalStore) {
         let huge = "x".repeat(1 << 20);
         let mut record = audit_record(1, "agent-a", None);
         record.subject = huge.clone();

@@ -2,23 +2,41 @@
 
 use handoff_task::{Artifact, ArtifactBody, EventKind, NewEvent, TaskEvent, TaskId};
 use serde_json::Value;
-use sqlx::{PgConnection, PgPool};
 
-use super::{query, query_scalar};
+use super::limit_param;
 use crate::rows::{
-    artifact_columns, artifact_from_row, event_columns, event_from_row, to_i64, to_u64,
+    StoredRow, artifact_columns, artifact_from_row, event_columns, event_from_row, to_i64, to_u64,
 };
+use crate::sql::{Conn, Sql};
 use crate::{NewArtifact, StoreError};
 
+const EVENTS: &str = "task_events";
+
+/// A task's newest events, newest first, up to a bound count.
+pub(crate) const NEWEST: &str = concat!(
+    "SELECT ",
+    event_columns!(),
+    " FROM task_events WHERE task_id = ? ORDER BY seq DESC",
+    limit_param!()
+);
+
+/// A task's newest event of one kind.
+pub(crate) const NEWEST_OF_KIND: &str = concat!(
+    "SELECT ",
+    event_columns!(),
+    " FROM task_events WHERE task_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1"
+);
+
 /// A status event recording a move between states.
-pub(super) fn status_event(message: impl Into<String>, data: Value) -> NewEvent {
+pub(crate) fn status_event(message: impl Into<String>, data: Value) -> NewEvent {
     NewEvent::new(EventKind::Status, message).with_data(data)
 }
 
-/// Appends `events` after the task's last one. Must run inside a write transaction: the
-/// max-then-insert numbering is only gap- and duplicate-free because writers are serialized.
-pub(super) async fn append(
-    conn: &mut PgConnection,
+/// Appends `events` after the task's last one. Must run inside a write transaction holding the
+/// task: the max-then-insert numbering is only gap- and duplicate-free because its writers are
+/// serialized.
+pub(crate) async fn append<C: Conn + ?Sized>(
+    conn: &mut C,
     id: &TaskId,
     at: i64,
     events: &[NewEvent],
@@ -26,14 +44,15 @@ pub(super) async fn append(
     if events.is_empty() {
         return Ok(Vec::new());
     }
-    let last: i64 = query_scalar("SELECT COALESCE(MAX(seq), 0) FROM task_events WHERE task_id = ?")
+    let last = Sql::new("SELECT COALESCE(MAX(seq), 0) AS last FROM task_events WHERE task_id = ?")
         .bind(id.as_str())
-        .fetch_one(&mut *conn)
-        .await?;
+        .fetch_one(conn)
+        .await?
+        .int(EVENTS, "last")?;
     let mut seqs = Vec::with_capacity(events.len());
     for (seq, event) in (last + 1..).zip(events) {
         // A missing task fails here on the foreign key, rolling back the whole batch.
-        query(
+        Sql::new(
             "INSERT INTO task_events (task_id, seq, at, kind, message, data) \
              VALUES (?, ?, ?, ?, ?, ?)",
         )
@@ -43,79 +62,72 @@ pub(super) async fn append(
         .bind(event.kind.as_str())
         .bind(event.message.as_str())
         .bind(event.data.to_string())
-        .execute(&mut *conn)
+        .execute(conn)
         .await?;
         seqs.push(seq);
     }
     Ok(seqs)
 }
 
-/// A page of events in order, plus the total, from one consistent snapshot.
-pub(super) async fn page(
-    read: &PgPool,
+/// A page of events in order, plus the total; `conn` reads one consistent snapshot.
+pub(crate) async fn page<C: Conn + ?Sized>(
+    conn: &mut C,
     id: &TaskId,
     offset: u64,
     limit: u32,
 ) -> Result<(Vec<TaskEvent>, u64), StoreError> {
-    let mut tx = read.begin().await?;
-    let rows = query(concat!(
+    let rows = Sql::new(concat!(
         "SELECT ",
         event_columns!(),
-        " FROM task_events WHERE task_id = ? ORDER BY seq LIMIT ? OFFSET ?"
+        " FROM task_events WHERE task_id = ? ORDER BY seq",
+        limit_param!(),
+        " OFFSET ?"
     ))
     .bind(id.as_str())
     .bind(i64::from(limit))
     .bind(to_i64(offset))
-    .fetch_all(&mut *tx)
+    .fetch_all(conn)
     .await?;
-    let total: i64 = query_scalar("SELECT COUNT(*) FROM task_events WHERE task_id = ?")
+    let total = Sql::new("SELECT COUNT(*) AS n FROM task_events WHERE task_id = ?")
         .bind(id.as_str())
-        .fetch_one(&mut *tx)
-        .await?;
-    tx.commit().await?;
+        .fetch_one(conn)
+        .await?
+        .int(EVENTS, "n")?;
     let events = rows.iter().map(event_from_row).collect::<Result<_, _>>()?;
     Ok((events, to_u64(total)))
 }
 
 /// The last `n` events, oldest first.
-pub(super) async fn recent(
-    read: &PgPool,
+pub(crate) async fn recent<C: Conn + ?Sized>(
+    conn: &mut C,
     id: &TaskId,
     n: u32,
 ) -> Result<Vec<TaskEvent>, StoreError> {
-    let rows = query(concat!(
-        "SELECT ",
-        event_columns!(),
-        " FROM task_events WHERE task_id = ? ORDER BY seq DESC LIMIT ?"
-    ))
-    .bind(id.as_str())
-    .bind(i64::from(n))
-    .fetch_all(read)
-    .await?;
+    let rows = Sql::new(NEWEST)
+        .bind(id.as_str())
+        .bind(i64::from(n))
+        .fetch_all(conn)
+        .await?;
     rows.iter().rev().map(event_from_row).collect()
 }
 
 /// The newest event of `kind`: a backwards walk of the task's (task_id, seq) key.
-pub(super) async fn last_of_kind(
-    read: &PgPool,
+pub(crate) async fn last_of_kind<C: Conn + ?Sized>(
+    conn: &mut C,
     id: &TaskId,
     kind: EventKind,
 ) -> Result<Option<TaskEvent>, StoreError> {
-    let row = query(concat!(
-        "SELECT ",
-        event_columns!(),
-        " FROM task_events WHERE task_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1"
-    ))
-    .bind(id.as_str())
-    .bind(kind.as_str())
-    .fetch_optional(read)
-    .await?;
+    let row = Sql::new(NEWEST_OF_KIND)
+        .bind(id.as_str())
+        .bind(kind.as_str())
+        .fetch_optional(conn)
+        .await?;
     row.as_ref().map(event_from_row).transpose()
 }
 
 /// Stores or replaces the task's artifact of this kind.
-pub(super) async fn put_artifact(
-    conn: &mut PgConnection,
+pub(crate) async fn put_artifact<C: Conn + ?Sized>(
+    conn: &mut C,
     id: &TaskId,
     at: i64,
     artifact: &NewArtifact,
@@ -134,7 +146,7 @@ pub(super) async fn put_artifact(
             (None, Some(text))
         }
     };
-    query(
+    Sql::new(
         "INSERT INTO task_artifacts (task_id, kind, size, capped, inline, file_path, created_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT (task_id, kind) DO UPDATE SET size = excluded.size, \
@@ -148,20 +160,23 @@ pub(super) async fn put_artifact(
     .bind(inline)
     .bind(file_path)
     .bind(at)
-    .execute(&mut *conn)
+    .execute(conn)
     .await?;
     Ok(())
 }
 
 /// A task's artifacts, in kind order.
-pub(super) async fn artifacts(read: &PgPool, id: &TaskId) -> Result<Vec<Artifact>, StoreError> {
-    let rows = query(concat!(
+pub(crate) async fn artifacts<C: Conn + ?Sized>(
+    conn: &mut C,
+    id: &TaskId,
+) -> Result<Vec<Artifact>, StoreError> {
+    let rows = Sql::new(concat!(
         "SELECT ",
         artifact_columns!(),
         " FROM task_artifacts WHERE task_id = ? ORDER BY kind"
     ))
     .bind(id.as_str())
-    .fetch_all(read)
+    .fetch_all(conn)
     .await?;
     rows.iter().map(artifact_from_row).collect()
 }

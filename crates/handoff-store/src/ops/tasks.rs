@@ -1,100 +1,97 @@
-//! Task rows: submission, claiming, state changes, listing and purging. Functions taking a
-//! `PgConnection` run inside the caller's write transaction; those taking a pool only read.
+//! Task rows: submission, claiming, state changes and purging. Functions that write run inside
+//! the caller's write transaction; the reads run on any connection.
 
 use handoff_task::{AgentId, NewTask, Task, TaskId, TaskStatus};
 use serde_json::json;
-use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
 use super::events::{append, status_event};
-use super::{query, query_as, query_scalar};
+use super::limit_param;
 use crate::repeats::{self, ACTIVE_TWINS};
-use crate::rows::{options_json, status, task_columns, task_from_row, to_u64};
-use crate::{
-    ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, StatusChange, StoreError, TaskFilter,
-    TaskPage,
-};
+use crate::rows::{StoredRow, options_json, status, task_columns, task_from_row, to_u64};
+use crate::sql::{Conn, Sql};
+use crate::{ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, StatusChange, StoreError};
 
-/// Appends ` IN (?, ?, …)` binding each status; callers must pass at least one.
-fn push_in(qb: &mut QueryBuilder<Postgres>, statuses: &[TaskStatus]) {
-    qb.push(" IN (");
-    let mut list = qb.separated(", ");
-    for s in statuses {
-        list.push_bind(s.as_str());
-    }
-    list.push_unseparated(")");
+const TASKS: &str = "tasks";
+
+/// One task row by id; read through sqlx and inline alike.
+pub(crate) const TASK_BY_ID: &str = concat!("SELECT ", task_columns!(), " FROM tasks WHERE id = ?");
+
+/// The names of `statuses`, for [`Sql::push_in`].
+fn names(statuses: &[TaskStatus]) -> impl Iterator<Item = &'static str> + '_ {
+    statuses.iter().map(|s| s.as_str())
 }
 
-async fn fetch_task(conn: &mut PgConnection, id: &str) -> Result<Option<Task>, StoreError> {
-    let row = query(concat!(
-        "SELECT ",
-        task_columns!(),
-        " FROM tasks WHERE id = ?"
-    ))
-    .bind(id)
-    .fetch_optional(&mut *conn)
-    .await?;
+/// One task by id.
+pub(crate) async fn get<C: Conn + ?Sized>(
+    conn: &mut C,
+    id: &TaskId,
+) -> Result<Option<Task>, StoreError> {
+    let row = Sql::new(TASK_BY_ID)
+        .bind(id.as_str())
+        .fetch_optional(conn)
+        .await?;
     row.as_ref().map(task_from_row).transpose()
 }
 
-async fn count_in(conn: &mut PgConnection, statuses: &[TaskStatus]) -> Result<i64, StoreError> {
-    let mut qb = QueryBuilder::<Postgres>::new("SELECT COUNT(*) FROM tasks WHERE status");
-    push_in(&mut qb, statuses);
-    Ok(qb.build_query_scalar().fetch_one(&mut *conn).await?)
-}
-
-/// Whether the backlog is within `sessions` submissions of `max_queued` (so submissions must be
-/// counted one at a time to keep the cap exact; see [`super::locks`]).
-pub(super) async fn near_cap(
-    conn: &mut PgConnection,
-    max_queued: u32,
-    sessions: i64,
-) -> Result<bool, StoreError> {
-    let queued = count_in(conn, &[TaskStatus::Queued]).await?;
-    Ok(queued.saturating_add(sessions) >= i64::from(max_queued))
+/// How many tasks are in one of `statuses`.
+pub(crate) async fn count_in<C: Conn + ?Sized>(
+    conn: &mut C,
+    statuses: &[TaskStatus],
+) -> Result<i64, StoreError> {
+    let mut sql = Sql::new("SELECT COUNT(*) AS n FROM tasks WHERE status");
+    sql.push_in(names(statuses));
+    sql.fetch_one(conn).await?.int(TASKS, "n")
 }
 
 /// See [`crate::TaskStore::find_idempotent`].
-pub(super) async fn find_idempotent(
-    conn: &mut PgConnection,
+pub(crate) async fn find_idempotent<C: Conn + ?Sized>(
+    conn: &mut C,
     agent: &AgentId,
     claim: &IdempotencyClaim,
 ) -> Result<Option<Task>, StoreError> {
-    let existing: Option<String> = query_scalar(
+    let existing = Sql::new(
         "SELECT task_id FROM idempotency_keys \
          WHERE agent_id = ? AND key = ? AND created_at >= ?",
     )
     .bind(agent.as_str())
     .bind(claim.key.as_str())
     .bind(claim.not_before)
-    .fetch_optional(&mut *conn)
+    .fetch_optional(conn)
     .await?;
     match existing {
-        Some(id) => fetch_task(conn, &id).await,
+        Some(row) => {
+            let id = crate::rows::task_id(TASKS, &row.text("idempotency_keys", "task_id")?)?;
+            get(conn, &id).await
+        }
         None => Ok(None),
     }
 }
 
 /// See [`crate::TaskStore::find_repeated`].
-pub(super) async fn find_repeated(
-    conn: &mut PgConnection,
+pub(crate) async fn find_repeated<C: Conn + ?Sized>(
+    conn: &mut C,
     task: &NewTask,
 ) -> Result<Option<Vec<TaskId>>, StoreError> {
     let Some(guard) = &task.repeat_guard else {
         return Ok(None);
     };
-    let twins: Vec<String> = query_scalar(&ACTIVE_TWINS)
+    let rows = Sql::new(&ACTIVE_TWINS)
         .bind(task.agent_id.as_str())
         .bind(guard.key.as_str())
         .bind(task.created_at.saturating_sub(guard.window_ms))
-        .fetch_all(&mut *conn)
+        .fetch_all(conn)
         .await?;
+    let twins = rows
+        .iter()
+        .map(|row| row.text(TASKS, "id"))
+        .collect::<Result<Vec<_>, _>>()?;
     repeats::judge(guard, &twins)
 }
 
 /// See [`crate::TaskStore::insert_task`]. Check order matters: a duplicate submission is answered
 /// even when the queue is full, and a refused one writes nothing (no key captured).
-pub(super) async fn insert(
-    conn: &mut PgConnection,
+pub(crate) async fn insert<C: Conn + ?Sized>(
+    conn: &mut C,
     task: &NewTask,
     idempotency: Option<&IdempotencyClaim>,
     max_queued: u32,
@@ -113,7 +110,7 @@ pub(super) async fn insert(
         return Ok(InsertOutcome::QueueFull { queued });
     }
 
-    let row = query(concat!(
+    let row = Sql::new(concat!(
         "INSERT INTO tasks (id, agent_id, description, executor, options, status, priority, \
          workdir, created_at, idempotency_key, metadata, call_key) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ",
@@ -131,13 +128,13 @@ pub(super) async fn insert(
     .bind(task.idempotency_key.as_deref())
     .bind(task.metadata.to_string())
     .bind(task.repeat_guard.as_ref().map(|g| g.key.as_str()))
-    .fetch_one(&mut *conn)
+    .fetch_one(conn)
     .await?;
     let created = task_from_row(&row)?;
 
     if let Some(claim) = idempotency {
         // Replaces an expired key of this agent; an unexpired one returned above.
-        query(
+        Sql::new(
             "INSERT INTO idempotency_keys (agent_id, key, task_id, created_at) \
              VALUES (?, ?, ?, ?) \
              ON CONFLICT (agent_id, key) DO UPDATE SET task_id = excluded.task_id, \
@@ -147,7 +144,7 @@ pub(super) async fn insert(
         .bind(claim.key.as_str())
         .bind(task.id.as_str())
         .bind(task.created_at)
-        .execute(&mut *conn)
+        .execute(conn)
         .await?;
     }
 
@@ -162,9 +159,35 @@ pub(super) async fn insert(
     Ok(InsertOutcome::Created(created))
 }
 
+/// The id of the next queued task a claim within `limits` takes, if any.
+async fn pick<C: Conn + ?Sized>(
+    conn: &mut C,
+    limits: ClaimLimits,
+) -> Result<Option<String>, StoreError> {
+    // Active tasks are few (bounded by max_active), so counting them per agent is cheap; the
+    // queued scan walks the (status, priority DESC, queue_seq) index in claim order.
+    let mut sql = Sql::new(
+        "SELECT t.id FROM tasks t LEFT JOIN \
+         (SELECT agent_id, COUNT(*) AS n FROM tasks WHERE status",
+    );
+    sql.push_in(names(&TaskStatus::ACTIVE))
+        .push_bind(
+            " GROUP BY agent_id) a ON a.agent_id = t.agent_id WHERE t.status = ?",
+            TaskStatus::Queued.as_str(),
+        )
+        .push_bind(
+            " AND COALESCE(a.n, 0) < ?",
+            i64::from(limits.max_active_per_agent),
+        )
+        .push(" ORDER BY t.priority DESC, t.queue_seq LIMIT 1")
+        .push(C::CLAIM_PICK);
+    let row = sql.fetch_optional(conn).await?;
+    row.map(|row| row.text(TASKS, "id")).transpose()
+}
+
 /// See [`crate::TaskStore::claim`].
-pub(super) async fn claim(
-    conn: &mut PgConnection,
+pub(crate) async fn claim<C: Conn + ?Sized>(
+    conn: &mut C,
     limits: ClaimLimits,
     at: i64,
     lease: Option<&LeaseGrant>,
@@ -173,27 +196,12 @@ pub(super) async fn claim(
     if active >= i64::from(limits.max_active) {
         return Ok(None);
     }
-
-    // Active tasks are few (bounded by max_active), so counting them per agent is cheap; the
-    // queued scan walks the (status, priority DESC, queue_seq) index in claim order.
-    let mut qb = QueryBuilder::<Postgres>::new(
-        "SELECT t.id FROM tasks t LEFT JOIN \
-         (SELECT agent_id, COUNT(*) AS n FROM tasks WHERE status",
-    );
-    push_in(&mut qb, &TaskStatus::ACTIVE);
-    qb.push(" GROUP BY agent_id) a ON a.agent_id = t.agent_id WHERE t.status = ")
-        .push_bind(TaskStatus::Queued.as_str())
-        .push(" AND COALESCE(a.n, 0) < ")
-        .push_bind(i64::from(limits.max_active_per_agent))
-        .push(" ORDER BY t.priority DESC, t.queue_seq LIMIT 1 FOR UPDATE OF t SKIP LOCKED");
-    let picked: Option<String> = qb.build_query_scalar().fetch_optional(&mut *conn).await?;
-    let Some(picked) = picked else {
+    let Some(picked) = pick(conn, limits).await? else {
         return Ok(None);
     };
-    // Its events are numbered under its own lock (claims, then the task).
-    super::locks::lock(conn, super::locks::Scope::Task(&picked)).await?;
+    conn.hold_claimed(&picked).await?;
 
-    let row = query(concat!(
+    let row = Sql::new(concat!(
         "UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?), owner = ?, \
          ran_on = COALESCE(?, ran_on), lease_until = ?, fence = fence + 1 \
          WHERE id = ? AND status = ? RETURNING ",
@@ -206,7 +214,7 @@ pub(super) async fn claim(
     .bind(lease.map(|l| l.until))
     .bind(picked.as_str())
     .bind(TaskStatus::Queued.as_str())
-    .fetch_one(&mut *conn)
+    .fetch_one(conn)
     .await?;
     let task = task_from_row(&row)?;
 
@@ -222,8 +230,8 @@ pub(super) async fn claim(
 }
 
 /// See [`crate::TaskStore::set_status`].
-pub(super) async fn set_status(
-    conn: &mut PgConnection,
+pub(crate) async fn set_status<C: Conn + ?Sized>(
+    conn: &mut C,
     id: &TaskId,
     change: &StatusChange,
 ) -> Result<Option<Task>, StoreError> {
@@ -233,7 +241,7 @@ pub(super) async fn set_status(
     }
     let started_at = (change.to == TaskStatus::Running).then_some(change.at);
     let completed_at = change.to.is_terminal().then_some(change.at);
-    let row = query(concat!(
+    let row = Sql::new(concat!(
         "UPDATE tasks SET status = ?, started_at = COALESCE(started_at, ?), \
          completed_at = COALESCE(?, completed_at), \
          exit_code = CASE WHEN ? THEN ? ELSE exit_code END, \
@@ -257,7 +265,7 @@ pub(super) async fn set_status(
     .bind(change.to.is_terminal())
     .bind(id.as_str())
     .bind(change.from.as_str())
-    .fetch_optional(&mut *conn)
+    .fetch_optional(conn)
     .await?;
     let Some(row) = row else {
         return Ok(None);
@@ -283,8 +291,8 @@ pub(super) async fn set_status(
 }
 
 /// See [`crate::TaskStore::requeue`].
-pub(super) async fn requeue(
-    conn: &mut PgConnection,
+pub(crate) async fn requeue<C: Conn + ?Sized>(
+    conn: &mut C,
     id: &TaskId,
     from: TaskStatus,
     at: i64,
@@ -293,7 +301,7 @@ pub(super) async fn requeue(
     if !from.is_active() {
         return Ok(None);
     }
-    let row = query(concat!(
+    let row = Sql::new(concat!(
         "UPDATE tasks SET status = 'queued', started_at = NULL, runner_state = NULL, \
          owner = NULL, lease_until = NULL, fence = fence + 1 \
          WHERE id = ? AND status = ? RETURNING ",
@@ -301,7 +309,7 @@ pub(super) async fn requeue(
     ))
     .bind(id.as_str())
     .bind(from.as_str())
-    .fetch_optional(&mut *conn)
+    .fetch_optional(conn)
     .await?;
     let Some(row) = row else {
         return Ok(None);
@@ -316,8 +324,8 @@ pub(super) async fn requeue(
 
 /// See [`crate::TaskStore::purge_terminal`]. Events, artifacts and idempotency keys go with their
 /// task through `ON DELETE CASCADE`.
-pub(super) async fn purge(
-    conn: &mut PgConnection,
+pub(crate) async fn purge<C: Conn + ?Sized>(
+    conn: &mut C,
     before: i64,
     limit: u32,
 ) -> Result<Vec<Task>, StoreError> {
@@ -325,171 +333,92 @@ pub(super) async fn purge(
         .into_iter()
         .filter(|s| s.is_terminal())
         .collect();
-    let mut qb = QueryBuilder::<Postgres>::new(concat!(
+    let mut sql = Sql::new(concat!(
         "SELECT ",
         task_columns!(),
         " FROM tasks WHERE status"
     ));
-    push_in(&mut qb, &terminal);
-    qb.push(" AND completed_at < ")
-        .push_bind(before)
-        .push(" ORDER BY completed_at, queue_seq LIMIT ")
-        .push_bind(i64::from(limit));
-    let rows = qb.build().fetch_all(&mut *conn).await?;
+    sql.push_in(names(&terminal))
+        .push_bind(" AND completed_at < ?", before)
+        .push(" ORDER BY completed_at, queue_seq")
+        .push_bind(limit_param!(), i64::from(limit));
+    let rows = sql.fetch_all(conn).await?;
     let tasks = rows
         .iter()
         .map(task_from_row)
         .collect::<Result<Vec<_>, _>>()?;
     for task in &tasks {
-        query("DELETE FROM tasks WHERE id = ?")
+        Sql::new("DELETE FROM tasks WHERE id = ?")
             .bind(task.id.as_str())
-            .execute(&mut *conn)
+            .execute(conn)
             .await?;
     }
     Ok(tasks)
 }
 
-/// One task by id.
-pub(super) async fn get(read: &PgPool, id: &TaskId) -> Result<Option<Task>, StoreError> {
-    let mut conn = read.acquire().await?;
-    fetch_task(&mut conn, id.as_str()).await
-}
-
-/// The `list_tasks` query after `prefix` (`EXPLAIN QUERY PLAN ` in the index test). Each asked
-/// state is its own newest-first walk of `tasks_agent_status`, cut at the page size, and only
-/// those few rows are merged: one `status IN (…)` lookup would read every matching task to sort
-/// them (all of an agent's finished tasks, for a filter that includes `completed`).
-pub(super) fn list_query(prefix: &str, filter: &TaskFilter) -> QueryBuilder<Postgres> {
-    let page = i64::from(filter.limit) + 1;
-    let mut qb = QueryBuilder::<Postgres>::new(prefix);
-    if filter.statuses.is_empty() {
-        push_list_branch(&mut qb, filter, None, page);
-        return qb;
-    }
-    for (n, status) in filter.statuses.iter().enumerate() {
-        if n > 0 {
-            qb.push(" UNION ALL ");
-        }
-        qb.push("SELECT * FROM (");
-        push_list_branch(&mut qb, filter, Some(*status), page);
-        // PostgreSQL requires every subquery in FROM to be named.
-        qb.push(format!(") AS branch{n}"));
-    }
-    qb.push(" ORDER BY queue_seq DESC LIMIT ").push_bind(page);
-    qb
-}
-
-/// One newest-first page of the filter's tasks, in one state when `status` is given. The page
-/// is one row longer than asked: the extra row tells whether another page exists without a
-/// second COUNT query.
-fn push_list_branch(
-    qb: &mut QueryBuilder<Postgres>,
-    filter: &TaskFilter,
-    status: Option<TaskStatus>,
-    page: i64,
-) {
-    qb.push(concat!(
-        "SELECT ",
-        task_columns!(),
-        " FROM tasks WHERE 1 = 1"
-    ));
-    if let Some(agent) = &filter.agent_id {
-        qb.push(" AND agent_id = ")
-            .push_bind(agent.as_str().to_owned());
-    }
-    if let Some(status) = status {
-        qb.push(" AND status = ").push_bind(status.as_str());
-    }
-    if let Some(before) = filter.before_seq {
-        qb.push(" AND queue_seq < ").push_bind(before);
-    }
-    qb.push(" ORDER BY queue_seq DESC LIMIT ").push_bind(page);
-}
-
-/// See [`crate::TaskStore::list_tasks`].
-pub(super) async fn list(read: &PgPool, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
-    // A zero-size page with a cursor would make a paging client loop forever.
-    if filter.limit == 0 {
-        return Ok(TaskPage {
-            tasks: Vec::new(),
-            next_before_seq: None,
-        });
-    }
-    let rows = list_query("", filter).build().fetch_all(read).await?;
-    let mut tasks = rows
-        .iter()
-        .map(task_from_row)
-        .collect::<Result<Vec<_>, _>>()?;
-    let more = tasks.len() > filter.limit as usize;
-    tasks.truncate(filter.limit as usize);
-    let next_before_seq = if more {
-        tasks.last().map(|t| t.queue_seq)
-    } else {
-        None
-    };
-    Ok(TaskPage {
-        tasks,
-        next_before_seq,
-    })
-}
-
 /// See [`crate::TaskStore::count_by_status`].
-pub(super) async fn count_by_status(read: &PgPool) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
-    let rows: Vec<(String, i64)> = query_as("SELECT status, COUNT(*) FROM tasks GROUP BY status")
-        .fetch_all(read)
+pub(crate) async fn count_by_status<C: Conn + ?Sized>(
+    conn: &mut C,
+) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
+    let rows = Sql::new("SELECT status, COUNT(*) AS n FROM tasks GROUP BY status")
+        .fetch_all(conn)
         .await?;
     let mut counts = rows
-        .into_iter()
-        .map(|(name, n)| Ok((status("tasks", &name)?, to_u64(n))))
+        .iter()
+        .map(|row| {
+            let name = row.text(TASKS, "status")?;
+            Ok((status(TASKS, &name)?, to_u64(row.int(TASKS, "n")?)))
+        })
         .collect::<Result<Vec<_>, StoreError>>()?;
     counts.sort_unstable_by_key(|(s, _)| *s);
     Ok(counts)
 }
 
-/// See [`crate::TaskStore::queue_position`].
-pub(super) async fn queue_position(read: &PgPool, id: &TaskId) -> Result<Option<u64>, StoreError> {
-    // One snapshot, so the task cannot be claimed between the two queries.
-    let mut tx = read.begin().await?;
-    let own: Option<(String, i64, i64)> =
-        query_as("SELECT status, priority, queue_seq FROM tasks WHERE id = ?")
-            .bind(id.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
-    let Some((own_status, priority, queue_seq)) = own else {
+/// See [`crate::TaskStore::queue_position`]; `conn` reads one snapshot, so the task cannot be
+/// claimed between the two queries.
+pub(crate) async fn queue_position<C: Conn + ?Sized>(
+    conn: &mut C,
+    id: &TaskId,
+) -> Result<Option<u64>, StoreError> {
+    let own = Sql::new("SELECT status, priority, queue_seq FROM tasks WHERE id = ?")
+        .bind(id.as_str())
+        .fetch_optional(conn)
+        .await?;
+    let Some(own) = own else {
         return Ok(None);
     };
-    if status("tasks", &own_status)? != TaskStatus::Queued {
+    if status(TASKS, &own.text(TASKS, "status")?)? != TaskStatus::Queued {
         return Ok(None);
     }
-    let ahead: i64 = query_scalar(
-        "SELECT COUNT(*) FROM tasks WHERE status = ? \
+    let (priority, queue_seq) = (own.int(TASKS, "priority")?, own.int(TASKS, "queue_seq")?);
+    let ahead = Sql::new(
+        "SELECT COUNT(*) AS n FROM tasks WHERE status = ? \
          AND (priority > ? OR (priority = ? AND queue_seq < ?))",
     )
     .bind(TaskStatus::Queued.as_str())
     .bind(priority)
     .bind(priority)
     .bind(queue_seq)
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
+    .fetch_one(conn)
+    .await?
+    .int(TASKS, "n")?;
     Ok(Some(to_u64(ahead) + 1))
 }
 
 /// See [`crate::TaskStore::tasks_in`].
-pub(super) async fn tasks_in(
-    read: &PgPool,
+pub(crate) async fn tasks_in<C: Conn + ?Sized>(
+    conn: &mut C,
     statuses: &[TaskStatus],
 ) -> Result<Vec<Task>, StoreError> {
     if statuses.is_empty() {
         return Ok(Vec::new());
     }
-    let mut qb = QueryBuilder::<Postgres>::new(concat!(
+    let mut sql = Sql::new(concat!(
         "SELECT ",
         task_columns!(),
         " FROM tasks WHERE status"
     ));
-    push_in(&mut qb, statuses);
-    qb.push(" ORDER BY queue_seq");
-    let rows = qb.build().fetch_all(read).await?;
+    sql.push_in(names(statuses)).push(" ORDER BY queue_seq");
+    let rows = sql.fetch_all(conn).await?;
     rows.iter().map(task_from_row).collect()
 }
