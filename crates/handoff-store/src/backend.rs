@@ -62,13 +62,14 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn after_write<T>(&self, result: &Result<T, StoreError>);
     /// A write transaction serialized with the writes `scope` conflicts with.
     async fn begin(&self, scope: Scope<'_>) -> Result<Tx<Self>, StoreError>;
-    /// A submission's write transaction (its keys and the backlog cap serialized).
+    /// A submission's write transaction (its keys and the backlog cap serialized), and the
+    /// queued tasks counted under its locks when the backend had to count them.
     async fn begin_insert(
         &self,
         task: &NewTask,
         idempotency: Option<&IdempotencyClaim>,
         max_queued: u32,
-    ) -> Result<Tx<Self>, StoreError>;
+    ) -> Result<(Tx<Self>, Option<i64>), StoreError>;
     /// A read-only transaction: one snapshot for several reads.
     async fn snapshot(&self) -> Result<Tx<Self>, StoreError>;
     /// A connection for single-statement writes.

@@ -208,7 +208,11 @@ async fn a_cancel_waiting_for_a_lost_holder_is_honoured_by_the_instance_that_tak
         max_active: 10,
         max_active_per_agent: 10,
     };
-    other.claim(limits, now, Some(&dead)).await.unwrap().unwrap();
+    other
+        .claim(limits, now, Some(&dead))
+        .await
+        .unwrap()
+        .unwrap();
     let cancel = other
         .post_command(
             &task.id,

@@ -46,8 +46,8 @@ impl<B: Backend> TaskStore for B {
         max_queued: u32,
     ) -> Result<InsertOutcome, StoreError> {
         writing(self, async {
-            let mut tx = self.begin_insert(task, idempotency, max_queued).await?;
-            let outcome = tasks::insert(&mut *tx, task, idempotency, max_queued).await?;
+            let (mut tx, queued) = self.begin_insert(task, idempotency, max_queued).await?;
+            let outcome = tasks::insert(&mut *tx, task, idempotency, max_queued, queued).await?;
             tx.commit().await?;
             Ok(outcome)
         })

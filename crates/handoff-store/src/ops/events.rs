@@ -44,13 +44,27 @@ pub(crate) async fn append<C: Conn + ?Sized>(
     if events.is_empty() {
         return Ok(Vec::new());
     }
-    let last = Sql::new("SELECT COALESCE(MAX(seq), 0) AS last FROM task_events WHERE task_id = ?")
-        .bind(id.as_str())
-        .fetch_one(conn)
-        .await?
-        .int(EVENTS, "last")?;
+    // The first event is numbered in the statement that writes it (one round trip for the
+    // usual single event); the rest follow it. A missing task fails on the foreign key,
+    // rolling back the whole batch.
+    let first = &events[0];
+    let seq = Sql::new(
+        "INSERT INTO task_events (task_id, seq, at, kind, message, data) \
+         SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM task_events WHERE task_id = ? \
+         RETURNING seq",
+    )
+    .bind(id.as_str())
+    .bind(at)
+    .bind(first.kind.as_str())
+    .bind(first.message.as_str())
+    .bind(first.data.to_string())
+    .bind(id.as_str())
+    .fetch_one(conn)
+    .await?
+    .int(EVENTS, "seq")?;
     let mut seqs = Vec::with_capacity(events.len());
-    for (seq, event) in (last + 1..).zip(events) {
+    seqs.push(seq);
+    for (seq, event) in (seq + 1..).zip(&events[1..]) {
         // A missing task fails here on the foreign key, rolling back the whole batch.
         Sql::new(
             "INSERT INTO task_events (task_id, seq, at, kind, message, data) \

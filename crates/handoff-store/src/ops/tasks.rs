@@ -95,6 +95,7 @@ pub(crate) async fn insert<C: Conn + ?Sized>(
     task: &NewTask,
     idempotency: Option<&IdempotencyClaim>,
     max_queued: u32,
+    counted: Option<i64>,
 ) -> Result<InsertOutcome, StoreError> {
     if let Some(claim) = idempotency
         && let Some(found) = find_idempotent(conn, &task.agent_id, claim).await?
@@ -105,7 +106,12 @@ pub(crate) async fn insert<C: Conn + ?Sized>(
         return Ok(InsertOutcome::Repeated { active });
     }
 
-    let queued = to_u64(count_in(conn, &[TaskStatus::Queued]).await?);
+    // `counted`: the queued tasks the backend counted under this submission's locks.
+    let queued = match counted {
+        Some(queued) => queued,
+        None => count_in(conn, &[TaskStatus::Queued]).await?,
+    };
+    let queued = to_u64(queued);
     if queued >= u64::from(max_queued) {
         return Ok(InsertOutcome::QueueFull { queued });
     }
@@ -159,7 +165,9 @@ pub(crate) async fn insert<C: Conn + ?Sized>(
     Ok(InsertOutcome::Created(created))
 }
 
-/// The id of the next queued task a claim within `limits` takes, if any.
+/// The id of the next queued task a claim within `limits` takes, if any: none while the active
+/// tasks fill `max_active` (counted in the same statement, one round trip under the claims
+/// lock).
 async fn pick<C: Conn + ?Sized>(
     conn: &mut C,
     limits: ClaimLimits,
@@ -179,6 +187,9 @@ async fn pick<C: Conn + ?Sized>(
             " AND COALESCE(a.n, 0) < ?",
             i64::from(limits.max_active_per_agent),
         )
+        .push(" AND (SELECT COUNT(*) FROM tasks WHERE status");
+    sql.push_in(names(&TaskStatus::ACTIVE))
+        .push_bind(") < ?", i64::from(limits.max_active))
         .push(" ORDER BY t.priority DESC, t.queue_seq LIMIT 1")
         .push(C::CLAIM_PICK);
     let row = sql.fetch_optional(conn).await?;
@@ -192,10 +203,6 @@ pub(crate) async fn claim<C: Conn + ?Sized>(
     at: i64,
     lease: Option<&LeaseGrant>,
 ) -> Result<Option<Task>, StoreError> {
-    let active = count_in(conn, &TaskStatus::ACTIVE).await?;
-    if active >= i64::from(limits.max_active) {
-        return Ok(None);
-    }
     let Some(picked) = pick(conn, limits).await? else {
         return Ok(None);
     };

@@ -66,14 +66,42 @@ pub(super) async fn lock(conn: &mut PgConnection, scope: Scope<'_>) -> Result<()
     Ok(())
 }
 
-/// Takes the backlog admission lock: `exclusive` near the cap, else shared.
-pub(super) async fn admission(conn: &mut PgConnection, exclusive: bool) -> Result<(), StoreError> {
-    let sql = if exclusive {
-        "SELECT pg_advisory_xact_lock($1, 0)"
+/// Takes a submission's locks in one round trip, in lock order: its idempotency key's and its
+/// repeat-guard key's (each [`agent_key`]), then the backlog admission lock (`exclusive` near
+/// the cap, else shared).
+pub(super) async fn submission(
+    conn: &mut PgConnection,
+    idempotency: Option<&str>,
+    repeat: Option<&str>,
+    exclusive: bool,
+) -> Result<(), StoreError> {
+    let mut locks = Vec::with_capacity(3);
+    let mut keys = Vec::with_capacity(2);
+    for (scope, key) in [
+        (Scope::Idempotency(""), idempotency),
+        (Scope::Repeat(""), repeat),
+    ] {
+        if let Some(key) = key {
+            keys.push(key);
+            let namespace = scope.key().0;
+            locks.push(format!(
+                "pg_advisory_xact_lock({namespace}, hashtext(${}))",
+                keys.len()
+            ));
+        }
+    }
+    locks.push(if exclusive {
+        format!("pg_advisory_xact_lock({ADMISSION}, 0)")
     } else {
-        "SELECT pg_advisory_xact_lock_shared($1, 0)"
-    };
-    sqlx::query(sql).bind(ADMISSION).execute(conn).await?;
+        format!("pg_advisory_xact_lock_shared({ADMISSION}, 0)")
+    });
+    // PostgreSQL evaluates a select list left to right: the locks are taken in this order.
+    let sql = format!("SELECT {}", locks.join(", "));
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for key in keys {
+        query = query.bind(key);
+    }
+    query.execute(conn).await?;
     Ok(())
 }
 

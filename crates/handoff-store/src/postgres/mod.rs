@@ -22,7 +22,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 use async_trait::async_trait;
 use handoff_task::{NewTask, TaskStatus};
 use sqlx::{
-    PgConnection, PgPool, Postgres, Transaction,
+    PgPool, Postgres, Transaction,
     migrate::Migrator,
     postgres::{PgConnectOptions, PgPoolOptions},
 };
@@ -207,34 +207,33 @@ impl PgStore {
         task: &NewTask,
         idempotency: Option<&IdempotencyClaim>,
         max_queued: u32,
-    ) -> Result<Transaction<'static, Postgres>, StoreError> {
+    ) -> Result<(Transaction<'static, Postgres>, Option<i64>), StoreError> {
         let mut exclusive = false;
         loop {
             let mut tx = self.pool.begin().await?;
             let agent = task.agent_id.as_str();
-            if let Some(claim) = idempotency {
-                let key = locks::agent_key(agent, &claim.key);
-                locks::lock(&mut tx, locks::Scope::Idempotency(&key)).await?;
-            }
-            if let Some(guard) = &task.repeat_guard {
-                let key = locks::agent_key(agent, &guard.key);
-                locks::lock(&mut tx, locks::Scope::Repeat(&key)).await?;
-            }
-            locks::admission(&mut tx, exclusive).await?;
-            if exclusive || !self.near_cap(&mut tx, max_queued).await? {
-                return Ok(tx);
+            let idempotency = idempotency.map(|c| locks::agent_key(agent, &c.key));
+            let repeat = task
+                .repeat_guard
+                .as_ref()
+                .map(|g| locks::agent_key(agent, &g.key));
+            locks::submission(
+                &mut tx,
+                idempotency.as_deref(),
+                repeat.as_deref(),
+                exclusive,
+            )
+            .await?;
+            let queued = ops::tasks::count_in(&mut *tx, &[TaskStatus::Queued]).await?;
+            let near = queued.saturating_add(self.sessions) >= i64::from(max_queued);
+            if exclusive || !near {
+                // Counted under the locks: the insert's own check reuses it.
+                return Ok((tx, Some(queued)));
             }
             // Near the cap: counted again under the exclusive lock.
             tx.rollback().await?;
             exclusive = true;
         }
-    }
-
-    /// Whether the backlog is within the server's sessions of `max_queued` (so submissions
-    /// must be counted one at a time to keep the cap exact; see [`locks`]).
-    async fn near_cap(&self, conn: &mut PgConnection, max_queued: u32) -> Result<bool, StoreError> {
-        let queued = ops::tasks::count_in(conn, &[TaskStatus::Queued]).await?;
-        Ok(queued.saturating_add(self.sessions) >= i64::from(max_queued))
     }
 
     /// Another instance's handle on the same database (for tests of fencing): it shares the
@@ -304,7 +303,7 @@ impl Backend for PgStore {
         task: &NewTask,
         idempotency: Option<&IdempotencyClaim>,
         max_queued: u32,
-    ) -> Result<Tx<Self>, StoreError> {
+    ) -> Result<(Tx<Self>, Option<i64>), StoreError> {
         self.begin_submission(task, idempotency, max_queued).await
     }
 

@@ -272,8 +272,8 @@ impl Backend for SqliteStore {
         _task: &NewTask,
         _idempotency: Option<&IdempotencyClaim>,
         _max_queued: u32,
-    ) -> Result<Tx<Self>, StoreError> {
-        self.begin_write().await
+    ) -> Result<(Tx<Self>, Option<i64>), StoreError> {
+        Ok((self.begin_write().await?, None))
     }
 
     async fn snapshot(&self) -> Result<Tx<Self>, StoreError> {

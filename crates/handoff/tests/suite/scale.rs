@@ -352,6 +352,12 @@ fn the_scale_benchmark_runs() {
         .filter_map(|w| w.strip_suffix('%'))
         .map(|p| p.parse().unwrap())
         .collect();
-    assert!((1..=2).contains(&spread.len()), "a share per instance that ran: {stdout}");
-    assert!((spread.iter().sum::<f64>() - 100.0).abs() <= 2.0, "{stdout}");
+    assert!(
+        (1..=2).contains(&spread.len()),
+        "a share per instance that ran: {stdout}"
+    );
+    assert!(
+        (spread.iter().sum::<f64>() - 100.0).abs() <= 2.0,
+        "{stdout}"
+    );
 }
