@@ -10,8 +10,9 @@
 // Test code: a failed unwrap is a failed test with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod self_launching;
+
 use std::{
-    ffi::OsString,
     path::{Path, PathBuf},
     process::ExitCode,
     sync::Arc,
@@ -37,7 +38,7 @@ use tokio::time::timeout;
 const WAIT: Duration = Duration::from_secs(10);
 const DEADLINE: Duration = Duration::from_millis(300);
 
-type Test = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+use self_launching::Test;
 
 const TESTS: &[(&str, Test)] = &[
     (
@@ -56,60 +57,7 @@ const TESTS: &[(&str, Test)] = &[
 ];
 
 fn main() -> ExitCode {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    match args.first().and_then(|a| a.to_str()) {
-        Some("keeper") => return keeper(&args[1..]),
-        Some("outer" | "inner") => return launch(&args),
-        _ => {}
-    }
-    if args.iter().any(|a| a == "--list") {
-        for (name, _) in TESTS {
-            println!("{name}: test");
-        }
-        return ExitCode::SUCCESS;
-    }
-    // libtest's free arguments are name filters; its options mean nothing here.
-    let filters: Vec<String> = args
-        .iter()
-        .filter_map(|a| a.to_str())
-        .filter(|a| !a.starts_with('-'))
-        .map(str::to_owned)
-        .collect();
-    let chosen: Vec<&(&str, Test)> = TESTS
-        .iter()
-        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f)))
-        .collect();
-    println!("\nrunning {} tests", chosen.len());
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    for (name, test) in &chosen {
-        // A failed assertion panics out of here: the test binary fails with its message.
-        runtime.block_on(test());
-        println!("test {name} ... ok");
-    }
-    println!("\ntest result: ok. {} passed\n", chosen.len());
-    ExitCode::SUCCESS
-}
-
-/// `handoff isolate keeper`.
-fn keeper(args: &[OsString]) -> ExitCode {
-    match handoff_isolation::keeper::run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("fence (keeper): {error}");
-            ExitCode::from(126)
-        }
-    }
-}
-
-/// `handoff isolate outer|inner`: applies the confinement, then becomes the run's program.
-fn launch(args: &[OsString]) -> ExitCode {
-    match handoff_isolation::launch::run(args) {
-        Ok(never) => match never {},
-        Err(error) => {
-            eprintln!("fence (launcher): {error}");
-            ExitCode::from(126)
-        }
-    }
+    self_launching::main("fence", TESTS)
 }
 
 fn me() -> Vec<String> {
