@@ -62,7 +62,7 @@ struct Row {
 }
 
 /// How often the lock sampler looks at `pg_stat_activity`.
-const LOCK_SAMPLE: Duration = Duration::from_millis(5);
+const LOCK_SAMPLE: Duration = Duration::from_millis(20);
 
 /// Runs every setup and prints the table.
 pub async fn run_scale(exe: &Path, options: &ScaleBenchOptions) -> Result<(), BenchError> {

@@ -32,6 +32,9 @@ pub(crate) struct Instance {
     pub clock: LeaseClock,
     /// Where the id is recorded for the next process on this data dir.
     id_file: std::path::PathBuf,
+    /// The instances sharing the store that are not draining, as of the latest beat (the
+    /// scheduler's share of the queue).
+    pub live: std::sync::atomic::AtomicUsize,
 }
 
 /// The file in the data dir that names the instance the process using it is.
@@ -61,6 +64,7 @@ impl Instance {
             stop: CancellationToken::new(),
             clock: LeaseClock::default(),
             id_file: file,
+            live: std::sync::atomic::AtomicUsize::new(1),
         }
     }
 
@@ -160,13 +164,30 @@ pub(crate) async fn heartbeats(inner: Arc<EngineState>) {
             .heartbeat(&inner.instance.id(), now, until)
             .await
         {
-            Ok(Some(_)) => crate::fence::confirmed(&inner, until).await,
+            Ok(Some(_)) => {
+                crate::fence::confirmed(&inner, until).await;
+                count_live(&inner).await;
+            }
             Ok(None) => declared_lost(&inner).await,
             Err(e) => {
                 inner.instance.clock.unreachable();
                 tracing::error!(error = %e, "heartbeat failed");
             }
         }
+    }
+}
+
+/// Counts the instances sharing the store that take work (a shared store only).
+async fn count_live(inner: &EngineState) {
+    if !inner.store.is_shared() {
+        return;
+    }
+    if let Ok(instances) = inner.store.instances().await {
+        let live = instances.iter().filter(|i| !i.instance.draining).count();
+        inner
+            .instance
+            .live
+            .store(live.max(1), std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -76,17 +76,23 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
     }
 }
 
-/// How many tasks this instance claims before the others get their turn: unbounded on a store
-/// of one instance, else its share of the queue among the live instances (at least one).
+/// How many tasks this instance claims before the others get their turn: unbounded while it
+/// is the only live instance, else its share of the queue among the live ones (at least one;
+/// the count of live instances is the heartbeat's).
 async fn share(inner: &EngineState) -> usize {
-    if !inner.store.is_shared() {
+    let live = inner
+        .instance
+        .live
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if !inner.store.is_shared() || live <= 1 {
         return usize::MAX;
     }
-    let (counts, instances) = tokio::join!(inner.store.count_by_status(), inner.store.instances());
-    let queued = counts
+    let queued = inner
+        .store
+        .count_by_status()
+        .await
         .ok()
         .and_then(|c| c.into_iter().find(|(s, _)| *s == TaskStatus::Queued))
         .map_or(0, |(_, n)| usize::try_from(n).unwrap_or(usize::MAX));
-    let live = instances.map_or(1, |i| i.iter().filter(|i| !i.instance.draining).count());
-    queued.div_ceil(live.max(1)).max(1)
+    queued.div_ceil(live).max(1)
 }
