@@ -23,6 +23,7 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
         max_active: inner.config.tasks.max_concurrent,
         max_active_per_agent: inner.config.tasks.max_concurrent_per_agent,
     };
+    let mut claims_failing = false;
     loop {
         let mut share = share(&inner).await;
         let mut shared_out = false;
@@ -45,6 +46,7 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
                 .await
             {
                 Ok(Some(task)) => {
+                    claims_failing = false;
                     inner.outbox.status(&task.id, task.status);
                     let link = inner.supervisors.spawn(
                         inner.shared(),
@@ -60,9 +62,16 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
                         .runs
                         .spawn(lifecycle::drive(inner.clone(), task, None, link));
                 }
-                Ok(None) => break,
+                Ok(None) => {
+                    claims_failing = false;
+                    break;
+                }
                 Err(e) => {
-                    tracing::error!(error = %e, "could not claim a queued task");
+                    // Once per stretch of failures: an outage must not log every second.
+                    if !claims_failing {
+                        tracing::error!(error = %e, "could not claim a queued task");
+                    }
+                    claims_failing = true;
                     break;
                 }
             }
