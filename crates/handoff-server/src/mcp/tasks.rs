@@ -157,6 +157,18 @@ pub(crate) fn to_mcp(error: HandleError) -> McpError {
     match error {
         HandleError::Unknown(id) => McpError::invalid_params(format!("unknown task: {id}"), None),
         HandleError::Conflict(message) => McpError::invalid_params(message, None),
+        // JSON-RPC has no code for "retry later": the data names the tool error code and the
+        // wait, as a failed tool call's `_meta` does.
+        HandleError::Unavailable {
+            message,
+            retry_after_ms,
+        } => McpError::internal_error(
+            message,
+            Some(serde_json::json!({
+                "code": handoff_protocol::codes::UNAVAILABLE,
+                "retry_after_ms": retry_after_ms,
+            })),
+        ),
         HandleError::Internal(message) => McpError::internal_error(message, None),
     }
 }
@@ -242,5 +254,17 @@ mod tests {
         assert_eq!(wire["status"], "failed");
         assert_eq!(wire["error"]["code"], -32603);
         assert!(wire.get("result").is_none());
+    }
+
+    #[test]
+    fn an_unreachable_store_is_a_retry_hint_not_a_bare_internal_error() {
+        let error = to_mcp(HandleError::from(handoff_engine::EngineError::Unreachable {
+            message: "the task store is unreachable: Connection refused; retry in 2 s".into(),
+            retry_after: std::time::Duration::from_secs(2),
+        }));
+        let data = error.data.expect("a retry hint");
+        assert_eq!(data["code"], "UNAVAILABLE");
+        assert_eq!(data["retry_after_ms"], 2_000);
+        assert!(error.message.contains("unreachable"), "{}", error.message);
     }
 }

@@ -25,6 +25,15 @@ pub enum HandleError {
     /// The request cannot apply (e.g. an answer to a request that is no longer pending).
     #[error("{0}")]
     Conflict(String),
+    /// A part Handoff needs is unreachable right now (the task store, the instance holding the
+    /// run); nothing was changed and the same request may succeed after `retry_after_ms`.
+    #[error("{message}")]
+    Unavailable {
+        /// What is unreachable.
+        message: String,
+        /// When a retry may succeed.
+        retry_after_ms: u64,
+    },
     /// Handoff itself failed (store, executor).
     #[error("{0}")]
     Internal(String),
@@ -43,6 +52,13 @@ impl From<EngineError> for HandleError {
             EngineError::NotFound(id) => Self::Unknown(id),
             EngineError::Conflict(message) => Self::Conflict(message),
             EngineError::Invalid { message, .. } => Self::Conflict(message),
+            EngineError::Unreachable {
+                message,
+                retry_after,
+            } => Self::Unavailable {
+                message,
+                retry_after_ms: u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX),
+            },
             other => Self::Internal(other.to_string()),
         }
     }
