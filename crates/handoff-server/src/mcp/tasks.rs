@@ -258,10 +258,12 @@ mod tests {
 
     #[test]
     fn an_unreachable_store_is_a_retry_hint_not_a_bare_internal_error() {
-        let error = to_mcp(HandleError::from(handoff_engine::EngineError::Unreachable {
-            message: "the task store is unreachable: Connection refused; retry in 2 s".into(),
-            retry_after: std::time::Duration::from_secs(2),
-        }));
+        let error = to_mcp(HandleError::from(
+            handoff_engine::EngineError::Unreachable {
+                message: "the task store is unreachable: Connection refused; retry in 2 s".into(),
+                retry_after: std::time::Duration::from_secs(2),
+            },
+        ));
         let data = error.data.expect("a retry hint");
         assert_eq!(data["code"], "UNAVAILABLE");
         assert_eq!(data["retry_after_ms"], 2_000);
