@@ -55,6 +55,6 @@ impl Conn for PgConnection {
 
     async fn hold_claimed(&mut self, id: &str) -> Result<(), StoreError> {
         // Its events are numbered under its own lock (claims, then the task).
-        locks::lock(self, locks::Scope::Task(id)).await
+        locks::lock(self, crate::backend::Scope::Task(id)).await
     }
 }

@@ -19,45 +19,33 @@
 
 use sqlx::PgConnection;
 
-use crate::StoreError;
+use crate::{StoreError, backend::Scope};
 
-/// A lock a write transaction takes before its checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Scope<'a> {
-    /// One task's row, events, requests and Letta record.
-    Task(&'a str),
-    /// One idempotency key of one agent ([`agent_key`]).
-    Idempotency(&'a str),
-    /// One repeat-guard key of one agent ([`agent_key`]).
-    Repeat(&'a str),
-    /// One caller's loop-guard history.
-    Calls(&'a str),
-    /// Every claim.
-    Claims,
-    /// Housekeeping over many rows (the retention purge).
-    Sweep,
-}
+/// The namespaces of the locks (the first key of `pg_advisory_xact_lock(int, int)`).
+const TASK: i32 = 1;
+const IDEMPOTENCY: i32 = 2;
+const REPEAT: i32 = 3;
+const CALLS: i32 = 4;
+const CLAIMS: i32 = 5;
+const SWEEP: i32 = 6;
+const ADMISSION: i32 = 7;
 
-impl<'a> Scope<'a> {
-    /// The lock's namespace and key.
-    fn key(self) -> (i32, &'a str) {
-        match self {
-            Scope::Task(id) => (1, id),
-            Scope::Idempotency(key) => (2, key),
-            Scope::Repeat(key) => (3, key),
-            Scope::Calls(caller) => (4, caller),
-            Scope::Claims => (5, "claims"),
-            Scope::Sweep => (6, "sweep"),
-        }
+/// The lock `scope` takes: its namespace and key; `None` for a write that checks nothing.
+fn key(scope: Scope<'_>) -> Option<(i32, &str)> {
+    match scope {
+        Scope::Task(id) => Some((TASK, id)),
+        Scope::Calls(caller) => Some((CALLS, caller)),
+        Scope::Claims => Some((CLAIMS, "claims")),
+        Scope::Sweep => Some((SWEEP, "sweep")),
+        Scope::Plain => None,
     }
 }
 
-/// Namespace of the backlog admission lock.
-const ADMISSION: i32 = 7;
-
-/// Takes `scope`'s lock for the rest of the transaction on `conn`.
+/// Takes `scope`'s lock, if it has one, for the rest of the transaction on `conn`.
 pub(super) async fn lock(conn: &mut PgConnection, scope: Scope<'_>) -> Result<(), StoreError> {
-    let (namespace, key) = scope.key();
+    let Some((namespace, key)) = key(scope) else {
+        return Ok(());
+    };
     sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
         .bind(namespace)
         .bind(key)
@@ -77,13 +65,9 @@ pub(super) async fn submission(
 ) -> Result<(), StoreError> {
     let mut locks = Vec::with_capacity(3);
     let mut keys = Vec::with_capacity(2);
-    for (scope, key) in [
-        (Scope::Idempotency(""), idempotency),
-        (Scope::Repeat(""), repeat),
-    ] {
+    for (namespace, key) in [(IDEMPOTENCY, idempotency), (REPEAT, repeat)] {
         if let Some(key) = key {
             keys.push(key);
-            let namespace = scope.key().0;
             locks.push(format!(
                 "pg_advisory_xact_lock({namespace}, hashtext(${}))",
                 keys.len()

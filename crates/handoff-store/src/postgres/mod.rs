@@ -189,16 +189,6 @@ impl PgStore {
         crate::backend::writing(self, write).await
     }
 
-    /// A transaction holding `scope`'s lock from its first statement.
-    async fn begin_write(
-        &self,
-        scope: locks::Scope<'_>,
-    ) -> Result<Transaction<'static, Postgres>, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        locks::lock(&mut tx, scope).await?;
-        Ok(tx)
-    }
-
     /// A submission's transaction: the locks of the keys it checks, and the backlog admission
     /// lock — shared while the queue is far enough below `max_queued` that every session of
     /// the server submitting at once could not pass it, else exclusive ([`locks`]).
@@ -287,15 +277,10 @@ impl Backend for PgStore {
     }
 
     async fn begin(&self, scope: Scope<'_>) -> Result<Tx<Self>, StoreError> {
-        let lock = match scope {
-            Scope::Task(id) => locks::Scope::Task(id),
-            Scope::Claims => locks::Scope::Claims,
-            Scope::Sweep => locks::Scope::Sweep,
-            Scope::Calls(caller) => locks::Scope::Calls(caller),
-            // A single statement's check needs no lock.
-            Scope::Plain => return Ok(self.pool.begin().await?),
-        };
-        self.begin_write(lock).await
+        // A transaction holding `scope`'s lock from its first statement (none for `Plain`).
+        let mut tx = self.pool.begin().await?;
+        locks::lock(&mut tx, scope).await?;
+        Ok(tx)
     }
 
     async fn begin_insert(
