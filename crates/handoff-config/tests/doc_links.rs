@@ -1,4 +1,5 @@
-//! Every relative link in README.md and docs/*.md points at a file that exists and, with a
+//! Every relative link in README.md, BENCHMARKS.md and the Markdown under docs/ (the
+//! benchmark history in docs/benchmarks/ too) points at a file that exists and, with a
 //! `#fragment`, at a heading in it (GitHub's anchor rules).
 #![allow(clippy::unwrap_used)]
 
@@ -12,15 +13,24 @@ fn root() -> PathBuf {
 }
 
 fn documents() -> Vec<PathBuf> {
-    let mut docs = vec![root().join("README.md")];
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-        .collect();
+    let mut docs = vec![root().join("README.md"), root().join("BENCHMARKS.md")];
+    let mut pages = Vec::new();
+    markdown_under(&root().join("docs"), &mut pages);
     pages.sort();
     docs.extend(pages);
     docs
+}
+
+/// The `.md` files in `dir` and its subdirectories.
+fn markdown_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            markdown_under(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "md") {
+            out.push(path);
+        }
+    }
 }
 
 /// The text outside fenced code blocks and inline code spans, line by line.
