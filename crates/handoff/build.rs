@@ -2,9 +2,10 @@
 //!
 //! The kernel maps up to 64 KB of a binary around every code page a process faults in, so
 //! start-up code scattered over a 20–28 MB `.text` made most of it resident before the first
-//! request (BENCHMARKS.md, idle RSS). `startup.order` lists the functions `handoff serve` runs
-//! at start-up and for the common requests (`scripts/startup-order/generate.sh` traces them);
-//! lld places them first, in a few contiguous pages. A name the build no longer has is
+//! request (docs/benchmarks/2026-11-28-issue-26-start-up-code-together.md). `startup.order`
+//! lists the functions `handoff serve` runs at start-up and for the common requests
+//! (`scripts/startup-order/generate.sh` traces them); lld places them first, in a few
+//! contiguous pages. A name the build no longer has is
 //! skipped, so a stale file costs memory, never correctness.
 
 use std::env;

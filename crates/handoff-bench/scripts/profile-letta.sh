@@ -9,7 +9,7 @@
 #   machines — and where `perf stat -e instructions` has no counter — most VMs). Valgrind runs
 #   the server ~50x slower: 100 calls take a minute or two.
 # perf: a sampled profile (`cpu-clock`, so it works without hardware counters) with frame-
-#   pointer call graphs; build with frame pointers first (see BENCHMARKS.md).
+#   pointer call graphs; build with frame pointers first (see docs/benchmarks/profiling.md).
 #
 # `handoff` is `handoff serve` with the `command` executor, as `handoff bench` runs it; `floor`
 # is `handoff bench-floor`. `--no-get` leaves the stream out. HANDOFF_BIN picks the binary

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per request of one MCP request sent again and again on one keep-alive
 # connection, Handoff against the floor, counted with callgrind (reproducible where CPU time
-# is not; see BENCHMARKS.md, "Profiling the CPU per request").
+# is not; see docs/benchmarks/profiling.md).
 #
 #   crates/handoff-bench/scripts/profile-op.sh [ping|get_task_status|tools/list] [requests]
 #
