@@ -110,5 +110,33 @@ if ! wait "$clients_up"; then
 fi
 grep '^== ' "$clients_log" || true
 
-echo "== cargo test"
-cargo test --workspace
+echo "== cargo test --no-run (every test binary, built once)"
+cargo test --workspace --no-run
+scripts/test-tier.sh --check
+
+# The tiers run at once, each its own process (scripts/test-tier.sh says why); each one's output
+# is shown whole when it ends, so a failure reads as it would alone.
+echo "== cargo test, in tiers at once: $(scripts/test-tier.sh --list)"
+tiers_dir=$(mktemp -d)
+started_at=$(date +%s)
+for name in $(scripts/test-tier.sh --list); do
+  (
+    tier_start=$(date +%s)
+    rc=0
+    scripts/test-tier.sh "$name" >"$tiers_dir/$name.log" 2>&1 || rc=$?
+    echo "$rc $(($(date +%s) - tier_start))" >"$tiers_dir/$name.rc"
+  ) &
+done
+wait
+failed=()
+for name in $(scripts/test-tier.sh --list); do
+  read -r rc took <"$tiers_dir/$name.rc"
+  echo "== tier $name: exit $rc after ${took}s"
+  cat "$tiers_dir/$name.log"
+  [ "$rc" = 0 ] || failed+=("$name")
+done
+echo "== every tier took $(($(date +%s) - started_at))s in all"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "failed tiers: ${failed[*]}" >&2
+  exit 1
+fi
