@@ -53,7 +53,7 @@ pub async fn final_answer(
 
 use handoff_task::{Principal, Task};
 
-use crate::{AgentId, RegistryError, ToolContext, ToolError, ToolRegistry};
+use crate::{RegistryError, ToolContext, ToolError, ToolRegistry};
 
 /// Registers every task tool against `engine`; `sync_wait` bounds `execute_task {sync: true}`,
 /// `repeats` judges identical submissions (the pipeline's loop guard must leave
@@ -94,15 +94,9 @@ fn read_only() -> crate::ToolAnnotations {
     }
 }
 
-/// The caller: an operator as the edge decided, else the agent the `agent_id` argument names
-/// (the pipeline filled it from the edge's identity and refused any other).
-fn caller(ctx: &ToolContext, tool: &str, agent: Option<AgentId>) -> Result<Principal, ToolError> {
-    if ctx.operator
-        && let Some(name) = &ctx.agent_id
-    {
-        return Ok(Principal::Operator(name.clone()));
-    }
-    agent.map(Principal::Agent).ok_or_else(|| ToolError::InvalidArguments {
+/// The caller, as the pipeline settled it in the context; a task tool needs one.
+fn caller(ctx: &ToolContext, tool: &str) -> Result<Principal, ToolError> {
+    ctx.principal().ok_or_else(|| ToolError::InvalidArguments {
         tool: tool.to_owned(),
         pointer: "/agent_id".to_owned(),
         message: "required: send the x-agent-id header (or pass agent_id where no identity is established)".to_owned(),
