@@ -120,7 +120,7 @@ fn outlook(
 
 #[cfg(test)]
 mod tests {
-    use handoff_protocol::tasks::*;
+    use handoff_protocol::{names, tasks::*};
     use schemars::JsonSchema;
     use serde_json::{Value, json};
 
@@ -138,44 +138,47 @@ mod tests {
     fn task_tool_schemas_are_stable() {
         for (name, value) in [
             (
-                "execute_task",
+                names::EXECUTE_TASK,
                 schemas::<ExecuteTaskArgs, ExecuteTaskOutput>(),
             ),
             (
-                "get_task_status",
+                names::GET_TASK_STATUS,
                 schemas::<GetTaskStatusArgs, GetTaskStatusOutput>(),
             ),
             (
-                "get_task_history",
+                names::GET_TASK_HISTORY,
                 schemas::<GetTaskHistoryArgs, GetTaskHistoryOutput>(),
             ),
-            ("list_tasks", schemas::<ListTasksArgs, ListTasksOutput>()),
             (
-                "send_task_message",
+                names::LIST_TASKS,
+                schemas::<ListTasksArgs, ListTasksOutput>(),
+            ),
+            (
+                names::SEND_TASK_MESSAGE,
                 schemas::<SendTaskMessageArgs, SendTaskMessageOutput>(),
             ),
             (
-                "send_task_control",
+                names::SEND_TASK_CONTROL,
                 schemas::<SendTaskControlArgs, SendTaskControlOutput>(),
             ),
             (
-                "get_task_files",
+                names::GET_TASK_FILES,
                 schemas::<GetTaskFilesArgs, GetTaskFilesOutput>(),
             ),
             (
-                "read_task_file",
+                names::READ_TASK_FILE,
                 schemas::<ReadTaskFileArgs, ReadTaskFileOutput>(),
             ),
             (
-                "list_approvals",
+                names::LIST_APPROVALS,
                 schemas::<ListApprovalsArgs, ListApprovalsOutput>(),
             ),
             (
-                "revoke_approval",
+                names::REVOKE_APPROVAL,
                 schemas::<RevokeApprovalArgs, RevokeApprovalOutput>(),
             ),
             (
-                "get_audit_log",
+                names::GET_AUDIT_LOG,
                 schemas::<GetAuditLogArgs, GetAuditLogOutput>(),
             ),
         ] {
