@@ -48,3 +48,41 @@ pub const TASK_TOOLS: [&str; 11] = [
 
 /// The tools every Handoff instance serves, whatever is enabled.
 pub const BUILTIN_TOOLS: [&str; 3] = [PING, HEALTH, READ_TOOL_OUTPUT];
+
+/// Every tool a Handoff instance lists, in `tools/list` order (by name): the list clients and
+/// tests compare what they see against.
+pub fn listed() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = TASK_TOOLS.into_iter().chain(BUILTIN_TOOLS).collect();
+    all.sort_unstable();
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wire names, spelled out once: renaming a tool breaks every client that calls it,
+    /// so it shows up here in review (the test crates compare against [`listed`]).
+    #[test]
+    fn the_listed_tools_are_every_tool_once_in_name_order() {
+        assert_eq!(
+            listed(),
+            [
+                "execute_task",
+                "get_audit_log",
+                "get_task_files",
+                "get_task_history",
+                "get_task_status",
+                "health",
+                "list_approvals",
+                "list_tasks",
+                "ping",
+                "read_task_file",
+                "read_tool_output",
+                "revoke_approval",
+                "send_task_control",
+                "send_task_message",
+            ]
+        );
+    }
+}

@@ -52,8 +52,9 @@ pub struct ToolContext {
     pub call_id: String,
     /// The transport's request id (JSON-RPC id), for logs.
     pub request_id: String,
-    /// The caller's identity as the edge established it (token, `x-agent-id`, stdio flag); an
-    /// `agent_id` argument may only repeat it, or choose one when it is unset.
+    /// The caller's identity: set by the edge (token, `x-agent-id`, stdio flag), then settled
+    /// by the pipeline before any stage reads it (an `agent_id` argument may only repeat it, or
+    /// choose one when it is unset; the fallback agent fills it for tools that take one).
     pub agent_id: Option<AgentId>,
     /// The edge authenticated an operator (`agent_id` is its name): it sees and steers every
     /// task, and an `agent_id` argument names whose tasks it acts on.
@@ -123,6 +124,7 @@ impl ToolContext {
 
     /// Who calls: the operator the edge authenticated, else the agent (the edge's identity, an
     /// `agent_id` argument the pipeline accepted, or the configured fallback), else nobody.
+    /// The one answer tools take the caller from.
     pub fn principal(&self) -> Option<Principal> {
         if self.operator {
             return self.agent_id.clone().map(Principal::Operator);

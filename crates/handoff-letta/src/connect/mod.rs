@@ -25,6 +25,7 @@ mod schema;
 use std::time::Duration;
 
 use handoff_config::LettaConfig;
+use handoff_protocol::names;
 
 pub use error::ConnectError;
 pub use options::{ConnectOptions, ConnectRequest, Mode, ModeChoice, Targets};
@@ -32,17 +33,18 @@ pub use report::{Action, Report};
 
 use crate::{LettaClient, LettaError};
 
-/// The Handoff tools an agent gets, in this order.
+/// The Handoff tools an agent gets, in this order: the task tools a Letta agent works with
+/// and the reader of cut results (approvals, audit and the service tools stay the server's).
 pub const TOOLS: &[&str] = &[
-    "execute_task",
-    "get_task_status",
-    "send_task_message",
-    "send_task_control",
-    "list_tasks",
-    "get_task_history",
-    "get_task_files",
-    "read_task_file",
-    "read_tool_output",
+    names::EXECUTE_TASK,
+    names::GET_TASK_STATUS,
+    names::SEND_TASK_MESSAGE,
+    names::SEND_TASK_CONTROL,
+    names::LIST_TASKS,
+    names::GET_TASK_HISTORY,
+    names::GET_TASK_FILES,
+    names::READ_TASK_FILE,
+    names::READ_TOOL_OUTPUT,
 ];
 
 /// Retries of one call: a person is waiting, and a run can simply be repeated.

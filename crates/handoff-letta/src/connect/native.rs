@@ -8,6 +8,7 @@ use super::{
     python::{self, env_names, marker, native_name},
 };
 use crate::{LettaAgent, LettaClient, LettaTool, NewTool};
+use handoff_protocol::names;
 
 /// Makes or updates the tools, sets each agent's secrets, attaches the tools.
 pub(crate) async fn connect(
@@ -22,7 +23,7 @@ pub(crate) async fn connect(
     };
     let token = options.token_for(&first.id)?;
     let listed = handoff::list_tools(endpoint, token, &first.id).await?;
-    if !listed.iter().any(|t| t.name == "execute_task") {
+    if !listed.iter().any(|t| t.name == names::EXECUTE_TASK) {
         return Err(ConnectError::NoTools {
             url: endpoint.to_owned(),
             agent: first.id.clone(),

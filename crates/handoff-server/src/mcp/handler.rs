@@ -29,7 +29,7 @@ use crate::edge::{
 use handoff_task::Principal;
 
 /// The tool whose calls become protocol-level tasks for clients that declare the extension.
-pub(super) const TASK_TOOL: &str = "execute_task";
+pub(super) const TASK_TOOL: &str = handoff_protocol::names::EXECUTE_TASK;
 
 const INSTRUCTIONS: &str = "Handoff hands development tasks to a coding agent and follows each \
 task to a verified end. Call `health` to see what this instance can do.";

@@ -35,7 +35,7 @@ impl Tool for PingTool {
         let output = PingOutput {
             ok: true,
             message: args.message,
-            agent_id: ctx.agent_id.map(|a| a.to_string()),
+            agent_id: ctx.principal().map(|p| p.name().to_string()),
             server: "handoff".to_owned(),
             version: VERSION.to_owned(),
             server_time_ms: unix_millis(std::time::SystemTime::now()),

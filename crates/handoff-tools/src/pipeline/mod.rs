@@ -1,5 +1,6 @@
 //! The one pipeline every tool call passes through, and the seams its stages are built from.
 
+mod identity;
 mod run;
 mod seams;
 

@@ -95,7 +95,7 @@ impl PipelineBuilder {
 }
 
 /// The one path every tool call takes, in this order: resolve the name → refuse hidden tools
-/// → fill `agent_id` from the caller's identity → loop guard → before-hooks → validate the
+/// → settle who calls in the context → loop guard → before-hooks → validate the
 /// (possibly rewritten) arguments → permission → execute under deadline and cancellation →
 /// output limits → after-hooks → audit.
 #[derive(Clone)]
@@ -257,7 +257,12 @@ impl Pipeline {
             return Err(unknown());
         }
 
-        let args = with_agent_id(&ctx, def, request.arguments.unwrap_or_default());
+        // Settled before any stage reads the caller; the arguments go on as the caller sent them.
+        trail.stage = "identity";
+        let args = request.arguments.unwrap_or_default();
+        super::identity::settle(&mut ctx, def, &args)?;
+        trail.agent = ctx.agent_id.clone();
+        let args = Value::Object(args);
 
         trail.stage = "loop_guard";
         if let GuardVerdict::Refuse(reason) = inner.guard.check(&ctx, def, &args).await {
@@ -278,7 +283,6 @@ impl Pipeline {
                 pointer: failure.pointer,
                 message: failure.message,
             })?;
-        settle_identity(&mut ctx, def, &args, trail)?;
 
         trail.stage = "permission";
         self.permit(&ctx, def, &args, hook_approved, trail).await?;
@@ -330,53 +334,6 @@ impl Pipeline {
         };
         decision.into_result(&permission)
     }
-}
-
-/// The arguments, with `agent_id` filled in where the tool takes one and the caller left it
-/// out: the edge's identity, else (no identity at all) the configured default.
-fn with_agent_id(ctx: &ToolContext, def: &ToolDefinition, mut args: Map<String, Value>) -> Value {
-    let missing = matches!(args.get("agent_id"), None | Some(Value::Null));
-    if def.takes_agent_id()
-        && missing
-        && let Some(agent) = ctx.agent_id.as_ref().or(ctx.fallback_agent.as_ref())
-    {
-        args.insert(
-            "agent_id".to_owned(),
-            Value::String(agent.as_str().to_owned()),
-        );
-    }
-    Value::Object(args)
-}
-
-/// Identity is decided at the edge: an `agent_id` argument may repeat it, or choose one only
-/// where the edge established none (an open server or a gateway without a header).
-fn settle_identity(
-    ctx: &mut ToolContext,
-    def: &ToolDefinition,
-    args: &Value,
-    trail: &mut Trail,
-) -> Result<(), ToolError> {
-    let Some(Value::String(explicit)) = args.get("agent_id") else {
-        return Ok(());
-    };
-    let invalid = |message: String| ToolError::InvalidArguments {
-        tool: def.name.to_owned(),
-        pointer: "/agent_id".to_owned(),
-        message,
-    };
-    let agent = AgentId::parse(explicit).map_err(|e| invalid(e.to_string()))?;
-    if ctx.operator {
-        // An operator stays itself; the argument names whose tasks it acts on.
-        trail.agent = ctx.agent_id.clone();
-    } else if ctx.agent_id.as_ref().is_some_and(|known| known != &agent) {
-        return Err(invalid(
-            "is not the identity this connection authenticated as; omit it (the x-agent-id header or the token decides who calls)".to_owned(),
-        ));
-    } else {
-        trail.agent = Some(agent.clone());
-        ctx.agent_id = Some(agent);
-    }
-    Ok(())
 }
 
 /// What the audit record of one call says, filled in as the call moves through the stages.

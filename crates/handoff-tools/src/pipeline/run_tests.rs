@@ -4,6 +4,7 @@ use std::{
 };
 
 use futures::future::BoxFuture;
+use handoff_task::Principal;
 use pretty_assertions::assert_eq;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -69,6 +70,7 @@ struct EchoOut {
     text: String,
     agent_id: Option<String>,
     context_agent: Option<String>,
+    caller: Option<String>,
 }
 
 struct Echo(Log);
@@ -99,6 +101,10 @@ impl Tool for Echo {
         let output = EchoOut {
             text: args.text,
             agent_id: args.agent_id.map(|a| a.to_string()),
+            caller: ctx.principal().map(|p| match p {
+                Principal::Agent(id) => format!("agent:{id}"),
+                Principal::Operator(id) => format!("operator:{id}"),
+            }),
             context_agent: ctx.agent_id.map(|a| a.to_string()),
         };
         Ok(Reply::new(output, text))
@@ -372,7 +378,7 @@ async fn permission_deny_and_unanswered_ask_refuse() {
 }
 
 #[tokio::test]
-async fn header_identity_fills_agent_id_and_an_argument_cannot_override_it() {
+async fn header_identity_is_the_caller_and_an_argument_cannot_override_it() {
     let log = Log::default();
     let p = pipeline(Recorder::new(&log));
     let header = AgentId::parse("from-header").unwrap();
@@ -383,8 +389,10 @@ async fn header_identity_fills_agent_id_and_an_argument_cannot_override_it() {
         )
         .await
         .unwrap();
-    assert_eq!(filled["agent_id"], "from-header");
+    // The caller travels in the context; the arguments reach the tool as they were sent.
+    assert_eq!(filled["agent_id"], Value::Null);
     assert_eq!(filled["context_agent"], "from-header");
+    assert_eq!(filled["caller"], "agent:from-header");
     let repeated = p
         .call(
             ctx().with_agent(Some(header.clone())),
@@ -414,6 +422,7 @@ async fn header_identity_fills_agent_id_and_an_argument_cannot_override_it() {
         .await
         .unwrap();
     assert_eq!(chosen["context_agent"], "explicit");
+    assert_eq!(chosen["caller"], "agent:explicit");
     // Nothing at all: the configured default.
     let default = p
         .call(
@@ -423,6 +432,7 @@ async fn header_identity_fills_agent_id_and_an_argument_cannot_override_it() {
         .await
         .unwrap();
     assert_eq!(default["context_agent"], "fallback");
+    assert_eq!(default["caller"], "agent:fallback");
     let bad = p
         .call(
             ctx(),
@@ -434,6 +444,41 @@ async fn header_identity_fills_agent_id_and_an_argument_cannot_override_it() {
         matches!(&bad, ToolError::InvalidArguments { pointer, .. } if pointer == "/agent_id"),
         "{bad:?}"
     );
+}
+
+#[tokio::test]
+async fn an_operator_stays_itself_and_its_argument_names_whose_tasks() {
+    let p = pipeline(Recorder::new(&Log::default()));
+    let ops = || ctx().with_agent(Some(AgentId::parse("ops").unwrap()));
+    let named = p
+        .call(
+            ops().with_operator(true),
+            call("echo", json!({"text": "x", "agent_id": "agent-x"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(named["caller"], "operator:ops");
+    assert_eq!(named["agent_id"], "agent-x");
+    let bad = p
+        .call(
+            ops().with_operator(true),
+            call("echo", json!({"text": "x", "agent_id": "bad id"})),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&bad, ToolError::InvalidArguments { pointer, .. } if pointer == "/agent_id"),
+        "{bad:?}"
+    );
+    // An operator flag without a name is nobody's: the caller is settled as for anyone else.
+    let nameless = p
+        .call(
+            ctx().with_operator(true),
+            call("echo", json!({"text": "x", "agent_id": "explicit"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(nameless["caller"], "agent:explicit");
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 //! in memory; instances sharing a store keep it there, so a caller whose calls land on several
 //! instances meets the same ladder.
 
-use std::{sync::Mutex, time::Duration};
+use std::{borrow::Cow, sync::Mutex, time::Duration};
 
 use futures::future::BoxFuture;
 use handoff_engine::Engine;
@@ -90,6 +90,19 @@ pub(crate) fn digest(key: &str) -> String {
     hex
 }
 
+/// The arguments that make a call what it is: `agent_id` is who calls (the guard keys its
+/// history by that), so naming oneself or not is the same call.
+fn without_caller(args: &Value) -> Cow<'_, Value> {
+    match args {
+        Value::Object(map) if map.contains_key("agent_id") => {
+            let mut map = map.clone();
+            map.remove("agent_id");
+            Cow::Owned(Value::Object(map))
+        }
+        _ => Cow::Borrowed(args),
+    }
+}
+
 impl LoopGuard for CallLoopGuard {
     fn check<'a>(
         &'a self,
@@ -107,7 +120,7 @@ impl LoopGuard for CallLoopGuard {
                 .map(ToString::to_string)
                 .or_else(|| ctx.session_id.clone())
                 .unwrap_or_default();
-            let key = call_key(tool.name, args);
+            let key = call_key(tool.name, &without_caller(args));
             let step = match &self.shared {
                 Some(engine) => self.judged_shared(engine, &caller, key).await,
                 None => self.judged_here(&caller, key),

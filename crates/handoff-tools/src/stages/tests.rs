@@ -239,6 +239,21 @@ async fn the_loop_guard_refuses_repeats_of_changing_calls_but_not_reads() {
 }
 
 #[tokio::test]
+async fn naming_oneself_or_not_is_the_same_call_to_the_loop_guard() {
+    let data = tempfile::tempdir().unwrap();
+    let p = pipeline(Setup::default(), data.path());
+    let plain = json!({"text": "again"});
+    let named = json!({"text": "again", "agent_id": "a"});
+    assert!(call(&p, "a", "shout", plain.clone()).await.is_ok());
+    assert!(call(&p, "a", "shout", named.clone()).await.is_ok());
+    let err = call(&p, "a", "shout", plain).await.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Denied { reason, .. } if reason.starts_with("loop guard")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
 async fn tools_judging_their_own_repeats_are_left_to_themselves() {
     use crate::pipeline::{GuardVerdict, LoopGuard};
 

@@ -43,7 +43,7 @@ impl Tool for ListApprovalsTool {
         ctx: ToolContext,
         args: ListApprovalsArgs,
     ) -> Result<Reply<ListApprovalsOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let approvals = self
             .engine
             .list_approvals(agent.name(), args.task_id.as_ref())
@@ -93,7 +93,7 @@ impl Tool for RevokeApprovalTool {
         ctx: ToolContext,
         args: RevokeApprovalArgs,
     ) -> Result<Reply<RevokeApprovalOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let revoked = self
             .engine
             .revoke_approval(agent.name(), &args.approval_id)

@@ -42,7 +42,7 @@ impl Tool for GetAuditLogTool {
         ctx: ToolContext,
         args: GetAuditLogArgs,
     ) -> Result<Reply<GetAuditLogOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let limit = args.limit.unwrap_or(50).min(MAX_AUDIT_PAGE);
         let records = self
             .engine

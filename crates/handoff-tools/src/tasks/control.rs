@@ -47,7 +47,7 @@ impl Tool for SendTaskControlTool {
         ctx: ToolContext,
         args: SendTaskControlArgs,
     ) -> Result<Reply<SendTaskControlOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let control = match args.control {
             ControlAction::Cancel => Control::Cancel,
             ControlAction::Pause => Control::Pause,

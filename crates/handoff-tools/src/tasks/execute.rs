@@ -79,8 +79,9 @@ impl Tool for ExecuteTaskTool {
         args: ExecuteTaskArgs,
     ) -> Result<Reply<ExecuteTaskOutput>, ToolError> {
         let name = self.name();
-        let caller = caller(&ctx, name, args.agent_id.clone())?;
-        // An operator submits for the agent it names (for itself when it names none).
+        let caller = caller(&ctx, name)?;
+        // An operator submits for the agent its `agent_id` argument names (for itself when it
+        // names none): the argument is then whose task it is, not who calls.
         let agent = match (&caller, &args.agent_id) {
             (Principal::Operator(_), Some(owner)) => owner.clone(),
             _ => caller.name().clone(),

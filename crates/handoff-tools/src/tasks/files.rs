@@ -43,7 +43,7 @@ impl Tool for GetTaskFilesTool {
         ctx: ToolContext,
         args: GetTaskFilesArgs,
     ) -> Result<Reply<GetTaskFilesOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let listing = self
             .engine
             .files(&agent, &args.task_id, args.path.as_deref())
@@ -94,7 +94,7 @@ impl Tool for ReadTaskFileTool {
         ctx: ToolContext,
         args: ReadTaskFileArgs,
     ) -> Result<Reply<ReadTaskFileOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let chunk = self
             .engine
             .read_file(

@@ -42,7 +42,7 @@ impl Tool for GetTaskHistoryTool {
         ctx: ToolContext,
         args: GetTaskHistoryArgs,
     ) -> Result<Reply<GetTaskHistoryOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let offset = args.events_offset.unwrap_or(0);
         let include = args.include_artifacts.unwrap_or(false);
         let history = self

@@ -40,7 +40,7 @@ impl Tool for ListTasksTool {
         ctx: ToolContext,
         args: ListTasksArgs,
     ) -> Result<Reply<ListTasksOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let before = match args.cursor.as_deref() {
             None => None,
             Some(cursor) => Some(

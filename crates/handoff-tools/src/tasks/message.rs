@@ -60,7 +60,7 @@ impl Tool for SendTaskMessageTool {
         ctx: ToolContext,
         args: SendTaskMessageArgs,
     ) -> Result<Reply<SendTaskMessageOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let receipt = self
             .engine
             .message(

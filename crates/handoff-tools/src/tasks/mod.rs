@@ -53,7 +53,7 @@ pub async fn final_answer(
 
 use handoff_task::{Principal, Task};
 
-use crate::{AgentId, RegistryError, ToolContext, ToolError, ToolRegistry};
+use crate::{RegistryError, ToolContext, ToolError, ToolRegistry};
 
 /// Registers every task tool against `engine`; `sync_wait` bounds `execute_task {sync: true}`,
 /// `repeats` judges identical submissions (the pipeline's loop guard must leave
@@ -94,15 +94,9 @@ fn read_only() -> crate::ToolAnnotations {
     }
 }
 
-/// The caller: an operator as the edge decided, else the agent the `agent_id` argument names
-/// (the pipeline filled it from the edge's identity and refused any other).
-fn caller(ctx: &ToolContext, tool: &str, agent: Option<AgentId>) -> Result<Principal, ToolError> {
-    if ctx.operator
-        && let Some(name) = &ctx.agent_id
-    {
-        return Ok(Principal::Operator(name.clone()));
-    }
-    agent.map(Principal::Agent).ok_or_else(|| ToolError::InvalidArguments {
+/// The caller, as the pipeline settled it in the context; a task tool needs one.
+fn caller(ctx: &ToolContext, tool: &str) -> Result<Principal, ToolError> {
+    ctx.principal().ok_or_else(|| ToolError::InvalidArguments {
         tool: tool.to_owned(),
         pointer: "/agent_id".to_owned(),
         message: "required: send the x-agent-id header (or pass agent_id where no identity is established)".to_owned(),
@@ -126,7 +120,7 @@ fn outlook(
 
 #[cfg(test)]
 mod tests {
-    use handoff_protocol::tasks::*;
+    use handoff_protocol::{names, tasks::*};
     use schemars::JsonSchema;
     use serde_json::{Value, json};
 
@@ -144,44 +138,47 @@ mod tests {
     fn task_tool_schemas_are_stable() {
         for (name, value) in [
             (
-                "execute_task",
+                names::EXECUTE_TASK,
                 schemas::<ExecuteTaskArgs, ExecuteTaskOutput>(),
             ),
             (
-                "get_task_status",
+                names::GET_TASK_STATUS,
                 schemas::<GetTaskStatusArgs, GetTaskStatusOutput>(),
             ),
             (
-                "get_task_history",
+                names::GET_TASK_HISTORY,
                 schemas::<GetTaskHistoryArgs, GetTaskHistoryOutput>(),
             ),
-            ("list_tasks", schemas::<ListTasksArgs, ListTasksOutput>()),
             (
-                "send_task_message",
+                names::LIST_TASKS,
+                schemas::<ListTasksArgs, ListTasksOutput>(),
+            ),
+            (
+                names::SEND_TASK_MESSAGE,
                 schemas::<SendTaskMessageArgs, SendTaskMessageOutput>(),
             ),
             (
-                "send_task_control",
+                names::SEND_TASK_CONTROL,
                 schemas::<SendTaskControlArgs, SendTaskControlOutput>(),
             ),
             (
-                "get_task_files",
+                names::GET_TASK_FILES,
                 schemas::<GetTaskFilesArgs, GetTaskFilesOutput>(),
             ),
             (
-                "read_task_file",
+                names::READ_TASK_FILE,
                 schemas::<ReadTaskFileArgs, ReadTaskFileOutput>(),
             ),
             (
-                "list_approvals",
+                names::LIST_APPROVALS,
                 schemas::<ListApprovalsArgs, ListApprovalsOutput>(),
             ),
             (
-                "revoke_approval",
+                names::REVOKE_APPROVAL,
                 schemas::<RevokeApprovalArgs, RevokeApprovalOutput>(),
             ),
             (
-                "get_audit_log",
+                names::GET_AUDIT_LOG,
                 schemas::<GetAuditLogArgs, GetAuditLogOutput>(),
             ),
         ] {

@@ -33,11 +33,16 @@ impl RepeatedSubmissions {
 
     /// The guard a submission with `args` carries to the store. Two submissions of one agent
     /// are identical when the canonical JSON of their arguments is (as the pipeline's loop
-    /// guard keys calls); the store keeps a digest of it, not the arguments again.
+    /// guard keys calls); the store keeps a digest of it, not the arguments again. `agent_id`
+    /// is left out: the store counts per owner already, and an agent that names itself makes
+    /// the same submission as one that does not.
     pub(crate) fn guard(&self, args: &ExecuteTaskArgs) -> Result<RepeatGuard, ToolError> {
-        let args = serde_json::to_value(args).map_err(|e| ToolError::Internal {
+        let mut args = serde_json::to_value(args).map_err(|e| ToolError::Internal {
             message: format!("{TOOL} arguments as JSON: {e}"),
         })?;
+        if let Some(map) = args.as_object_mut() {
+            map.remove("agent_id");
+        }
         Ok(RepeatGuard {
             key: digest(&call_key(TOOL, &args)),
             limit: self.limit,
@@ -77,6 +82,11 @@ mod tests {
         assert_eq!(a.key, guard.guard(&args("fix it")).unwrap().key);
         assert_ne!(a.key, guard.guard(&args("fix it now")).unwrap().key);
         assert_eq!(a.key.len(), 64);
+        let named: ExecuteTaskArgs = serde_json::from_value(
+            serde_json::json!({ "task_description": "fix it", "agent_id": "agent-a" }),
+        )
+        .unwrap();
+        assert_eq!(a.key, guard.guard(&named).unwrap().key);
         assert_eq!((a.limit, a.window_ms), (3, 600_000));
         // The digest is plain SHA-256, so every instance and build keys a call the same.
         assert_eq!(

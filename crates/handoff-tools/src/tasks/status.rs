@@ -47,7 +47,7 @@ impl Tool for GetTaskStatusTool {
         ctx: ToolContext,
         args: GetTaskStatusArgs,
     ) -> Result<Reply<GetTaskStatusOutput>, ToolError> {
-        let agent = caller(&ctx, self.name(), args.agent_id)?;
+        let agent = caller(&ctx, self.name())?;
         let view = self
             .engine
             .status(&agent, &args.task_id)

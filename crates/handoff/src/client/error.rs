@@ -1,6 +1,6 @@
 //! Why a client command could not do what was asked, each with the fix in its words.
 
-use handoff_protocol::ToolErrorBody;
+use handoff_protocol::{ToolErrorBody, names};
 
 /// A failed client command (exit code 2): the server, the connection or the input.
 #[derive(Debug, thiserror::Error)]
@@ -92,14 +92,14 @@ impl ClientError {
 
 /// The MCP tools a tool's text may name, and the client command that does the same.
 const COMMANDS: [(&str, &str); 8] = [
-    ("execute_task", "handoff run"),
-    ("list_tasks", "handoff tasks"),
-    ("get_task_status", "handoff show"),
-    ("send_task_message", "handoff message"),
-    ("send_task_control", "handoff cancel|pause|resume"),
-    ("get_task_files", "handoff files"),
-    ("read_task_file", "handoff files ID PATH"),
-    ("get_task_events", "handoff logs"),
+    (names::EXECUTE_TASK, "handoff run"),
+    (names::LIST_TASKS, "handoff tasks"),
+    (names::GET_TASK_STATUS, "handoff show"),
+    (names::SEND_TASK_MESSAGE, "handoff message"),
+    (names::SEND_TASK_CONTROL, "handoff cancel|pause|resume"),
+    (names::GET_TASK_FILES, "handoff files"),
+    (names::READ_TASK_FILE, "handoff files ID PATH"),
+    (names::GET_TASK_HISTORY, "handoff logs"),
 ];
 
 /// A tool's text as a command-line user reads it: the tools it names become the commands
@@ -149,6 +149,14 @@ mod tests {
             "Error INVALID_ARGUMENTS: invalid arguments for tool `handoff run`: /timeout_ms: 0 is \
              less than the minimum of 1.\nFix: correct /timeout_ms and call `handoff run` again; \
              `handoff tasks` shows your tasks."
+        );
+    }
+
+    #[test]
+    fn the_history_tool_becomes_the_logs_command() {
+        assert_eq!(
+            in_cli_words("read get_task_history for the events"),
+            "read `handoff logs` for the events"
         );
     }
 

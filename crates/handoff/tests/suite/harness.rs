@@ -12,24 +12,6 @@ use std::{
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_handoff");
 
-/// Every tool Handoff lists, in `tools/list` order.
-pub const TOOLS: &[&str] = &[
-    "execute_task",
-    "get_audit_log",
-    "get_task_files",
-    "get_task_history",
-    "get_task_status",
-    "health",
-    "list_approvals",
-    "list_tasks",
-    "ping",
-    "read_task_file",
-    "read_tool_output",
-    "revoke_approval",
-    "send_task_control",
-    "send_task_message",
-];
-
 /// `tests/interop` at the workspace root, where `.ci/run` installs the real clients.
 pub fn interop_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")

@@ -5,7 +5,7 @@ use std::process::Command;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::harness::{BIN, TOOLS, interop_dir, json_line, require, run_client, start};
+use super::harness::{BIN, interop_dir, json_line, require, run_client, start};
 
 /// A server that can run tasks (else its health is `degraded`): the `command` executor.
 const WITH_EXECUTOR: &[(&str, &str)] = &[
@@ -24,7 +24,10 @@ fn python() -> Command {
 /// What every client must have seen: both tools, ping echo with identity, health, a named bad field.
 fn assert_common(report: &Value, ping: &Value, agent: &str) {
     let tools = report["tools"].as_array().unwrap();
-    let expected: Vec<Value> = TOOLS.iter().map(|t| json!(t)).collect();
+    let expected: Vec<Value> = handoff_protocol::names::listed()
+        .into_iter()
+        .map(|t| json!(t))
+        .collect();
     assert_eq!(tools, &expected);
     assert_eq!(report["ping"]["message"], ping["message"]);
     assert_eq!(report["ping"]["agent_id"], agent);
@@ -149,7 +152,10 @@ fn inspector_cli_lists_and_calls_tools() {
         .iter()
         .map(|t| t["name"].clone())
         .collect();
-    let expected: Vec<Value> = TOOLS.iter().map(|t| json!(t)).collect();
+    let expected: Vec<Value> = handoff_protocol::names::listed()
+        .into_iter()
+        .map(|t| json!(t))
+        .collect();
     assert_eq!(names, expected);
     let mut call = Command::new(&node22);
     call.arg(&inspector).args([
