@@ -7,10 +7,9 @@ use handoff_completion::{
     outcome::CheckResult,
 };
 use handoff_llm::LlmClient;
-use handoff_task::Task;
 
-use super::{Settings, evidence, record_judge};
-use crate::{EngineError, state::EngineState};
+use super::{evidence, record_judge};
+use crate::{EngineError, driver::Driver, plan::CompletionPlan};
 
 /// What is being assessed: the whole task, or one sub-task of a plan.
 pub(crate) struct Goal<'a> {
@@ -23,6 +22,7 @@ pub(crate) struct Goal<'a> {
 }
 
 /// The assessment.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Assessment {
     pub done: bool,
     pub remaining: Vec<String>,
@@ -46,9 +46,8 @@ pub(crate) struct Assessment {
 
 /// Assesses `goal` now; `judge` is used unless the policy is `checks`.
 pub(crate) async fn assess(
-    inner: &EngineState,
-    task: &Task,
-    settings: &Settings,
+    d: &Driver<'_>,
+    settings: &CompletionPlan,
     judge: Option<&LlmClient>,
     goal: &Goal<'_>,
 ) -> Result<Assessment, EngineError> {
@@ -57,7 +56,7 @@ pub(crate) async fn assess(
         wanted.verify_commands.clear();
         wanted.requires_changes = false;
     }
-    let evidence = evidence::gather(inner, task, &wanted).await?;
+    let evidence = evidence::gather(d, &wanted).await?;
     let (check_results, mut remaining) = checks::run(&evidence.checks);
     let mut assessment = Assessment {
         done: false,
@@ -97,7 +96,7 @@ pub(crate) async fn assess(
         let (judgement, usage, cost) = judge::judge(client, &input, settings.min_confidence).await;
         assessment.judge_tokens = usage.total();
         assessment.judge_cost = cost;
-        record_judge(inner, task, goal.cycle.0, &judgement).await?;
+        record_judge(d.inner, d.task, goal.cycle.0, &judgement).await?;
         match judgement {
             Judgement::Verdict { verdict, .. } => {
                 assessment.confidence = Some(verdict.confidence);
