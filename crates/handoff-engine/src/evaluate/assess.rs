@@ -97,27 +97,7 @@ pub(crate) async fn assess(
         assessment.judge_tokens = usage.total();
         assessment.judge_cost = cost;
         record_judge(d.inner, d.task, goal.cycle.0, &judgement).await?;
-        match judgement {
-            Judgement::Verdict { verdict, .. } => {
-                assessment.confidence = Some(verdict.confidence);
-                assessment.stuck |= verdict.is_stuck;
-                assessment.progress = verdict.is_progress_being_made;
-                assessment.continuation = verdict.continuation_prompt.clone();
-                assessment.summary = verdict.summary.clone();
-                assessment.reason = verdict.reason.clone();
-                if !verdict.done {
-                    for item in verdict.remaining {
-                        if !remaining.contains(&item) {
-                            remaining.push(item);
-                        }
-                    }
-                    if remaining.is_empty() {
-                        remaining.push(verdict.reason);
-                    }
-                }
-            }
-            Judgement::Unverified(reason) => assessment.unverified = Some(reason),
-        }
+        assessment.judged(judgement, &mut remaining);
     }
     if assessment.reason.is_empty() {
         assessment.reason = if remaining.is_empty() {
@@ -132,6 +112,34 @@ pub(crate) async fn assess(
 }
 
 impl Assessment {
+    /// Takes in the judge's answer: its verdict's findings (what it still misses joins
+    /// `remaining`), or why it gave none.
+    fn judged(&mut self, judgement: Judgement, remaining: &mut Vec<String>) {
+        let verdict = match judgement {
+            Judgement::Verdict { verdict, .. } => verdict,
+            Judgement::Unverified(reason) => {
+                self.unverified = Some(reason);
+                return;
+            }
+        };
+        self.confidence = Some(verdict.confidence);
+        self.stuck |= verdict.is_stuck;
+        self.progress = verdict.is_progress_being_made;
+        self.continuation = verdict.continuation_prompt.clone();
+        self.summary = verdict.summary.clone();
+        self.reason = verdict.reason.clone();
+        if !verdict.done {
+            for item in verdict.remaining {
+                if !remaining.contains(&item) {
+                    remaining.push(item);
+                }
+            }
+            if remaining.is_empty() {
+                remaining.push(verdict.reason);
+            }
+        }
+    }
+
     /// The status this assessment alone implies.
     pub fn status(&self) -> CompletionStatus {
         if self.unverified.is_some() {
