@@ -1,5 +1,6 @@
-//! Budgets (B6): caps on wall time, turns, tokens and cost per task. When one runs out the
-//! task stops cleanly and still returns its diff and summary (`budget_exhausted`).
+//! Budgets (docs/completion.md, Steps: Budgets): caps on wall time, turns, tokens and cost per
+//! task. When one runs out the task stops cleanly and still returns its diff and summary
+//! (`budget_exhausted`).
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
-//! Deterministic checks (B2), run before any judge: the configured verify commands' exit
-//! codes, an empty diff when the task needed changes, todos the executor left incomplete, and
-//! the stuck / loop-guard flags. Any failure means not done, with `remaining[]` built from it.
+//! Deterministic checks (docs/completion.md, Steps: Deterministic checks first), run before any
+//! judge: the configured verify commands' exit codes, an empty diff when the task needed changes,
+//! todos the executor left incomplete, and the stuck / loop-guard flags. Any failure means not
+//! done, with `remaining[]` built from it.
 
 use crate::outcome::CheckResult;
 

@@ -1,6 +1,7 @@
-//! Cut-off detection (B2): a turn that ended "normally" may still have been cut off — the model
-//! hit its output limit, or it stopped after tool calls with an empty or near-empty answer, or
-//! with a todo still marked in progress. Such a stop is not a finish, whatever the policy.
+//! Cut-off detection (part of docs/completion.md, Steps: Deterministic checks first): a turn that
+//! ended "normally" may still have been cut off — the model hit its output limit, or it stopped
+//! after tool calls with an empty or near-empty answer, or with a todo still marked in progress.
+//! Such a stop is not a finish, whatever the policy.
 
 /// Finish reasons that mean the model's output was truncated (OpenAI `length`, Anthropic
 /// `max_tokens`, Responses `max_output_tokens`, Gemini `MAX_TOKENS`).

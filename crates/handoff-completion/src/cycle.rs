@@ -1,6 +1,7 @@
-//! The cycle loop's decisions (B4): a stall counter that rises when a cycle made no progress
-//! (the judge says so, the executor is stuck, or the diff and todo counts did not change) and
-//! falls otherwise; at 2 stalls one re-plan, at 3 stalls after it — or at the cycle limit — stop.
+//! The cycle loop's decisions (docs/completion.md, Steps: Cycles): a stall counter that rises when
+//! a cycle made no progress (the judge says so, the executor is stuck, or the diff and todo counts
+//! did not change) and falls otherwise; at 2 stalls one re-plan, at 3 stalls after it — or at the
+//! cycle limit — stop.
 
 use serde::{Deserialize, Serialize};
 

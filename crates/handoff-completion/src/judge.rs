@@ -1,8 +1,8 @@
-//! The external judge (B3): a separate LLM call — never the executor grading itself — given
-//! the task and its success criteria quoted as untrusted data, the executor's final message,
-//! the diff, todos, check results and usage; it answers strict JSON with an evidence checklist.
-//! An answer that does not parse is asked again (3 attempts in all, then `unverified`); a
-//! "done" below the confidence threshold counts as not done.
+//! The external judge (docs/completion.md, Steps: Judge): a separate LLM call — never the executor
+//! grading itself — given the task and its success criteria quoted as untrusted data, the
+//! executor's final message, the diff, todos, check results and usage; it answers strict JSON with
+//! an evidence checklist. An answer that does not parse is asked again (3 attempts in all, then
+//! `unverified`); a "done" below the confidence threshold counts as not done.
 
 use handoff_llm::{ChatRequest, LlmClient, Turn, Usage};
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
-//! Manager mode's task ledger (B9): facts plus 2–5 sub-tasks with goals, success criteria and
-//! dependencies. A ledger with fewer than 2 or more than 5 sub-tasks, duplicate ids, empty
-//! criteria, unknown dependencies or a dependency cycle is rejected; a valid one is run in
-//! dependency order.
+//! Manager mode's task ledger (docs/completion.md, Steps: Manager mode): facts plus 2–5 sub-tasks
+//! with goals, success criteria and dependencies. A ledger with fewer than 2 or more than 5
+//! sub-tasks, duplicate ids, empty criteria, unknown dependencies or a dependency cycle is
+//! rejected; a valid one is run in dependency order.
 
 use handoff_llm::{ChatRequest, Turn};
 use serde::{Deserialize, Serialize};

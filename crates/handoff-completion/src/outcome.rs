@@ -48,7 +48,7 @@ pub struct CheckResult {
     pub detail: String,
 }
 
-/// The evaluator's full answer (B7).
+/// The evaluator's full answer (docs/completion.md, Steps: Outcome).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompletionOutcome {
     /// Conclusion.

@@ -2,22 +2,21 @@
 //! recorded in batches, its output kept as artifacts, its requests handed to the supervisor,
 //! its deadline and the loop guard enforced — the stop itself is the supervisor's.
 
-use std::{sync::Arc, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use handoff_policy::loop_guard::Step;
-use handoff_runner::{Run, RunControl, RunEvent};
+use handoff_runner::{Run, RunControl, RunEvent, RunOutcome};
 use handoff_task::{ArtifactKind, EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
 use serde_json::json;
-use tokio::time::Instant;
+use tokio::{sync::mpsc::Receiver, time::Instant};
 
 use crate::{
     EngineError,
     artifacts::ArtifactSink,
+    driver::Driver,
     finish::{Finish, StopReason, stopped},
     meter::{self, Meter},
     output::RunOutput,
-    state::EngineState,
-    supervisor::RunLink,
 };
 
 /// Events written to the store per batch at most.
@@ -27,15 +26,10 @@ const BATCH: usize = 256;
 /// it the live run (stopping it at once when Handoff already decided to), and supervises it.
 /// Returns how it ended and its recorded state.
 pub(crate) async fn follow(
-    inner: &Arc<EngineState>,
-    task: &Task,
-    executor: &Arc<dyn handoff_runner::Executor>,
+    d: &Driver<'_>,
     run: Run,
 ) -> Result<(Finish, Option<serde_json::Value>), EngineError> {
-    let link = inner
-        .supervisors
-        .link(&task.id)
-        .ok_or_else(|| EngineError::Internal(format!("task {} has no supervisor", task.id)))?;
+    let (inner, task) = (d.inner, d.task);
     let fenced = match inner
         .store
         .set_runner_state(&task.id, run.state.as_ref())
@@ -52,13 +46,16 @@ pub(crate) async fn follow(
     let state = run.state.clone();
     let control: Arc<dyn RunControl> = Arc::from(run.control);
     // A stop decided while the executor was starting is carried out by the supervisor now.
-    link.attach(control, executor.capabilities()).await;
+    d.link.attach(control, d.executor.capabilities()).await;
     if fenced {
         // Started after another instance took the task: the supervisor kills it now.
-        link.stop(StopReason::Lost).await;
+        d.link.stop(StopReason::Lost).await;
     }
-    let finish = supervise(inner, task, run.events, &link).await?;
-    Ok((finish, state))
+    let mut following = Following::start(*d).await?;
+    let outcome = following.events(run.events).await?;
+    following.keep_output(outcome.as_ref()).await?;
+    let stop = d.link.stop_reason().await;
+    Ok((ended(stop, outcome, task), state))
 }
 
 /// Acts on the loop guard's step for one executor tool call: a warning and a denial are
@@ -79,149 +76,200 @@ fn guard_step(tool: &str, step: &Step, batch: &mut Vec<NewEvent>) -> Option<Stop
     matches!(step, Step::Stop { .. }).then_some(StopReason::Stuck(message))
 }
 
-/// Records the run's events until it ends; returns how it ended.
-async fn supervise(
-    inner: &Arc<EngineState>,
-    task: &Task,
-    mut events: tokio::sync::mpsc::Receiver<RunEvent>,
-    link: &RunLink,
-) -> Result<Finish, EngineError> {
-    let timeout = Duration::from_millis(task.options.timeout_ms);
-    // A re-attached run keeps its original deadline.
-    let elapsed = task
-        .started_at
-        .map_or(0, |start| unix_millis_now().saturating_sub(start));
-    let remaining =
-        timeout.saturating_sub(Duration::from_millis(u64::try_from(elapsed).unwrap_or(0)));
-    // The stop starts a grace before the deadline, so the kill lands on it.
-    let grace = crate::finish::timeout_grace(task, inner.config.tasks.cancel_grace);
-    let deadline = Instant::now() + remaining.saturating_sub(grace);
-    let spill = inner.artifacts_dir.join(task.id.as_str());
-    let inline = inner.config.tasks.artifact_inline_bytes.bytes();
-    let max = inner.config.tasks.artifact_max_bytes.bytes();
-    let mut output = RunOutput::new(&inner.config.tasks, &spill);
-    let mut buffer = Vec::with_capacity(BATCH);
-    let mut deadline_hit = false;
-    let mut meter = Meter::start(inner, task).await?;
-    let budget_deadline = meter.wall_deadline();
-    let mut budget_hit = false;
+/// One run being followed: its output on the way to the store, what it spent, and whether
+/// its deadline or budget already stopped it.
+struct Following<'a> {
+    d: Driver<'a>,
+    /// Where output too large for the store is kept.
+    spill: PathBuf,
+    output: RunOutput,
+    meter: Meter,
+    /// When the wall budget runs out, if it caps the task.
+    budget_deadline: Option<Instant>,
+    budget_hit: bool,
+    deadline_hit: bool,
+}
 
-    let outcome = loop {
-        tokio::select! {
-            n = events.recv_many(&mut buffer, BATCH) => {
-                if n == 0 {
-                    break None;
-                }
-                let mut batch = Vec::with_capacity(n);
-                let mut finished = None;
-                for event in buffer.drain(..) {
-                    match event {
-                        RunEvent::Output { stream, line } => {
-                            output.push(stream, &line, true, &mut batch).await;
-                        }
-                        RunEvent::OutputPart { stream, text } => {
-                            output.push(stream, &text, false, &mut batch).await;
-                        }
-                        RunEvent::Event(event) => {
-                            output.flush(&mut batch);
-                            meter.add(&event.data);
-                            if event.kind == EventKind::Tool
-                                && let Some((tool, step)) = link.tool_call(event.data.clone()).await
-                                && let Some(stop) = guard_step(&tool, &step, &mut batch)
-                            {
-                                link.stop(stop).await;
-                            }
-                            batch.push(event);
-                        }
-                        RunEvent::InputRequested(request) => {
-                            output.flush(&mut batch);
-                            flush(inner, task, &mut batch).await?;
-                            link.requested(request).await?;
-                        }
-                        RunEvent::InputSettled { id } => {
-                            output.flush(&mut batch);
-                            flush(inner, task, &mut batch).await?;
-                            link.settled(id).await?;
-                        }
-                        RunEvent::Finished(outcome) => finished = Some(outcome),
+impl<'a> Following<'a> {
+    async fn start(d: Driver<'a>) -> Result<Self, EngineError> {
+        let spill = d.inner.artifacts_dir.join(d.task.id.as_str());
+        let meter = Meter::start(d.inner, d.task, d.plan.completion.budget).await?;
+        Ok(Self {
+            output: RunOutput::new(&d.inner.config.tasks, &spill),
+            budget_deadline: meter.wall_deadline(),
+            meter,
+            spill,
+            d,
+            budget_hit: false,
+            deadline_hit: false,
+        })
+    }
+
+    /// Records the run's events until it ends; its outcome, if it reported one.
+    async fn events(
+        &mut self,
+        mut events: Receiver<RunEvent>,
+    ) -> Result<Option<RunOutcome>, EngineError> {
+        // The stop starts a grace before the deadline, so the kill lands on it.
+        let stop_at = self.d.plan.deadline.stop_at;
+        let mut buffer = Vec::with_capacity(BATCH);
+        loop {
+            tokio::select! {
+                n = events.recv_many(&mut buffer, BATCH) => {
+                    if n == 0 {
+                        return Ok(None);
+                    }
+                    if let Some(outcome) = self.batch(&mut buffer).await? {
+                        return Ok(Some(outcome));
                     }
                 }
-                if finished.is_some() || output.due().is_some_and(|due| due <= Instant::now()) {
-                    output.flush(&mut batch);
+                () = tokio::time::sleep_until(self.output.due().unwrap_or(stop_at)),
+                    if self.output.due().is_some() => {
+                    let mut batch = Vec::new();
+                    self.output.flush(&mut batch);
+                    flush(&self.d, &mut batch).await?;
                 }
-                flush(inner, task, &mut batch).await?;
-                if let Some(outcome) = finished {
-                    break Some(outcome);
+                () = tokio::time::sleep_until(stop_at), if !self.deadline_hit => {
+                    self.deadline_hit = true;
+                    self.d.link.stop(StopReason::Timeout).await;
                 }
-                if !budget_hit && let Some(why) = meter.exhausted() {
-                    budget_hit = true;
-                    stop_for_budget(inner, task, link, why).await?;
+                () = tokio::time::sleep_until(self.budget_deadline.unwrap_or(stop_at)),
+                    if self.budget_deadline.is_some() && !self.budget_hit => {
+                    self.budget_hit = true;
+                    stop_for_budget(&self.d, self.meter.exhausted_at_wall()).await;
                 }
-            }
-            () = tokio::time::sleep_until(output.due().unwrap_or(deadline)),
-                if output.due().is_some() => {
-                let mut batch = Vec::new();
-                output.flush(&mut batch);
-                flush(inner, task, &mut batch).await?;
-            }
-            () = tokio::time::sleep_until(deadline), if !deadline_hit => {
-                deadline_hit = true;
-                link.stop(StopReason::Timeout).await;
-            }
-            () = tokio::time::sleep_until(budget_deadline.unwrap_or(deadline)),
-                if budget_deadline.is_some() && !budget_hit => {
-                budget_hit = true;
-                stop_for_budget(inner, task, link, meter.exhausted_at_wall()).await?;
             }
         }
-    };
+    }
 
-    if let Some(text) = outcome.as_ref().and_then(|o| o.output.as_deref()) {
-        // Executors without a stdout stream report their final answer instead.
-        output.answer(text).await;
-    }
-    let mut last = Vec::new();
-    let mut sinks = Vec::from(output.finish(&mut last));
-    flush(inner, task, &mut last).await?;
-    // Handoff's own baseline diff covers every change, whoever made it, since before the first
-    // run: each run's artifact replaces the last and the final one spans every cycle. The
-    // executor's view is the fallback.
-    let own = own_diff(inner, task, link, deadline + grace).await?;
-    if let Some(diff) = own
-        .as_deref()
-        .or_else(|| outcome.as_ref().and_then(|o| o.diff.as_deref()))
-    {
-        let mut sink =
-            ArtifactSink::new(ArtifactKind::Diff, spill.join("changes.diff"), inline, max);
-        sink.push_line(diff).await;
-        sinks.push(sink);
-    }
-    for sink in sinks {
-        let Some(mut artifact) = sink.finish().await else {
-            continue;
-        };
-        if inner.store.is_shared() {
-            // Other instances answer for this task too: they cannot read this disk.
-            artifact = crate::artifacts::inline_for_peers(artifact).await;
+    /// Records one batch of the run's events; the outcome when the run reported its end.
+    async fn batch(
+        &mut self,
+        buffer: &mut Vec<RunEvent>,
+    ) -> Result<Option<RunOutcome>, EngineError> {
+        let mut batch = Vec::with_capacity(buffer.len());
+        let mut finished = None;
+        for event in buffer.drain(..) {
+            match event {
+                RunEvent::Output { stream, line } => {
+                    self.output.push(stream, &line, true, &mut batch).await;
+                }
+                RunEvent::OutputPart { stream, text } => {
+                    self.output.push(stream, &text, false, &mut batch).await;
+                }
+                RunEvent::Event(event) => self.event(event, &mut batch).await,
+                RunEvent::InputRequested(request) => {
+                    self.output.flush(&mut batch);
+                    flush(&self.d, &mut batch).await?;
+                    self.d.link.requested(request).await?;
+                }
+                RunEvent::InputSettled { id } => {
+                    self.output.flush(&mut batch);
+                    flush(&self.d, &mut batch).await?;
+                    self.d.link.settled(id).await?;
+                }
+                RunEvent::Finished(outcome) => finished = Some(outcome),
+            }
         }
-        // As with events, a failing store costs the artifact, not the task's end.
-        if let Err(e) = inner
-            .store
-            .put_artifact(&task.id, unix_millis_now(), &artifact)
-            .await
+        if finished.is_some() || self.output.due().is_some_and(|due| due <= Instant::now()) {
+            self.output.flush(&mut batch);
+        }
+        flush(&self.d, &mut batch).await?;
+        if finished.is_some() {
+            return Ok(finished);
+        }
+        if !self.budget_hit
+            && let Some(why) = self.meter.exhausted()
         {
-            tracing::error!(
-                task = %task.id,
-                kind = artifact.kind.as_str(),
-                error = %e,
-                "could not store an artifact"
-            );
+            self.budget_hit = true;
+            stop_for_budget(&self.d, why).await;
         }
+        Ok(None)
     }
 
-    let stop = link.stop_reason().await;
+    /// One of the executor's own events: its usage is metered and a tool call is shown to
+    /// the loop guard, which may stop the run.
+    async fn event(&mut self, event: NewEvent, batch: &mut Vec<NewEvent>) {
+        self.output.flush(batch);
+        self.meter.add(&event.data);
+        if event.kind == EventKind::Tool
+            && let Some((tool, step)) = self.d.link.tool_call(event.data.clone()).await
+            && let Some(stop) = guard_step(&tool, &step, batch)
+        {
+            self.d.link.stop(stop).await;
+        }
+        batch.push(event);
+    }
+
+    /// Keeps what the run left as artifacts: its output and the diff of the task directory.
+    async fn keep_output(self, outcome: Option<&RunOutcome>) -> Result<(), EngineError> {
+        let Self {
+            d,
+            spill,
+            mut output,
+            ..
+        } = self;
+        if let Some(text) = outcome.and_then(|o| o.output.as_deref()) {
+            // Executors without a stdout stream report their final answer instead.
+            output.answer(text).await;
+        }
+        let mut last = Vec::new();
+        let mut sinks = Vec::from(output.finish(&mut last));
+        flush(&d, &mut last).await?;
+        // Handoff's own baseline diff covers every change, whoever made it, since before the
+        // first run: each run's artifact replaces the last and the final one spans every
+        // cycle. The executor's view is the fallback.
+        let own = own_diff(&d).await?;
+        if let Some(diff) = own
+            .as_deref()
+            .or_else(|| outcome.and_then(|o| o.diff.as_deref()))
+        {
+            let tasks = &d.inner.config.tasks;
+            let (inline, max) = (
+                tasks.artifact_inline_bytes.bytes(),
+                tasks.artifact_max_bytes.bytes(),
+            );
+            let path = spill.join("changes.diff");
+            let mut sink = ArtifactSink::new(ArtifactKind::Diff, path, inline, max);
+            sink.push_line(diff).await;
+            sinks.push(sink);
+        }
+        for sink in sinks {
+            store_artifact(&d, sink).await;
+        }
+        Ok(())
+    }
+}
+
+/// Stores one artifact of the run; a failing store costs the artifact, as with events, not the
+/// task's end.
+async fn store_artifact(d: &Driver<'_>, sink: ArtifactSink) {
+    let Some(mut artifact) = sink.finish().await else {
+        return;
+    };
+    if d.inner.store.is_shared() {
+        // Other instances answer for this task too: they cannot read this disk.
+        artifact = crate::artifacts::inline_for_peers(artifact).await;
+    }
+    if let Err(e) = d
+        .inner
+        .store
+        .put_artifact(&d.task.id, unix_millis_now(), &artifact)
+        .await
+    {
+        tracing::error!(
+            task = %d.task.id,
+            kind = artifact.kind.as_str(),
+            error = %e,
+            "could not store an artifact"
+        );
+    }
+}
+
+/// How the run ended: the stop Handoff decided on wins over what the executor reported.
+fn ended(stop: Option<StopReason>, outcome: Option<RunOutcome>, task: &Task) -> Finish {
     let exit = outcome.as_ref().and_then(|o| o.exit);
-    Ok(match (stop, outcome) {
+    match (stop, outcome) {
         (Some(stop), _) => stopped(stop, task, exit),
         (None, Some(outcome)) if outcome.success => Finish {
             status: TaskStatus::Completed,
@@ -243,22 +291,19 @@ async fn supervise(
             }
         }
         (None, None) => Finish::failed("the executor stopped without reporting an outcome"),
-    })
+    }
 }
 
 /// The least time the final diff gets, even past the task's deadline or after a stop.
 const DIFF_FLOOR: Duration = Duration::from_secs(5);
 
-/// Handoff's own diff of the task directory, bounded by what is left until `kill_at` (the
-/// task's deadline; at least [`DIFF_FLOOR`]) and by a stop decided while it is computed: a
-/// cancel wins, and the diff is abandoned (git is killed) and said so. A run that was already
-/// stopped (timeout, cancel) gets [`DIFF_FLOOR`].
-async fn own_diff(
-    inner: &EngineState,
-    task: &Task,
-    link: &RunLink,
-    kill_at: Instant,
-) -> Result<Option<String>, EngineError> {
+/// Handoff's own diff of the task directory, bounded by what is left until the task's
+/// deadline (at least [`DIFF_FLOOR`]) and by a stop decided while it is computed: a cancel
+/// wins, and the diff is abandoned (git is killed) and said so. A run that was already stopped
+/// (timeout, cancel) gets [`DIFF_FLOOR`].
+async fn own_diff(d: &Driver<'_>) -> Result<Option<String>, EngineError> {
+    let (inner, task, link) = (d.inner, d.task, d.link);
+    let kill_at = d.plan.deadline.kill_at();
     let now = Instant::now();
     let already_stopped = link.is_stopped();
     let until = if already_stopped {
@@ -282,54 +327,25 @@ async fn own_diff(
         None => "the diff was abandoned: the task was stopped while it was computed".to_owned(),
     };
     // A failing store costs the note, not the run's outcome.
-    if let Err(e) = record_note(inner, task, note).await {
+    if let Err(e) = d.note(note).await {
         tracing::error!(task = %task.id, error = %e, "could not record why no diff was kept");
     }
     Ok(None)
 }
 
 /// Stops the run because a budget cap ran out, saying so in the task's history.
-async fn stop_for_budget(
-    inner: &EngineState,
-    task: &Task,
-    link: &RunLink,
-    why: String,
-) -> Result<(), EngineError> {
-    if let Err(e) = inner.record(&task.id, meter::stop_note(&why)).await {
-        tracing::error!(task = %task.id, error = %e, "could not record why the budget stopped the run");
+async fn stop_for_budget(d: &Driver<'_>, why: String) {
+    if let Err(e) = d.inner.record(&d.task.id, meter::stop_note(&why)).await {
+        tracing::error!(task = %d.task.id, error = %e, "could not record why the budget stopped the run");
     }
-    link.stop(StopReason::Budget(why)).await;
-    Ok(())
-}
-
-/// Records one of Handoff's own notes on the task.
-pub(crate) async fn record_note(
-    inner: &EngineState,
-    task: &Task,
-    note: String,
-) -> Result<(), EngineError> {
-    inner
-        .record(&task.id, NewEvent::new(EventKind::Log, note))
-        .await
-        .map(drop)
-}
-
-/// Stops a run whose task another instance took over (a write about it was fenced).
-async fn lost(inner: &EngineState, task: &Task) {
-    tracing::warn!(task = %task.id, "this instance lost the task's lease; killing its run");
-    if let Some(link) = inner.supervisors.link(&task.id) {
-        link.stop(StopReason::Lost).await;
-    }
+    d.link.stop(StopReason::Budget(why)).await;
 }
 
 /// Writes the events gathered so far, keeping their order with the status changes that follow.
 /// A store that fails (a full disk) costs these events, not the supervision: the run keeps
 /// its deadline and its stop, and its output stays in the artifacts.
-async fn flush(
-    inner: &EngineState,
-    task: &Task,
-    batch: &mut Vec<NewEvent>,
-) -> Result<(), EngineError> {
+async fn flush(d: &Driver<'_>, batch: &mut Vec<NewEvent>) -> Result<(), EngineError> {
+    let (inner, task) = (d.inner, d.task);
     if batch.is_empty() {
         return Ok(());
     }
@@ -339,7 +355,11 @@ async fn flush(
         .await
     {
         Ok(_) => inner.outbox.events(&task.id),
-        Err(handoff_store::StoreError::Fenced { .. }) => lost(inner, task).await,
+        Err(handoff_store::StoreError::Fenced { .. }) => {
+            // Another instance took the task over (a write about it was fenced).
+            tracing::warn!(task = %task.id, "this instance lost the task's lease; killing its run");
+            d.link.stop(StopReason::Lost).await;
+        }
         Err(e) => tracing::error!(
             task = %task.id,
             error = %e,

@@ -10,18 +10,21 @@
 //! executor's control handle and capabilities, Handoff's stop decision, the pending requests'
 //! ask timers — and is reached only through its mailbox: by the run's driver (`lifecycle`,
 //! `follow`, `evaluate`) through a link, and by everyone else through the [`TaskCommands`]
-//! seam. The registry holds only mailboxes. Every event and state change goes out once through
-//! the outbox (`outbox`): a broadcast for in-process followers and direct calls to the
-//! [`Integration`] plug-ins. Modules depend one way: `engine` (start-up) → `scheduler` /
+//! seam; what the driver only reads (the stop decided) the supervisor publishes to it. The
+//! registry holds only mailboxes. What a run is held to (`plan`: its completion settings,
+//! deadline, executor) is decided once when it starts, from the task and the configuration, and
+//! handed to its supervisor and its driver (`driver`). Every event and state change goes out
+//! once through the outbox (`outbox`): a broadcast for in-process followers and direct calls to
+//! the [`Integration`] plug-ins. Modules depend one way: `engine` (start-up) → `scheduler` /
 //! `recovery` → `lifecycle` → `evaluate` → `follow` → `meter` / `finish`, all over `state`
-//! (the shared handles plus the registry of mailboxes) and `completion_settings`, which only
-//! reads the task and the configuration. A supervisor holds only `shared` (store, outbox,
-//! settings), never the registry, so no supervisor can reach another's run.
+//! (the shared handles plus the registry of mailboxes) and `plan`, which only reads the task
+//! and the configuration. A supervisor holds only `shared` (store, outbox, settings) and its
+//! run's plan, never the registry, so no supervisor can reach another's run.
 
 mod approvals;
 mod artifacts;
-mod completion_settings;
 mod control;
+mod driver;
 mod engine;
 mod error;
 mod evaluate;
@@ -36,6 +39,7 @@ mod metrics;
 mod outbox;
 mod output;
 mod peers;
+mod plan;
 mod policy;
 mod pooled;
 mod query;

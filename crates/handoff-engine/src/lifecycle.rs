@@ -7,21 +7,25 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use handoff_policy::hooks::HookEvent;
 use handoff_runner::{Claim, Run, RunSpec};
-use handoff_task::{EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
+use handoff_task::{CompletionPolicy, EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
 use serde_json::json;
 
 use crate::{
     EngineError,
+    driver::{Driver, record_note},
     finish::{Finish, StopReason},
-    follow::{follow, record_note},
+    follow::follow,
+    plan::RunPlan,
     state::EngineState,
     supervisor::RunLink,
 };
 
-/// Runs a claimed (`running`) task to its end. `resumed` is a run re-attached after a restart.
+/// Runs a claimed (`running`) task to its end under `plan`. `resumed` is a run re-attached
+/// after a restart.
 pub(crate) async fn drive(
     inner: Arc<EngineState>,
     task: Task,
+    plan: Arc<RunPlan>,
     resumed: Option<Run>,
     link: RunLink,
 ) {
@@ -30,13 +34,13 @@ pub(crate) async fn drive(
         return;
     }
     let (task, claim) = match resumed {
-        None => crate::pooled::claim(&inner, task).await,
+        None => crate::pooled::claim(&inner, &plan, task).await,
         Some(_) => (task, None),
     };
     tracing::info!(task = %task.id, agent = %task.agent_id, executor = %task.executor, resumed = resumed.is_some(), "task running");
     // The integrations record what the task's agent is owed before anything else happens.
     inner.outbox.started(&task).await;
-    let finish = match execute(&inner, &task, resumed, claim).await {
+    let finish = match execute(&inner, &task, &plan, &link, resumed, claim).await {
         Ok(finish) => finish,
         Err(e) => Finish::failed(format!("handoff could not supervise the run: {e}")),
     };
@@ -99,7 +103,7 @@ async fn stop_hooks(
     if finish.status != TaskStatus::Completed {
         return finish;
     }
-    let active = link.stop_hook_active().await;
+    let active = link.stop_hook_active();
     let verdict = inner
         .policy
         .task_hook(HookEvent::Stop, task, None, active)
@@ -122,79 +126,105 @@ async fn stop_hooks(
     }
 }
 
+/// Starts the run (or takes the re-attached one), follows it and lets the evaluator verify it.
 async fn execute(
     inner: &Arc<EngineState>,
     task: &Task,
+    plan: &RunPlan,
+    link: &RunLink,
     resumed: Option<Run>,
     claim: Option<Claim>,
 ) -> Result<Finish, EngineError> {
-    let Some(executor) = inner.executors.get(&task.executor) else {
+    let Some(executor) = &plan.executor else {
         return Ok(Finish::failed(format!(
             "executor `{}` is not available on this server",
             task.executor
         )));
     };
+    let d = Driver {
+        inner,
+        task,
+        plan,
+        executor,
+        link,
+    };
     let run = match resumed {
         Some(run) => run,
+        None => match start(&d, claim).await? {
+            Started::Run(run) => run,
+            Started::Ended(finish) => return Ok(finish),
+        },
+    };
+    let (finish, state) = follow(&d, run).await?;
+    crate::evaluate::verify(&d, state, finish).await
+}
+
+/// What starting a task's first run led to.
+enum Started {
+    /// The executor runs.
+    Run(Run),
+    /// The task ended before (or instead of) a run of its own: refused, not startable, or
+    /// run as a managed plan.
+    Ended(Finish),
+}
+
+/// Prepares the task's directory and baseline, passes the TaskStart hooks and starts the
+/// executor (or the manager, which starts its own runs).
+async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineError> {
+    let (inner, task) = (d.inner, d.task);
+    let workdir = PathBuf::from(&task.workdir);
+    let prepared = match &claim {
+        Some(_) => inner.workdirs.adopt(&workdir).await,
         None => {
-            let workdir = PathBuf::from(&task.workdir);
-            let prepared = match &claim {
-                Some(_) => inner.workdirs.adopt(&workdir).await,
-                None => {
-                    inner
-                        .workdirs
-                        .prepare(&workdir, task.options.caller_workdir)
-                        .await
-                }
-            };
-            if let Err(e) = prepared {
-                return Ok(Finish::failed(e));
-            }
-            if let Err(e) = inner.snapshots.baseline(&task.id, &workdir).await {
-                record_note(inner, task, format!("no diff will be kept: {e}")).await?;
-            }
-            let started = inner
-                .policy
-                .task_hook(HookEvent::TaskStart, task, None, false)
-                .await;
-            if let Some(reason) = started.block.or(started.stop) {
-                inner.snapshots.discard(&task.id).await;
-                return Ok(Finish::failed(format!(
-                    "refused by a TaskStart hook: {reason}"
-                )));
-            }
-            let prompt = compose_prompt(inner, task).await?;
-            if crate::completion_settings::settings(inner, task).policy
-                == handoff_task::CompletionPolicy::Manager
-            {
-                return crate::evaluate::manager::run(inner, task, &executor, &prompt).await;
-            }
-            let spec = RunSpec {
-                task_id: task.id.clone(),
-                attempt: task.fence,
-                prompt,
-                workdir,
-                preset_rules: Some(inner.policy.preset_for(task)),
-                continuable: crate::evaluate::continuable(inner, task),
-            };
-            let started = match claim {
-                Some(claim) => executor.start_claimed(spec, claim).await,
-                None => executor.start(spec).await,
-            };
             inner
-                .metrics
-                .executor_call(executor.name(), "start", started.is_ok());
-            match started {
-                Ok(run) => run,
-                Err(e) => {
-                    inner.snapshots.discard(&task.id).await;
-                    return Ok(Finish::failed(format!("could not start the executor: {e}")));
-                }
-            }
+                .workdirs
+                .prepare(&workdir, task.options.caller_workdir)
+                .await
         }
     };
-    let (finish, state) = follow(inner, task, &executor, run).await?;
-    crate::evaluate::verify(inner, task, &executor, state, finish).await
+    if let Err(e) = prepared {
+        return Ok(Started::Ended(Finish::failed(e)));
+    }
+    if let Err(e) = inner.snapshots.baseline(&task.id, &workdir).await {
+        d.note(format!("no diff will be kept: {e}")).await?;
+    }
+    let started = inner
+        .policy
+        .task_hook(HookEvent::TaskStart, task, None, false)
+        .await;
+    if let Some(reason) = started.block.or(started.stop) {
+        inner.snapshots.discard(&task.id).await;
+        let why = format!("refused by a TaskStart hook: {reason}");
+        return Ok(Started::Ended(Finish::failed(why)));
+    }
+    let prompt = compose_prompt(inner, task).await?;
+    if d.plan.completion.policy == CompletionPolicy::Manager {
+        let finish = crate::evaluate::manager::run(d, &prompt).await?;
+        return Ok(Started::Ended(finish));
+    }
+    let spec = RunSpec {
+        task_id: task.id.clone(),
+        attempt: task.fence,
+        prompt,
+        workdir,
+        preset_rules: Some(d.plan.preset_rules.clone()),
+        continuable: d.plan.continuable(),
+    };
+    let started = match claim {
+        Some(claim) => d.executor.start_claimed(spec, claim).await,
+        None => d.executor.start(spec).await,
+    };
+    inner
+        .metrics
+        .executor_call(d.executor.name(), "start", started.is_ok());
+    match started {
+        Ok(run) => Ok(Started::Run(run)),
+        Err(e) => {
+            inner.snapshots.discard(&task.id).await;
+            let why = format!("could not start the executor: {e}");
+            Ok(Started::Ended(Finish::failed(why)))
+        }
+    }
 }
 
 /// The task description, followed by any messages sent while it waited in the queue.

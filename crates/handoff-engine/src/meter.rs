@@ -1,4 +1,4 @@
-//! The task's budget (B6) while a run is in progress: the wall cap as a deadline, tokens and
+//! The task's budget (docs/completion.md, Steps: Budgets) while a run is in progress: the wall cap as a deadline, tokens and
 //! cost as the run reports them on top of what earlier turns and judges spent. Checking only
 //! between cycles let one long turn run far past its cap.
 
@@ -9,7 +9,7 @@ use handoff_task::{EventKind, NewEvent, Task, TaskEvent, unix_millis_now};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::{EngineError, completion_settings::settings, state::EngineState, usage::Usage};
+use crate::{EngineError, state::EngineState, usage::Usage};
 
 /// Events read for what earlier turns spent.
 const EVENT_WINDOW: u32 = 5000;
@@ -22,9 +22,13 @@ pub(crate) struct Meter {
 }
 
 impl Meter {
-    /// The meter of `task`, counting what its earlier turns and judges spent.
-    pub(crate) async fn start(inner: &EngineState, task: &Task) -> Result<Self, EngineError> {
-        let budget = settings(inner, task).budget;
+    /// The meter of `task` under `budget` (the run plan's), counting what its earlier turns
+    /// and judges spent.
+    pub(crate) async fn start(
+        inner: &EngineState,
+        task: &Task,
+        budget: Budget,
+    ) -> Result<Self, EngineError> {
         let mut meter = Self {
             budget,
             started_at: task.started_at,

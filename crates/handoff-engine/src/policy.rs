@@ -129,6 +129,22 @@ impl TaskPolicy {
             .await
     }
 
+    /// What the PreToolUse hooks say about one permission request (nothing when none is set).
+    async fn pre_tool_use(&self, task: &Task, request: &InputRequest) -> HookVerdict {
+        if !self.hooks.config().has(HookEvent::PreToolUse) {
+            return HookVerdict::default();
+        }
+        let mut input = HookInput::new(HookEvent::PreToolUse, task.id.as_str(), &task.workdir);
+        input.tool_name = Some(hook_tool_name(&request.permission));
+        input.tool_input = Some(tool_input(request));
+        input.tool_use_id = Some(request.id.clone());
+        input.task_id = Some(task.id.to_string());
+        input.agent_id = Some(task.agent_id.to_string());
+        self.hooks
+            .run(HookEvent::PreToolUse, &input, Path::new(&task.workdir))
+            .await
+    }
+
     /// Decides one permission request of `task`'s executor.
     pub(crate) async fn decide(
         &self,
@@ -136,19 +152,7 @@ impl TaskPolicy {
         task: &Task,
         request: &InputRequest,
     ) -> Result<ExecutorDecision, EngineError> {
-        let hook = if self.hooks.config().has(HookEvent::PreToolUse) {
-            let mut input = HookInput::new(HookEvent::PreToolUse, task.id.as_str(), &task.workdir);
-            input.tool_name = Some(hook_tool_name(&request.permission));
-            input.tool_input = Some(tool_input(request));
-            input.tool_use_id = Some(request.id.clone());
-            input.task_id = Some(task.id.to_string());
-            input.agent_id = Some(task.agent_id.to_string());
-            self.hooks
-                .run(HookEvent::PreToolUse, &input, Path::new(&task.workdir))
-                .await
-        } else {
-            HookVerdict::default()
-        };
+        let hook = self.pre_tool_use(task, request).await;
         let approvals = store
             .approvals_for_task(&task.agent_id, &task.id, &self.project_of(task))
             .await?;

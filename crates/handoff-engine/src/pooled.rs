@@ -9,23 +9,23 @@ use handoff_runner::Claim;
 use handoff_task::{CompletionPolicy, EventKind, NewEvent, Task};
 use serde_json::json;
 
-use crate::state::EngineState;
+use crate::{plan::RunPlan, state::EngineState};
 
 /// The task as it runs, and the agent it claimed, if it took one. A task keeps its own
 /// directory when it chose one, already has one (a re-queued run), runs under the manager
 /// policy (which starts its own runs), or no agent waits.
-pub(crate) async fn claim(inner: &Arc<EngineState>, mut task: Task) -> (Task, Option<Claim>) {
+pub(crate) async fn claim(
+    inner: &Arc<EngineState>,
+    plan: &RunPlan,
+    mut task: Task,
+) -> (Task, Option<Claim>) {
     if task.options.caller_workdir
         || tokio::fs::metadata(Path::new(&task.workdir)).await.is_ok()
-        || crate::completion_settings::settings(inner, &task).policy == CompletionPolicy::Manager
+        || plan.completion.policy == CompletionPolicy::Manager
     {
         return (task, None);
     }
-    let Some(claim) = inner
-        .executors
-        .get(&task.executor)
-        .and_then(|executor| executor.claim())
-    else {
+    let Some(claim) = plan.executor.as_ref().and_then(|executor| executor.claim()) else {
         return (task, None);
     };
     let workdir = claim.workdir().display().to_string();

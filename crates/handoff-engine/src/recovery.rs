@@ -6,7 +6,7 @@ use std::{path::PathBuf, sync::Arc};
 use handoff_runner::RunSpec;
 use handoff_task::{EventKind, NewEvent, TaskStatus, unix_millis_now};
 
-use crate::{EngineError, lifecycle, state::EngineState};
+use crate::{EngineError, lifecycle, plan::RunPlan, state::EngineState};
 
 /// Why an unfinished task was failed at start-up.
 pub(crate) const INTERRUPTED: &str = "interrupted: server restarted";
@@ -67,12 +67,14 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
         let executor = inner.executors.get(&task.executor);
         if let (Some(executor), Some(state)) = (&executor, &task.runner_state) {
             if executor.capabilities().reattach {
+                // Decided once for the re-attached run, as at a claim.
+                let plan = Arc::new(RunPlan::new(inner, &task));
                 let spec = RunSpec {
                     task_id: task.id.clone(),
                     attempt: task.fence,
                     prompt: task.description.clone(),
                     workdir: PathBuf::from(&task.workdir),
-                    preset_rules: Some(inner.policy.preset_for(&task)),
+                    preset_rules: Some(plan.preset_rules.clone()),
                     continuable: false,
                 };
                 match executor.reattach(spec, state).await {
@@ -82,12 +84,17 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
                         let link = inner.supervisors.spawn(
                             inner.shared(),
                             &task,
+                            plan.clone(),
                             executor.capabilities(),
                             asked,
                         );
-                        inner
-                            .runs
-                            .spawn(lifecycle::drive(inner.clone(), task, Some(run), link));
+                        inner.runs.spawn(lifecycle::drive(
+                            inner.clone(),
+                            task,
+                            plan,
+                            Some(run),
+                            link,
+                        ));
                         reattached += 1;
                         continue;
                     }

@@ -204,7 +204,7 @@ async fn settle_unsettled(inner: &Arc<EngineState>, unsettled: &mut HashMap<Task
             .lease
             .as_ref()
             .is_some_and(|l| *l.owner == *inner.instance.id());
-        if !task.status.is_active() || !mine || inner.supervisors.link(id).is_some() {
+        if !task.status.is_active() || !mine || inner.supervisors.supervises(id) {
             done.insert(id.clone());
             continue;
         }

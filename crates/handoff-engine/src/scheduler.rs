@@ -10,7 +10,7 @@ use handoff_runner::Capabilities;
 use handoff_store::ClaimLimits;
 use handoff_task::{TaskStatus, unix_millis_now};
 
-use crate::{finish::StopReason, lifecycle, state::EngineState};
+use crate::{finish::StopReason, lifecycle, plan::RunPlan, state::EngineState};
 
 /// How often the queue is looked at without a wake-up (another instance may have freed a slot).
 const POLL: Duration = Duration::from_secs(1);
@@ -48,9 +48,12 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
                 Ok(Some(task)) => {
                     claims_failing = false;
                     inner.outbox.status(&task.id, task.status);
+                    // Decided once for the run: its driver and its supervisor read this plan.
+                    let plan = Arc::new(RunPlan::new(&inner, &task));
                     let link = inner.supervisors.spawn(
                         inner.shared(),
                         &task,
+                        plan.clone(),
                         Capabilities::default(),
                         Vec::new(),
                     );
@@ -60,7 +63,7 @@ pub(crate) async fn run(inner: Arc<EngineState>) {
                     }
                     inner
                         .runs
-                        .spawn(lifecycle::drive(inner.clone(), task, None, link));
+                        .spawn(lifecycle::drive(inner.clone(), task, plan, None, link));
                 }
                 Ok(None) => {
                     claims_failing = false;

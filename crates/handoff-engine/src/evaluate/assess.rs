@@ -7,10 +7,9 @@ use handoff_completion::{
     outcome::CheckResult,
 };
 use handoff_llm::LlmClient;
-use handoff_task::Task;
 
-use super::{Settings, evidence, record_judge};
-use crate::{EngineError, state::EngineState};
+use super::{evidence, record_judge};
+use crate::{EngineError, driver::Driver, plan::CompletionPlan};
 
 /// What is being assessed: the whole task, or one sub-task of a plan.
 pub(crate) struct Goal<'a> {
@@ -23,6 +22,7 @@ pub(crate) struct Goal<'a> {
 }
 
 /// The assessment.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Assessment {
     pub done: bool,
     pub remaining: Vec<String>,
@@ -46,9 +46,8 @@ pub(crate) struct Assessment {
 
 /// Assesses `goal` now; `judge` is used unless the policy is `checks`.
 pub(crate) async fn assess(
-    inner: &EngineState,
-    task: &Task,
-    settings: &Settings,
+    d: &Driver<'_>,
+    settings: &CompletionPlan,
     judge: Option<&LlmClient>,
     goal: &Goal<'_>,
 ) -> Result<Assessment, EngineError> {
@@ -57,7 +56,7 @@ pub(crate) async fn assess(
         wanted.verify_commands.clear();
         wanted.requires_changes = false;
     }
-    let evidence = evidence::gather(inner, task, &wanted).await?;
+    let evidence = evidence::gather(d, &wanted).await?;
     let (check_results, mut remaining) = checks::run(&evidence.checks);
     let mut assessment = Assessment {
         done: false,
@@ -97,28 +96,8 @@ pub(crate) async fn assess(
         let (judgement, usage, cost) = judge::judge(client, &input, settings.min_confidence).await;
         assessment.judge_tokens = usage.total();
         assessment.judge_cost = cost;
-        record_judge(inner, task, goal.cycle.0, &judgement).await?;
-        match judgement {
-            Judgement::Verdict { verdict, .. } => {
-                assessment.confidence = Some(verdict.confidence);
-                assessment.stuck |= verdict.is_stuck;
-                assessment.progress = verdict.is_progress_being_made;
-                assessment.continuation = verdict.continuation_prompt.clone();
-                assessment.summary = verdict.summary.clone();
-                assessment.reason = verdict.reason.clone();
-                if !verdict.done {
-                    for item in verdict.remaining {
-                        if !remaining.contains(&item) {
-                            remaining.push(item);
-                        }
-                    }
-                    if remaining.is_empty() {
-                        remaining.push(verdict.reason);
-                    }
-                }
-            }
-            Judgement::Unverified(reason) => assessment.unverified = Some(reason),
-        }
+        record_judge(d.inner, d.task, goal.cycle.0, &judgement).await?;
+        assessment.judged(judgement, &mut remaining);
     }
     if assessment.reason.is_empty() {
         assessment.reason = if remaining.is_empty() {
@@ -133,6 +112,34 @@ pub(crate) async fn assess(
 }
 
 impl Assessment {
+    /// Takes in the judge's answer: its verdict's findings (what it still misses joins
+    /// `remaining`), or why it gave none.
+    fn judged(&mut self, judgement: Judgement, remaining: &mut Vec<String>) {
+        let verdict = match judgement {
+            Judgement::Verdict { verdict, .. } => verdict,
+            Judgement::Unverified(reason) => {
+                self.unverified = Some(reason);
+                return;
+            }
+        };
+        self.confidence = Some(verdict.confidence);
+        self.stuck |= verdict.is_stuck;
+        self.progress = verdict.is_progress_being_made;
+        self.continuation = verdict.continuation_prompt.clone();
+        self.summary = verdict.summary.clone();
+        self.reason = verdict.reason.clone();
+        if !verdict.done {
+            for item in verdict.remaining {
+                if !remaining.contains(&item) {
+                    remaining.push(item);
+                }
+            }
+            if remaining.is_empty() {
+                remaining.push(verdict.reason);
+            }
+        }
+    }
+
     /// The status this assessment alone implies.
     pub fn status(&self) -> CompletionStatus {
         if self.unverified.is_some() {

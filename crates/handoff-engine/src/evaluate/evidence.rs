@@ -8,11 +8,10 @@ use handoff_completion::{
     checks::CheckInput,
     stuck::{self, Step},
 };
-use handoff_task::{EventKind, Task, TaskEvent};
+use handoff_task::{EventKind, TaskEvent};
 use serde_json::Value;
 
-use super::Settings;
-use crate::{EngineError, state::EngineState};
+use crate::{EngineError, driver::Driver, plan::CompletionPlan};
 
 /// Events looked at (the most recent ones).
 const EVENT_WINDOW: u32 = 2000;
@@ -80,16 +79,16 @@ impl Evidence {
     }
 }
 
-/// Gathers the evidence for `task` now.
+/// Gathers the evidence for the driven task now, under `settings`.
 pub(crate) async fn gather(
-    inner: &EngineState,
-    task: &Task,
-    settings: &Settings,
+    d: &Driver<'_>,
+    settings: &CompletionPlan,
 ) -> Result<Evidence, EngineError> {
+    let (inner, task) = (d.inner, d.task);
     let workdir = Path::new(&task.workdir);
     // Before the commands run: what the coder left, not what a check may rewrite.
     let protected_changes = super::integrity::protected_changes(inner, task, settings).await;
-    let commands = super::integrity::run_commands(inner, task, settings).await;
+    let commands = super::integrity::run_commands(d, settings).await;
     let diff = inner
         .snapshots
         .diff(&task.id, workdir, None)

@@ -1,24 +1,21 @@
 //! Messages the task's owner sent after the executor's turn ended. They are new input, so the
 //! task is not done: the same session is resumed with them, and the result is evaluated afresh.
 
-use std::sync::Arc;
+use std::ops::ControlFlow;
 
-use handoff_runner::Executor;
-use handoff_task::{EventKind, NewEvent, Task, TaskStatus};
-use serde_json::{Value, json};
+use handoff_task::{EventKind, NewEvent};
+use serde_json::json;
 
-use super::{release, resume, verify};
-use crate::{EngineError, finish::Finish, follow::follow, state::EngineState};
+use super::{Session, decide::Observed, release, resume};
+use crate::{EngineError, driver::Driver, finish::Finish, follow::follow};
 
-/// Resumes the session with `messages`, follows that run, and verifies its end.
-pub(super) async fn continue_with(
-    inner: &Arc<EngineState>,
-    task: &Task,
-    executor: &Arc<dyn Executor>,
-    state: Option<Value>,
-    finish: Finish,
+/// Resumes the session with `messages` and follows that run; what came of it, or how the task
+/// ends when the session could not be resumed.
+pub(super) async fn deliver(
+    d: &Driver<'_>,
+    session: &mut Session,
     messages: Vec<String>,
-) -> Result<Finish, EngineError> {
+) -> Result<ControlFlow<Finish, Observed>, EngineError> {
     let prompt = format!(
         "New messages from the task's owner arrived after your last turn. Act on them, then finish the task:\n{}",
         messages
@@ -27,35 +24,24 @@ pub(super) async fn continue_with(
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let run = match resume(inner, task, executor, state.as_ref(), &prompt).await {
+    let run = match resume(d, session.state.as_ref(), &prompt).await {
         Ok(run) => run,
         Err(e) => {
-            release(executor, state.as_ref()).await;
-            return Ok(Finish {
-                exit: finish.exit,
-                ..Finish::failed(format!("could not deliver the owner's message(s): {e}"))
-            });
+            release(d.executor, session.state.as_ref()).await;
+            let why = format!("could not deliver the owner's message(s): {e}");
+            return Ok(ControlFlow::Break(Finish {
+                exit: session.finish.exit,
+                ..Finish::failed(why)
+            }));
         }
     };
-    inner
-        .record(
-            &task.id,
-            NewEvent::new(
-                EventKind::Log,
-                format!(
-                    "{} message(s) sent after the turn ended were delivered by resuming the session",
-                    messages.len()
-                ),
-            )
-            .with_data(json!({ "messages": messages, "delivered": true })),
-        )
-        .await?;
-    let (finish, state) = follow(inner, task, executor, run).await?;
-    if finish.status != TaskStatus::Completed {
-        release(executor, state.as_ref()).await;
-        // Every evaluated task ends with a final `completion`, never left at `evaluating`.
-        super::interrupted::record_interrupted(inner, task, (1, (0, None)), &finish, false).await?;
-        return Ok(finish);
-    }
-    Box::pin(verify(inner, task, executor, state, finish)).await
+    let note = format!(
+        "{} message(s) sent after the turn ended were delivered by resuming the session",
+        messages.len()
+    );
+    let event = NewEvent::new(EventKind::Log, note)
+        .with_data(json!({ "messages": messages, "delivered": true }));
+    d.inner.record(&d.task.id, event).await?;
+    (session.finish, session.state) = follow(d, run).await?;
+    Ok(ControlFlow::Continue(session.ended()))
 }

@@ -7,8 +7,7 @@ use std::{path::Path, time::Duration};
 use handoff_completion::protected;
 use handoff_task::{Task, unix_millis_now};
 
-use super::Settings;
-use crate::state::EngineState;
+use crate::{driver::Driver, plan::CompletionPlan, state::EngineState};
 
 /// What bounds a verify command's run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +21,7 @@ enum Bound {
 /// `started` with a deadline of `timeout_ms`, and what bounds it.
 fn check_limit(
     (timeout_ms, started): (u64, Option<i64>),
-    settings: &Settings,
+    settings: &CompletionPlan,
     now: i64,
 ) -> (Duration, Bound) {
     let elapsed = Duration::from_millis(u64::try_from(now - started.unwrap_or(now)).unwrap_or(0));
@@ -50,12 +49,12 @@ fn bound_text(bound: Bound, task: &Task) -> String {
 /// Runs the verify commands, each bounded; a command past the bound is killed, and one with no
 /// time left is not started.
 pub(super) async fn run_commands(
-    inner: &EngineState,
-    task: &Task,
-    settings: &Settings,
+    d: &Driver<'_>,
+    settings: &CompletionPlan,
 ) -> Vec<(String, Option<i32>, String)> {
+    let task = d.task;
     let workdir = Path::new(&task.workdir);
-    let checks = inner.executors.checks(&task.executor);
+    let checks = &d.plan.checks;
     let mut commands = Vec::new();
     for command in &settings.verify_commands {
         let run = (task.options.timeout_ms, task.started_at);
@@ -83,7 +82,7 @@ pub(super) async fn run_commands(
 pub(super) async fn protected_changes(
     inner: &EngineState,
     task: &Task,
-    settings: &Settings,
+    settings: &CompletionPlan,
 ) -> Vec<(String, String)> {
     if settings.protected_changes_expected {
         return Vec::new();
@@ -117,8 +116,8 @@ mod tests {
 
     use super::*;
 
-    fn settings(wall: Option<Duration>) -> Settings {
-        Settings {
+    fn settings(wall: Option<Duration>) -> CompletionPlan {
+        CompletionPlan {
             policy: CompletionPolicy::Checks,
             verify_commands: Vec::new(),
             requires_changes: false,

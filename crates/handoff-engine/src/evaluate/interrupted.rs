@@ -3,13 +3,12 @@
 //! keep showing the last cycle's progress (`evaluating`) although it is finished.
 
 use handoff_completion::{CompletionOutcome, CompletionStatus};
-use handoff_task::Task;
 
 use super::record_outcome;
 use crate::{
     EngineError,
+    driver::Driver,
     finish::{Finish, StopReason},
-    state::EngineState,
 };
 
 /// What was spent judging before the run ended: tokens and cost.
@@ -19,8 +18,7 @@ pub(crate) type JudgeSpent = (u64, Option<f64>);
 /// stopped the run, else `not_done` with the run's own reason. Nothing for a task going back to
 /// the queue (its re-run is evaluated afresh) or, when `only_stuck`, for other endings.
 pub(crate) async fn record_interrupted(
-    inner: &EngineState,
-    task: &Task,
+    d: &Driver<'_>,
     (cycles, judge): (u32, JudgeSpent),
     finish: &Finish,
     only_stuck: bool,
@@ -28,11 +26,7 @@ pub(crate) async fn record_interrupted(
     if finish.requeue {
         return Ok(());
     }
-    let stop = match inner.supervisors.link(&task.id) {
-        Some(link) => link.stop_reason().await,
-        None => None,
-    };
-    let (status, reason) = match stop {
+    let (status, reason) = match d.link.stop_reason().await {
         Some(StopReason::Stuck(why)) => (CompletionStatus::Stuck, why),
         // A cap that ran out mid-run is concluded like one found between cycles.
         Some(StopReason::Budget(why)) => (CompletionStatus::BudgetExhausted, why),
@@ -49,5 +43,5 @@ pub(crate) async fn record_interrupted(
         judge_tokens: judge.0,
         judge_cost_usd: judge.1,
     };
-    record_outcome(inner, task, &outcome).await
+    record_outcome(d.inner, d.task, &outcome).await
 }

@@ -1,10 +1,8 @@
-//! Manager mode (B9): the evaluator's model writes a task ledger (facts and 2–5 sub-tasks);
+//! Manager mode (docs/completion.md, Steps: Manager mode): the evaluator's model writes a task ledger (facts and 2–5 sub-tasks);
 //! each sub-task runs as a fresh executor session given a compact context pack — the task,
 //! the ledger, the earlier sub-tasks' summaries and diff stats, never their transcripts — and is
 //! verified on its own criteria, with at most 2 targeted retries. One re-plan at most; a final
 //! whole-task evaluation always runs. Progress shows as "step 2/3: …".
-
-use std::sync::Arc;
 
 use handoff_completion::{
     CompletionOutcome, CompletionStatus,
@@ -12,16 +10,14 @@ use handoff_completion::{
     quote::quote,
 };
 use handoff_llm::LlmClient;
-use handoff_runner::Executor;
 use handoff_task::{EventKind, NewEvent, Task, TaskStatus};
 use serde_json::{Value, json};
 
 use super::{
-    Settings,
     assess::{Goal, assess},
-    continuable_spec, continuation_prompt, release, resume, settings,
+    continuable_spec, continuation_prompt, release, resume,
 };
-use crate::{EngineError, finish::Finish, follow::follow, state::EngineState};
+use crate::{EngineError, driver::Driver, finish::Finish, follow::follow, state::EngineState};
 
 /// Retries of one sub-task after its first attempt.
 const SUBTASK_RETRIES: u32 = 2;
@@ -41,11 +37,8 @@ pub(super) struct Done {
 
 /// One managed run: what every step reads, and the turns and judging spent so far.
 struct Managed<'a> {
-    inner: &'a Arc<EngineState>,
-    task: &'a Task,
-    executor: &'a Arc<dyn Executor>,
+    d: &'a Driver<'a>,
     client: &'a LlmClient,
-    settings: &'a Settings,
     prompt: &'a str,
     turns: u32,
     /// Judge tokens and cost so far, for the budget.
@@ -63,23 +56,15 @@ enum StepEnd {
 }
 
 /// Runs `task` as a managed plan; `prompt` is its composed prompt.
-pub(crate) async fn run(
-    inner: &Arc<EngineState>,
-    task: &Task,
-    executor: &Arc<dyn Executor>,
-    prompt: &str,
-) -> Result<Finish, EngineError> {
-    let settings = settings(inner, task);
+pub(crate) async fn run(d: &Driver<'_>, prompt: &str) -> Result<Finish, EngineError> {
+    let (inner, task) = (d.inner, d.task);
     let Some(client) = inner.judge.clone() else {
         let why = "manager mode needs evaluator.provider and evaluator.model";
         return conclude(inner, task, outcome(CompletionStatus::Error, why, 0)).await;
     };
     let mut m = Managed {
-        inner,
-        task,
-        executor,
+        d,
         client: &client,
-        settings: &settings,
         prompt,
         turns: 0,
         judged: (0, 0.0),
@@ -104,7 +89,7 @@ pub(crate) async fn run(
             let step = format!("step {}/{total}: {}", index + 1, sub.goal);
             let data = json!({"step": index + 1, "of": total, "subtask": sub});
             note(inner, task, step, data).await?;
-            if let Some(why) = over_budget(inner, task, m.turns, m.judged).await? {
+            if let Some(why) = over_budget(d, m.turns, m.judged).await? {
                 return m.conclude(CompletionStatus::BudgetExhausted, &why).await;
             }
             match m.subtask(&ledger, sub, &done).await? {
@@ -142,16 +127,17 @@ impl Managed<'_> {
         sub: &SubTask,
         done: &[Done],
     ) -> Result<StepEnd, EngineError> {
-        let (inner, task, executor) = (self.inner, self.task, self.executor);
+        let d = self.d;
+        let (inner, task, executor) = (d.inner, d.task, d.executor);
         let pack = context_pack(self.prompt, ledger, sub, done);
-        let (mut finish, mut state) = start(inner, task, executor, &pack).await?;
+        let (mut finish, mut state) = start(d, &pack).await?;
         self.turns += 1;
         let mut attempt = 1;
         loop {
             if finish.status != TaskStatus::Completed {
                 release(executor, state.as_ref()).await;
                 let spent = (self.turns, (0, None));
-                super::interrupted::record_interrupted(inner, task, spent, &finish, false).await?;
+                super::interrupted::record_interrupted(d, spent, &finish, false).await?;
                 return Ok(StepEnd::Ended(finish));
             }
             let goal = Goal {
@@ -161,7 +147,7 @@ impl Managed<'_> {
                 replan: false,
                 run_checks: false,
             };
-            let seen = assess(inner, task, self.settings, Some(self.client), &goal).await?;
+            let seen = assess(d, &d.plan.completion, Some(self.client), &goal).await?;
             self.judged.0 += seen.judge_tokens;
             self.judged.1 += seen.judge_cost.unwrap_or(0.0);
             if seen.done || attempt > SUBTASK_RETRIES || seen.unverified.is_some() {
@@ -187,7 +173,7 @@ impl Managed<'_> {
                     remaining: seen.remaining,
                 });
             }
-            if let Some(why) = over_budget(inner, task, self.turns, self.judged).await? {
+            if let Some(why) = over_budget(d, self.turns, self.judged).await? {
                 release(executor, state.as_ref()).await;
                 let mut end = outcome(CompletionStatus::BudgetExhausted, &why, self.turns);
                 end.remaining = seen.remaining;
@@ -201,7 +187,7 @@ impl Managed<'_> {
                 json!({"subtask": sub.id, "remaining": seen.remaining, "continuation_prompt": retry}),
             )
             .await?;
-            let run = match resume(inner, task, executor, state.as_ref(), &retry).await {
+            let run = match resume(d, state.as_ref(), &retry).await {
                 Ok(run) => run,
                 Err(e) => {
                     let why = format!("could not continue the executor: {e}");
@@ -209,7 +195,7 @@ impl Managed<'_> {
                     return Ok(StepEnd::Ended(conclude(inner, task, end).await?));
                 }
             };
-            (finish, state) = follow(inner, task, executor, run).await?;
+            (finish, state) = follow(d, run).await?;
             self.turns += 1;
             attempt += 1;
         }
@@ -229,10 +215,10 @@ impl Managed<'_> {
                 .join("\n")
         );
         let reason = "re-planning after a failed sub-task".to_owned();
-        note(self.inner, self.task, reason, json!({"reason": why})).await?;
+        note(self.d.inner, self.d.task, reason, json!({"reason": why})).await?;
         plan(
-            self.inner,
-            self.task,
+            self.d.inner,
+            self.d.task,
             self.client,
             self.prompt,
             Some(&progress),
@@ -242,21 +228,15 @@ impl Managed<'_> {
 
     /// The whole-task evaluation that always ends a managed run.
     async fn final_evaluation(&self) -> Result<Finish, EngineError> {
+        let d = self.d;
         let goal = Goal {
-            text: &self.task.description,
-            criteria: &self.settings.success_criteria,
+            text: &d.task.description,
+            criteria: &d.plan.completion.success_criteria,
             cycle: (1, 1),
             replan: false,
             run_checks: true,
         };
-        let seen = assess(
-            self.inner,
-            self.task,
-            self.settings,
-            Some(self.client),
-            &goal,
-        )
-        .await?;
+        let seen = assess(d, &d.plan.completion, Some(self.client), &goal).await?;
         let mut end = outcome(
             seen.status(),
             &seen.unverified.clone().unwrap_or(seen.reason.clone()),
@@ -265,23 +245,24 @@ impl Managed<'_> {
         end.remaining = seen.remaining;
         end.checks = seen.checks;
         end.confidence = seen.confidence;
-        conclude(self.inner, self.task, end).await
+        conclude(d.inner, d.task, end).await
     }
 
     /// Ends the run with `status` for `why`, after the turns spent.
     async fn conclude(&self, status: CompletionStatus, why: &str) -> Result<Finish, EngineError> {
-        conclude(self.inner, self.task, outcome(status, why, self.turns)).await
+        let end = outcome(status, why, self.turns);
+        conclude(self.d.inner, self.d.task, end).await
     }
 }
 
 /// The cap another executor turn would pass, after `turns` turns and `judged` judging.
 async fn over_budget(
-    inner: &EngineState,
-    task: &Task,
+    d: &Driver<'_>,
     turns: u32,
     judged: (u64, f64),
 ) -> Result<Option<String>, EngineError> {
-    Ok(crate::meter::Meter::start(inner, task)
+    let budget = d.plan.completion.budget;
+    Ok(crate::meter::Meter::start(d.inner, d.task, budget)
         .await?
         .before_turn(turns, judged))
 }
@@ -385,14 +366,9 @@ pub(super) fn context_pack(
 }
 
 /// Starts a fresh session with `prompt` and follows it to its end.
-async fn start(
-    inner: &Arc<EngineState>,
-    task: &Task,
-    executor: &Arc<dyn Executor>,
-    prompt: &str,
-) -> Result<(Finish, Option<Value>), EngineError> {
-    match executor.start(continuable_spec(inner, task, prompt)).await {
-        Ok(run) => follow(inner, task, executor, run).await,
+async fn start(d: &Driver<'_>, prompt: &str) -> Result<(Finish, Option<Value>), EngineError> {
+    match d.executor.start(continuable_spec(d, prompt)).await {
+        Ok(run) => follow(d, run).await,
         Err(e) => Ok((
             Finish::failed(format!("could not start the executor: {e}")),
             None,

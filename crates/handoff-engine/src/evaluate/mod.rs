@@ -1,11 +1,14 @@
-//! Verified completion (B1–B7): after the executor's turn ends normally, Handoff decides
-//! whether the task is done — deterministic checks first, then (policy `judge`) an external
-//! judge — and otherwise resumes the same executor session with a targeted continuation prompt,
-//! cycle after cycle, until it is done, stuck, out of cycles or out of budget. Continuations and
-//! verdicts are evaluator events, never caller messages. A task is reported `completed` only
-//! when verified (or with policy `none`); otherwise `failed` with the evaluator's reason.
+//! Verified completion (docs/completion.md, "Steps"): after the executor's turn ends normally,
+//! Handoff decides whether the task is done — deterministic checks first, then (policy `judge`)
+//! an external judge — and otherwise resumes the same executor session with a targeted
+//! continuation prompt, cycle after cycle, until it is done, stuck, out of cycles or out of
+//! budget. Continuations and verdicts are evaluator events, never caller messages. A task is
+//! reported `completed` only when verified (or with policy `none`); otherwise `failed` with the
+//! evaluator's reason. The rules are a pure step function ([`decide`]); [`verify`] is the loop
+//! that carries out its decisions.
 
 mod assess;
+mod decide;
 mod evidence;
 mod inbox;
 mod integrity;
@@ -15,228 +18,171 @@ pub(crate) mod manager;
 mod quoting_tests;
 mod turn;
 
-use std::{sync::Arc, time::Duration};
+use std::{ops::ControlFlow, sync::Arc, time::Duration};
 
 use assess::{Goal, assess};
-use handoff_completion::{
-    CompletionOutcome, CompletionStatus,
-    budget::Spent,
-    cycle::{CycleObservation, CycleState, NextStep},
-    judge::Judgement,
-    quote::quote,
-};
+use decide::{Decision, Ending, Evaluation, Observed};
+use handoff_completion::{CompletionOutcome, CompletionStatus, judge::Judgement, quote::quote};
 use handoff_runner::{Executor, RunSpec};
-use handoff_task::{CompletionPolicy, EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
+use handoff_task::{EventKind, NewEvent, Task, TaskStatus, unix_millis_now};
 use serde_json::{Value, json};
 
-pub(crate) use crate::completion_settings::{Settings, settings};
 use crate::{
     EngineError,
-    finish::{Finish, StopReason, stopped},
+    driver::Driver,
+    finish::{Finish, stopped},
     follow::follow,
     state::EngineState,
 };
 
-/// Whether the task's executor session must outlive its first run (it may be continued).
-pub(crate) fn continuable(inner: &EngineState, task: &Task) -> bool {
-    settings(inner, task).policy != CompletionPolicy::None
-}
-
 /// Resume attempts when the executor will not continue at once.
 const RESUME_ATTEMPTS: u32 = 3;
 
-/// Verifies a finished run and continues it until it is verified or given up.
+/// The executor's session and how its latest run ended.
+pub(super) struct Session {
+    pub(super) state: Option<Value>,
+    pub(super) finish: Finish,
+}
+
+impl Session {
+    /// What the evaluation observes of the latest run's end.
+    fn ended(&self) -> Observed {
+        Observed::TurnEnded {
+            completed: self.finish.status == TaskStatus::Completed,
+            lost: self.finish.is_lost(),
+        }
+    }
+}
+
+/// Verifies a finished run and continues it until it is verified or given up: carries out
+/// each decision of the evaluation and feeds it what came of it.
 pub(crate) async fn verify(
-    inner: &Arc<EngineState>,
-    task: &Task,
-    executor: &Arc<dyn Executor>,
-    mut state: Option<Value>,
-    mut finish: Finish,
+    d: &Driver<'_>,
+    state: Option<Value>,
+    finish: Finish,
 ) -> Result<Finish, EngineError> {
-    let settings = settings(inner, task);
-    // B1: only a turn that ended normally is evaluated.
-    if settings.policy == CompletionPolicy::None || finish.status != TaskStatus::Completed {
-        release(executor, state.as_ref()).await;
-        if settings.policy != CompletionPolicy::None && !finish.is_lost() {
-            // A coder the loop guard stopped on its first turn is concluded stuck.
-            interrupted::record_interrupted(inner, task, (1, (0, None)), &finish, true).await?;
-        }
-        return Ok(finish);
-    }
-    let Some(link) = inner.supervisors.link(&task.id) else {
-        release(executor, state.as_ref()).await;
-        return Ok(stopped(StopReason::Shutdown, task, finish.exit));
-    };
-    link.evaluating().await;
-    let mut evaluation = Evaluation::new(&settings);
-    let outcome = loop {
-        if let Some(stop) = link.stop_reason().await {
-            release(executor, state.as_ref()).await;
-            let stopped = stopped(stop, task, finish.exit);
-            // Stopped between cycles: the last word must not stay a cycle's `evaluating`.
-            let spent = (
-                evaluation.turns,
-                (evaluation.judge_tokens, evaluation.judge_cost),
-            );
-            interrupted::record_interrupted(inner, task, spent, &stopped, false).await?;
-            return Ok(stopped);
-        }
-        let inbox = link.take_messages().await;
-        if !inbox.is_empty() {
-            return inbox::continue_with(inner, task, executor, state, finish, inbox).await;
-        }
-        let cycle = evaluation.cycles.cycle() + 1;
-        let judge = match settings.policy {
-            CompletionPolicy::Checks => None,
-            _ => match &inner.judge {
-                Some(client) => Some(client),
-                None => {
-                    break evaluation.outcome(
-                        CompletionStatus::Unverified,
-                        "policy `judge` needs evaluator.provider and evaluator.model".to_owned(),
-                        Vec::new(),
-                        Vec::new(),
-                        None,
-                    );
+    let mut session = Session { state, finish };
+    let mut evaluation = Evaluation::new(&d.plan.completion, d.inner.judge.is_some());
+    let mut observed = session.ended();
+    loop {
+        let step = match evaluation.next(observed) {
+            Decision::Look { begin } => {
+                if begin {
+                    d.link.evaluating().await;
                 }
-            },
-        };
-        let goal = Goal {
-            text: &task.description,
-            criteria: &settings.success_criteria,
-            cycle: (cycle, settings.max_cycles),
-            replan: evaluation.replan_next,
-            run_checks: true,
-        };
-        // A stop (cancel, deadline) wins over checks and the judge in progress: dropping the
-        // assessment ends its verify commands.
-        let seen = tokio::select! {
-            seen = assess(inner, task, &settings, judge, &goal) => seen?,
-            () = link.stopped() => continue,
-        };
-        evaluation.judge_tokens += seen.judge_tokens;
-        if let Some(cost) = seen.judge_cost {
-            *evaluation.judge_cost.get_or_insert(0.0) += cost;
-        }
-        if seen.done || seen.unverified.is_some() {
-            let reason = seen
-                .unverified
-                .clone()
-                .unwrap_or_else(|| seen.reason.clone());
-            break evaluation.outcome(
-                seen.status(),
-                reason,
-                seen.remaining,
-                seen.checks,
-                seen.confidence,
-            );
-        }
-        let (remaining, check_results, confidence) =
-            (seen.remaining.clone(), seen.checks.clone(), seen.confidence);
-        let spent = Spent {
-            wall: Duration::from_millis(
-                u64::try_from(unix_millis_now() - task.started_at.unwrap_or_else(unix_millis_now))
-                    .unwrap_or(0),
-            ),
-            turns: evaluation.turns,
-            tokens: seen.executor_tokens + evaluation.judge_tokens,
-            cost_usd: seen.executor_cost + evaluation.judge_cost.unwrap_or(0.0),
-        };
-        if let Some(why) = settings.budget.exhausted(&spent) {
-            break evaluation.outcome(
-                CompletionStatus::BudgetExhausted,
-                why,
-                remaining,
-                check_results,
-                confidence,
-            );
-        }
-        let next = evaluation.cycles.after(&CycleObservation {
-            progress: seen.progress,
-            stuck: seen.stuck,
-            diff_hash: seen.diff_hash,
-            todos: seen.todo_counts,
-        });
-        let reason = seen.reason.clone();
-        match next {
-            NextStep::StopStuck => {
-                break evaluation.outcome(
-                    CompletionStatus::Stuck,
-                    reason,
-                    remaining,
-                    check_results,
-                    confidence,
-                );
+                ControlFlow::Continue(look(d).await)
             }
-            NextStep::StopMaxCycles => {
-                break evaluation.outcome(
-                    CompletionStatus::MaxCycles,
-                    reason,
-                    remaining,
-                    check_results,
-                    confidence,
-                );
+            Decision::Assess {
+                cycle,
+                replan,
+                judge,
+            } => ControlFlow::Continue(assess_turn(d, (cycle, replan), judge).await?),
+            Decision::Continue { prompt, verdict } => {
+                d.inner.record(&d.task.id, verdict).await?;
+                ControlFlow::Continue(continue_turn(d, &mut session, &prompt).await?)
             }
-            NextStep::Continue | NextStep::Replan => {}
-        }
-        evaluation.replan_next = next == NextStep::Replan;
-        let prompt = continuation_prompt(&remaining, &seen.continuation, next == NextStep::Replan);
-        let message = format!(
-            "Evaluator: {} item(s) remaining — continuing (cycle {}/{})",
-            remaining.len(),
-            cycle + 1,
-            settings.max_cycles
-        );
-        inner
-            .record(
-                &task.id,
-                NewEvent::new(EventKind::Verdict, message).with_data(json!({
-                    "by": "evaluator",
-                    "done": false,
-                    "cycle": cycle,
-                    "remaining": remaining,
-                    "checks": check_results,
-                    "next": next,
-                    "continuation_prompt": prompt,
-                    // Running totals, so the budget meter of the next run counts the judges.
-                    "judge_tokens": evaluation.judge_tokens,
-                    "judge_cost_usd": evaluation.judge_cost,
-                })),
-            )
-            .await?;
-        // B5: the same session, with the targeted prompt (an evaluator event, not a message).
-        let run = match resume(inner, task, executor, state.as_ref(), &prompt).await {
-            Ok(run) => run,
-            Err(e) => {
-                break evaluation.outcome(
-                    CompletionStatus::Error,
-                    format!("could not continue the executor: {e}"),
-                    remaining,
-                    check_results,
-                    confidence,
-                );
+            Decision::Deliver(messages) => inbox::deliver(d, &mut session, messages).await?,
+            Decision::End(ending) => {
+                // A message that arrived while the outcome was decided is new input, not too
+                // late: from now on (when none did) messages are refused, the outcome is final.
+                let late = match ending {
+                    Ending::Conclude(_) => d.link.conclude().await,
+                    _ => Vec::new(),
+                };
+                if late.is_empty() {
+                    return end(d, session, evaluation.spent(), ending).await;
+                }
+                ControlFlow::Continue(Observed::Messages(late))
             }
         };
-        evaluation.turns += 1;
-        (finish, state) = follow(inner, task, executor, run).await?;
-        if finish.status != TaskStatus::Completed {
-            release(executor, state.as_ref()).await;
-            let spent = (
-                evaluation.turns,
-                (evaluation.judge_tokens, evaluation.judge_cost),
-            );
-            interrupted::record_interrupted(inner, task, spent, &finish, false).await?;
-            return Ok(finish);
-        }
-    };
-    // A message that arrived while the outcome was decided is new input, not too late.
-    let late = link.conclude().await;
-    if !late.is_empty() {
-        return inbox::continue_with(inner, task, executor, state, finish, late).await;
+        observed = match step {
+            ControlFlow::Continue(observed) => observed,
+            ControlFlow::Break(finish) => return Ok(finish),
+        };
     }
-    release(executor, state.as_ref()).await;
-    record_outcome(inner, task, &outcome).await?;
-    Ok(finish_for(outcome, finish))
+}
+
+/// Ends the evaluation: the executor's session is freed and the evaluator's last word recorded
+/// (none when the run's own ending is kept).
+async fn end(
+    d: &Driver<'_>,
+    session: Session,
+    spent: (u32, interrupted::JudgeSpent),
+    ending: Ending,
+) -> Result<Finish, EngineError> {
+    release(d.executor, session.state.as_ref()).await;
+    let finish = session.finish;
+    match ending {
+        Ending::Keep => Ok(finish),
+        Ending::Interrupted { only_stuck } => {
+            interrupted::record_interrupted(d, spent, &finish, only_stuck).await?;
+            Ok(finish)
+        }
+        Ending::Stop(stop) => {
+            let stopped = stopped(stop, d.task, finish.exit);
+            // Stopped between cycles: the last word must not stay a cycle's `evaluating`.
+            interrupted::record_interrupted(d, spent, &stopped, false).await?;
+            Ok(stopped)
+        }
+        Ending::Conclude(outcome) => {
+            record_outcome(d.inner, d.task, &outcome).await?;
+            Ok(finish_for(outcome, finish))
+        }
+    }
+}
+
+/// Between cycles: a stop decided, or messages the owner sent after the turn ended.
+async fn look(d: &Driver<'_>) -> Observed {
+    if let Some(stop) = d.link.stop_reason().await {
+        return Observed::Stopped(stop);
+    }
+    let inbox = d.link.take_messages().await;
+    if inbox.is_empty() {
+        Observed::Quiet
+    } else {
+        Observed::Messages(inbox)
+    }
+}
+
+/// Assesses the turn as cycle `cycle` (re-planned when `replan`), with the judge when `judge`.
+async fn assess_turn(
+    d: &Driver<'_>,
+    (cycle, replan): (u32, bool),
+    judge: bool,
+) -> Result<Observed, EngineError> {
+    let completion = &d.plan.completion;
+    let goal = Goal {
+        text: &d.task.description,
+        criteria: &completion.success_criteria,
+        cycle: (cycle, completion.max_cycles),
+        replan,
+        run_checks: true,
+    };
+    let judge = if judge { d.inner.judge.as_ref() } else { None };
+    // A stop (cancel, deadline) wins over checks and the judge in progress: dropping the
+    // assessment ends its verify commands.
+    let seen = tokio::select! {
+        seen = assess(d, completion, judge, &goal) => seen?,
+        () = d.link.stopped() => return Ok(look(d).await),
+    };
+    let started = d.task.started_at.unwrap_or_else(unix_millis_now);
+    let wall = Duration::from_millis(u64::try_from(unix_millis_now() - started).unwrap_or(0));
+    Ok(Observed::Assessed(Box::new(seen), wall))
+}
+
+/// Continues the same session with the targeted `prompt` and follows that run to its end.
+async fn continue_turn(
+    d: &Driver<'_>,
+    session: &mut Session,
+    prompt: &str,
+) -> Result<Observed, EngineError> {
+    match resume(d, session.state.as_ref(), prompt).await {
+        Ok(run) => {
+            (session.finish, session.state) = follow(d, run).await?;
+            Ok(session.ended())
+        }
+        Err(e) => Ok(Observed::NotResumed(e.to_string())),
+    }
 }
 
 /// Records the evaluator's final word (shown by get_task_status as `completion`).
@@ -277,49 +223,7 @@ pub(crate) fn finish_for(outcome: CompletionOutcome, finish: Finish) -> Finish {
     }
 }
 
-/// Running totals of one task's evaluation.
-struct Evaluation {
-    cycles: CycleState,
-    turns: u32,
-    judge_tokens: u64,
-    judge_cost: Option<f64>,
-    replan_next: bool,
-}
-
-impl Evaluation {
-    fn new(settings: &Settings) -> Self {
-        Self {
-            cycles: CycleState::new(settings.max_cycles),
-            turns: 1,
-            judge_tokens: 0,
-            judge_cost: None,
-            replan_next: false,
-        }
-    }
-
-    fn outcome(
-        &self,
-        status: CompletionStatus,
-        reason: String,
-        remaining: Vec<String>,
-        checks: Vec<handoff_completion::outcome::CheckResult>,
-        confidence: Option<f64>,
-    ) -> CompletionOutcome {
-        CompletionOutcome {
-            status,
-            // One cycle per executor run assessed: a stop after the cycle limit is not one more.
-            cycles: self.turns,
-            reason,
-            confidence,
-            remaining,
-            checks,
-            judge_tokens: self.judge_tokens,
-            judge_cost_usd: self.judge_cost,
-        }
-    }
-}
-
-/// The targeted continuation (B5): what remains, the judge's instruction, and to verify.
+/// The targeted continuation (docs/completion.md, Steps: Cycles): what remains, the judge's instruction, and to verify.
 pub(crate) fn continuation_prompt(remaining: &[String], judge: &str, replan: bool) -> String {
     let mut prompt = String::new();
     if replan {
@@ -344,12 +248,11 @@ pub(crate) fn continuation_prompt(remaining: &[String], judge: &str, replan: boo
 
 /// Continues the executor's session, with back-off when it will not at once.
 pub(crate) async fn resume(
-    inner: &EngineState,
-    task: &Task,
-    executor: &Arc<dyn Executor>,
+    d: &Driver<'_>,
     state: Option<&Value>,
     prompt: &str,
 ) -> Result<handoff_runner::Run, handoff_runner::RunnerError> {
+    let (inner, task, executor) = (d.inner, d.task, d.executor);
     let mut state = state.cloned().unwrap_or_else(|| json!({}));
     // Executors that learn their session while running report it in an event: Claude Code's
     // session id, Codex's thread id.
@@ -366,7 +269,7 @@ pub(crate) async fn resume(
     {
         map.insert("session_id".to_owned(), json!(session));
     }
-    let spec = continuable_spec(inner, task, prompt);
+    let spec = continuable_spec(d, prompt);
     let mut wait = Duration::from_millis(500);
     let mut attempt = 1;
     loop {
@@ -385,13 +288,13 @@ pub(crate) async fn resume(
 }
 
 /// A run of `task` with `prompt` whose session stays open for continuations.
-pub(crate) fn continuable_spec(inner: &EngineState, task: &Task, prompt: &str) -> RunSpec {
+pub(crate) fn continuable_spec(d: &Driver<'_>, prompt: &str) -> RunSpec {
     RunSpec {
-        task_id: task.id.clone(),
-        attempt: task.fence,
+        task_id: d.task.id.clone(),
+        attempt: d.task.fence,
         prompt: prompt.to_owned(),
-        workdir: std::path::PathBuf::from(&task.workdir),
-        preset_rules: Some(inner.policy.preset_for(task)),
+        workdir: std::path::PathBuf::from(&d.task.workdir),
+        preset_rules: Some(d.plan.preset_rules.clone()),
         continuable: true,
     }
 }

@@ -7,17 +7,17 @@ use std::{sync::Arc, time::Duration};
 use handoff_runner::{Capabilities, InputRequest, RunControl, RunnerError};
 use handoff_task::{PendingInput, Task, TaskStatus, unix_millis_now};
 use tokio::{
-    sync::{mpsc, oneshot},
+    sync::{mpsc, oneshot, watch},
     time::Instant,
 };
-use tokio_util::sync::CancellationToken;
 
 use super::{
     commands::{CommandReply, TaskCommand},
     guard::RunGuard,
+    live::RunState,
     relay::Answerer,
 };
-use crate::{EngineError, fence::LeaseNotice, finish::StopReason, shared::Shared};
+use crate::{EngineError, fence::LeaseNotice, finish::StopReason, plan::RunPlan, shared::Shared};
 use handoff_policy::loop_guard::Step;
 
 /// How long a steering command waits for a just-claimed run's executor to start.
@@ -39,8 +39,6 @@ pub(crate) enum Msg {
     Stop(StopReason),
     /// The server must stop now (a second shutdown signal): the run is killed without grace.
     StopNow,
-    /// Was a stop decided?
-    StopReason(oneshot::Sender<Option<StopReason>>),
     /// The executor asks.
     Requested {
         request: InputRequest,
@@ -53,8 +51,6 @@ pub(crate) enum Msg {
         data: serde_json::Value,
         reply: oneshot::Sender<Option<(String, Step)>>,
     },
-    /// Whether a Stop hook already refused this run's end.
-    StopHookActive(oneshot::Sender<bool>),
     /// A Stop hook refused the end: may the task still be continued under `cap` blocks?
     StopBlock {
         cap: u32,
@@ -120,6 +116,7 @@ impl Steer {
 pub(crate) struct Supervisor {
     pub(super) state: Arc<Shared>,
     pub(super) task: Task,
+    plan: Arc<RunPlan>,
     pub(super) control: Option<Arc<dyn RunControl>>,
     capabilities: Capabilities,
     pub(super) stop: Option<StopReason>,
@@ -130,8 +127,8 @@ pub(crate) struct Supervisor {
     phase: Phase,
     /// Messages received while the run was being evaluated, oldest first.
     kept: Vec<String>,
-    /// Raised when a stop is decided.
-    stopped: CancellationToken,
+    /// What the driver reads without asking: published after every change.
+    live: watch::Sender<RunState>,
     /// Stops are carried out without grace from now on.
     no_grace: bool,
     /// The run's loop guard.
@@ -148,9 +145,10 @@ impl Supervisor {
     pub(super) fn new(
         state: Arc<Shared>,
         task: Task,
+        plan: Arc<RunPlan>,
         capabilities: Capabilities,
         restored: Vec<PendingInput>,
-        stopped: CancellationToken,
+        live: watch::Sender<RunState>,
     ) -> Self {
         let now = unix_millis_now();
         let pending = restored
@@ -178,6 +176,7 @@ impl Supervisor {
             guard,
             state,
             task,
+            plan,
             control: None,
             capabilities,
             stop: None,
@@ -186,7 +185,7 @@ impl Supervisor {
             defer_until: None,
             phase: Phase::Live,
             kept: Vec::new(),
-            stopped,
+            live,
             no_grace: false,
         }
     }
@@ -209,6 +208,7 @@ impl Supervisor {
                 () = sleep_until(expiry), if expiry.is_some() => self.expire().await,
                 () = sleep_until(defer), if defer.is_some() => self.give_up_deferred(),
             }
+            self.publish();
         }
         self.give_up_deferred();
         self.release_run();
@@ -252,9 +252,6 @@ impl Supervisor {
                 self.no_grace = true;
                 self.decide_stop(StopReason::Shutdown);
             }
-            Msg::StopReason(reply) => {
-                let _ = reply.send(self.stop.clone());
-            }
             Msg::Requested { request, reply } => {
                 let _ = reply.send(self.requested(request).await);
             }
@@ -264,11 +261,11 @@ impl Supervisor {
             Msg::ToolCall { data, reply } => {
                 let _ = reply.send(self.guard.tool_call(&data));
             }
-            Msg::StopHookActive(reply) => {
-                let _ = reply.send(self.guard.stop_hook_active());
-            }
             Msg::StopBlock { cap, reply } => {
-                let _ = reply.send(self.guard.stop_block(cap));
+                let more = self.guard.stop_block(cap);
+                // Published before the reply: the driver reads it right after.
+                self.publish();
+                let _ = reply.send(more);
             }
             Msg::Evaluating => self.phase = Phase::Evaluating,
             Msg::Messages { conclude, reply } => {
@@ -298,6 +295,21 @@ impl Supervisor {
         }
     }
 
+    /// Publishes what the driver reads without asking, when it changed.
+    fn publish(&self) {
+        let now = RunState {
+            stop: self.stop.clone(),
+            stop_hook_active: self.guard.stop_hook_active(),
+        };
+        self.live.send_if_modified(|published| {
+            let changed = *published != now;
+            if changed {
+                *published = now;
+            }
+            changed
+        });
+    }
+
     /// What the attached executor can do.
     pub(super) fn capabilities(&self) -> Capabilities {
         self.capabilities
@@ -312,13 +324,12 @@ impl Supervisor {
                 Duration::ZERO
             }
             // Counted inside the deadline: the kill must land on it.
-            StopReason::Timeout => {
-                crate::finish::timeout_grace(&self.task, self.state.config.tasks.cancel_grace)
-            }
+            StopReason::Timeout => self.plan.deadline.grace,
             _ => self.state.config.tasks.cancel_grace,
         };
         self.stop.get_or_insert(reason);
-        self.stopped.cancel();
+        // At once: the driver's long waits (verify commands, the judge) end on it.
+        self.publish();
         if let Some(control) = &self.control {
             let control = control.clone();
             let executor = self.task.executor.clone();

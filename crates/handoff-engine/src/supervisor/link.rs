@@ -1,15 +1,20 @@
 //! The run driver's side of its supervisor: what the lifecycle reports (the executor is up,
-//! it asked something, Handoff decided to stop it) and asks (was a stop decided?).
+//! it asked something, Handoff decided to stop it) and what it must have the supervisor do
+//! (count a tool call or a Stop-hook block, hand over kept messages). What the driver only
+//! reads — the stop decided, whether a Stop hook is active — it reads from the state the
+//! supervisor publishes, without a message.
 
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
 use handoff_policy::loop_guard::Step;
 use handoff_runner::{Capabilities, InputRequest, RunControl};
 use handoff_task::TaskId;
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::{mpsc, oneshot, watch};
 
-use super::actor::Msg;
+use super::{actor::Msg, live::RunState};
 use crate::{EngineError, finish::StopReason};
 
 /// A handle on one run's supervisor, held by the run's driver.
@@ -17,7 +22,10 @@ use crate::{EngineError, finish::StopReason};
 pub(crate) struct RunLink {
     id: TaskId,
     tx: mpsc::Sender<Msg>,
-    stopped: CancellationToken,
+    live: watch::Receiver<RunState>,
+    /// This driver asked for a stop: reading the stop waits until the supervisor took it in,
+    /// so the driver never reads a state older than its own request.
+    asked_stop: Arc<AtomicBool>,
 }
 
 fn gone() -> EngineError {
@@ -25,18 +33,32 @@ fn gone() -> EngineError {
 }
 
 impl RunLink {
-    pub(super) fn new(id: TaskId, tx: mpsc::Sender<Msg>, stopped: CancellationToken) -> Self {
-        Self { id, tx, stopped }
+    pub(super) fn new(id: TaskId, tx: mpsc::Sender<Msg>, live: watch::Receiver<RunState>) -> Self {
+        Self {
+            id,
+            tx,
+            live,
+            asked_stop: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     /// Resolves once Handoff decided to stop the run (cancel, deadline, shutdown…).
     pub(crate) async fn stopped(&self) {
-        self.stopped.cancelled().await;
+        if self.stop_decided().await.is_err() {
+            // A supervisor gone without a stop decides none any more.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Waits until the supervisor published a stop; an error once it is gone without one.
+    async fn stop_decided(&self) -> Result<(), watch::error::RecvError> {
+        let mut live = self.live.clone();
+        live.wait_for(|state| state.stop.is_some()).await.map(drop)
     }
 
     /// Whether Handoff already decided to stop the run.
     pub(crate) fn is_stopped(&self) -> bool {
-        self.stopped.is_cancelled()
+        self.live.borrow().stop.is_some()
     }
 
     /// The executor reported a tool call: the loop guard's step for it, if newly seen.
@@ -47,12 +69,8 @@ impl RunLink {
     }
 
     /// Whether a Stop hook already refused this run's end.
-    pub(crate) async fn stop_hook_active(&self) -> bool {
-        let (reply, answer) = oneshot::channel();
-        if self.tx.send(Msg::StopHookActive(reply)).await.is_err() {
-            return false;
-        }
-        answer.await.unwrap_or(false)
+    pub(crate) fn stop_hook_active(&self) -> bool {
+        self.live.borrow().stop_hook_active
     }
 
     /// Counts a Stop-hook block; whether the task may still be continued under `cap` blocks.
@@ -109,16 +127,23 @@ impl RunLink {
 
     /// Handoff decided to stop the run (deadline, loop guard): the first decision stands.
     pub(crate) async fn stop(&self, reason: StopReason) {
-        let _ = self.tx.send(Msg::Stop(reason)).await;
+        if self.tx.send(Msg::Stop(reason)).await.is_ok() {
+            self.asked_stop.store(true, Ordering::Release);
+        }
     }
 
-    /// The stop Handoff decided on, if any.
+    /// The stop Handoff decided on, if any (a shutdown once the supervisor is gone without one).
     pub(crate) async fn stop_reason(&self) -> Option<StopReason> {
-        let (reply, answer) = oneshot::channel();
-        if self.tx.send(Msg::StopReason(reply)).await.is_err() {
-            return Some(StopReason::Shutdown);
+        if self.asked_stop.load(Ordering::Acquire) {
+            // The request is in the mailbox: the supervisor decides a stop (its own or an earlier one).
+            let _ = self.stop_decided().await;
         }
-        answer.await.unwrap_or(Some(StopReason::Shutdown))
+        let gone = self.live.has_changed().is_err();
+        let stop = self.live.borrow().stop.clone();
+        match stop {
+            None if gone => Some(StopReason::Shutdown),
+            stop => stop,
+        }
     }
 
     /// The executor asks for a permission or the owner's words.

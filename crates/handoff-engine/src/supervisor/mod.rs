@@ -1,14 +1,16 @@
 //! One supervisor per run: an actor that owns everything live about the run — the
 //! executor's control handle and capabilities, Handoff's decision to stop it, the requests
 //! waiting for an answer and their ask timers. The run's driver (the lifecycle) talks to it
-//! through a [`RunLink`]; everyone else through [`TaskCommands`]. Nothing else touches live run
-//! state: this registry holds only mailboxes.
+//! through a [`RunLink`] and reads what the supervisor publishes of it ([`live`]); everyone
+//! else goes through [`TaskCommands`]. Nothing else touches live run state: this registry holds
+//! only mailboxes.
 
 mod actor;
 mod commands;
 mod guard;
 mod lease;
 mod link;
+mod live;
 mod relay;
 
 use std::{
@@ -19,72 +21,63 @@ use std::{
 use async_trait::async_trait;
 use handoff_runner::Capabilities;
 use handoff_task::{PendingInput, Task, TaskId};
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::{mpsc, oneshot, watch};
 
 pub use commands::{CommandReply, TaskCommand, TaskCommands};
 pub(crate) use link::RunLink;
 pub(crate) use relay::parse_approval;
 
-use self::actor::{Msg, Supervisor};
-use crate::{EngineError, finish::StopReason, shared::Shared};
+use self::{
+    actor::{Msg, Supervisor},
+    live::RunState,
+};
+use crate::{EngineError, finish::StopReason, plan::RunPlan, shared::Shared};
 
 /// Messages a supervisor's mailbox holds before senders wait.
 const MAILBOX: usize = 64;
 
-/// How a run's supervisor is reached: its mailbox, and the signal it raises once a stop is
-/// decided (so long waits of the driver — verify commands, the judge — end at once).
-#[derive(Clone)]
-struct Mailbox {
-    tx: mpsc::Sender<Msg>,
-    stopped: CancellationToken,
-}
-
 /// The mailboxes of the runs this process supervises.
 #[derive(Default)]
 pub(crate) struct Supervisors {
-    mailboxes: Mutex<HashMap<TaskId, Mailbox>>,
+    mailboxes: Mutex<HashMap<TaskId, mpsc::Sender<Msg>>>,
 }
 
 impl Supervisors {
     /// A poisoned lock only means a panicking thread held it; the map is still consistent
     /// (every update is a single insert or remove).
-    fn mailboxes(&self) -> MutexGuard<'_, HashMap<TaskId, Mailbox>> {
+    fn mailboxes(&self) -> MutexGuard<'_, HashMap<TaskId, mpsc::Sender<Msg>>> {
         self.mailboxes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts the supervisor of a claimed (or re-attached) task's run; `restored` are the
-    /// requests a previous process stored as waiting for an answer.
+    /// Starts the supervisor of a claimed (or re-attached) task's run under `plan`; `restored`
+    /// are the requests a previous process stored as waiting for an answer. The link returned
+    /// is the run driver's only way to its supervisor.
     pub(crate) fn spawn(
         &self,
         state: &Arc<Shared>,
         task: &Task,
+        plan: Arc<RunPlan>,
         capabilities: Capabilities,
         restored: Vec<PendingInput>,
     ) -> RunLink {
         let (tx, rx) = mpsc::channel(MAILBOX);
-        let stopped = CancellationToken::new();
-        let mailbox = Mailbox {
-            tx: tx.clone(),
-            stopped: stopped.clone(),
-        };
-        self.mailboxes().insert(task.id.clone(), mailbox);
+        let (live, read) = watch::channel(RunState::default());
+        self.mailboxes().insert(task.id.clone(), tx.clone());
         let supervisor = Supervisor::new(
             state.clone(),
             task.clone(),
+            plan,
             capabilities,
             restored,
-            stopped.clone(),
+            live,
         );
         tokio::spawn(supervisor.run(rx));
-        RunLink::new(task.id.clone(), tx, stopped)
+        RunLink::new(task.id.clone(), tx, read)
     }
 
-    /// The driver's link to task `id`'s supervisor.
-    pub(crate) fn link(&self, id: &TaskId) -> Option<RunLink> {
-        self.mailboxes()
-            .get(id)
-            .map(|m| RunLink::new(id.clone(), m.tx.clone(), m.stopped.clone()))
+    /// Whether this process supervises a run of task `id`.
+    pub(crate) fn supervises(&self, id: &TaskId) -> bool {
+        self.mailboxes().contains_key(id)
     }
 
     /// Forgets task `id`'s mailbox if it is still `tx` (a later run of the task keeps its own).
@@ -92,7 +85,7 @@ impl Supervisors {
         let mut mailboxes = self.mailboxes();
         if mailboxes
             .get(id)
-            .is_some_and(|known| known.tx.same_channel(tx))
+            .is_some_and(|known| known.same_channel(tx))
         {
             mailboxes.remove(id);
         }
@@ -105,7 +98,7 @@ impl Supervisors {
 
     /// Tells task `id`'s supervisor what became of its lease.
     pub(crate) async fn lease(&self, id: &TaskId, notice: crate::fence::LeaseNotice) {
-        let tx = self.mailboxes().get(id).map(|m| m.tx.clone());
+        let tx = self.mailboxes().get(id).cloned();
         if let Some(tx) = tx {
             let _ = tx.send(Msg::Lease(notice)).await;
         }
@@ -113,7 +106,7 @@ impl Supervisors {
 
     /// Tells every supervisor to kill its run at once, without grace (the server must stop now).
     pub(crate) async fn stop_all_now(&self) {
-        let all: Vec<_> = self.mailboxes().values().map(|m| m.tx.clone()).collect();
+        let all: Vec<_> = self.mailboxes().values().cloned().collect();
         for tx in all {
             let _ = tx.send(Msg::StopNow).await;
         }
@@ -121,7 +114,7 @@ impl Supervisors {
 
     /// Tells every supervisor to stop its run because the server shuts down.
     pub(crate) async fn stop_all(&self, reason: StopReason) {
-        let all: Vec<_> = self.mailboxes().values().map(|m| m.tx.clone()).collect();
+        let all: Vec<_> = self.mailboxes().values().cloned().collect();
         for tx in all {
             let _ = tx.send(Msg::Stop(reason.clone())).await;
         }
@@ -135,7 +128,7 @@ impl TaskCommands for Supervisors {
         id: &TaskId,
         command: TaskCommand,
     ) -> Result<Option<CommandReply>, EngineError> {
-        let Some(tx) = self.mailboxes().get(id).map(|m| m.tx.clone()) else {
+        let Some(tx) = self.mailboxes().get(id).cloned() else {
             return Ok(None);
         };
         let (reply, answer) = oneshot::channel();
