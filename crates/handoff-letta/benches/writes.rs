@@ -18,9 +18,9 @@ use std::{
 
 use async_trait::async_trait;
 use handoff_config::LettaConfig;
+use handoff_integration::{SourceError, TaskOverview, TaskSource};
 use handoff_letta::{
-    BLOCK_DESCRIPTION, LettaClient, NewBlock, NoMeter, SourceError, TaskSnapshot, TaskSource,
-    WorkspaceSync, WorkspaceValue, fit_value,
+    BLOCK_DESCRIPTION, LettaClient, NewBlock, NoMeter, WorkspaceSync, WorkspaceValue, fit_value,
 };
 use handoff_store::{SqliteStore, StatusChange, Store, WorkspaceStore};
 use handoff_task::{
@@ -42,12 +42,12 @@ struct StoreSource(Arc<dyn Store>);
 
 #[async_trait]
 impl TaskSource for StoreSource {
-    async fn snapshot(&self, id: &TaskId, n: u32) -> Result<Option<TaskSnapshot>, SourceError> {
+    async fn overview(&self, id: &TaskId, n: u32) -> Result<Option<TaskOverview>, SourceError> {
         let err = |e: handoff_store::StoreError| SourceError(e.to_string());
         let Some(task) = self.0.get_task(id).await.map_err(err)? else {
             return Ok(None);
         };
-        Ok(Some(TaskSnapshot {
+        Ok(Some(TaskOverview {
             recent_events: self.0.recent_events(id, n).await.map_err(err)?,
             total_events: self.0.events(id, 0, 0).await.map_err(err)?.1,
             artifacts: Vec::new(),
@@ -180,7 +180,7 @@ async fn coalesced(
 /// One write per event: the value after each event, built the same way; sent (one PATCH per
 /// event, in order) up to [`SEND_UP_TO`] events.
 async fn per_event(url: &str, agent: &AgentId, n: u64) -> (u64, u64, Option<Duration>) {
-    let template = TaskSnapshot {
+    let template = TaskOverview {
         task: Task {
             id: TaskId::generate().unwrap(),
             agent_id: agent.clone(),

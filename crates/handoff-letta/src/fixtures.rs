@@ -1,16 +1,15 @@
 //! Task snapshots for unit tests.
 
+use handoff_integration::TaskOverview;
 use handoff_task::{
     AgentId, Artifact, ArtifactBody, ArtifactKind, EventKind, Task, TaskEvent, TaskId, TaskOptions,
     TaskStatus,
 };
 use serde_json::json;
 
-use crate::TaskSnapshot;
-
 /// A task of `status` whose description is `description`, with `n` output events (the last
 /// 30 shown) and an output artifact.
-pub(crate) fn snapshot(status: TaskStatus, description: &str, n: u64) -> TaskSnapshot {
+pub(crate) fn snapshot(status: TaskStatus, description: &str, n: u64) -> TaskOverview {
     let id = TaskId::parse("task_abcdefghijklmnopqrstuvwxyz").unwrap();
     let shown = n.min(30);
     let recent_events = (n - shown + 1..=n)
@@ -24,7 +23,7 @@ pub(crate) fn snapshot(status: TaskStatus, description: &str, n: u64) -> TaskSna
         })
         .collect();
     let terminal = status.is_terminal();
-    TaskSnapshot {
+    TaskOverview {
         task: Task {
             id: id.clone(),
             agent_id: AgentId::parse("agent-597b5756-2915-4560-ba6b-91005f085166").unwrap(),

@@ -18,7 +18,6 @@ mod error;
 mod fixtures;
 mod meter;
 mod notice;
-mod source;
 mod sync;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -31,5 +30,4 @@ pub use client::{
 pub use error::LettaError;
 pub use meter::{NoMeter, SyncMeter};
 pub use notice::{Notice, notice_otid};
-pub use source::{PendingRequest, ResultDelivery, SourceError, TaskSnapshot, TaskSource};
 pub use sync::{Owed, WorkspaceSync};

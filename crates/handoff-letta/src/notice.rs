@@ -2,12 +2,10 @@
 //! took, a preview of at most 1 KiB, and how to read the rest. Never the whole description or
 //! output — those stay in Handoff.
 
+use handoff_integration::TaskOverview;
 use handoff_task::{EventKind, TaskId};
 
-use crate::{
-    TaskSnapshot,
-    block::{clip_bytes, duration_text, title},
-};
+use crate::block::{clip_bytes, duration_text, title};
 
 /// Bytes of output or summary previewed.
 pub const PREVIEW_BYTES: usize = 1024;
@@ -36,7 +34,7 @@ pub fn notice_otid(task: &TaskId) -> String {
 
 impl Notice {
     /// The notification for a finished task.
-    pub fn for_task(s: &TaskSnapshot, block_label: Option<&str>) -> Self {
+    pub fn for_task(s: &TaskOverview, block_label: Option<&str>) -> Self {
         let task = &s.task;
         let took = match (task.started_at, task.completed_at) {
             (Some(start), Some(end)) => format!(" after {}", duration_text(end - start)),
@@ -76,7 +74,7 @@ impl Notice {
 
 /// What the task came to: its error, the evaluator's word, the agent's closing text, or the
 /// last lines it printed.
-fn preview(s: &TaskSnapshot) -> String {
+fn preview(s: &TaskOverview) -> String {
     let mut parts = Vec::new();
     if let Some(error) = &s.task.error {
         parts.push(format!("Error: {error}"));

@@ -30,24 +30,23 @@ mod source;
 mod sync;
 
 use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, MutexGuard, OnceLock},
+    sync::{Arc, OnceLock},
     time::Duration,
 };
 
 use handoff_config::MatrixConfig;
+use handoff_integration::{Slot, TaskSource, Workers, step_note};
 use handoff_store::ChannelStore;
-use handoff_task::{EventKind, NewEvent, Task, TaskId, unix_millis_now};
-use serde_json::json;
+use handoff_task::{Task, TaskId, unix_millis_now};
 use tokio::sync::mpsc;
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tokio_util::sync::CancellationToken;
 
 pub use client::{MatrixClient, ROOM_VERSION, RoomEvent, RoomSpec, SyncResponse};
 pub use command::{Command, Scope};
 pub use error::MatrixError;
 pub use identity::acting_name;
 pub use meter::{MatrixMeter, NoMeter, RoomOrigin};
-pub use source::{PendingRequest, SourceError, Steering, TaskSource, TaskView};
+pub use source::{Steering, TaskView};
 
 /// State changes of tasks without a poster queued for the sweeper before it catches up at
 /// its next pass instead.
@@ -68,42 +67,27 @@ pub(crate) struct Shared {
     pub me: OnceLock<String>,
     /// Distinguishes this process's transaction ids from an earlier one's.
     pub run_id: i64,
-    posters: Mutex<HashMap<TaskId, Arc<room::Slot>>>,
     /// Tasks without a poster here whose state changed: the sweeper looks at once whether
     /// their room moved to this instance (a takeover), instead of at its next pass.
     moved: mpsc::Sender<TaskId>,
+    /// Cancelled when the integration stops.
     pub stop: CancellationToken,
-    tracker: TaskTracker,
+    /// The room posters, by task, the sweeper and the sync loop.
+    workers: Workers,
 }
 
 impl Shared {
-    fn posters(&self) -> MutexGuard<'_, HashMap<TaskId, Arc<room::Slot>>> {
-        // A poisoned lock only means a panicking thread held it; the map stays consistent.
-        self.posters.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Whether a poster of this process serves the task's room.
     fn has_poster(&self, id: &TaskId) -> bool {
-        self.posters().contains_key(id)
+        self.workers.serves(id)
     }
 
     /// Starts the task's poster unless one runs.
-    fn ensure_poster(self: &Arc<Self>, id: &TaskId) -> Arc<room::Slot> {
-        let mut posters = self.posters();
-        if let Some(slot) = posters.get(id) {
-            return slot.clone();
-        }
-        let slot = Arc::new(room::Slot::default());
-        posters.insert(id.clone(), slot.clone());
-        drop(posters);
-        let shared = self.clone();
-        let id = id.clone();
-        let poster_slot = slot.clone();
-        self.tracker.spawn(async move {
-            room::run(&shared, &id, &poster_slot).await;
-            shared.posters().remove(&id);
-        });
-        slot
+    fn ensure_poster(self: &Arc<Self>, id: &TaskId) -> Arc<Slot> {
+        let (shared, task) = (self.clone(), id.clone());
+        self.workers.ensure(id, |slot| async move {
+            room::run(&shared, &task, &slot).await;
+        })
     }
 
     /// Adds a note about Matrix to the task's history, and to the log: an operator reads why a
@@ -114,8 +98,9 @@ impl Shared {
         } else {
             tracing::info!(task = %task, step, "matrix: {message}");
         }
-        let event = NewEvent::new(EventKind::Log, message).with_data(json!({ "matrix": step }));
-        self.source.note(task, event).await;
+        self.source
+            .note(task, step_note("matrix", step, message))
+            .await;
     }
 
     /// Sleeps `wait` unless the integration stops first (then `false`).
@@ -158,6 +143,7 @@ impl MatrixBridge {
         };
         let client = MatrixClient::new(url, token.expose(), config.request_timeout)?;
         let (moved, moves) = mpsc::channel(MOVES_QUEUED);
+        let stop = CancellationToken::new();
         let shared = Arc::new(Shared {
             config,
             client,
@@ -166,12 +152,11 @@ impl MatrixBridge {
             meter,
             me: OnceLock::new(),
             run_id: unix_millis_now(),
-            posters: Mutex::new(HashMap::new()),
             moved,
-            stop: CancellationToken::new(),
-            tracker: TaskTracker::new(),
+            stop: stop.clone(),
+            workers: Workers::new(stop),
         });
-        shared.tracker.spawn(room::sweep(shared.clone(), moves));
+        shared.workers.spawn(room::sweep(shared.clone(), moves));
         Ok(Self { shared })
     }
 
@@ -197,8 +182,7 @@ impl MatrixBridge {
     /// Something happened to a task. Cheap: a task without a poster here matters only when
     /// its state changed (another instance's task may have been taken over by this one).
     pub fn touch(&self, id: &TaskId, status_changed: bool) {
-        let slot = self.shared.posters().get(id).cloned();
-        match slot {
+        match self.shared.workers.slot(id) {
             Some(slot) => slot.mark(status_changed),
             // A full queue only delays the look to the sweeper's next pass.
             None if status_changed => {
@@ -212,7 +196,7 @@ impl MatrixBridge {
     pub fn steer_with(&self, steering: Arc<dyn Steering>) {
         let shared = self.shared.clone();
         self.shared
-            .tracker
+            .workers
             .spawn(async move { sync::run(shared, steering).await });
     }
 
@@ -245,13 +229,6 @@ impl MatrixBridge {
     /// Stops the posters, the sync loop and the sweeper; the stored rooms and sync position
     /// let the next process carry on.
     pub async fn shutdown(&self) {
-        self.shared.stop.cancel();
-        self.shared.tracker.close();
-        if tokio::time::timeout(Duration::from_secs(5), self.shared.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("Matrix posters did not stop within 5 s");
-        }
+        self.shared.workers.shutdown("Matrix posters").await;
     }
 }

@@ -2,10 +2,11 @@
 //! task started, its status changed, what it did since the last message, a request waiting,
 //! and the outcome with the diff stat and the agent's answer.
 
+use handoff_integration::PendingRequest;
 use handoff_task::{EventKind, Task, TaskEvent, TaskStatus};
 
 use crate::{
-    PendingRequest, TaskView,
+    TaskView,
     html::{clip, one_line},
 };
 

@@ -2,50 +2,22 @@
 //! status changes at once and other events coalesced, each pending request once, and the
 //! outcome; then it schedules the room's closing, which the sweeper carries out.
 
-use std::{
-    collections::HashSet,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
-    time::Duration,
-};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
+use handoff_integration::{Slot, SourceError};
 use handoff_store::ChannelRecord;
 use handoff_task::{MatrixUserId, Task, TaskId, unix_millis_now};
 use serde_json::{Value, json};
-use tokio::{
-    sync::{Notify, mpsc},
-    time::Instant,
-};
+use tokio::{sync::mpsc, time::Instant};
 
 use crate::{
     INTEGRATION, RoomSpec, Shared, TaskView, create, html,
     pace::{Next, Pacer, backoff},
-    render,
+    render, source,
 };
 
 /// Events read per look at the task.
 const EVENTS_READ: u32 = 40;
-
-/// What wakes a task's poster.
-#[derive(Debug, Default)]
-pub(crate) struct Slot {
-    events: AtomicBool,
-    status: AtomicBool,
-    wake: Notify,
-}
-
-impl Slot {
-    pub(crate) fn mark(&self, status_changed: bool) {
-        if status_changed {
-            self.status.store(true, Ordering::SeqCst);
-        } else {
-            self.events.store(true, Ordering::SeqCst);
-        }
-        self.wake.notify_one();
-    }
-}
 
 /// What one poster remembers between messages.
 struct Poster {
@@ -91,10 +63,10 @@ pub(crate) async fn run(shared: &Arc<Shared>, id: &TaskId, slot: &Slot) {
     }
     poster.pacer.mark(true);
     loop {
-        if slot.status.swap(false, Ordering::SeqCst) {
+        if slot.take_status() {
             poster.pacer.mark(true);
         }
-        if slot.events.swap(false, Ordering::SeqCst) {
+        if slot.take_events() {
             poster.pacer.mark(false);
         }
         match poster.pacer.next(Instant::now()) {
@@ -105,13 +77,13 @@ pub(crate) async fn run(shared: &Arc<Shared>, id: &TaskId, slot: &Slot) {
             Next::WaitUntil(at) => {
                 tokio::select! {
                     () = tokio::time::sleep_until(at) => {}
-                    () = slot.wake.notified() => {}
+                    () = slot.woken() => {}
                     () = shared.stop.cancelled() => return,
                 }
             }
             Next::Idle => {
                 tokio::select! {
-                    () = slot.wake.notified() => {}
+                    () = slot.woken() => {}
                     () = shared.stop.cancelled() => return,
                 }
             }
@@ -123,7 +95,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, id: &TaskId, slot: &Slot) {
 async fn look(shared: &Shared, id: &TaskId) -> Option<TaskView> {
     let mut attempt = 0;
     loop {
-        match shared.source.view(id, EVENTS_READ).await {
+        match source::view(shared.source.as_ref(), id, EVENTS_READ).await {
             Ok(view) => return view,
             Err(e) => {
                 tracing::warn!(task = %id, error = %e, "matrix: cannot read the task");
@@ -325,7 +297,7 @@ async fn posts_here(shared: &Shared, task: &TaskId) -> bool {
 }
 
 /// The source's answer to "does this instance post about `task`?"; on doubt, not.
-fn here_or_not(task: &TaskId, answer: Result<bool, crate::SourceError>) -> bool {
+fn here_or_not(task: &TaskId, answer: Result<bool, SourceError>) -> bool {
     answer.unwrap_or_else(|e| {
         tracing::debug!(task = %task, error = %e, "matrix: cannot tell who posts");
         false

@@ -1,27 +1,17 @@
 //! What the integration reads about a task and how it steers one: the composition root
-//! implements both over the engine's public queries and the tool pipeline, so the room sees
-//! what `get_task_status` shows and a command from the room is an audited tool call.
+//! implements the integrations' [`TaskSource`] over the engine's public queries and
+//! [`Steering`] over the tool pipeline, so the room sees what `get_task_status` shows and a
+//! command from the room is an audited tool call.
 
 use async_trait::async_trait;
-use handoff_task::{MatrixUserId, NewEvent, Task, TaskEvent, TaskId};
+use handoff_integration::{PendingRequest, SourceError, TaskSource};
+use handoff_task::{ArtifactBody, ArtifactKind, MatrixUserId, Task, TaskEvent, TaskId};
+use tokio::io::AsyncReadExt;
 
 use crate::Command;
 
-/// Why the source could not answer.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("reading the task failed: {0}")]
-pub struct SourceError(pub String);
-
-/// A request of the executor waiting for an answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingRequest {
-    /// Its id (what `!approve` and `!deny` name).
-    pub id: String,
-    /// `permission` or `question`.
-    pub kind: String,
-    /// What is asked, in one line.
-    pub title: String,
-}
+/// The largest diff read for the outcome's diff stat.
+const DIFF_READ: u64 = 4 * 1024 * 1024;
 
 /// One look at a task.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,26 +28,49 @@ pub struct TaskView {
     pub diff: Option<String>,
 }
 
-/// Where the integration reads tasks and records what it did.
-#[async_trait]
-pub trait TaskSource: Send + Sync + 'static {
-    /// The task with its latest `events` events, or `None` if it no longer exists.
-    async fn view(&self, id: &TaskId, events: u32) -> Result<Option<TaskView>, SourceError>;
+/// The task with its latest `events` events, or `None` if it no longer exists; a finished
+/// task's answer and diff with it.
+pub(crate) async fn view(
+    source: &dyn TaskSource,
+    id: &TaskId,
+    events: u32,
+) -> Result<Option<TaskView>, SourceError> {
+    let Some(overview) = source.overview(id, events).await? else {
+        return Ok(None);
+    };
+    let finished = overview.task.status.is_terminal();
+    let answer = if finished {
+        source.final_answer(id).await?
+    } else {
+        None
+    };
+    let diff = match overview
+        .artifacts
+        .iter()
+        .find(|a| a.kind == ArtifactKind::Diff)
+    {
+        Some(artifact) if finished => read_body(&artifact.body).await,
+        _ => None,
+    };
+    Ok(Some(TaskView {
+        task: overview.task,
+        recent_events: overview.recent_events,
+        pending: overview.pending_input,
+        answer,
+        diff,
+    }))
+}
 
-    /// Adds a note to the task's history (room created, Matrix failing).
-    async fn note(&self, id: &TaskId, event: NewEvent);
-
-    /// Whether this process is the one to post about the task (several Handoff instances may
-    /// share a store; one posts). A source of one process always is.
-    async fn writes_here(&self, _id: &TaskId) -> Result<bool, SourceError> {
-        Ok(true)
-    }
-
-    /// Whether this process should take over posting for a task whose room another process
-    /// posted to until now (it took the task over). Only where several instances share the
-    /// store; a source of one process never does (its own rooms are resumed at start).
-    async fn adopts(&self, _id: &TaskId) -> Result<bool, SourceError> {
-        Ok(false)
+/// An artifact's text (a spilled one read from its file, up to [`DIFF_READ`] bytes).
+async fn read_body(body: &ArtifactBody) -> Option<String> {
+    match body {
+        ArtifactBody::Inline(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        ArtifactBody::File(path) => {
+            let file = tokio::fs::File::open(path).await.ok()?;
+            let mut bytes = Vec::new();
+            file.take(DIFF_READ).read_to_end(&mut bytes).await.ok()?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
     }
 }
 

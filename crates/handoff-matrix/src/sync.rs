@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::{
     Command, INTEGRATION, RoomEvent, Shared, Steering, command, html, pace::backoff,
-    room::send_notice,
+    room::send_notice, source,
 };
 
 /// The stored position's name.
@@ -215,7 +215,7 @@ async fn may_steer(shared: &Shared, task: &TaskId, sender: &str) -> Option<Matri
     if shared.config.may_control(&user) {
         return Some(user);
     }
-    let agent = match shared.source.view(task, 0).await {
+    let agent = match source::view(shared.source.as_ref(), task, 0).await {
         Ok(Some(view)) => view.task.agent_id,
         _ => return None,
     };

@@ -19,6 +19,7 @@
 //! keeper process that freezes the server's runs once the server stops renewing its deadline.
 
 mod acp;
+mod agent_process;
 mod checks;
 mod claude;
 mod codex;

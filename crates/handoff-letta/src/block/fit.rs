@@ -65,7 +65,9 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::{PendingRequest, fixtures::snapshot};
+    use handoff_integration::PendingRequest;
+
+    use crate::fixtures::snapshot;
 
     fn parsed(text: &str) -> Value {
         serde_json::from_str(text).unwrap()
@@ -119,9 +121,9 @@ mod tests {
             s.task.error = Some(huge.clone());
             s.pending_input = (0..50)
                 .map(|i| PendingRequest {
-                    key: format!("k{i}"),
+                    id: format!("k{i}"),
                     kind: "question".into(),
-                    summary: huge.clone(),
+                    title: huge.clone(),
                 })
                 .collect();
             s.completion = Some(serde_json::json!({"status": "not_done", "reason": huge}));

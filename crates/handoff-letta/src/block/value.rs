@@ -1,12 +1,12 @@
 //! The block's value: a versioned JSON object built from one task snapshot. Texts are clipped
 //! here already; [`super::fit_value`] then prunes until the whole fits the block's limit.
 
+use handoff_integration::TaskOverview;
 use handoff_task::{EventKind, TaskStatus};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{clip_chars, duration_text, iso, title};
-use crate::TaskSnapshot;
 
 /// The version of the value's shape; bumped when a field changes meaning.
 pub const VALUE_VERSION: u32 = 1;
@@ -96,7 +96,7 @@ pub struct PendingEntry {
 
 impl WorkspaceValue {
     /// The value for `snapshot`, with every text clipped but nothing pruned yet.
-    pub fn from_snapshot(s: &TaskSnapshot) -> Self {
+    pub fn from_snapshot(s: &TaskOverview) -> Self {
         let events: Vec<EventEntry> = s
             .recent_events
             .iter()
@@ -130,9 +130,9 @@ impl WorkspaceValue {
                 .pending_input
                 .iter()
                 .map(|p| PendingEntry {
-                    key: p.key.clone(),
+                    key: p.id.clone(),
                     kind: p.kind.clone(),
-                    summary: clip_chars(&p.summary, PENDING_CHARS),
+                    summary: clip_chars(&p.title, PENDING_CHARS),
                 })
                 .collect(),
             evaluator: s.completion.as_ref().map(clip_json),
@@ -183,7 +183,7 @@ impl WorkspaceValue {
 }
 
 /// The task's title and where it stands, in a sentence or two.
-fn summary(s: &TaskSnapshot) -> String {
+fn summary(s: &TaskOverview) -> String {
     let task = &s.task;
     let title = title(&task.description, TITLE_CHARS);
     let ran = task

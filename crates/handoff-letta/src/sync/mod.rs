@@ -8,25 +8,16 @@ mod notify;
 mod sweeper;
 mod writer;
 
-use std::{
-    collections::HashMap,
-    sync::{
-        Arc, Mutex, MutexGuard,
-        atomic::{AtomicBool, Ordering},
-    },
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use handoff_config::LettaConfig;
+use handoff_integration::{Slot, TaskSource, Workers, step_note};
 use handoff_store::{StoreError, WorkspaceBacklog, WorkspaceStore};
-use handoff_task::{
-    EventKind, NewEvent, NotifyState, Task, TaskId, TaskStatus, WorkspaceRecord, unix_millis_now,
-};
-use serde_json::json;
+use handoff_task::{NotifyState, Task, TaskId, TaskStatus, WorkspaceRecord, unix_millis_now};
 use tokio::sync::Notify;
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tokio_util::sync::CancellationToken;
 
-use crate::{LettaClient, LettaError, SyncMeter, TaskSource};
+use crate::{LettaClient, LettaError, SyncMeter};
 
 /// What the integration owes the agent of a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,27 +31,6 @@ pub struct Owed {
 /// Events read per block write.
 const EVENTS_READ: u32 = 30;
 
-/// What wakes a task's writer.
-#[derive(Debug, Default)]
-pub(crate) struct Slot {
-    /// New events since the last write.
-    events: AtomicBool,
-    /// A status change since the last write (written at once).
-    status: AtomicBool,
-    wake: Notify,
-}
-
-impl Slot {
-    fn mark(&self, status_changed: bool) {
-        if status_changed {
-            self.status.store(true, Ordering::SeqCst);
-        } else {
-            self.events.store(true, Ordering::SeqCst);
-        }
-        self.wake.notify_one();
-    }
-}
-
 /// State shared by the writers and the sweeper.
 pub(crate) struct Shared {
     pub config: LettaConfig,
@@ -72,44 +42,29 @@ pub(crate) struct Shared {
     /// How long finished tasks are kept: the final write and the notification are retried
     /// until then.
     pub task_retention: Duration,
-    /// The writers alive, by task.
-    slots: Mutex<HashMap<TaskId, Arc<Slot>>>,
     /// Wakes the sweeper early (a detach was scheduled).
     pub sweep: Notify,
+    /// Cancelled when the integration stops (the writers', the sweeper's and the client's).
     pub stop: CancellationToken,
-    tracker: TaskTracker,
+    /// The writers alive, by task, and the sweeper.
+    workers: Workers,
 }
 
 impl Shared {
-    fn slots(&self) -> MutexGuard<'_, HashMap<TaskId, Arc<Slot>>> {
-        // A poisoned lock only means a panicking thread held it; the map stays consistent.
-        self.slots.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Starts the task's writer unless one is running; returns its slot.
     pub fn ensure_writer(self: &Arc<Self>, id: &TaskId) -> Arc<Slot> {
-        let mut slots = self.slots();
-        if let Some(slot) = slots.get(id) {
-            return slot.clone();
-        }
-        let slot = Arc::new(Slot::default());
-        slots.insert(id.clone(), slot.clone());
-        drop(slots);
-        let shared = self.clone();
-        let id = id.clone();
-        let writer_slot = slot.clone();
-        self.tracker.spawn(async move {
-            writer::run(&shared, &id, &writer_slot).await;
-            shared.slots().remove(&id);
-        });
-        slot
+        let (shared, task) = (self.clone(), id.clone());
+        self.workers.ensure(id, |slot| async move {
+            writer::run(&shared, &task, &slot).await;
+        })
     }
 
     /// Adds a note about Letta to the task's history (`step` names what happened, for readers
     /// of the event's data).
     pub async fn note(&self, task: &TaskId, step: &str, message: String) {
-        let event = NewEvent::new(EventKind::Log, message).with_data(json!({ "letta": step }));
-        self.source.note(task, event).await;
+        self.source
+            .note(task, step_note("letta", step, message))
+            .await;
     }
 
     /// Whether the final write and the notification of a task that ended at `completed_at`
@@ -164,12 +119,11 @@ impl WorkspaceSync {
             source,
             meter,
             task_retention,
-            slots: Mutex::new(HashMap::new()),
             sweep: Notify::new(),
+            workers: Workers::new(stop.clone()),
             stop,
-            tracker: TaskTracker::new(),
         });
-        shared.tracker.spawn(sweeper::run(shared.clone()));
+        shared.workers.spawn(sweeper::run(shared.clone()));
         Ok(Self { shared })
     }
 
@@ -211,8 +165,7 @@ impl WorkspaceSync {
     /// Something happened to a task: new events, or (`status_changed`) a new state. Cheap;
     /// tasks without a writer (not a Letta agent's, or already finished) are ignored.
     pub fn touch(&self, id: &TaskId, status_changed: bool) {
-        let slot = self.shared.slots().get(id).cloned();
-        if let Some(slot) = slot {
+        if let Some(slot) = self.shared.workers.slot(id) {
             slot.mark(status_changed);
         }
     }
@@ -220,9 +173,8 @@ impl WorkspaceSync {
     /// The last call waiting for the task's final result ended: a writer holding the
     /// notification back for it decides now.
     pub fn result_wait_ended(&self, id: &TaskId) {
-        let slot = self.shared.slots().get(id).cloned();
-        if let Some(slot) = slot {
-            slot.wake.notify_one();
+        if let Some(slot) = self.shared.workers.slot(id) {
+            slot.nudge();
         }
     }
 
@@ -234,14 +186,7 @@ impl WorkspaceSync {
     /// Stops the writers and the sweeper; what they had not finished is resumed by the next
     /// process from the stored records.
     pub async fn shutdown(&self) {
-        self.shared.stop.cancel();
-        self.shared.tracker.close();
-        if tokio::time::timeout(Duration::from_secs(5), self.shared.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("Letta writers did not stop within 5 s");
-        }
+        self.shared.workers.shutdown("Letta writers").await;
     }
 }
 

@@ -9,11 +9,12 @@
 
 use std::{sync::Arc, time::Duration};
 
+use handoff_integration::{ResultDelivery, Slot};
 use handoff_task::{NotifyState, Task, WorkspaceRecord, unix_millis_now};
 use serde_json::Value;
 
-use super::{EVENTS_READ, Shared, Slot, writer::Halt};
-use crate::{LettaError, NewMessage, Notice, ResultDelivery, client::Backoff};
+use super::{EVENTS_READ, Shared, writer::Halt};
+use crate::{LettaError, NewMessage, Notice, client::Backoff};
 
 /// Messages searched for an earlier delivery.
 const SEARCH_DEPTH: u32 = 100;
@@ -54,7 +55,7 @@ pub(crate) async fn deliver(
     }
     let Some(snapshot) = shared
         .source
-        .snapshot(&record.task_id, EVENTS_READ)
+        .overview(&record.task_id, EVENTS_READ)
         .await
         .map_err(|e| Halt::Store(e.to_string()))?
     else {
@@ -185,7 +186,7 @@ async fn answered_in_call(
             Err(e) => return Err(Halt::Store(e.to_string())),
         }
         tokio::select! {
-            () = slot.wake.notified() => {}
+            () = slot.woken() => {}
             () = shared.stop.cancelled() => return Err(Halt::Stopping),
         }
     }

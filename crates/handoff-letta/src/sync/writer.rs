@@ -3,20 +3,15 @@
 //! events, at once for a status change — and finishes with the final state, retrying failed
 //! writes with back-off until they land or the task's retention ends.
 
-use std::{
-    sync::{Arc, atomic::Ordering},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
+use handoff_integration::{Slot, TaskOverview};
 use handoff_task::{BlockPhase, NotifyState, WorkspaceRecord, unix_millis_now};
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::{EVENTS_READ, Shared, Slot, millis, notify};
-use crate::{
-    BLOCK_DESCRIPTION, LettaError, NewBlock, TaskSnapshot, WorkspaceValue, client::Backoff,
-    fit_value,
-};
+use super::{EVENTS_READ, Shared, millis, notify};
+use crate::{BLOCK_DESCRIPTION, LettaError, NewBlock, WorkspaceValue, client::Backoff, fit_value};
 
 /// Writer-level retries (after the client's own): from 1 s up to a minute apart.
 const RETRY: Backoff = Backoff {
@@ -109,12 +104,13 @@ impl Writer<'_> {
                 self.wait_for_change(slot).await?;
             }
             first = false;
-            let status_flag = slot.status.swap(false, Ordering::SeqCst);
-            slot.events.store(false, Ordering::SeqCst);
+            let status_flag = slot.take_status();
+            // The look below covers whatever events came.
+            slot.take_events();
             let snapshot = match self
                 .shared
                 .source
-                .snapshot(&self.record.task_id, EVENTS_READ)
+                .overview(&self.record.task_id, EVENTS_READ)
                 .await
             {
                 Ok(Some(snapshot)) => snapshot,
@@ -183,18 +179,18 @@ impl Writer<'_> {
     /// the interval since the last write passed.
     async fn wait_for_change(&self, slot: &Slot) -> Result<(), Halt> {
         loop {
-            if slot.status.load(Ordering::SeqCst) {
+            if slot.status_marked() {
                 return Ok(());
             }
             let due = self
                 .last_write
                 .map(|at| at + self.shared.config.min_update_interval);
-            if slot.events.load(Ordering::SeqCst) {
+            if slot.events_marked() {
                 match due {
                     Some(due) if due > Instant::now() => {
                         tokio::select! {
                             () = tokio::time::sleep_until(due) => return Ok(()),
-                            () = slot.wake.notified() => continue,
+                            () = slot.woken() => continue,
                             () = self.shared.stop.cancelled() => return Err(Halt::Stopping),
                         }
                     }
@@ -202,7 +198,7 @@ impl Writer<'_> {
                 }
             }
             tokio::select! {
-                () = slot.wake.notified() => {}
+                () = slot.woken() => {}
                 () = self.shared.stop.cancelled() => return Err(Halt::Stopping),
             }
         }
@@ -210,7 +206,7 @@ impl Writer<'_> {
 
     /// Creates the block (or adopts the one an unanswered earlier attempt created) and
     /// attaches it to the agent.
-    async fn create(&mut self, snapshot: &TaskSnapshot) -> Result<(), Fail> {
+    async fn create(&mut self, snapshot: &TaskOverview) -> Result<(), Fail> {
         let client = &self.shared.client;
         let value = self.value(snapshot);
         if self.record.block_id.is_none() {
@@ -299,7 +295,7 @@ impl Writer<'_> {
     }
 
     /// Writes the snapshot's value unless it is what the block already holds.
-    async fn write(&mut self, snapshot: &TaskSnapshot) -> Result<(), Fail> {
+    async fn write(&mut self, snapshot: &TaskOverview) -> Result<(), Fail> {
         let value = self.value(snapshot);
         if self.last_value.as_deref() == Some(value.as_str()) {
             return Ok(());
@@ -339,7 +335,7 @@ impl Writer<'_> {
         }))
     }
 
-    fn value(&self, snapshot: &TaskSnapshot) -> String {
+    fn value(&self, snapshot: &TaskOverview) -> String {
         let limit = usize::try_from(self.shared.config.block_limit).unwrap_or(usize::MAX);
         fit_value(WorkspaceValue::from_snapshot(snapshot), limit)
     }
@@ -353,7 +349,7 @@ impl Writer<'_> {
 
     /// Records a failed attempt; gives up (abandons the block, and returns true) once the
     /// task's retention ended.
-    async fn failed(&mut self, e: &LettaError, snapshot: &TaskSnapshot) -> Result<bool, Halt> {
+    async fn failed(&mut self, e: &LettaError, snapshot: &TaskOverview) -> Result<bool, Halt> {
         self.failures += 1;
         let first = self.record.last_error.is_none();
         self.record.last_error = Some(e.to_string());

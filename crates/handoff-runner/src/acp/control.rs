@@ -1,88 +1,47 @@
-//! Steering an ACP session: messages as the next `session/prompt`, permission answers as the
-//! option the decision maps to, pause by freezing the run's cgroup (its process group when it
-//! has none), `session/cancel` before the process group is stopped.
+//! ACP's part in steering a session (messages, pause — freezing the run's cgroup, else its
+//! process group — and the stop itself are `agent_process`'s): `session/cancel` before the
+//! process group is stopped, permission answers as the option the decision maps to.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{CANCEL_GRACE, driver::Shared, protocol};
-use crate::{Decision, InputAnswer, InputRequest, RunControl, RunnerError, fence::FenceTarget};
+use super::{CANCEL_GRACE, driver::Shared, protocol, session::Session};
+use crate::{
+    Decision, InputAnswer, InputRequest,
+    agent_process::{Link, Protocol},
+};
 
-/// The [`RunControl`] of one ACP run.
-pub(crate) struct AcpControl {
-    shared: Arc<Shared>,
-}
-
-impl AcpControl {
-    pub fn new(shared: Arc<Shared>) -> Self {
-        Self { shared }
-    }
-}
-
+/// ACP's part of a run's control: messages wait for the session and the running turn, a
+/// cancel withdraws the waiting permission requests and sends `session/cancel`.
 #[async_trait]
-impl RunControl for AcpControl {
-    async fn send_message(&self, message: &str) -> Result<(), RunnerError> {
-        let line = self.shared.session().message(message)?;
-        match line {
-            Some(line) => self.shared.process.write_line(&line).await,
-            // Goes out as the next turn, once the session exists and the running turn ended.
-            None => Ok(()),
-        }
+impl Protocol for Shared {
+    type Session = Session;
+
+    const STOP_GRACE: Duration = CANCEL_GRACE;
+
+    fn link(&self) -> &Link<Session> {
+        &self.link
     }
 
-    async fn pause(&self) -> Result<(), RunnerError> {
-        self.shared.process.pause().await
+    async fn stop(&self) -> Option<String> {
+        let running = self.link.session().running();
+        self.cancel().await;
+        // The agent ends the turn `cancelled`, stdin closes, the agent exits.
+        running.map(|session| protocol::cancel(&session))
     }
 
-    async fn resume(&self) -> Result<(), RunnerError> {
-        self.shared.process.resume().await
-    }
-
-    async fn cancel(&self, grace: Duration) -> Result<(), RunnerError> {
-        let running = self.shared.session().running();
-        self.shared.cancel().await;
-        if let Some(session) = running {
-            let mut ended = self.shared.turn_ends();
-            if self
-                .shared
-                .process
-                .write_line(&protocol::cancel(&session))
-                .await
-                .is_ok()
-            {
-                // The agent ends the turn `cancelled`, stdin closes, the agent exits.
-                let _ = tokio::time::timeout(CANCEL_GRACE, ended.changed()).await;
-            }
-        }
-        self.shared.process.cancel(grace).await
-    }
-
-    fn fence_target(&self) -> Option<FenceTarget> {
-        self.shared.process.fence_target()
-    }
-
-    async fn answer(
-        &self,
-        request: &InputRequest,
-        answer: &InputAnswer,
-    ) -> Result<(), RunnerError> {
-        let rpc_id = request
-            .detail
-            .get("rpc_id")
-            .cloned()
-            .unwrap_or_else(|| Value::String(request.id.clone()));
-        self.shared.session().answered(&rpc_id);
+    fn answer(&self, rpc_id: &Value, request: &InputRequest, answer: &InputAnswer) -> String {
+        self.link.session().answered(rpc_id);
         if answer.decision == Decision::Deny {
-            self.shared.denied();
+            self.denied();
         }
-        let line = match option(request, answer) {
-            Some(option) => protocol::selected(&rpc_id, &option),
+        match option(request, answer) {
+            Some(option) => protocol::selected(rpc_id, &option),
             // No option says what Handoff decided: withdrawing the request refuses it.
-            None => protocol::cancelled(&rpc_id),
-        };
-        self.shared.process.write_line(&line).await
+            None => protocol::cancelled(rpc_id),
+        }
     }
 }
 

@@ -4,13 +4,14 @@
 //! turn runs and nothing waits, and reports how the run ended.
 
 use std::sync::{
-    Arc, Mutex, MutexGuard, PoisonError,
+    Arc, Mutex, PoisonError,
     atomic::{AtomicBool, Ordering},
 };
 
+use async_trait::async_trait;
 use handoff_task::{EventKind, NewEvent};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use super::{
     mapping::{Reader, Signal},
@@ -19,8 +20,8 @@ use super::{
 };
 use crate::{
     RunEvent, RunOutcome,
+    agent_process::{self, Driver as _, Link, jsonrpc},
     command::CommandControl,
-    json_lines::{Said, sort},
 };
 
 /// Room for bursts of updates while the engine is busy.
@@ -32,13 +33,9 @@ const LIMIT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// What the driver and the control handle share.
 pub(crate) struct Shared {
-    pub process: CommandControl,
-    session: Mutex<Session>,
-    cancelled: AtomicBool,
+    pub link: Link<Session>,
     /// Handoff refused a permission: some adapters (Codex's) then end the turn `cancelled`.
     denied: AtomicBool,
-    /// Counts ended turns, so a cancel can wait for its `session/cancel` to land.
-    turns_ended: watch::Sender<u64>,
     /// The run's events (a cancel reports the requests it withdrew).
     events: mpsc::Sender<RunEvent>,
     /// Why the run was killed: the kernel killed one of its processes for memory.
@@ -50,58 +47,31 @@ impl Shared {
     pub fn new(process: CommandControl) -> (Arc<Self>, mpsc::Receiver<RunEvent>) {
         let (events, rx) = mpsc::channel(EVENT_BUFFER);
         let shared = Self {
-            process,
-            session: Mutex::new(Session::default()),
-            cancelled: AtomicBool::new(false),
+            link: Link::new(process, "the ACP agent"),
             denied: AtomicBool::new(false),
-            turns_ended: watch::Sender::new(0),
             events,
             limit: Mutex::new(None),
         };
         (Arc::new(shared), rx)
     }
 
-    /// The session's state (never held across an await).
-    pub fn session(&self) -> MutexGuard<'_, Session> {
-        self.session.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Marks the run as being cancelled; no message is taken after this. Every permission
     /// request still waiting is answered `cancelled`, as the protocol requires.
     pub async fn cancel(&self) {
-        self.cancelled.store(true, Ordering::SeqCst);
-        let asks = {
-            let mut session = self.session();
-            session.close();
-            session.take_asks()
-        };
+        self.link.cancel();
+        let asks = self.link.session().take_asks();
         for id in asks {
-            self.write(&protocol::cancelled(&id)).await;
+            self.link.write(&protocol::cancelled(&id)).await;
             let settled = RunEvent::InputSettled {
-                id: super::mapping::id_text(&id),
+                id: jsonrpc::id_text(&id),
             };
             let _ = self.events.send(settled).await;
         }
     }
 
-    /// Watches the count of ended turns.
-    pub fn turn_ends(&self) -> watch::Receiver<u64> {
-        self.turns_ended.subscribe()
-    }
-
     /// Records that a permission was refused.
     pub fn denied(&self) {
         self.denied.store(true, Ordering::SeqCst);
-    }
-
-    fn cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst)
-    }
-
-    pub async fn write(&self, line: &str) {
-        if let Err(e) = self.process.write_line(line).await {
-            tracing::debug!(error = %e, "the ACP agent did not take a line");
-        }
     }
 }
 
@@ -156,11 +126,12 @@ pub(crate) fn start(
 /// `out of memory` (as a `command` run killed at it does). A fork refused at the process
 /// limit is left to the agent, which sees the error and may recover.
 async fn watch_limits(shared: Arc<Shared>) {
-    while shared.process.is_running() {
-        if let Some(reason) = shared.process.killed_at_limit().await {
+    let process = &shared.link.process;
+    while process.is_running() {
+        if let Some(reason) = process.killed_at_limit().await {
             tracing::info!(%reason, "the kernel killed a process of an ACP agent's task");
             *shared.limit.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
-            if let Err(e) = shared.process.kill() {
+            if let Err(e) = process.kill() {
                 tracing::debug!(error = %e, "killing the agent at its limit");
             }
             return;
@@ -181,24 +152,25 @@ struct Driver {
 }
 
 impl Driver {
-    async fn run(mut self, mut inner: mpsc::Receiver<RunEvent>, preface: Vec<RunEvent>) {
+    async fn run(mut self, inner: mpsc::Receiver<RunEvent>, preface: Vec<RunEvent>) {
         for event in preface {
             self.emit(event).await;
         }
         if let Some(init) = self.settings.initialized.take() {
             self.initialized(&init).await;
         }
-        loop {
-            match sort(inner.recv().await, &self.settings.agent) {
-                Said::Json(value) => self.message(&value).await,
-                Said::Other(event) => self.emit(event).await,
-                Said::Ended(outcome) => return self.finish(outcome).await,
-            }
-        }
+        agent_process::follow(self, inner).await;
+    }
+}
+
+#[async_trait]
+impl agent_process::Driver for Driver {
+    fn agent(&self) -> &str {
+        &self.settings.agent
     }
 
-    async fn emit(&self, event: RunEvent) {
-        let _ = self.tx.send(event).await;
+    fn events(&self) -> &mpsc::Sender<RunEvent> {
+        &self.tx
     }
 
     async fn message(&mut self, value: &Value) {
@@ -207,19 +179,53 @@ impl Driver {
                 Signal::Event(event) => self.emit(RunEvent::Event(event)).await,
                 Signal::Input(request) => {
                     let id = request.detail.get("rpc_id").cloned().unwrap_or(Value::Null);
-                    if self.shared.cancelled() {
-                        self.shared.write(&protocol::cancelled(&id)).await;
+                    if self.shared.link.cancelled() {
+                        self.shared.link.write(&protocol::cancelled(&id)).await;
                         continue;
                     }
-                    self.shared.session().asked(id);
+                    self.shared.link.session().asked(id);
                     self.emit(RunEvent::InputRequested(request)).await;
                 }
-                Signal::Unsupported(id) => self.shared.write(&protocol::unsupported(&id)).await,
+                Signal::Unsupported(id) => self.shared.link.write(&jsonrpc::unsupported(&id)).await,
                 Signal::Response(id, result) => self.response(&id, result).await,
             }
         }
     }
 
+    async fn finish(mut self, outcome: RunOutcome) {
+        for signal in self.reader.flush() {
+            if let Signal::Event(event) = signal {
+                self.emit(RunEvent::Event(event)).await;
+            }
+        }
+        let limit = self
+            .shared
+            .limit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let seen = Seen {
+            cancelled: self.shared.link.cancelled(),
+            limit: limit.or_else(|| outcome.limit_reached.clone()),
+            fatal: self.fatal.take(),
+            last_stop: self.last_stop.take(),
+            denied: self.shared.denied.load(Ordering::SeqCst),
+        };
+        let error = seen.error(&self.settings.agent, outcome.error.as_deref());
+        let result = RunOutcome {
+            success: error.is_none(),
+            error,
+            output: self.reader.answer.take(),
+            ..outcome
+        };
+        if let Some(home) = self.settings.discard_home.take() {
+            super::home::remove(&home);
+        }
+        let _ = self.tx.send(RunEvent::Finished(result)).await;
+    }
+}
+
+impl Driver {
     /// Answers to Handoff's own requests drive the handshake and the turns.
     async fn response(&mut self, id: &str, result: Result<Value, String>) {
         let agent = self.settings.agent.clone();
@@ -251,9 +257,10 @@ impl Driver {
                 .await;
                 let line = self
                     .shared
+                    .link
                     .session()
                     .started(&session, &self.settings.prompt);
-                self.shared.write(&line).await;
+                self.shared.link.write(&line).await;
             }
             (protocol::SESSION, Err(e)) => {
                 self.fatal(format!("{agent} could not start a session: {e}"))
@@ -315,7 +322,7 @@ impl Driver {
                 protocol::session_load(&session, &self.settings.cwd, &servers)
             }
         };
-        self.shared.write(&line).await;
+        self.shared.link.write(&line).await;
     }
 
     /// The configured MCP servers in ACP's form, less those over a transport the agent did
@@ -364,27 +371,18 @@ impl Driver {
             )))
             .await;
         }
-        let latest = self.shared.session().is_latest(turn);
+        let latest = self.shared.link.session().is_latest(turn);
         if latest {
             self.last_stop = Some(stop);
         }
-        self.shared.turns_ended.send_modify(|n| *n += 1);
-        if self.shared.cancelled() {
-            self.shared.process.close_input().await;
+        if self.shared.link.turn_over().await {
             return;
         }
-        let next = self.shared.session().turn_ended();
+        let next = self.shared.link.session().turn_ended();
         match next {
-            Some(line) => self.shared.write(&line).await,
-            None => self.close_if_done().await,
-        }
-    }
-
-    /// Once no turn runs and no message waits, EOF lets the agent exit on its own.
-    async fn close_if_done(&self) {
-        let done = self.shared.session().try_close();
-        if done {
-            self.shared.process.close_input().await;
+            Some(line) => self.shared.link.write(&line).await,
+            // Once no turn runs and no message waits, EOF lets the agent exit on its own.
+            None => self.shared.link.close_if_done().await,
         }
     }
 
@@ -397,40 +395,7 @@ impl Driver {
         )))
         .await;
         self.fatal = Some(message);
-        self.shared.session().close();
-        self.shared.process.close_input().await;
-    }
-
-    async fn finish(mut self, outcome: RunOutcome) {
-        for signal in self.reader.flush() {
-            if let Signal::Event(event) = signal {
-                self.emit(RunEvent::Event(event)).await;
-            }
-        }
-        let limit = self
-            .shared
-            .limit
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let seen = Seen {
-            cancelled: self.shared.cancelled(),
-            limit: limit.or_else(|| outcome.limit_reached.clone()),
-            fatal: self.fatal.take(),
-            last_stop: self.last_stop.take(),
-            denied: self.shared.denied.load(Ordering::SeqCst),
-        };
-        let error = seen.error(&self.settings.agent, outcome.error.as_deref());
-        let result = RunOutcome {
-            success: error.is_none(),
-            error,
-            output: self.reader.answer.take(),
-            ..outcome
-        };
-        if let Some(home) = self.settings.discard_home.take() {
-            super::home::remove(&home);
-        }
-        let _ = self.tx.send(RunEvent::Finished(result)).await;
+        self.shared.link.give_up().await;
     }
 }
 

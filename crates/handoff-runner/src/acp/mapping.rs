@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::{
     InputKind, InputRequest,
+    agent_process::jsonrpc::{Incoming, id_text, incoming},
     text::{EVENT_TEXT_MAX, clip},
 };
 
@@ -51,40 +52,30 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-/// A JSON-RPC id as text (ids may be numbers or strings).
-pub(crate) fn id_text(id: &Value) -> String {
-    match id {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 impl Reader {
     /// Reads one JSON-RPC message.
     pub fn read(&mut self, message: &Value) -> Vec<Signal> {
-        let id = message.get("id").filter(|id| !id.is_null());
-        let params = message.get("params").unwrap_or(&Value::Null);
-        match (message.get("method").and_then(Value::as_str), id) {
-            (Some("session/request_permission"), Some(id)) => {
+        match incoming(message) {
+            Incoming::Request {
+                method: "session/request_permission",
+                id,
+                params,
+            } => {
                 let mut out = self.flush();
                 out.push(Signal::Input(permission(id, params)));
                 out
             }
-            (Some(_), Some(id)) => vec![Signal::Unsupported(id.clone())],
-            (Some("session/update"), None) if !self.replaying => {
-                self.update(params.get("update").unwrap_or(&Value::Null))
-            }
-            (Some(_), None) => Vec::new(),
-            (None, Some(id)) => {
-                let result = match message.get("error") {
-                    Some(error) => Err(error_text(error)),
-                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-                };
+            Incoming::Request { id, .. } => vec![Signal::Unsupported(id.clone())],
+            Incoming::Notification {
+                method: "session/update",
+                params,
+            } if !self.replaying => self.update(params.get("update").unwrap_or(&Value::Null)),
+            Incoming::Notification { .. } | Incoming::Nothing => Vec::new(),
+            Incoming::Response { id, result } => {
                 let mut out = self.flush();
-                out.push(Signal::Response(id_text(id), result));
+                out.push(Signal::Response(id, result.map_err(error_text)));
                 out
             }
-            (None, None) => Vec::new(),
         }
     }
 

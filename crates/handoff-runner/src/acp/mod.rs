@@ -5,7 +5,7 @@
 //! become task events, permission requests go through Handoff's policy, a message waits for the
 //! running turn to end and becomes the next turn, a cancel is `session/cancel` and then the
 //! process group (or cgroup). Pause freezes the task's cgroup. Process handling is the
-//! `command` executor's.
+//! `command` executor's, the JSON-RPC plumbing `agent_process`'s.
 
 mod control;
 mod driver;
@@ -28,8 +28,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat, PromptVia, Run, RunSpec,
-    RunnerError, command::abandon_state,
+    Capabilities, CommandExecutor, Executor, Run, RunSpec, RunnerError, agent_process,
+    command::abandon_state,
 };
 
 /// How long after `session/cancel` the agent gets to end its turn before it is signalled.
@@ -132,14 +132,7 @@ impl AcpExecutor {
             .isolation
             .as_ref()
             .is_some_and(|i| i.config.level == handoff_isolation::IsolationLevel::Sandbox);
-        let process = CommandExecutor::new(CommandConfig {
-            argv: config.argv,
-            prompt_via: PromptVia::Stdin,
-            messages_via_stdin: true,
-            env: config.env,
-            message_format: MessageFormat::Raw,
-            isolation: config.isolation,
-        })?;
+        let process = agent_process::launcher(config.argv, config.env, config.isolation)?;
         let warmed = Arc::new(tokio::sync::Mutex::new(false));
         let launcher = Launcher {
             process,
@@ -196,11 +189,7 @@ impl Executor for AcpExecutor {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            messages: true,
-            pause: true,
-            reattach: false,
-        }
+        agent_process::CAPABILITIES
     }
 
     fn unavailable(&self) -> Option<String> {
@@ -237,11 +226,7 @@ impl Executor for AcpExecutor {
         };
         let (shared, events) = driver::Shared::new(parts.control);
         driver::start(shared.clone(), settings, parts.events, parts.preface);
-        Ok(Run {
-            events,
-            control: Box::new(control::AcpControl::new(shared)),
-            state: Some(parts.state),
-        })
+        Ok(agent_process::run(shared, events, parts.state))
     }
 
     fn pool(&self) -> Option<(usize, usize)> {
@@ -251,15 +236,11 @@ impl Executor for AcpExecutor {
     /// A new agent process loads the session the first run reported (`session_id` in
     /// `state`) and runs `prompt` as its next turn.
     async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
-        let session = state
-            .get("session_id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| RunnerError::Io {
-                context: "continuing the ACP session",
-                message: "the run reported no session id".to_owned(),
-            })?
-            .to_owned();
+        let session = agent_process::stored_session(
+            state,
+            "continuing the ACP session",
+            "the run reported no session id",
+        )?;
         let spec = RunSpec {
             prompt: prompt.to_owned(),
             ..spec
@@ -322,10 +303,6 @@ impl AcpExecutor {
         };
         let (shared, events) = driver::Shared::new(spawned.control);
         driver::start(shared.clone(), settings, spawned.events, Vec::new());
-        Ok(Run {
-            events,
-            control: Box::new(control::AcpControl::new(shared)),
-            state: Some(spawned.state),
-        })
+        Ok(agent_process::run(shared, events, spawned.state))
     }
 }

@@ -4,6 +4,11 @@
 use handoff_task::{AcpMcpServer, McpTransport};
 use serde_json::{Value, json};
 
+use crate::agent_process::{
+    self,
+    jsonrpc::{self, request, response},
+};
+
 /// The protocol version Handoff speaks; an agent answering another one is refused.
 pub(crate) const PROTOCOL_VERSION: u64 = 1;
 
@@ -15,10 +20,6 @@ pub(crate) const SESSION: &str = "handoff-session";
 pub(crate) const WARM_UP: &str = "handoff-warm-up";
 /// Prefix of a `session/prompt` request's id; the turn's number follows.
 pub(crate) const PROMPT_PREFIX: &str = "handoff-prompt:";
-
-fn request(id: &str, method: &str, params: Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
-}
 
 /// `initialize`, the first line the agent reads. Handoff serves neither `fs/*` nor
 /// `terminal/*`, so it advertises neither: the agent uses its own tools, inside its confinement.
@@ -101,10 +102,7 @@ pub(crate) fn mcp_servers(configured: &[AcpMcpServer], init: &Value) -> (Vec<Val
 
 /// `session/prompt` number `turn` with `texts` as text blocks.
 pub(crate) fn prompt(session: &str, turn: u64, texts: &[String]) -> String {
-    let blocks: Vec<Value> = texts
-        .iter()
-        .map(|text| json!({ "type": "text", "text": text }))
-        .collect();
+    let blocks = agent_process::text_blocks(texts);
     request(
         &format!("{PROMPT_PREFIX}{turn}"),
         "session/prompt",
@@ -114,13 +112,7 @@ pub(crate) fn prompt(session: &str, turn: u64, texts: &[String]) -> String {
 
 /// The `session/cancel` notification: the agent stops and answers the prompt `cancelled`.
 pub(crate) fn cancel(session: &str) -> String {
-    json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": session } })
-        .to_string()
-}
-
-/// The answer to one of the agent's requests.
-pub(crate) fn response(id: &Value, result: Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+    jsonrpc::notification("session/cancel", Some(json!({ "sessionId": session })))
 }
 
 /// A permission answer choosing `option`.
@@ -134,13 +126,6 @@ pub(crate) fn selected(id: &Value, option: &str) -> String {
 /// A permission answer withdrawing the request (the prompt turn was cancelled).
 pub(crate) fn cancelled(id: &Value) -> String {
     response(id, json!({ "outcome": { "outcome": "cancelled" } }))
-}
-
-/// An error answer to a request Handoff does not serve.
-pub(crate) fn unsupported(id: &Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id,
-        "error": { "code": -32601, "message": "not supported by Handoff" } })
-    .to_string()
 }
 
 #[cfg(test)]

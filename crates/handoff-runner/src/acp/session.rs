@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::protocol;
-use crate::RunnerError;
+use crate::{RunnerError, agent_process::Conversation};
 
 /// The session's state as Handoff tracks it.
 #[derive(Debug, Default)]
@@ -20,19 +20,6 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A message: the `session/prompt` line to write now, or nothing when it waits for the
-    /// session or for the running turn to end.
-    pub fn message(&mut self, text: &str) -> Result<Option<String>, RunnerError> {
-        if self.closed {
-            return Err(RunnerError::Finished);
-        }
-        self.queued.push(text.to_owned());
-        Ok(match (&self.id, self.running) {
-            (Some(_), false) => self.next_prompt(),
-            _ => None,
-        })
-    }
-
     /// The session exists: the `session/prompt` line carrying the prompt (and early messages).
     pub fn started(&mut self, id: &str, prompt: &str) -> String {
         self.id = Some(id.to_owned());
@@ -81,19 +68,29 @@ impl Session {
     pub fn take_asks(&mut self) -> Vec<Value> {
         std::mem::take(&mut self.asks)
     }
+}
 
-    /// Whether the agent may be let go now: no turn runs and no message waits. Once it says
-    /// yes, it stays closed and messages are refused.
-    pub fn try_close(&mut self) -> bool {
-        if !self.closed && !self.running && self.queued.is_empty() {
-            self.closed = true;
+impl Conversation for Session {
+    /// A message: the `session/prompt` line to write now, or nothing when it waits for the
+    /// session or for the running turn to end.
+    fn message(&mut self, text: &str) -> Result<Option<String>, RunnerError> {
+        if self.closed {
+            return Err(RunnerError::Finished);
         }
-        self.closed
+        self.queued.push(text.to_owned());
+        Ok(match (&self.id, self.running) {
+            (Some(_), false) => self.next_prompt(),
+            _ => None,
+        })
     }
 
-    /// Refuses any further message (cancel, or a fatal error).
-    pub fn close(&mut self) {
-        self.closed = true;
+    /// Idle: no turn runs and no message waits.
+    fn idle(&self) -> bool {
+        !self.running && self.queued.is_empty()
+    }
+
+    fn closed(&mut self) -> &mut bool {
+        &mut self.closed
     }
 }
 

@@ -1,83 +1,43 @@
-//! Steering a Codex thread: follow-up messages as `turn/start` (Codex folds them into a running
-//! turn), approvals and answers as JSON-RPC responses, pause by signal, an interrupt before the
-//! stop.
+//! Codex's part in steering a thread (messages, pause and the stop itself are `agent_process`'s):
+//! an interrupt of the running turn before the stop, approvals and answers as JSON-RPC
+//! responses.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{INTERRUPT_GRACE, driver::Shared, protocol};
+use super::{INTERRUPT_GRACE, driver::Shared, protocol, session::Session};
 use crate::{
-    Decision, InputAnswer, InputKind, InputRequest, RunControl, RunnerError, fence::FenceTarget,
+    Decision, InputAnswer, InputKind, InputRequest,
+    agent_process::{Link, Protocol, jsonrpc},
 };
 
-/// The [`RunControl`] of one Codex run.
-pub(crate) struct CodexControl {
-    shared: Arc<Shared>,
-}
-
-impl CodexControl {
-    pub fn new(shared: Arc<Shared>) -> Self {
-        Self { shared }
-    }
-}
-
+/// Codex's part of a run's control: follow-ups go out as `turn/start` once the thread exists,
+/// a cancel interrupts the running turn.
 #[async_trait]
-impl RunControl for CodexControl {
-    async fn send_message(&self, message: &str) -> Result<(), RunnerError> {
-        let line = self.shared.session().message(message)?;
-        match line {
-            Some(line) => self.shared.process.write_line(&line).await,
-            // Goes out with the prompt once the thread exists.
-            None => Ok(()),
-        }
+impl Protocol for Shared {
+    type Session = Session;
+
+    const STOP_GRACE: Duration = INTERRUPT_GRACE;
+
+    fn link(&self) -> &Link<Session> {
+        self
     }
 
-    async fn pause(&self) -> Result<(), RunnerError> {
-        self.shared.process.pause().await
+    async fn stop(&self) -> Option<String> {
+        self.cancel();
+        let running = self.session().running();
+        // The turn ends, Codex closes the model stream, stdin closes, Codex exits.
+        running.map(|(thread, turn)| protocol::interrupt(&thread, &turn))
     }
 
-    async fn resume(&self) -> Result<(), RunnerError> {
-        self.shared.process.resume().await
-    }
-
-    async fn cancel(&self, grace: Duration) -> Result<(), RunnerError> {
-        self.shared.cancel();
-        let running = self.shared.session().running();
-        if let Some((thread, turn)) = running {
-            let mut ended = self.shared.turn_ends();
-            let interrupt = protocol::interrupt(&thread, &turn);
-            if self.shared.process.write_line(&interrupt).await.is_ok() {
-                // The turn ends, Codex closes the model stream, stdin closes, Codex exits.
-                let _ = tokio::time::timeout(INTERRUPT_GRACE, ended.changed()).await;
-            }
-        }
-        self.shared.process.cancel(grace).await
-    }
-
-    fn fence_target(&self) -> Option<FenceTarget> {
-        self.shared.process.fence_target()
-    }
-
-    async fn answer(
-        &self,
-        request: &InputRequest,
-        answer: &InputAnswer,
-    ) -> Result<(), RunnerError> {
-        let rpc_id = request
-            .detail
-            .get("rpc_id")
-            .cloned()
-            .unwrap_or_else(|| Value::String(request.id.clone()));
+    fn answer(&self, rpc_id: &Value, request: &InputRequest, answer: &InputAnswer) -> String {
         let result = match request.kind {
             InputKind::Permission => json!({ "decision": decision(request, answer) }),
             InputKind::Question => json!({ "answers": answers(request, answer) }),
         };
-        self.shared
-            .process
-            .write_line(&protocol::response(&rpc_id, result))
-            .await
+        jsonrpc::response(rpc_id, result)
     }
 }
 

@@ -2,14 +2,12 @@
 //! turns its notifications into task events and its approval requests into input requests,
 //! lets it go once no turn runs and no message is pending, and reports how the run ended.
 
-use std::sync::{
-    Arc, Mutex, MutexGuard, PoisonError,
-    atomic::{AtomicBool, Ordering},
-};
+use std::sync::Arc;
 
+use async_trait::async_trait;
 use handoff_task::{EventKind, NewEvent};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use super::{
     mapping::{Reader, Signal, TurnEnd},
@@ -18,55 +16,11 @@ use super::{
 };
 use crate::{
     RunEvent, RunOutcome,
-    command::CommandControl,
-    json_lines::{Said, sort},
+    agent_process::{self, Driver as _, Link, jsonrpc},
 };
 
 /// What the driver and the control handle share.
-pub(crate) struct Shared {
-    pub process: CommandControl,
-    session: Mutex<Session>,
-    cancelled: AtomicBool,
-    /// Counts ended turns, so a cancel can wait for its interrupt to land.
-    turns_ended: watch::Sender<u64>,
-}
-
-impl Shared {
-    pub fn new(process: CommandControl) -> Self {
-        Self {
-            process,
-            session: Mutex::new(Session::default()),
-            cancelled: AtomicBool::new(false),
-            turns_ended: watch::Sender::new(0),
-        }
-    }
-
-    /// The thread's state (never held across an await).
-    pub fn session(&self) -> MutexGuard<'_, Session> {
-        self.session.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Marks the run as being cancelled; no message is taken after this.
-    pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::SeqCst);
-        self.session().close();
-    }
-
-    /// Watches the count of ended turns.
-    pub fn turn_ends(&self) -> watch::Receiver<u64> {
-        self.turns_ended.subscribe()
-    }
-
-    fn cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst)
-    }
-
-    async fn write(&self, line: &str) {
-        if let Err(e) = self.process.write_line(line).await {
-            tracing::debug!(error = %e, "Codex did not take a line");
-        }
-    }
-}
+pub(crate) type Shared = Link<Session>;
 
 /// What the handshake needs besides the process.
 pub(crate) struct Settings {
@@ -89,7 +43,7 @@ pub(crate) fn start(
     inner: mpsc::Receiver<RunEvent>,
 ) -> mpsc::Receiver<RunEvent> {
     let (tx, rx) = mpsc::channel(256);
-    tokio::spawn(
+    tokio::spawn(agent_process::follow(
         Driver {
             shared,
             settings,
@@ -98,9 +52,9 @@ pub(crate) fn start(
             answer: None,
             last_turn: None,
             fatal: None,
-        }
-        .run(inner),
-    );
+        },
+        inner,
+    ));
     rx
 }
 
@@ -115,19 +69,14 @@ struct Driver {
     fatal: Option<String>,
 }
 
-impl Driver {
-    async fn run(mut self, mut inner: mpsc::Receiver<RunEvent>) {
-        loop {
-            match sort(inner.recv().await, "Codex") {
-                Said::Json(value) => self.message(&value).await,
-                Said::Other(event) => self.emit(event).await,
-                Said::Ended(outcome) => return self.finish(outcome).await,
-            }
-        }
+#[async_trait]
+impl agent_process::Driver for Driver {
+    fn agent(&self) -> &str {
+        "Codex"
     }
 
-    async fn emit(&self, event: RunEvent) {
-        let _ = self.tx.send(event).await;
+    fn events(&self) -> &mpsc::Sender<RunEvent> {
+        &self.tx
     }
 
     async fn message(&mut self, value: &Value) {
@@ -137,7 +86,7 @@ impl Driver {
                 Signal::Answer(text) => self.answer = Some(text),
                 Signal::Input(request) => self.emit(RunEvent::InputRequested(request)).await,
                 Signal::Settled(id) => self.emit(RunEvent::InputSettled { id }).await,
-                Signal::Unsupported(id) => self.shared.write(&protocol::unsupported(&id)).await,
+                Signal::Unsupported(id) => self.shared.write(&jsonrpc::unsupported(&id)).await,
                 Signal::Response(id, result) => self.response(&id, result).await,
                 Signal::TurnStarted(turn) => self.shared.session().turn_started(&turn),
                 Signal::UserMessage(Some(client_id)) => self.shared.session().confirmed(&client_id),
@@ -147,6 +96,52 @@ impl Driver {
         }
     }
 
+    async fn finish(self, outcome: RunOutcome) {
+        let diff = (!self.reader.diffs.is_empty()).then(|| self.reader.diffs.join("\n"));
+        let failed = |error: String, output: Option<String>| RunOutcome {
+            success: false,
+            error: Some(error),
+            output,
+            diff: diff.clone(),
+            ..outcome.clone()
+        };
+        let result = if self.shared.cancelled() {
+            failed("cancelled".to_owned(), self.answer)
+        } else if let Some(fatal) = self.fatal {
+            failed(fatal, self.answer)
+        } else {
+            match self.last_turn {
+                Some(end) if end.status == "completed" => RunOutcome {
+                    success: true,
+                    error: None,
+                    output: self.answer,
+                    diff: diff.clone(),
+                    ..outcome.clone()
+                },
+                Some(end) if end.status == "interrupted" => {
+                    failed("Codex's turn was interrupted".to_owned(), self.answer)
+                }
+                Some(end) => failed(
+                    format!(
+                        "Codex failed: {}",
+                        end.error.as_deref().unwrap_or("the turn failed")
+                    ),
+                    self.answer,
+                ),
+                None => failed(
+                    format!(
+                        "Codex ended without finishing a turn ({})",
+                        outcome.error.as_deref().unwrap_or("no error reported")
+                    ),
+                    self.answer,
+                ),
+            }
+        };
+        let _ = self.tx.send(RunEvent::Finished(result)).await;
+    }
+}
+
+impl Driver {
     /// Answers to Handoff's own requests drive the handshake.
     async fn response(&mut self, id: &str, result: Result<Value, String>) {
         match (id, result) {
@@ -254,7 +249,7 @@ impl Driver {
                 )))
                 .await;
                 self.shared.session().rejected(client_id);
-                self.close_if_done().await;
+                self.shared.close_if_done().await;
             }
         }
     }
@@ -262,23 +257,14 @@ impl Driver {
     async fn turn_end(&mut self, end: TurnEnd) {
         let again = self.shared.session().turn_ended(&end.id);
         self.last_turn = Some(end);
-        self.shared.turns_ended.send_modify(|n| *n += 1);
-        if self.shared.cancelled() {
-            self.shared.process.close_input().await;
+        if self.shared.turn_over().await {
             return;
         }
         for line in again {
             self.shared.write(&line).await;
         }
-        self.close_if_done().await;
-    }
-
-    /// Once no turn runs and every message was seen, EOF lets Codex exit on its own.
-    async fn close_if_done(&self) {
-        let done = self.shared.session().try_close();
-        if done {
-            self.shared.process.close_input().await;
-        }
+        // Once no turn runs and every message was seen, EOF lets Codex exit on its own.
+        self.shared.close_if_done().await;
     }
 
     async fn fatal(&mut self, message: String) {
@@ -288,51 +274,6 @@ impl Driver {
         )))
         .await;
         self.fatal = Some(message);
-        self.shared.session().close();
-        self.shared.process.close_input().await;
-    }
-
-    async fn finish(self, outcome: RunOutcome) {
-        let diff = (!self.reader.diffs.is_empty()).then(|| self.reader.diffs.join("\n"));
-        let failed = |error: String, output: Option<String>| RunOutcome {
-            success: false,
-            error: Some(error),
-            output,
-            diff: diff.clone(),
-            ..outcome.clone()
-        };
-        let result = if self.shared.cancelled() {
-            failed("cancelled".to_owned(), self.answer)
-        } else if let Some(fatal) = self.fatal {
-            failed(fatal, self.answer)
-        } else {
-            match self.last_turn {
-                Some(end) if end.status == "completed" => RunOutcome {
-                    success: true,
-                    error: None,
-                    output: self.answer,
-                    diff: diff.clone(),
-                    ..outcome.clone()
-                },
-                Some(end) if end.status == "interrupted" => {
-                    failed("Codex's turn was interrupted".to_owned(), self.answer)
-                }
-                Some(end) => failed(
-                    format!(
-                        "Codex failed: {}",
-                        end.error.as_deref().unwrap_or("the turn failed")
-                    ),
-                    self.answer,
-                ),
-                None => failed(
-                    format!(
-                        "Codex ended without finishing a turn ({})",
-                        outcome.error.as_deref().unwrap_or("no error reported")
-                    ),
-                    self.answer,
-                ),
-            }
-        };
-        let _ = self.tx.send(RunEvent::Finished(result)).await;
+        self.shared.give_up().await;
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::{
     InputKind, InputRequest,
+    agent_process::jsonrpc::{Incoming, id_text, incoming},
     text::{EVENT_TEXT_MAX, clip},
 };
 
@@ -63,20 +64,13 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 impl Reader {
     /// Reads one JSON-RPC message.
     pub fn read(&mut self, message: &Value) -> Vec<Signal> {
-        let id = message.get("id").filter(|id| !id.is_null());
-        match (message.get("method").and_then(Value::as_str), id) {
-            (Some(method), Some(id)) => vec![self.request(method, id, message)],
-            (Some(method), None) => {
-                self.notification(method, message.get("params").unwrap_or(&Value::Null))
+        match incoming(message) {
+            Incoming::Request { method, id, params } => vec![self.request(method, id, params)],
+            Incoming::Notification { method, params } => self.notification(method, params),
+            Incoming::Response { id, result } => {
+                vec![Signal::Response(id, result.map_err(error_text))]
             }
-            (None, Some(id)) => {
-                let result = match message.get("error") {
-                    Some(error) => Err(error_text(error)),
-                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-                };
-                vec![Signal::Response(id_text(id), result)]
-            }
-            (None, None) => Vec::new(),
+            Incoming::Nothing => Vec::new(),
         }
     }
 
@@ -308,8 +302,7 @@ impl Reader {
         }
     }
 
-    fn request(&mut self, method: &str, id: &Value, message: &Value) -> Signal {
-        let params = message.get("params").unwrap_or(&Value::Null);
+    fn request(&mut self, method: &str, id: &Value, params: &Value) -> Signal {
         match method {
             "item/commandExecution/requestApproval" => {
                 let command = params
@@ -494,14 +487,6 @@ fn error_text(error: &Value) -> String {
     match error.get("message").and_then(Value::as_str) {
         Some(message) => message.trim_end().to_owned(),
         None => error.to_string(),
-    }
-}
-
-/// A JSON-RPC id as the text Handoff names requests by.
-pub(crate) fn id_text(id: &Value) -> String {
-    match id {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
     }
 }
 

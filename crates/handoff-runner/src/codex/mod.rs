@@ -2,7 +2,7 @@
 //! JSON-RPC 2.0 over stdin/stdout — a thread in the task directory, the prompt as its first
 //! turn, follow-up messages folded into the running turn, command and patch approvals answered
 //! by Handoff's policy, an interrupt before the process is stopped. Process handling (group,
-//! signals, pause) is the `command` executor's.
+//! signals, pause) is the `command` executor's, the JSON-RPC plumbing `agent_process`'s.
 
 mod control;
 mod driver;
@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat, PromptVia, Run, RunSpec,
-    RunnerError, command::abandon_state,
+    Capabilities, CommandExecutor, Executor, Run, RunSpec, RunnerError, agent_process,
+    command::abandon_state,
 };
 
 /// The executor's name.
@@ -66,14 +66,8 @@ impl CodexExecutor {
             env.push(("CODEX_HOME".to_owned(), home.display().to_string()));
         }
         env.extend(config.env);
-        let process = CommandExecutor::new(CommandConfig {
-            argv: vec![config.binary, "app-server".to_owned()],
-            prompt_via: PromptVia::Stdin,
-            messages_via_stdin: true,
-            env,
-            message_format: MessageFormat::Raw,
-            isolation: config.isolation.clone(),
-        })?;
+        let argv = vec![config.binary, "app-server".to_owned()];
+        let process = agent_process::launcher(argv, env, config.isolation)?;
         Ok(Self {
             process,
             model: config.model,
@@ -89,11 +83,7 @@ impl Executor for CodexExecutor {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            messages: true,
-            pause: true,
-            reattach: false,
-        }
+        agent_process::CAPABILITIES
     }
 
     fn unavailable(&self) -> Option<String> {
@@ -107,15 +97,11 @@ impl Executor for CodexExecutor {
     /// A new app-server process resumes the thread Codex stored (`session_id` in `state`: the
     /// thread id its first run reported) and runs `prompt` as the next turn.
     async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
-        let thread = state
-            .get("session_id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| RunnerError::Io {
-                context: "continuing the Codex thread",
-                message: "the run reported no thread id".to_owned(),
-            })?
-            .to_owned();
+        let thread = agent_process::stored_session(
+            state,
+            "continuing the Codex thread",
+            "the run reported no thread id",
+        )?;
         let spec = RunSpec {
             prompt: prompt.to_owned(),
             ..spec
@@ -144,12 +130,8 @@ impl CodexExecutor {
             ..spec
         };
         let spawned = self.process.spawn(&spec).await?;
-        let shared = Arc::new(driver::Shared::new(spawned.control));
+        let shared = Arc::new(driver::Shared::new(spawned.control, "Codex"));
         let events = driver::start(shared.clone(), settings, spawned.events);
-        Ok(Run {
-            events,
-            control: Box::new(control::CodexControl::new(shared)),
-            state: Some(spawned.state),
-        })
+        Ok(agent_process::run(shared, events, spawned.state))
     }
 }

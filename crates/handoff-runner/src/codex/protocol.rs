@@ -3,6 +3,11 @@
 
 use serde_json::{Value, json};
 
+use crate::agent_process::{
+    self,
+    jsonrpc::{self, request},
+};
+
 /// Id of the `initialize` request.
 pub(crate) const INITIALIZE: &str = "handoff-initialize";
 /// Id of the `config/read` request.
@@ -22,10 +27,6 @@ const APPROVAL_POLICY: &str = "untrusted";
 /// itself, outside the sandbox.
 const SANDBOX: &str = "workspace-write";
 
-fn request(id: &str, method: &str, params: Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
-}
-
 /// `initialize`, the first line Codex reads.
 pub(crate) fn initialize() -> String {
     request(
@@ -38,7 +39,7 @@ pub(crate) fn initialize() -> String {
 
 /// The `initialized` notification that follows the answer to `initialize`.
 pub(crate) fn initialized() -> String {
-    json!({ "jsonrpc": "2.0", "method": "initialized" }).to_string()
+    jsonrpc::notification("initialized", None)
 }
 
 /// `config/read`: which model provider the task will use, so its retries can be bounded.
@@ -82,10 +83,7 @@ fn thread_params(cwd: &str, model: Option<&str>, config: Option<Value>) -> Value
 /// `turn/start` with `texts` as one user message. On a thread whose turn is still running,
 /// Codex adds the input to that turn instead (it reaches the model at its next step).
 pub(crate) fn turn_start(thread: &str, client_id: &str, texts: &[String]) -> String {
-    let input: Vec<Value> = texts
-        .iter()
-        .map(|text| json!({ "type": "text", "text": text }))
-        .collect();
+    let input = agent_process::text_blocks(texts);
     request(
         &format!("{TURN_PREFIX}{client_id}"),
         "turn/start",
@@ -100,18 +98,6 @@ pub(crate) fn interrupt(thread: &str, turn: &str) -> String {
         "turn/interrupt",
         json!({ "threadId": thread, "turnId": turn }),
     )
-}
-
-/// The answer to one of Codex's requests.
-pub(crate) fn response(id: &Value, result: Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
-}
-
-/// An error answer to a request Handoff does not serve.
-pub(crate) fn unsupported(id: &Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id,
-        "error": { "code": -32601, "message": "not supported by Handoff" } })
-    .to_string()
 }
 
 /// Per-thread overrides that bound the provider's retries, from `config/read`'s answer.

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use super::protocol;
-use crate::RunnerError;
+use crate::{RunnerError, agent_process::Conversation};
 
 /// Client id of the task's prompt; follow-ups count up from 1.
 pub(crate) const PROMPT_ID: &str = "handoff-0";
@@ -33,25 +33,6 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A follow-up message: the `turn/start` line to write now (Codex adds it to a running turn
-    /// or starts one), or nothing when the thread does not exist yet.
-    pub fn message(&mut self, text: &str) -> Result<Option<String>, RunnerError> {
-        if self.closed {
-            return Err(RunnerError::Finished);
-        }
-        let Some(thread) = self.thread.clone() else {
-            self.early.push(text.to_owned());
-            return Ok(None);
-        };
-        self.next_client += 1;
-        let client_id = format!("handoff-{}", self.next_client);
-        Ok(Some(self.hand_over(
-            &thread,
-            client_id,
-            vec![text.to_owned()],
-        )))
-    }
-
     /// The thread exists: the `turn/start` line carrying the prompt (and any early messages).
     pub fn thread_started(&mut self, thread: &str, prompt: &str) -> String {
         self.thread = Some(thread.to_owned());
@@ -126,19 +107,35 @@ impl Session {
     pub fn running(&self) -> Option<(String, String)> {
         Some((self.thread.clone()?, self.turn.clone()?))
     }
+}
 
-    /// Whether Codex may be let go now: no turn runs and every message was seen. Once it says
-    /// yes, it stays closed and messages are refused.
-    pub fn try_close(&mut self) -> bool {
-        if !self.closed && self.turn.is_none() && self.unconfirmed.is_empty() {
-            self.closed = true;
+impl Conversation for Session {
+    /// A follow-up message: the `turn/start` line to write now (Codex adds it to a running turn
+    /// or starts one), or nothing when the thread does not exist yet.
+    fn message(&mut self, text: &str) -> Result<Option<String>, RunnerError> {
+        if self.closed {
+            return Err(RunnerError::Finished);
         }
-        self.closed
+        let Some(thread) = self.thread.clone() else {
+            self.early.push(text.to_owned());
+            return Ok(None);
+        };
+        self.next_client += 1;
+        let client_id = format!("handoff-{}", self.next_client);
+        Ok(Some(self.hand_over(
+            &thread,
+            client_id,
+            vec![text.to_owned()],
+        )))
     }
 
-    /// Refuses any further message (cancel, or a fatal error).
-    pub fn close(&mut self) {
-        self.closed = true;
+    /// Idle: no turn runs and every message was seen.
+    fn idle(&self) -> bool {
+        self.turn.is_none() && self.unconfirmed.is_empty()
+    }
+
+    fn closed(&mut self) -> &mut bool {
+        &mut self.closed
     }
 }
 

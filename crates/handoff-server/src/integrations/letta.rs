@@ -6,13 +6,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use handoff_config::{Config, LettaConfig};
 use handoff_engine::{Engine, EngineError, Integration};
-use handoff_letta::{
-    PendingRequest, ResultDelivery, SourceError, SyncMeter, TaskSnapshot, TaskSource, WorkspaceSync,
-};
-use handoff_runner::InputKind;
+use handoff_letta::{SyncMeter, WorkspaceSync};
 use handoff_store::WorkspaceStore;
-use handoff_task::{AgentId, NewEvent, Principal, Task, TaskId, TaskStatus, unix_millis_now};
+use handoff_task::{Task, TaskId, TaskStatus};
 use handoff_tools::{FollowUp, FollowUps};
+
+use super::source::EngineSource;
 
 /// The name the integration acts under (its principal, in histories and logs).
 const ACTOR: &str = "handoff-letta";
@@ -34,13 +33,7 @@ impl LettaPlugin {
         if config.letta.api_url.is_none() {
             return Ok(None);
         }
-        let principal = AgentId::parse(ACTOR)
-            .map(Principal::Operator)
-            .map_err(|e| EngineError::Internal(e.to_string()))?;
-        let source = Arc::new(EngineSource {
-            engine: engine.clone(),
-            principal,
-        });
+        let source = Arc::new(EngineSource::new(engine, ACTOR, "Letta")?);
         let sync = WorkspaceSync::start(
             config.letta.clone(),
             records,
@@ -107,74 +100,5 @@ impl Integration for LettaPlugin {
 
     async fn shutdown(&self) {
         self.sync.shutdown().await;
-    }
-}
-
-/// The integration's reads: the engine's own overview of a task.
-struct EngineSource {
-    engine: Engine,
-    principal: Principal,
-}
-
-#[async_trait]
-impl TaskSource for EngineSource {
-    async fn snapshot(
-        &self,
-        id: &TaskId,
-        events: u32,
-    ) -> Result<Option<TaskSnapshot>, SourceError> {
-        let overview = match self.engine.overview(&self.principal, id, events).await {
-            Ok(overview) => overview,
-            Err(EngineError::NotFound(_)) => return Ok(None),
-            Err(e) => return Err(SourceError(e.to_string())),
-        };
-        let pending_input = overview
-            .pending_input
-            .iter()
-            .map(|r| PendingRequest {
-                key: r.id.clone(),
-                kind: match r.kind {
-                    InputKind::Permission => "permission",
-                    InputKind::Question => "question",
-                }
-                .to_owned(),
-                summary: r.title.clone(),
-            })
-            .collect();
-        Ok(Some(TaskSnapshot {
-            task: overview.task,
-            recent_events: overview.recent_events,
-            total_events: overview.total_events,
-            artifacts: overview.artifacts,
-            pending_input,
-            completion: overview.completion,
-            at: unix_millis_now(),
-        }))
-    }
-
-    async fn note(&self, id: &TaskId, event: NewEvent) {
-        if let Err(e) = self.engine.note(&self.principal, id, event).await {
-            tracing::debug!(task = %id, error = %e, "cannot note a Letta event");
-        }
-    }
-
-    async fn result_delivery(&self, id: &TaskId) -> Result<ResultDelivery, SourceError> {
-        // Asked before the store: a wait ends only after its delivery is stored, so a wait
-        // seen ended has its outcome in the task already.
-        if self.engine.awaits_result(id) {
-            return Ok(ResultDelivery::Awaited);
-        }
-        match self.engine.readable(&self.principal, id).await {
-            Ok(task) if task.result_delivered_at.is_some() => Ok(ResultDelivery::Delivered),
-            Ok(_) | Err(EngineError::NotFound(_)) => Ok(ResultDelivery::NotDelivered),
-            Err(e) => Err(SourceError(e.to_string())),
-        }
-    }
-
-    async fn writes_here(&self, id: &TaskId) -> Result<bool, SourceError> {
-        self.engine
-            .writes_for(id)
-            .await
-            .map_err(|e| SourceError(e.to_string()))
     }
 }

@@ -11,25 +11,17 @@ use std::sync::{
 use async_trait::async_trait;
 use handoff_config::Config;
 use handoff_engine::{Engine, EngineError, Integration};
-use handoff_matrix::{
-    Command, MatrixBridge, MatrixMeter, PendingRequest, Scope as MatrixScope, SourceError,
-    Steering, TaskSource, TaskView,
-};
+use handoff_matrix::{Command, MatrixBridge, MatrixMeter, Scope as MatrixScope, Steering};
 use handoff_protocol::tasks::{AnswerScope, ApprovalAnswer};
-use handoff_runner::InputKind;
 use handoff_store::ChannelStore;
-use handoff_task::{
-    AgentId, ArtifactBody, ArtifactKind, MatrixUserId, NewEvent, Principal, Task, TaskId,
-    TaskStatus,
-};
+use handoff_task::{MatrixUserId, Task, TaskId, TaskStatus};
 use handoff_tools::{CallRequest, Pipeline, ToolContext};
 use serde_json::{Map, Value, json};
 
+use super::source::EngineSource;
+
 /// The name the integration reads under (its principal, in histories and logs).
 const ACTOR: &str = "handoff-matrix";
-
-/// The largest diff read for the outcome's diff stat.
-const DIFF_READ: u64 = 4 * 1024 * 1024;
 
 /// Matrix rooms per task, plugged into the engine.
 pub(crate) struct MatrixPlugin {
@@ -47,13 +39,7 @@ impl MatrixPlugin {
         if !config.matrix.enabled() {
             return Ok(None);
         }
-        let principal = AgentId::parse(ACTOR)
-            .map(Principal::Operator)
-            .map_err(|e| EngineError::Internal(e.to_string()))?;
-        let source = Arc::new(EngineView {
-            engine: engine.clone(),
-            principal,
-        });
+        let source = Arc::new(EngineSource::new(engine, ACTOR, "Matrix")?);
         let bridge = MatrixBridge::start(config.matrix.clone(), store, source, meter)
             .map_err(|e| EngineError::Internal(format!("matrix: {e}")))?;
         Ok(Some(Self { bridge }))
@@ -81,93 +67,6 @@ impl Integration for MatrixPlugin {
 
     async fn shutdown(&self) {
         self.bridge.shutdown().await;
-    }
-}
-
-/// The integration's reads: the engine's own overview, and the answer `get_task_status` gives.
-struct EngineView {
-    engine: Engine,
-    principal: Principal,
-}
-
-#[async_trait]
-impl TaskSource for EngineView {
-    async fn view(&self, id: &TaskId, events: u32) -> Result<Option<TaskView>, SourceError> {
-        let overview = match self.engine.overview(&self.principal, id, events).await {
-            Ok(overview) => overview,
-            Err(EngineError::NotFound(_)) => return Ok(None),
-            Err(e) => return Err(SourceError(e.to_string())),
-        };
-        let pending = overview
-            .pending_input
-            .iter()
-            .map(|r| PendingRequest {
-                id: r.id.clone(),
-                kind: match r.kind {
-                    InputKind::Permission => "permission",
-                    InputKind::Question => "question",
-                }
-                .to_owned(),
-                title: r.title.clone(),
-            })
-            .collect();
-        let finished = overview.task.status.is_terminal();
-        let answer = if finished {
-            handoff_tools::tasks::final_answer(&self.engine, &self.principal, id)
-                .await
-                .map_err(|e| SourceError(e.to_string()))?
-        } else {
-            None
-        };
-        let diff = match overview
-            .artifacts
-            .iter()
-            .find(|a| a.kind == ArtifactKind::Diff)
-        {
-            Some(artifact) if finished => read_body(&artifact.body).await,
-            _ => None,
-        };
-        Ok(Some(TaskView {
-            task: overview.task,
-            recent_events: overview.recent_events,
-            pending,
-            answer,
-            diff,
-        }))
-    }
-
-    async fn writes_here(&self, id: &TaskId) -> Result<bool, SourceError> {
-        self.engine
-            .writes_for(id)
-            .await
-            .map_err(|e| SourceError(e.to_string()))
-    }
-
-    async fn adopts(&self, id: &TaskId) -> Result<bool, SourceError> {
-        if !self.engine.shares_store() {
-            return Ok(false);
-        }
-        self.writes_here(id).await
-    }
-
-    async fn note(&self, id: &TaskId, event: NewEvent) {
-        if let Err(e) = self.engine.note(&self.principal, id, event).await {
-            tracing::debug!(task = %id, error = %e, "cannot note a Matrix event");
-        }
-    }
-}
-
-/// An artifact's text (a spilled one read from its file, up to [`DIFF_READ`] bytes).
-async fn read_body(body: &ArtifactBody) -> Option<String> {
-    match body {
-        ArtifactBody::Inline(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
-        ArtifactBody::File(path) => {
-            use tokio::io::AsyncReadExt;
-            let file = tokio::fs::File::open(path).await.ok()?;
-            let mut bytes = Vec::new();
-            file.take(DIFF_READ).read_to_end(&mut bytes).await.ok()?;
-            Some(String::from_utf8_lossy(&bytes).into_owned())
-        }
     }
 }
 

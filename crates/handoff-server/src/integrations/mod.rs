@@ -4,6 +4,7 @@
 
 mod letta;
 mod matrix;
+mod source;
 mod start;
 
 pub(crate) use letta::LettaPlugin;
