@@ -17,7 +17,7 @@ use super::{
     guard::RunGuard,
     relay::Answerer,
 };
-use crate::{EngineError, fence::LeaseNotice, finish::StopReason, shared::Shared};
+use crate::{EngineError, finish::StopReason, lease_clock::LeaseNotice, shared::Shared};
 use handoff_policy::loop_guard::Step;
 
 /// How long a steering command waits for a just-claimed run's executor to start.
