@@ -191,25 +191,6 @@ async fn ours(shared: &Shared, room: &str) -> Option<bool> {
     shared.client.is_joined(room, me).await.ok()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_alias_is_the_tasks_on_the_bots_server() {
-        let task = TaskId::parse("task_abcdefghijklmnopqrstuvwxyz").unwrap();
-        assert_eq!(
-            alias(&task, "@handoff:matrix.example.org:8448").as_deref(),
-            Some("#handoff-task_abcdefghijklmnopqrstuvwxyz:matrix.example.org:8448")
-        );
-        assert_eq!(alias(&task, "no-server"), None);
-        assert!(is_room_id("!abc:example.org"));
-        assert!(!is_room_id(
-            "#handoff-task_abcdefghijklmnopqrstuvwxyz:example.org"
-        ));
-    }
-}
-
 /// Stores `record`, retrying (`None` when the integration stops).
 pub(crate) async fn store_channel(shared: &Shared, record: &ChannelRecord) -> Option<()> {
     let mut attempt = 0;
@@ -295,3 +276,22 @@ pub(crate) fn room_spec(shared: &Shared, task: &Task) -> RoomSpec {
 
 /// The state event naming the room's task (Handoff's namespace).
 pub const TASK_STATE: &str = "dev.handoff.task";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_alias_is_the_tasks_on_the_bots_server() {
+        let task = TaskId::parse("task_abcdefghijklmnopqrstuvwxyz").unwrap();
+        assert_eq!(
+            alias(&task, "@handoff:matrix.example.org:8448").as_deref(),
+            Some("#handoff-task_abcdefghijklmnopqrstuvwxyz:matrix.example.org:8448")
+        );
+        assert_eq!(alias(&task, "no-server"), None);
+        assert!(is_room_id("!abc:example.org"));
+        assert!(!is_room_id(
+            "#handoff-task_abcdefghijklmnopqrstuvwxyz:example.org"
+        ));
+    }
+}
