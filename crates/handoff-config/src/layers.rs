@@ -4,7 +4,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::{ConfigError, spec::SettingSpec};
+use crate::{ConfigError, parse::RawValue, spec::SettingSpec};
 
 /// The layer a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,13 +90,6 @@ impl LoadOptions {
             cli,
         }
     }
-}
-
-/// A raw value before typed parsing: text from env/CLI, or a TOML value from the file.
-#[derive(Debug, Clone)]
-pub(crate) enum RawValue {
-    Text(String),
-    Toml(toml::Value),
 }
 
 /// The loaded layers, queried per setting from highest to lowest precedence.

@@ -2,7 +2,14 @@
 
 use std::{fmt, path::PathBuf};
 
-use crate::{LogFormat, LogLevel, PromptVia, Secret, WorkdirCleanup, layers::RawValue};
+use crate::{LogFormat, LogLevel, PromptVia, Secret, WorkdirCleanup};
+
+/// A raw value before typed parsing: text from env/CLI, or a TOML value from the file.
+#[derive(Debug, Clone)]
+pub(crate) enum RawValue {
+    Text(String),
+    Toml(toml::Value),
+}
 
 /// A type a setting can hold.
 pub(crate) trait FromRaw: Sized {

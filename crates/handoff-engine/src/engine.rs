@@ -14,7 +14,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     EngineError, EngineMetrics,
     finish::StopReason,
-    instance,
+    membership,
     outbox::{Integration, Outbox, TaskNotice, TaskSubscription},
     peers,
     rate::SubmissionRate,
@@ -104,12 +104,12 @@ impl Engine {
     /// dead server), then starts the scheduler and the retention sweeper.
     pub async fn run(&self, integrations: Vec<Arc<dyn Integration>>) -> Result<(), EngineError> {
         self.inner.outbox.plug(integrations);
-        instance::register(&self.inner).await?;
-        tokio::spawn(instance::heartbeats(self.inner.clone()));
+        membership::register(&self.inner).await?;
+        tokio::spawn(membership::heartbeats(self.inner.clone()));
         tokio::spawn(crate::fence::guard(self.inner.clone()));
         peers::start(&self.inner).await?;
         recovery::reconcile(&self.inner).await?;
-        instance::forget_predecessor(&self.inner).await;
+        membership::forget_predecessor(&self.inner).await;
         // The tasks of instances that died while this one was down are taken over once it has
         // reached the store for a lease expiry (it cannot tell dead peers from late ones
         // before).
@@ -167,7 +167,7 @@ impl Engine {
         // writes (and so their stops) waiting.
         let draining = {
             let inner = self.inner.clone();
-            tokio::spawn(async move { instance::drain(&inner).await })
+            tokio::spawn(async move { membership::drain(&inner).await })
         };
         let drain = self.inner.config.tasks.drain;
         if !drain.is_zero()
@@ -186,7 +186,7 @@ impl Engine {
             tracing::warn!("some runs did not settle before shutdown");
         }
         let _ = draining.await;
-        instance::leave(&self.inner).await;
+        membership::leave(&self.inner).await;
         // After the runs: their final states reach the store first, and the next start
         // resumes whatever the integrations left.
         self.inner.outbox.shutdown().await;

@@ -20,80 +20,24 @@
 //! fences: a single instance has nobody to yield to, and an unwritable SQLite file must not
 //! freeze its runs.
 //!
-//! In memory only: the confirmed `until`, whether the runs are frozen, and since when the
-//! store answered without a break (the rescuer judges its peers only by that time).
+//! In memory only, in the instance's [`LeaseClock`](crate::lease_clock::LeaseClock): the
+//! confirmed `until`, whether the runs are frozen, and since when the store answered without a
+//! break (the rescuer judges its peers only by that time).
 
 use std::{sync::Arc, time::Duration};
 
 use handoff_runner::fence::FenceDeadline;
-use handoff_task::{Task, unix_millis_now};
-use tokio::sync::{Mutex, watch};
+use handoff_task::unix_millis_now;
 
-use crate::{instance::millis, state::EngineState};
-
-/// The lease clock of this instance.
-pub(crate) struct LeaseClock {
-    /// The earliest time any lease of this instance can run out, as last confirmed.
-    until: watch::Sender<i64>,
-    /// Freeze and thaw decisions, taken and sent one at a time, so a run never receives them
-    /// out of order.
-    state: Mutex<FenceState>,
-    /// Since when (Unix ms) the store answered every beat; `None` after a failed one.
-    reachable_since: std::sync::Mutex<Option<i64>>,
-}
-
-#[derive(Default)]
-struct FenceState {
-    /// The runs are frozen because the lease was not confirmed in time.
-    frozen: bool,
-    /// Counts freezes: a run ignores a thaw check older than the latest freeze it received.
-    epoch: u64,
-}
-
-impl Default for LeaseClock {
-    fn default() -> Self {
-        Self {
-            until: watch::channel(i64::MAX).0,
-            state: Mutex::default(),
-            reachable_since: std::sync::Mutex::new(Some(unix_millis_now())),
-        }
-    }
-}
-
-impl LeaseClock {
-    /// A beat failed: the store's silence from now on says nothing about the other instances.
-    pub(crate) fn unreachable(&self) {
-        *self.reachable() = None;
-    }
-
-    /// Since when the store answered every beat (Unix ms), if it answers now.
-    pub(crate) fn reachable_since(&self) -> Option<i64> {
-        *self.reachable()
-    }
-
-    fn reachable(&self) -> std::sync::MutexGuard<'_, Option<i64>> {
-        self.reachable_since
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
+use crate::{
+    instance::millis,
+    lease_clock::{FenceState, LeaseNotice},
+    state::EngineState,
+};
 
 /// How long before a lease runs out the runs are frozen: the time the freeze has to land.
 pub(crate) fn margin(inner: &EngineState) -> i64 {
     millis(inner.config.instance.lease_expiry) / 5
-}
-
-/// What a run's supervisor is told about its lease.
-#[derive(Debug, Clone)]
-pub(crate) enum LeaseNotice {
-    /// The lease could not be confirmed in time: freeze the run (freeze number `epoch`).
-    Lapsed { epoch: u64 },
-    /// A beat renewed the leases after freeze `epoch`: the task as stored now decides whether
-    /// the run goes on (same owner, same fencing token, still active) or is killed.
-    Renewed {
-        epoch: u64,
-        current: Option<Box<Task>>,
-    },
 }
 
 /// The store confirmed this instance's leases until `until`: moves the clock on and, when
@@ -203,14 +147,4 @@ async fn freeze_all(inner: &EngineState, state: &mut FenceState) {
             .lease(&id, LeaseNotice::Lapsed { epoch })
             .await;
     }
-}
-
-/// Whether a frozen run whose task reads `current` now may go on: the task is still active,
-/// held by the same owner under the same fencing token as when the run was claimed.
-pub(crate) fn still_ours(run: &Task, current: Option<&Task>) -> bool {
-    let Some(current) = current else {
-        return false;
-    };
-    let owner = |t: &Task| t.lease.as_ref().map(|l| l.owner.clone());
-    current.status.is_active() && current.fence == run.fence && owner(current) == owner(run)
 }

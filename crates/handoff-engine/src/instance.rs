@@ -1,11 +1,9 @@
-//! This process as one instance in the store: registered at start, a heartbeat that renews the
-//! leases of the tasks it runs, marked draining when it shuts down and removed once its runs
-//! settled. An instance the store no longer knows (another one declared it lost and takes its
-//! tasks over) kills its runs at once — without writing anything about them: the new owner
-//! decides their state — and comes back as a new instance, under a new id, so that its old
-//! leases are never renewed again.
+//! Who this process is as one instance in the store: its id (renewed when it comes back after
+//! being declared lost), host, predecessor on the data dir, and the lease clock each beat
+//! confirms. What the instance does in the store over time — registering, beating, draining,
+//! leaving — is `membership`'s; this module is a leaf the shared handles hold.
 //!
-//! In memory only: the id, and the lease clock ([`crate::fence`]) each beat confirms.
+//! In memory only: the id, and the lease clock ([`crate::lease_clock`]).
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -13,7 +11,7 @@ use handoff_store::{InstanceRecord, LeaseGrant};
 use handoff_task::unix_millis_now;
 use tokio_util::sync::CancellationToken;
 
-use crate::{EngineError, fence::LeaseClock, finish::StopReason, state::EngineState};
+use crate::lease_clock::LeaseClock;
 
 /// Who this process is in the store.
 pub(crate) struct Instance {
@@ -78,7 +76,7 @@ impl Instance {
     }
 
     /// Takes a new id: the instance comes back as a new one after being declared lost.
-    fn renew_id(&self) -> Arc<str> {
+    pub(crate) fn renew_id(&self) -> Arc<str> {
         let id: Arc<str> = fresh_id(&self.host).into();
         record_id(&self.id_file, &id);
         *self.id.write().unwrap_or_else(PoisonError::into_inner) = id.clone();
@@ -93,7 +91,8 @@ impl Instance {
         }
     }
 
-    fn record(&self) -> InstanceRecord {
+    /// This instance as the store records it, beating now.
+    pub(crate) fn record(&self) -> InstanceRecord {
         InstanceRecord {
             id: self.id().to_string(),
             host: self.host.clone(),
@@ -118,6 +117,7 @@ fn record_id(file: &std::path::Path, id: &str) {
     }
 }
 
+/// `d` in whole milliseconds, as the store keeps times (saturating).
 pub(crate) fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
@@ -130,103 +130,4 @@ fn host_name() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_owned())
-}
-
-/// Registers this instance; its leases are known to hold for a lease expiry from now.
-pub(crate) async fn register(inner: &EngineState) -> Result<(), EngineError> {
-    let at = unix_millis_now();
-    inner
-        .store
-        .register_instance(&inner.instance.record())
-        .await?;
-    let until = at.saturating_add(millis(inner.config.instance.lease_expiry));
-    crate::fence::confirmed(inner, until).await;
-    tracing::info!(instance = %inner.instance.id(), "registered this instance");
-    Ok(())
-}
-
-/// Beats until [`Instance::stop`]; each beat renews the leases of this instance's tasks and,
-/// once the store confirmed it, moves the lease clock on (thawing runs frozen meanwhile).
-pub(crate) async fn heartbeats(inner: Arc<EngineState>) {
-    let every = inner.config.instance.heartbeat;
-    let expiry = millis(inner.config.instance.lease_expiry);
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            () = inner.instance.stop.cancelled() => return,
-        }
-        // The lease runs from before the write is sent: whenever the store applies it, the
-        // lease it grants ends no later than this.
-        let now = unix_millis_now();
-        let until = now.saturating_add(expiry);
-        match inner
-            .store
-            .heartbeat(&inner.instance.id(), now, until)
-            .await
-        {
-            Ok(Some(_)) => {
-                crate::fence::confirmed(&inner, until).await;
-                count_live(&inner).await;
-            }
-            Ok(None) => declared_lost(&inner).await,
-            Err(e) => {
-                inner.instance.clock.unreachable();
-                tracing::error!(error = %e, "heartbeat failed");
-            }
-        }
-    }
-}
-
-/// Counts the instances sharing the store that take work (a shared store only).
-async fn count_live(inner: &EngineState) {
-    if !inner.store.is_shared() {
-        return;
-    }
-    if let Ok(instances) = inner.store.instances().await {
-        let live = instances.iter().filter(|i| !i.instance.draining).count();
-        inner
-            .instance
-            .live
-            .store(live.max(1), std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// Another instance declared this one lost and takes its tasks over: every run is killed at
-/// once and nothing is written about them; the instance comes back under a new id, so its
-/// old leases stay expired for the rescuer.
-async fn declared_lost(inner: &EngineState) {
-    let old = inner.instance.id();
-    tracing::warn!(instance = %old, "this instance was declared lost; killing its runs");
-    inner.supervisors.stop_all(StopReason::Lost).await;
-    let new = inner.instance.renew_id();
-    tracing::info!(old = %old, new = %new, "coming back as a new instance");
-    if let Err(e) = register(inner).await {
-        tracing::error!(error = %e, "could not register this instance again");
-    }
-}
-
-/// Removes the predecessor's registration once its tasks were taken over (it is dead; the
-/// rescuer would otherwise count it until its heartbeat expired).
-pub(crate) async fn forget_predecessor(inner: &EngineState) {
-    let Some(predecessor) = &inner.instance.predecessor else {
-        return;
-    };
-    if let Err(e) = inner.store.deregister_instance(predecessor).await {
-        tracing::warn!(error = %e, "could not deregister the previous instance");
-    }
-}
-
-/// Marks this instance draining: it claims nothing more.
-pub(crate) async fn drain(inner: &EngineState) {
-    if let Err(e) = inner.store.set_draining(&inner.instance.id()).await {
-        tracing::warn!(error = %e, "could not mark this instance draining");
-    }
-}
-
-/// Ends the heartbeats and removes this instance (its runs have settled).
-pub(crate) async fn leave(inner: &EngineState) {
-    inner.instance.stop.cancel();
-    if let Err(e) = inner.store.deregister_instance(&inner.instance.id()).await {
-        tracing::warn!(error = %e, "could not deregister this instance");
-    }
 }

@@ -16,10 +16,16 @@
 //! handed to its supervisor and its driver (`driver`). Every event and state change goes out
 //! once through the outbox (`outbox`): a broadcast for in-process followers and direct calls to
 //! the [`Integration`] plug-ins. Modules depend one way: `engine` (start-up) → `scheduler` /
-//! `recovery` → `lifecycle` → `evaluate` → `follow` → `meter` / `finish`, all over `state`
-//! (the shared handles plus the registry of mailboxes) and `plan`, which only reads the task
-//! and the configuration. A supervisor holds only `shared` (store, outbox, settings) and its
-//! run's plan, never the registry, so no supervisor can reach another's run.
+//! `recovery` (and `rescuer` above it) → `lifecycle` → `evaluate` → `follow` → `meter` /
+//! `finish`, with `membership` (register, beat, drain, leave) → `fence` (self-fencing) and
+//! `peers` (the other instances) beside them; all of them work over `state` (the shared
+//! handles, the registry of mailboxes, the peers' wake-ups) and `plan`, which only reads the
+//! task and the configuration. `state` sits on `supervisor` and `shared`. A supervisor holds
+//! only `shared` (store, outbox, settings) and its run's plan, never the registry, so no
+//! supervisor can reach another's run. The data the state keeps — who this instance is
+//! (`instance`) and its lease clock (`lease_clock`), the peers' wake-ups (`peer_wakes`), the
+//! open result waits (`result_waits`) — sits in leaf modules that import nothing of the layers
+//! above; handoff-config's `tests/module_cycles.rs` fails on any import circle.
 
 mod approvals;
 mod artifacts;
@@ -33,11 +39,14 @@ mod files;
 mod finish;
 mod follow;
 mod instance;
+mod lease_clock;
 mod lifecycle;
+mod membership;
 mod meter;
 mod metrics;
 mod outbox;
 mod output;
+mod peer_wakes;
 mod peers;
 mod plan;
 mod policy;
@@ -47,6 +56,7 @@ mod rate;
 mod recovery;
 mod rescuer;
 mod result_wait;
+mod result_waits;
 mod retention;
 mod scheduler;
 mod shared;

@@ -5,50 +5,11 @@
 //! the caller what the result already says (Letta's completion message) holds back while a
 //! wait is open, then asks the store.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, MutexGuard},
-};
+use std::sync::Arc;
 
 use handoff_task::{AgentId, TaskId, unix_millis_now};
 
 use crate::{Engine, EngineError, SubmitRequest, Submitted, shared::Shared};
-
-/// The open waits, by task (a task may have several: idempotent resubmissions).
-#[derive(Debug, Default)]
-pub(crate) struct ResultWaits(Mutex<HashMap<TaskId, usize>>);
-
-impl ResultWaits {
-    fn lock(&self) -> MutexGuard<'_, HashMap<TaskId, usize>> {
-        // Counts only; a panic elsewhere leaves them usable.
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn open(&self, task: &TaskId) {
-        *self.lock().entry(task.clone()).or_default() += 1;
-    }
-
-    /// Ends one wait; true when it was the task's last.
-    fn close(&self, task: &TaskId) -> bool {
-        let mut open = self.lock();
-        match open.get_mut(task) {
-            Some(n) if *n > 1 => {
-                *n -= 1;
-                false
-            }
-            Some(_) => {
-                open.remove(task);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Whether a caller still waits for the task's result.
-    pub(crate) fn is_open(&self, task: &TaskId) -> bool {
-        self.lock().contains_key(task)
-    }
-}
 
 /// One caller waiting in its submitting call for a task's final result. Dropping it ends the
 /// wait as "not delivered", unless [`ResultWait::delivered`] recorded the delivery first.
@@ -117,24 +78,5 @@ impl Engine {
     /// Whether a caller still waits in its submitting call for the task's final result.
     pub fn awaits_result(&self, id: &TaskId) -> bool {
         self.inner.result_waits.is_open(id)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_task_stays_awaited_until_its_last_wait_closes() {
-        let waits = ResultWaits::default();
-        let id = TaskId::generate().unwrap();
-        assert!(!waits.is_open(&id));
-        waits.open(&id);
-        waits.open(&id);
-        assert!(!waits.close(&id));
-        assert!(waits.is_open(&id));
-        assert!(waits.close(&id));
-        assert!(!waits.is_open(&id));
-        assert!(!waits.close(&id), "closing again changes nothing");
     }
 }

@@ -49,7 +49,7 @@ pub(crate) struct Shared {
     /// The completion judge, when an evaluator model is configured.
     pub judge: Option<handoff_llm::LlmClient>,
     /// Callers waiting in their submitting call for a task's final result.
-    pub result_waits: crate::result_wait::ResultWaits,
+    pub result_waits: crate::result_waits::ResultWaits,
     /// The keeper process that freezes this instance's runs when their leases lapse while the
     /// server itself cannot act (a shared store only).
     pub run_fence: std::sync::OnceLock<Arc<handoff_runner::fence::RunFence>>,

@@ -3,7 +3,7 @@
 
 use std::{ops::Deref, sync::Arc};
 
-use crate::{shared::Shared, supervisor::Supervisors};
+use crate::{peer_wakes::Peers, shared::Shared, supervisor::Supervisors};
 
 /// The engine's state: the shared handles and the mailbox of each run this process supervises.
 pub(crate) struct EngineState {
@@ -11,7 +11,7 @@ pub(crate) struct EngineState {
     /// The mailbox of each run this process supervises.
     pub supervisors: Supervisors,
     /// Wake-ups from the other instances sharing the store.
-    pub peers: crate::peers::Peers,
+    pub peers: Peers,
 }
 
 impl EngineState {
@@ -20,7 +20,7 @@ impl EngineState {
         Self {
             shared: Arc::new(shared),
             supervisors: Supervisors::default(),
-            peers: crate::peers::Peers::default(),
+            peers: Peers::default(),
         }
     }
 

@@ -3,11 +3,14 @@
 //! (`#handoff-<task>:<server>`), and that alias is recorded before the room is created: a
 //! process that dies between creating the room and recording its id leaves the alias behind,
 //! and the next one resolves it (or gets `M_ROOM_IN_USE` when creating) and adopts the room.
+//! What the room looks like (`room_spec`) and how its record is stored (`store_channel`)
+//! live here too: the poster (`room`) sits above this module and uses both.
 
 use handoff_store::ChannelRecord;
-use handoff_task::{Task, TaskId, faults, unix_millis_now};
+use handoff_task::{MatrixUserId, Task, TaskId, faults, unix_millis_now};
+use serde_json::{Value, json};
 
-use crate::{INTEGRATION, MatrixError, RoomOrigin, RoomSpec, Shared, pace::backoff, room};
+use crate::{INTEGRATION, MatrixError, RoomOrigin, RoomSpec, Shared, pace::backoff, render};
 
 /// Crash-injection point: the alias is recorded, the room not created yet.
 pub const AFTER_ALIAS_RECORDED: &str = "matrix_after_alias_recorded";
@@ -50,12 +53,12 @@ pub(crate) async fn ensure_room(shared: &Shared, task: &Task) -> Option<(String,
     // Only a recorded alias can belong to a room an earlier process created.
     let adopt_first = recorded.is_some();
     if !adopt_first {
-        room::store_channel(shared, &record(task, &alias)).await?;
+        store_channel(shared, &record(task, &alias)).await?;
         faults::abort_at(AFTER_ALIAS_RECORDED);
     }
-    let spec = room::room_spec(shared, task);
+    let spec = room_spec(shared, task);
     let (room, origin) = create_or_adopt(shared, task, &spec, &alias, adopt_first).await?;
-    room::store_channel(shared, &record(task, &room)).await?;
+    store_channel(shared, &record(task, &room)).await?;
     shared.meter.room_opened(origin);
     let invited = spec.invite.len();
     let message = format!("Matrix room {room} created, {invited} invited");
@@ -187,6 +190,92 @@ async fn ours(shared: &Shared, room: &str) -> Option<bool> {
     let me = shared.me.get()?;
     shared.client.is_joined(room, me).await.ok()
 }
+
+/// Stores `record`, retrying (`None` when the integration stops).
+pub(crate) async fn store_channel(shared: &Shared, record: &ChannelRecord) -> Option<()> {
+    let mut attempt = 0;
+    loop {
+        match shared.store.put_channel(record).await {
+            Ok(()) => return Some(()),
+            Err(e) => {
+                tracing::warn!(task = %record.task_id, error = %e, "matrix: cannot store the room");
+                if !shared.pause(backoff(attempt)).await {
+                    return None;
+                }
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// The room of `task`: private, v12, observers and the agent's owners invited, observers at
+/// power 0 (read only unless `observers_may_talk`), controllers and owners at 50 (may write),
+/// the bot — its creator — not listed (room v12 gives creators unlimited power and refuses
+/// them in `users`).
+pub(crate) fn room_spec(shared: &Shared, task: &Task) -> RoomSpec {
+    let config = &shared.config;
+    let me = shared.me.get().map(String::as_str);
+    let mut invite: Vec<&MatrixUserId> = Vec::new();
+    for user in task
+        .options
+        .matrix_observers
+        .iter()
+        .chain(&config.default_observers)
+        .chain(config.owners_of(&task.agent_id))
+    {
+        if Some(user.as_str()) != me && !invite.contains(&user) {
+            invite.push(user);
+        }
+    }
+    let users: serde_json::Map<String, Value> = invite
+        .iter()
+        .map(|u| {
+            let level = if config.may_steer(u, &task.agent_id) {
+                50
+            } else {
+                0
+            };
+            (u.as_str().to_owned(), json!(level))
+        })
+        .collect();
+    let events_default = if config.observers_may_talk { 0 } else { 50 };
+    let power_levels = json!({
+        "users": users,
+        "users_default": 0,
+        "events_default": events_default,
+        "state_default": 100,
+        "invite": 100,
+        "kick": 100,
+        "ban": 100,
+        "redact": 100,
+        "notifications": {"room": 100},
+        "events": {
+            "m.room.name": 100,
+            "m.room.topic": 100,
+            "m.room.avatar": 100,
+            "m.room.power_levels": 100,
+            "m.room.history_visibility": 100,
+            "m.room.canonical_alias": 100,
+            "m.room.encryption": 100,
+            "m.room.server_acl": 100,
+            "m.room.tombstone": 100,
+        },
+    });
+    RoomSpec {
+        name: render::room_name(task),
+        topic: render::room_topic(task),
+        invite: invite.iter().map(|u| u.as_str().to_owned()).collect(),
+        power_levels,
+        initial_state: vec![(
+            TASK_STATE.to_owned(),
+            json!({"task_id": task.id.as_str(), "agent_id": task.agent_id.as_str()}),
+        )],
+        alias_name: alias_name(&task.id),
+    }
+}
+
+/// The state event naming the room's task (Handoff's namespace).
+pub const TASK_STATE: &str = "dev.handoff.task";
 
 #[cfg(test)]
 mod tests {

@@ -6,12 +6,12 @@ use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use handoff_integration::{Slot, SourceError};
 use handoff_store::ChannelRecord;
-use handoff_task::{MatrixUserId, Task, TaskId, unix_millis_now};
-use serde_json::{Value, json};
+use handoff_task::{TaskId, unix_millis_now};
+use serde_json::Value;
 use tokio::{sync::mpsc, time::Instant};
 
 use crate::{
-    INTEGRATION, RoomSpec, Shared, TaskView, create, html,
+    INTEGRATION, Shared, TaskView, create, html,
     pace::{Next, Pacer, backoff},
     render, source,
 };
@@ -180,92 +180,6 @@ pub(crate) async fn send_notice(shared: &Shared, room: &str, txn: &str, content:
     }
 }
 
-/// Stores `record`, retrying (`None` when the integration stops).
-pub(crate) async fn store_channel(shared: &Shared, record: &ChannelRecord) -> Option<()> {
-    let mut attempt = 0;
-    loop {
-        match shared.store.put_channel(record).await {
-            Ok(()) => return Some(()),
-            Err(e) => {
-                tracing::warn!(task = %record.task_id, error = %e, "matrix: cannot store the room");
-                if !shared.pause(backoff(attempt)).await {
-                    return None;
-                }
-                attempt += 1;
-            }
-        }
-    }
-}
-
-/// The room of `task`: private, v12, observers and the agent's owners invited, observers at
-/// power 0 (read only unless `observers_may_talk`), controllers and owners at 50 (may write),
-/// the bot — its creator — not listed (room v12 gives creators unlimited power and refuses
-/// them in `users`).
-pub(crate) fn room_spec(shared: &Shared, task: &Task) -> RoomSpec {
-    let config = &shared.config;
-    let me = shared.me.get().map(String::as_str);
-    let mut invite: Vec<&MatrixUserId> = Vec::new();
-    for user in task
-        .options
-        .matrix_observers
-        .iter()
-        .chain(&config.default_observers)
-        .chain(config.owners_of(&task.agent_id))
-    {
-        if Some(user.as_str()) != me && !invite.contains(&user) {
-            invite.push(user);
-        }
-    }
-    let users: serde_json::Map<String, Value> = invite
-        .iter()
-        .map(|u| {
-            let level = if config.may_steer(u, &task.agent_id) {
-                50
-            } else {
-                0
-            };
-            (u.as_str().to_owned(), json!(level))
-        })
-        .collect();
-    let events_default = if config.observers_may_talk { 0 } else { 50 };
-    let power_levels = json!({
-        "users": users,
-        "users_default": 0,
-        "events_default": events_default,
-        "state_default": 100,
-        "invite": 100,
-        "kick": 100,
-        "ban": 100,
-        "redact": 100,
-        "notifications": {"room": 100},
-        "events": {
-            "m.room.name": 100,
-            "m.room.topic": 100,
-            "m.room.avatar": 100,
-            "m.room.power_levels": 100,
-            "m.room.history_visibility": 100,
-            "m.room.canonical_alias": 100,
-            "m.room.encryption": 100,
-            "m.room.server_acl": 100,
-            "m.room.tombstone": 100,
-        },
-    });
-    RoomSpec {
-        name: render::room_name(task),
-        topic: render::room_topic(task),
-        invite: invite.iter().map(|u| u.as_str().to_owned()).collect(),
-        power_levels,
-        initial_state: vec![(
-            TASK_STATE.to_owned(),
-            json!({"task_id": task.id.as_str(), "agent_id": task.agent_id.as_str()}),
-        )],
-        alias_name: create::alias_name(&task.id),
-    }
-}
-
-/// The state event naming the room's task (Handoff's namespace).
-pub const TASK_STATE: &str = "dev.handoff.task";
-
 /// Stores when the room of a finished task is to be closed.
 async fn schedule_close(shared: &Shared, id: &TaskId, room: &str) {
     let close_at = unix_millis_now().saturating_add(millis(shared.config.archive_after));
@@ -283,7 +197,7 @@ async fn schedule_close(shared: &Shared, id: &TaskId, room: &str) {
             closed_at: None,
         },
     };
-    let _ = store_channel(shared, &record).await;
+    let _ = create::store_channel(shared, &record).await;
 }
 
 fn millis(d: Duration) -> i64 {

@@ -11,7 +11,7 @@ use handoff_runner::{
     RunnerError,
 };
 
-use crate::isolation::isolation;
+use crate::{isolation::isolation, program::find_program};
 
 /// The executors, plus the OpenCode one by itself (its managed server needs starting and
 /// stopping) and a line per executor for `health`.
@@ -406,17 +406,4 @@ fn opencode_config(config: &Config, server: OpenCodeServer) -> OpenCodeConfig {
         ruleset: serde_json::to_value(&config.executors.permissions.rules)
             .unwrap_or(serde_json::Value::Array(Vec::new())),
     }
-}
-
-/// `program` itself when it names a path, else its first match on `PATH`.
-pub(crate) fn find_program(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        let path = PathBuf::from(program);
-        return path.is_file().then_some(path);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(program))
-            .find(|candidate| candidate.is_file())
-    })
 }

@@ -12,7 +12,7 @@ use handoff_isolation::{
 };
 use handoff_runner::Isolation;
 
-use crate::executors::find_program;
+use crate::program::find_program;
 
 /// The launcher the program embedding Handoff declared (the `handoff` binary: itself, with its
 /// `isolate` subcommand).

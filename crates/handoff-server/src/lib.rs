@@ -16,6 +16,7 @@ mod integrations;
 pub mod isolation;
 mod lock;
 mod mcp;
+mod program;
 mod serve;
 mod stdio;
 mod store;

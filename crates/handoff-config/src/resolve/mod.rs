@@ -209,9 +209,9 @@ impl Resolver {
             key,
             origin: source.clone(),
             value: match &raw {
-                crate::layers::RawValue::Text(t) => spec.render_raw(t),
+                crate::parse::RawValue::Text(t) => spec.render_raw(t),
                 // As JSON, so secrets inside a TOML table or array are found and masked.
-                crate::layers::RawValue::Toml(v) => {
+                crate::parse::RawValue::Toml(v) => {
                     spec.render_raw(&serde_json::to_string(v).unwrap_or_else(|_| v.to_string()))
                 }
             },

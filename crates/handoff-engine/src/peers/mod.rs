@@ -18,21 +18,12 @@ mod wire;
 use std::sync::Arc;
 
 use handoff_store::StoreSignal;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::broadcast;
 
 pub(crate) use files::FilesAt;
 pub(crate) use rescued::{answer_rescued, take_rescued};
 
 use crate::{EngineError, state::EngineState};
-
-/// Wake-ups from the other instances.
-#[derive(Default)]
-pub(crate) struct Peers {
-    /// A command was posted to this instance.
-    posted: Notify,
-    /// Some command was answered (each waiter re-reads its own).
-    replied: Notify,
-}
 
 /// Starts serving and following the other instances (a shared store only).
 pub(crate) async fn start(state: &Arc<EngineState>) -> Result<(), EngineError> {

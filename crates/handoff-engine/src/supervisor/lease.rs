@@ -6,8 +6,8 @@ use handoff_runner::RunControl;
 
 use super::actor::Supervisor;
 use crate::{
-    fence::{LeaseNotice, still_ours},
     finish::StopReason,
+    lease_clock::{LeaseNotice, still_ours},
 };
 
 impl Supervisor {

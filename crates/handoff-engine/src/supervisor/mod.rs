@@ -97,7 +97,7 @@ impl Supervisors {
     }
 
     /// Tells task `id`'s supervisor what became of its lease.
-    pub(crate) async fn lease(&self, id: &TaskId, notice: crate::fence::LeaseNotice) {
+    pub(crate) async fn lease(&self, id: &TaskId, notice: crate::lease_clock::LeaseNotice) {
         let tx = self.mailboxes().get(id).cloned();
         if let Some(tx) = tx {
             let _ = tx.send(Msg::Lease(notice)).await;

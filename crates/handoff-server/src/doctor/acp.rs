@@ -6,7 +6,10 @@ use std::time::Duration;
 use handoff_config::{AcpExecutorConfig, Config};
 
 use super::Check;
-use crate::executors::{OPENCODE_ACP, find_program, opencode_acp_config};
+use crate::{
+    executors::{OPENCODE_ACP, opencode_acp_config},
+    program::find_program,
+};
 
 /// How long an ACP agent gets to answer `initialize`: a first start sets up the agent's state
 /// (OpenCode creates its database), measured at 13–35 s on a loaded 2-core machine.

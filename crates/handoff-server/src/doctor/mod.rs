@@ -9,7 +9,7 @@ use handoff_isolation::IsolationLevel;
 use serde_json::Value;
 use tokio::process::Command;
 
-use crate::executors::find_program;
+use crate::program::find_program;
 
 mod acp;
 mod model;

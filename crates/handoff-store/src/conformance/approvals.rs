@@ -140,3 +140,32 @@ pub async fn audit_reads_newest_first_per_agent_and_task<S: ConformanceStore>(st
     assert_eq!(store.audit(&any_agent(Some(&t1))).await.unwrap(), whole_t1);
     assert_eq!(store.audit(&any_agent(None)).await.unwrap().len(), 8);
 }
+
+/// An audit record of any size is stored cut down to a bounded row: its texts clipped, with
+/// their full length noted, and its detail marked truncated.
+pub async fn a_huge_audit_record_is_stored_as_a_bounded_row<S: ConformanceStore>(store: S) {
+    let huge = "x".repeat(1 << 20);
+    let mut record = audit_record(1, "agent-a", None);
+    record.subject = huge.clone();
+    record.reason = format!("invalid arguments: {huge}");
+    record.detail = serde_json::json!({ "arguments": huge });
+    store.append_audit(&record).await.unwrap();
+    let rows = store
+        .audit(&AuditFilter {
+            agent: Some(agent("agent-a")),
+            task: None,
+            before_seq: None,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    let row = serde_json::to_string(&rows[0]).unwrap();
+    assert!(row.len() < 8 * 1024, "a row of {} bytes", row.len());
+    assert!(rows[0].reason.starts_with("invalid arguments: xxx"));
+    assert!(
+        rows[0].reason.ends_with("(1048595 bytes)"),
+        "{}",
+        &rows[0].reason[2000..]
+    );
+    assert_eq!(rows[0].detail["truncated"], true);
+}

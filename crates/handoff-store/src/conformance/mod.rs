@@ -100,6 +100,7 @@ macro_rules! store_conformance {
             inputs::input_requests_are_kept_in_order_and_go_with_the_run,
             approvals::approvals_reach_their_task_or_project_and_revoke_per_agent,
             approvals::audit_reads_newest_first_per_agent_and_task,
+            approvals::a_huge_audit_record_is_stored_as_a_bounded_row,
             workspaces::records_round_trip_and_insert_keeps_the_first,
             workspaces::due_records_are_the_ones_with_work,
             workspaces::the_backlog_counts_each_kind_of_work_owed,
