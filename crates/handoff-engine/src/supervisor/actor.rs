@@ -17,7 +17,9 @@ use super::{
     live::RunState,
     relay::Answerer,
 };
-use crate::{EngineError, finish::StopReason, lease_clock::LeaseNotice, plan::RunPlan, shared::Shared};
+use crate::{
+    EngineError, finish::StopReason, lease_clock::LeaseNotice, plan::RunPlan, shared::Shared,
+};
 use handoff_policy::loop_guard::Step;
 
 /// How long a steering command waits for a just-claimed run's executor to start.
