@@ -8,6 +8,7 @@ use std::{collections::HashMap, time::Duration};
 use axum::body::Body;
 use http::{HeaderMap, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
+use serde::de::{DeserializeOwned, IntoDeserializer, value::Error as WordError};
 use serde_json::Value;
 
 use super::auth::Viewer;
@@ -99,6 +100,33 @@ impl Fields {
     pub(crate) fn required(&self, name: &str) -> Result<&str, Refused> {
         self.get(name)
             .filter(|v| !v.trim().is_empty())
+            .ok_or_else(|| Refused::field(name, "required"))
+    }
+
+    /// The field read as one of a wire enum's names, by the enum's own serde (so a form takes
+    /// exactly the words the tools take); `None` when not sent, an error naming the field and
+    /// what it `expects` for any other word.
+    pub(crate) fn choice<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        expects: &str,
+    ) -> Result<Option<T>, Refused> {
+        self.get(name)
+            .map(|word| {
+                T::deserialize(IntoDeserializer::<WordError>::into_deserializer(word))
+                    .map_err(|_| Refused::field(name, expects))
+            })
+            .transpose()
+    }
+
+    /// [`Fields::choice`] of a field that must be sent.
+    pub(crate) fn required_choice<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        expects: &str,
+    ) -> Result<T, Refused> {
+        self.required(name)?;
+        self.choice(name, expects)?
             .ok_or_else(|| Refused::field(name, "required"))
     }
 
