@@ -8,10 +8,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use handoff_protocol::TaskCommand;
 use handoff_task::{TaskId, unix_millis_now};
 use tokio::time::Instant;
-
-use handoff_protocol::TaskCommand;
 
 use super::wire::{Posted, WireReply};
 use crate::{

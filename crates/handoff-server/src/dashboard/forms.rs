@@ -112,10 +112,7 @@ impl Fields {
         expects: &str,
     ) -> Result<Option<T>, Refused> {
         self.get(name)
-            .map(|word| {
-                T::deserialize(IntoDeserializer::<WordError>::into_deserializer(word))
-                    .map_err(|_| Refused::field(name, expects))
-            })
+            .map(|word| word_as(name, word, expects))
             .transpose()
     }
 
@@ -125,9 +122,7 @@ impl Fields {
         name: &str,
         expects: &str,
     ) -> Result<T, Refused> {
-        self.required(name)?;
-        self.choice(name, expects)?
-            .ok_or_else(|| Refused::field(name, "required"))
+        word_as(name, self.required(name)?, expects)
     }
 
     /// Reads an url-encoded form or a JSON object of strings.
@@ -158,6 +153,12 @@ impl Fields {
         }
         Ok(Self(fields))
     }
+}
+
+/// `word` (field `name`'s value) as the enum value serde names so; the refusal never repeats it.
+fn word_as<T: DeserializeOwned>(name: &str, word: &str, expects: &str) -> Result<T, Refused> {
+    T::deserialize(IntoDeserializer::<WordError>::into_deserializer(word))
+        .map_err(|_| Refused::field(name, expects))
 }
 
 /// A field name fit to repeat in an error: short names as sent, others not at all.

@@ -37,18 +37,12 @@ impl BadAnswer {
 /// The answer a client's elicitation result gives to `kind` of request: accept → the form's
 /// values, checked against the form; decline or cancel → a refusal that says so.
 pub(crate) fn parse(kind: InputKind, result: &ElicitResult) -> Result<ApprovalAnswer, BadAnswer> {
+    let refusal = |why: &str| Ok(ApprovalAnswer::deny().with_message(Some(why.to_owned())));
     match result.action {
         ElicitationAction::Accept => {}
-        ElicitationAction::Decline => {
-            return Ok(
-                ApprovalAnswer::deny().with_message(Some("the task's owner declined".to_owned()))
-            );
-        }
+        ElicitationAction::Decline => return refusal("the task's owner declined"),
         // Cancel, and any action a later revision adds: never an allow.
-        _ => {
-            return Ok(ApprovalAnswer::deny()
-                .with_message(Some("the task's owner cancelled the request".to_owned())));
-        }
+        _ => return refusal("the task's owner cancelled the request"),
     }
     let fields = match &result.content {
         Some(Value::Object(fields)) => fields,
