@@ -2,10 +2,20 @@
 //! caller owns the task, records what was asked, and hands the rest to the task's supervisor
 //! through the command seam; a task with no supervisor (queued, or its run vanished) is
 //! settled here from the store.
+//!
+//! A control arrives as the protocol's [`ControlAction`], the tool's own argument, and leaves
+//! as the protocol's [`TaskCommand`]. They stay two types because they say different things:
+//! the action names what was asked (its reason optional, defaulted here), the command is what
+//! the supervisor must do (a cancel with its decided reason) — and only a running task gets a
+//! command (a queued cancel, or a control of a finished task, is settled here).
 
 use std::time::Duration;
 
-use handoff_runner::{InputAnswer, InputRequest};
+use handoff_protocol::{
+    TaskCommand,
+    tasks::{ApprovalAnswer, ControlAction},
+};
+use handoff_runner::InputRequest;
 use handoff_task::{
     AgentId, EventKind, MessageType, NewEvent, Principal, Task, TaskId, TaskStatus,
 };
@@ -13,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::{
     Engine, EngineError,
-    supervisor::{CommandReply, TaskCommand, TaskCommands, parse_approval},
+    supervisor::{CommandReply, TaskCommands, parse_approval},
 };
 
 /// Slack beyond the grace period for a cancelled run to settle.
@@ -31,28 +41,6 @@ fn cancel_message(status: TaskStatus) -> String {
             "cancel accepted; the task is still {status} while its run stops \
              (get_task_status shows its final state)"
         )
-    }
-}
-
-/// A control action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Control {
-    /// Stop for good.
-    Cancel,
-    /// Freeze.
-    Pause,
-    /// Unfreeze.
-    Resume,
-}
-
-impl Control {
-    /// The action's wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Control::Cancel => "cancel",
-            Control::Pause => "pause",
-            Control::Resume => "resume",
-        }
     }
 }
 
@@ -92,7 +80,7 @@ impl Engine {
         &self,
         caller: &Principal,
         id: &TaskId,
-        control: Control,
+        control: ControlAction,
         reason: Option<String>,
     ) -> Result<ControlReceipt, EngineError> {
         let task = self.steerable(caller, id).await?;
@@ -116,8 +104,8 @@ impl Engine {
             )
             .await?;
         let done = match control {
-            Control::Cancel => self.cancel(task, reason).await,
-            Control::Pause | Control::Resume => self.freeze(task, control).await,
+            ControlAction::Cancel => self.cancel(task, reason).await,
+            ControlAction::Pause | ControlAction::Resume => self.freeze(task, control).await,
         };
         if let Err(EngineError::Unreachable { message, .. }) = &done {
             // The history says the control was asked; it must also say it was not applied.
@@ -193,9 +181,13 @@ impl Engine {
         })
     }
 
-    async fn freeze(&self, task: Task, control: Control) -> Result<ControlReceipt, EngineError> {
+    async fn freeze(
+        &self,
+        task: Task,
+        control: ControlAction,
+    ) -> Result<ControlReceipt, EngineError> {
         let (command, already) = match control {
-            Control::Pause => (TaskCommand::Pause, TaskStatus::Paused),
+            ControlAction::Pause => (TaskCommand::Pause, TaskStatus::Paused),
             _ => (TaskCommand::Resume, TaskStatus::Running),
         };
         if task.status == already {
@@ -221,7 +213,7 @@ impl Engine {
             ))),
             None if task.status == TaskStatus::Queued => {
                 let (verb, only) = match control {
-                    Control::Pause => ("paused", "running"),
+                    ControlAction::Pause => ("paused", "running"),
                     _ => ("resumed", "paused"),
                 };
                 Err(EngineError::Conflict(format!(
@@ -314,7 +306,7 @@ impl Engine {
         &self,
         caller: &Principal,
         id: &TaskId,
-        answer: InputAnswer,
+        answer: ApprovalAnswer,
     ) -> Result<InputRequest, EngineError> {
         let task = self.steerable(caller, id).await?;
         self.answer(caller.name(), &task, answer).await
@@ -324,7 +316,7 @@ impl Engine {
         &self,
         agent: &AgentId,
         task: &Task,
-        answer: InputAnswer,
+        answer: ApprovalAnswer,
     ) -> Result<InputRequest, EngineError> {
         let command = TaskCommand::Answer {
             answer,

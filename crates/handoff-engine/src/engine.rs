@@ -5,6 +5,7 @@
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use handoff_config::Config;
+use handoff_protocol::TaskNotice;
 use handoff_runner::ExecutorRegistry;
 use handoff_store::{InstanceSummary, Store};
 use handoff_task::TaskStatus;
@@ -15,7 +16,7 @@ use crate::{
     EngineError, EngineMetrics,
     finish::StopReason,
     membership,
-    outbox::{Integration, Outbox, TaskNotice, TaskSubscription},
+    outbox::{Integration, Outbox, TaskSubscription},
     peers,
     rate::SubmissionRate,
     recovery, rescuer, retention, scheduler,

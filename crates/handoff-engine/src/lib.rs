@@ -69,13 +69,13 @@ mod workdir;
 mod worktree;
 
 pub use approvals::MAX_AUDIT_PAGE;
-pub use control::{Control, ControlReceipt, MessageReceipt};
+pub use control::{ControlReceipt, MessageReceipt};
 pub use engine::Engine;
 pub use error::EngineError;
 pub use files::{FileChunk, FileEntry, FileKind, FileListing};
 pub use metrics::EngineMetrics;
-pub use outbox::{Integration, Missed, TaskNotice, TaskSubscription};
+pub use outbox::{Integration, Missed, TaskSubscription};
 pub use query::{CLOSING_EVENTS, History, Overview, StatusView};
 pub use result_wait::ResultWait;
 pub use submit::{SubmitRequest, Submitted};
-pub use supervisor::{CommandReply, TaskCommand, TaskCommands};
+pub use supervisor::{CommandReply, TaskCommands};

@@ -3,34 +3,18 @@
 //! extension, the elicitation relay — a broadcast that may lag, so they re-read the store),
 //! to the integrations the composition root plugged in (called for every notice, never
 //! dropped) and, on a shared store, to the other instances (`peers`), whose notices reach
-//! this process's subscribers the same way.
+//! this process's subscribers the same way. A notice is the protocol's [`TaskNotice`], the
+//! same value here and on the wire between instances.
 
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
+use handoff_protocol::TaskNotice;
 use handoff_task::{Task, TaskId, TaskStatus};
 use tokio::sync::{broadcast, mpsc};
 
 /// Notices kept for slow subscribers before they lag (and must re-read the store).
 const BACKLOG: usize = 1024;
-
-/// Something that happened to a task.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TaskNotice {
-    /// New events were appended to the task's history.
-    Events(TaskId),
-    /// The task moved to a new state.
-    Status(TaskId, TaskStatus),
-}
-
-impl TaskNotice {
-    /// The task it is about.
-    pub fn task(&self) -> &TaskId {
-        match self {
-            TaskNotice::Events(id) | TaskNotice::Status(id, _) => id,
-        }
-    }
-}
 
 /// Notices about one task, in order; built on the all-tasks broadcast.
 pub struct TaskSubscription {

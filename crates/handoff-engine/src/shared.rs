@@ -6,6 +6,7 @@
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use handoff_config::Config;
+use handoff_protocol::TaskNotice;
 use handoff_runner::ExecutorRegistry;
 use handoff_store::{StatusChange, Store};
 use handoff_task::{ExitInfo, NewEvent, Task, TaskId, TaskStatus, unix_millis_now};
@@ -18,7 +19,7 @@ const REREAD: Duration = Duration::from_secs(1);
 use crate::{
     EngineError, EngineMetrics,
     metrics::OutcomeLabels,
-    outbox::{Missed, Outbox, TaskNotice},
+    outbox::{Missed, Outbox},
     rate::SubmissionRate,
     snapshot::Snapshots,
     workdir::Workdirs,

@@ -6,6 +6,8 @@
 //! - [`tasks`] and [`builtin`]: each tool's arguments and structured result, with the JSON
 //!   schemas the server publishes ([`object_schema_for`] produces them identically).
 //! - [`TaskView`], [`EventView`]: tasks and events as the tools show them.
+//! - [`TaskCommand`] and [`TaskNotice`]: what is asked of a running task and what happened to
+//!   one, the same values in process and between instances sharing a store.
 //! - [`codes`] and [`ToolErrorBody`]: failed tool calls (in an error result's `_meta`); [`jsonrpc`]: protocol errors;
 //!   [`headers`]: what a client may send besides the body.
 //! - The task domain's wire types ([`TaskStatus`] and its names, [`TaskId`], [`AgentId`] …),
@@ -16,21 +18,25 @@
 pub mod builtin;
 mod call;
 pub mod codes;
+mod command;
 mod error_body;
 pub mod headers;
 pub mod jsonrpc;
 pub mod names;
+mod notice;
 mod schema;
 pub mod tasks;
 mod views;
 
 pub use call::ToolCall;
+pub use command::TaskCommand;
 pub use error_body::{ERROR_META_KEY, ToolErrorBody, ToolErrorMeta};
 pub use handoff_task::{
     AgentId, Approval, ApprovalScope, ArtifactKind, AuditRecord, CompletionBudget,
     CompletionPolicy, CompletionSpec, EventKind, ExitInfo, InvalidAgentId, InvalidTaskId,
     MessageType, TaskId, TaskStatus,
 };
+pub use notice::TaskNotice;
 pub use schema::{SchemaError, object_schema_for};
 pub use views::{DESCRIPTION_CHARS, EVENT_MESSAGE_CHARS, EventView, TaskView, clip};
 

@@ -2,14 +2,18 @@
 //! changes) are copied to the others as store broadcasts, and theirs are published to this
 //! instance's in-process subscribers — sync waits, MCP Tasks polling, the elicitation relay —
 //! so those follow a task wherever it runs. Integrations (Letta, Matrix) are not told: their
-//! writers run on the instance holding the task.
+//! writers run on the instance holding the task. A broadcast carries the protocol's
+//! [`TaskNotice`] as JSON, the same value the subscribers on either side read.
 
-use std::{collections::BTreeSet, sync::Arc};
+use std::{collections::HashSet, sync::Arc};
 
-use handoff_task::{TaskId, TaskStatus};
+use handoff_protocol::TaskNotice;
+use handoff_task::TaskStatus;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::{outbox::TaskNotice, state::EngineState};
+use crate::state::EngineState;
 
 /// Notices waiting to be sent before new ones are dropped (a subscriber elsewhere then learns
 /// of the change at its next re-read).
@@ -54,53 +58,65 @@ pub(super) fn received(state: &EngineState, body: &str) {
     }
 }
 
-/// Lines of `notices` (duplicates dropped, order of state changes kept), in chunks that fit
-/// one broadcast: `e <origin> <task>` and `s <origin> <task> <status>`.
-fn encode(origin: &str, notices: &[TaskNotice]) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    let mut chunks = vec![String::new()];
-    for notice in notices {
-        let line = match notice {
-            TaskNotice::Events(id) => format!("e {origin} {id}\n"),
-            TaskNotice::Status(id, status) => format!("s {origin} {id} {status}\n"),
-        };
-        if !seen.insert(line.clone()) {
-            continue;
-        }
-        let last = chunks.last_mut().filter(|c| c.len() + line.len() <= CHUNK);
-        match last {
-            Some(chunk) => chunk.push_str(&line),
-            None => chunks.push(line),
-        }
-    }
-    chunks.retain(|c| !c.is_empty());
-    chunks
+/// One broadcast: notices of the instance `from` (its own never come back to it).
+#[derive(Serialize, Deserialize)]
+struct Broadcast<S, N> {
+    from: S,
+    notices: Vec<N>,
 }
 
-/// The notices of another instance's broadcast (this instance's own, and any line that does
-/// not read, are skipped).
-fn decode(me: &str, body: &str) -> Vec<TaskNotice> {
-    body.lines()
-        .filter_map(|line| {
-            let mut parts = line.split(' ');
-            let (kind, origin, id) = (parts.next()?, parts.next()?, parts.next()?);
-            if origin == me {
-                return None;
-            }
-            let id = TaskId::parse(id).ok()?;
-            match (kind, parts.next()) {
-                ("e", None) => Some(TaskNotice::Events(id)),
-                ("s", Some(status)) => {
-                    Some(TaskNotice::Status(id, status.parse::<TaskStatus>().ok()?))
-                }
-                _ => None,
-            }
+/// `notices` as broadcasts that each fit the store's limit (duplicates dropped, order of
+/// state changes kept).
+fn encode(origin: &str, notices: &[TaskNotice]) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut chunks: Vec<Vec<&TaskNotice>> = vec![Vec::new()];
+    // The envelope around the notices: the origin quoted, the field names, the brackets.
+    let envelope = origin.len() + 32;
+    let mut size = envelope;
+    for notice in notices.iter().filter(|n| seen.insert(*n)) {
+        let len = serde_json::to_string(notice).map_or(0, |t| t.len()) + 1;
+        if size + len > CHUNK {
+            chunks.push(Vec::new());
+            size = envelope;
+        }
+        size += len;
+        if let Some(chunk) = chunks.last_mut() {
+            chunk.push(notice);
+        }
+    }
+    chunks
+        .into_iter()
+        .filter(|c| !c.is_empty())
+        .filter_map(|notices| {
+            serde_json::to_string(&Broadcast {
+                from: origin,
+                notices,
+            })
+            .ok()
         })
+        .collect()
+}
+
+/// The notices of another instance's broadcast (this instance's own, and any notice that
+/// does not read, are skipped).
+fn decode(me: &str, body: &str) -> Vec<TaskNotice> {
+    let Ok(broadcast) = serde_json::from_str::<Broadcast<String, Value>>(body) else {
+        return Vec::new();
+    };
+    if broadcast.from == me {
+        return Vec::new();
+    }
+    broadcast
+        .notices
+        .into_iter()
+        .filter_map(|n| serde_json::from_value(n).ok())
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
+    use handoff_task::TaskId;
+
     use super::*;
 
     #[test]
@@ -128,12 +144,24 @@ mod tests {
             "its own notices"
         );
         assert!(decode("host-2-bb", "s host-1-aa task_nope running\nx y z\n").is_empty());
+        let c = TaskId::generate().unwrap();
+        let mixed = format!(
+            r#"{{"from":"host-1-aa","notices":[{{"events":"task_nope"}},{{"gone":1}},{{"events":"{c}"}}]}}"#
+        );
+        assert_eq!(decode("host-2-bb", &mixed), [TaskNotice::Events(c)]);
     }
 
     #[test]
     fn many_notices_split_into_broadcasts_that_fit() {
         let notices: Vec<_> = (0..500)
-            .map(|_| TaskNotice::Events(TaskId::generate().unwrap()))
+            .map(|i| {
+                let id = TaskId::generate().unwrap();
+                if i % 2 == 0 {
+                    TaskNotice::Events(id)
+                } else {
+                    TaskNotice::Status(id, TaskStatus::InputRequired)
+                }
+            })
             .collect();
         let chunks = encode("host-1-aa", &notices);
         assert!(chunks.len() > 1);

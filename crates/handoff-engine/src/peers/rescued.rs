@@ -3,9 +3,10 @@
 //! recorded cancel is honoured (the task ends `cancelled`, never re-queued); anything else is
 //! answered as finding no run, so its caller settles it as it would for a run that vanished.
 
+use handoff_protocol::TaskCommand;
 use handoff_task::{TaskId, unix_millis_now};
 
-use super::wire::{Posted, WireCommand, WireReply};
+use super::wire::{Posted, WireReply};
 use crate::{EngineError, state::EngineState};
 
 /// Takes the commands waiting about task `id`; the reason of a cancel among them, if any.
@@ -21,7 +22,7 @@ pub(crate) async fn take_rescued(state: &EngineState, id: &TaskId) -> Result<Res
     };
     for command in taken {
         let reason = match serde_json::from_str(&command.body) {
-            Ok(Posted::Command(WireCommand::Cancel { reason })) => Some(reason),
+            Ok(Posted::Command(TaskCommand::Cancel { reason })) => Some(reason),
             _ => None,
         };
         rescued.taken.push((command.id, reason.is_some()));

@@ -8,14 +8,15 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use handoff_protocol::TaskCommand;
 use handoff_task::{TaskId, unix_millis_now};
 use tokio::time::Instant;
 
-use super::wire::{Posted, WireCommand, WireReply};
+use super::wire::{Posted, WireReply};
 use crate::{
     EngineError,
     state::EngineState,
-    supervisor::{CommandReply, TaskCommand, TaskCommands},
+    supervisor::{CommandReply, TaskCommands},
 };
 
 /// How long a caller waits at most for the holding instance to take a command (it takes it
@@ -41,7 +42,7 @@ impl TaskCommands for EngineState {
             return Ok(Some(reply));
         }
         match self.holder_elsewhere(id).await? {
-            Some(holder) => self.send_to(&holder, id, &command).await,
+            Some(holder) => self.send_to(&holder, id, command).await,
             None => Ok(None),
         }
     }
@@ -69,9 +70,9 @@ impl EngineState {
         &self,
         holder: &str,
         id: &TaskId,
-        command: &TaskCommand,
+        command: TaskCommand,
     ) -> Result<Option<CommandReply>, EngineError> {
-        let posted = Posted::Command(WireCommand::from(command));
+        let posted = Posted::Command(command);
         self.ask(holder, id, &posted)
             .await?
             .into_reply(self, id)

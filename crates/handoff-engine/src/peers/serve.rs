@@ -53,12 +53,9 @@ pub(super) async fn run(state: Arc<EngineState>) {
 /// one file query from this instance's disk, and posts the answer.
 async fn answer(state: Arc<EngineState>, posted: PostedCommand) {
     let reply = match serde_json::from_str::<Posted>(&posted.body) {
-        Ok(Posted::Command(wire)) => match wire.into_command() {
-            Ok(command) => {
-                WireReply::from_result(state.supervisors.send(&posted.task, command).await)
-            }
-            Err(e) => WireReply::failed(e),
-        },
+        Ok(Posted::Command(command)) => {
+            WireReply::from_result(state.supervisors.send(&posted.task, command).await)
+        }
         Ok(Posted::Query(query)) => files::answer(&state, &posted.task, query).await,
         Err(e) => WireReply::failed(EngineError::Internal(format!("an unreadable command: {e}"))),
     };

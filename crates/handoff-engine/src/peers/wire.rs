@@ -1,23 +1,21 @@
 //! Commands, queries and replies as they travel between instances through the store (JSON
-//! text): the in-process types carry live values (a boxed task), these carry only what the
-//! other side cannot read from the store itself.
+//! text). A command is the protocol's [`TaskCommand`] itself, as in process. A reply is not
+//! the in-process [`CommandReply`]: that one carries live values (a boxed task), this one only
+//! what the other side cannot read from the store itself, and the kind of a refusal.
 
-use handoff_runner::{InputAnswer, InputRequest};
-use handoff_task::{AgentId, TaskId};
+use handoff_protocol::TaskCommand;
+use handoff_runner::InputRequest;
+use handoff_task::TaskId;
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    EngineError, FileChunk, FileListing,
-    shared::Shared,
-    supervisor::{CommandReply, TaskCommand},
-};
+use crate::{EngineError, FileChunk, FileListing, shared::Shared, supervisor::CommandReply};
 
 /// What one instance posts for another: a command for a run it holds, or a question about the
 /// files of a task it ran (they are on its disk).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(super) enum Posted {
-    Command(WireCommand),
+    Command(TaskCommand),
     Query(WireQuery),
 }
 
@@ -34,52 +32,6 @@ pub(super) enum WireQuery {
         offset: u64,
         max_bytes: u64,
     },
-}
-
-/// A [`TaskCommand`] on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "command", rename_all = "snake_case", deny_unknown_fields)]
-pub(super) enum WireCommand {
-    Cancel { reason: String },
-    Pause,
-    Resume,
-    Message { text: String },
-    Answer { answer: InputAnswer, by: String },
-}
-
-impl From<&TaskCommand> for WireCommand {
-    fn from(command: &TaskCommand) -> Self {
-        match command {
-            TaskCommand::Cancel { reason } => Self::Cancel {
-                reason: reason.clone(),
-            },
-            TaskCommand::Pause => Self::Pause,
-            TaskCommand::Resume => Self::Resume,
-            TaskCommand::Message { text } => Self::Message { text: text.clone() },
-            TaskCommand::Answer { answer, by } => Self::Answer {
-                answer: answer.clone(),
-                by: by.as_str().to_owned(),
-            },
-        }
-    }
-}
-
-impl WireCommand {
-    /// The command as its supervisor takes it; the answering agent's id is checked again.
-    pub(super) fn into_command(self) -> Result<TaskCommand, EngineError> {
-        Ok(match self {
-            Self::Cancel { reason } => TaskCommand::Cancel { reason },
-            Self::Pause => TaskCommand::Pause,
-            Self::Resume => TaskCommand::Resume,
-            Self::Message { text } => TaskCommand::Message { text },
-            Self::Answer { answer, by } => TaskCommand::Answer {
-                answer,
-                by: AgentId::parse(&by).map_err(|_| {
-                    EngineError::Internal("a posted answer names no valid agent".into())
-                })?,
-            },
-        })
-    }
 }
 
 /// What kind of refusal a [`WireReply::Failed`] carries, so the caller's error keeps its kind.
@@ -224,6 +176,8 @@ impl WireReply {
 
 #[cfg(test)]
 mod tests {
+    use handoff_protocol::{AgentId, tasks::ApprovalAnswer};
+
     use super::*;
 
     #[test]
@@ -237,22 +191,39 @@ mod tests {
             TaskCommand::Resume,
             TaskCommand::Message { text: "hi".into() },
             TaskCommand::Answer {
-                answer: serde_json::from_value(serde_json::json!({"decision": "allow"})).unwrap(),
+                answer: ApprovalAnswer::deny().with_message(Some("no".into())),
                 by,
             },
         ];
         for command in commands {
-            let text = serde_json::to_string(&WireCommand::from(&command)).unwrap();
-            let back: WireCommand = serde_json::from_str(&text).unwrap();
-            assert_eq!(back.into_command().unwrap(), command, "{text}");
+            let text = serde_json::to_string(&Posted::Command(command.clone())).unwrap();
+            let back: Posted = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, Posted::Command(command), "{text}");
         }
+    }
+
+    // A row an older server posted (its `WireCommand`'s JSON) is still taken as the command.
+    #[test]
+    fn commands_posted_by_an_older_server_still_read() {
+        let text = r#"{"command":"cancel","reason":"requested by op in the dashboard"}"#;
+        assert_eq!(
+            serde_json::from_str::<Posted>(text).unwrap(),
+            Posted::Command(TaskCommand::Cancel {
+                reason: "requested by op in the dashboard".into()
+            })
+        );
+        let text =
+            r#"{"command":"answer","answer":{"decision":"allow","scope":"once"},"by":"agent-a"}"#;
+        assert!(matches!(
+            serde_json::from_str::<Posted>(text).unwrap(),
+            Posted::Command(TaskCommand::Answer { .. })
+        ));
     }
 
     #[test]
     fn a_forged_answerer_is_refused() {
         let text = r#"{"command":"answer","answer":{"decision":"allow"},"by":"not an agent!"}"#;
-        let wire: WireCommand = serde_json::from_str(text).unwrap();
-        assert!(wire.into_command().is_err());
+        assert!(serde_json::from_str::<Posted>(text).is_err());
     }
 
     #[test]
@@ -295,7 +266,7 @@ mod tests {
     #[test]
     fn commands_and_queries_are_told_apart() {
         let pause: Posted = serde_json::from_str(r#"{"command":"pause"}"#).unwrap();
-        assert_eq!(pause, Posted::Command(WireCommand::Pause));
+        assert_eq!(pause, Posted::Command(TaskCommand::Pause));
         let files: Posted = serde_json::from_str(r#"{"query":"files","path":"src"}"#).unwrap();
         assert_eq!(
             files,

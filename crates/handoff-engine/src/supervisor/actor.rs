@@ -4,6 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use handoff_protocol::TaskCommand;
 use handoff_runner::{Capabilities, InputRequest, RunControl, RunnerError};
 use handoff_task::{PendingInput, Task, TaskStatus, unix_millis_now};
 use tokio::{
@@ -12,10 +13,10 @@ use tokio::{
 };
 
 use super::{
-    commands::{CommandReply, TaskCommand},
+    commands::CommandReply,
     guard::RunGuard,
     live::RunState,
-    relay::Answerer,
+    relay::{Answerer, input_answer},
 };
 use crate::{
     EngineError, finish::StopReason, lease_clock::LeaseNotice, plan::RunPlan, shared::Shared,
@@ -291,7 +292,7 @@ impl Supervisor {
             TaskCommand::Resume => self.freeze(false).await,
             TaskCommand::Message { text } => Ok(self.message(&text).await),
             TaskCommand::Answer { answer, by } => self
-                .answer(answer, Answerer::Agent(by))
+                .answer(input_answer(answer), Answerer::Agent(by))
                 .await
                 .map(CommandReply::Answered),
         }

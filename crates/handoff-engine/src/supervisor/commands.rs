@@ -1,38 +1,17 @@
 //! The command seam: how anything outside a run (tools, CLI, dashboard, another instance)
-//! steers it. Commands are plain data so that a store-backed delivery to another instance can
-//! carry them later; today they travel in process, to the run's supervisor mailbox.
+//! steers it. The command is the protocol's [`TaskCommand`], the same value in this process
+//! and posted through the store to the instance holding the run (`peers`).
+//!
+//! The reply stays the engine's own: in process it hands back live values (the task as the
+//! supervisor left it, the runner's request it answered); between instances `peers` sends
+//! only what the caller cannot re-read from the store, plus the kind of a refusal.
 
 use async_trait::async_trait;
-use handoff_runner::{InputAnswer, InputRequest};
-use handoff_task::{AgentId, Task, TaskId};
+use handoff_protocol::TaskCommand;
+use handoff_runner::InputRequest;
+use handoff_task::{Task, TaskId};
 
 use crate::EngineError;
-
-/// What a task's owner (or an operator) asks of its running supervisor.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TaskCommand {
-    /// Stop for good.
-    Cancel {
-        /// Why, in words.
-        reason: String,
-    },
-    /// Freeze the executor's processes.
-    Pause,
-    /// Unfreeze them.
-    Resume,
-    /// Deliver a message into the running executor.
-    Message {
-        /// The text as the executor should read it.
-        text: String,
-    },
-    /// Answer one of the executor's pending requests.
-    Answer {
-        /// The answer (naming the request, or the oldest).
-        answer: InputAnswer,
-        /// Who answers.
-        by: AgentId,
-    },
-}
 
 /// What the supervisor did with a command.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,11 +19,12 @@ use std::{
 };
 
 use async_trait::async_trait;
+use handoff_protocol::TaskCommand;
 use handoff_runner::Capabilities;
 use handoff_task::{PendingInput, Task, TaskId};
 use tokio::sync::{mpsc, oneshot, watch};
 
-pub use commands::{CommandReply, TaskCommand, TaskCommands};
+pub use commands::{CommandReply, TaskCommands};
 pub(crate) use link::RunLink;
 pub(crate) use relay::parse_approval;
 

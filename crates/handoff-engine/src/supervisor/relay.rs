@@ -389,18 +389,20 @@ fn check_widening(request: &InputRequest, answer: &InputAnswer) -> Result<(), En
 }
 
 /// An approval message: the JSON answer, or a plain yes/no word.
-pub(crate) fn parse_approval(message: &str) -> Result<InputAnswer, EngineError> {
+pub(crate) fn parse_approval(message: &str) -> Result<ApprovalAnswer, EngineError> {
     let trimmed = message.trim();
     match trimmed.to_ascii_lowercase().as_str() {
-        "allow" | "yes" | "approve" | "approved" | "ok" => return Ok(InputAnswer::allow_once()),
+        "allow" | "yes" | "approve" | "approved" | "ok" => {
+            return Ok(ApprovalAnswer::allow(AnswerScope::Once));
+        }
         "deny" | "no" | "reject" | "rejected" => {
-            return Ok(InputAnswer::deny("denied by the task's owner"));
+            return Ok(
+                ApprovalAnswer::deny().with_message(Some("denied by the task's owner".into()))
+            );
         }
         _ => {}
     }
-    ApprovalAnswer::from_message(trimmed)
-        .map(input_answer)
-        .map_err(|e| EngineError::Invalid {
+    ApprovalAnswer::from_message(trimmed).map_err(|e| EngineError::Invalid {
             field: "message",
             message: format!(
                 "an approval answers the pending request: JSON {{\"decision\": \"allow\"|\"deny\", \"scope\"?: \"once\"|\"task\"|\"project\", \"patterns\"?: [wildcards], \"message\"?: string, \"request_id\"?: string}} or the word allow/deny ({e})"
@@ -408,8 +410,8 @@ pub(crate) fn parse_approval(message: &str) -> Result<InputAnswer, EngineError> 
         })
 }
 
-/// The wire answer as the runner's: one definition of the JSON, in the protocol crate.
-fn input_answer(answer: ApprovalAnswer) -> InputAnswer {
+/// The owner's answer (the protocol's, as commands carry it) as the runner takes it.
+pub(super) fn input_answer(answer: ApprovalAnswer) -> InputAnswer {
     InputAnswer {
         decision: match answer.decision {
             AnswerDecision::Allow => Decision::Allow,
@@ -435,6 +437,8 @@ mod tests {
 
     #[test]
     fn approvals_parse_from_json_or_words() {
+        // As the runner receives them.
+        let parse_approval = |message| parse_approval(message).map(input_answer);
         let a = parse_approval(r#"{"decision":"allow","scope":"always"}"#).unwrap();
         assert_eq!((a.decision, a.scope), (Decision::Allow, Scope::Task));
         let p = parse_approval(r#"{"decision":"allow","scope":"project"}"#).unwrap();

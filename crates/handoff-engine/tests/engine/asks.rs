@@ -4,7 +4,8 @@
 //! the fake's `answer` call, and the tests wait on the fake's calls and the engine's notices.
 
 use handoff_engine::EngineError;
-use handoff_runner::{Capabilities, Decision, InputAnswer, InputRequest};
+use handoff_protocol::tasks::{AnswerScope, ApprovalAnswer};
+use handoff_runner::{Capabilities, Decision, InputRequest};
 use std::time::Duration;
 
 use handoff_task::{MessageType, TaskId, TaskStatus};
@@ -99,7 +100,7 @@ async fn the_owner_answers_before_the_timer() {
     );
 
     // A second answer finds nothing to answer.
-    let late = InputAnswer::deny("changed my mind");
+    let late = ApprovalAnswer::deny().with_message(Some("changed my mind".into()));
     let err = rig
         .engine
         .answer_input(&owner(), &id, late)
@@ -141,7 +142,7 @@ async fn no_answer_is_one_deny_by_the_timer() {
 
     let err = rig
         .engine
-        .answer_input(&owner(), &id, InputAnswer::allow_once())
+        .answer_input(&owner(), &id, ApprovalAnswer::allow(AnswerScope::Once))
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");
@@ -164,10 +165,7 @@ async fn an_answer_in_delivery_outlives_the_timer() {
     trail.step(&rig.engine).await;
     let (engine, task) = (rig.engine.clone(), id.clone());
     let answering = tokio::spawn(async move {
-        let blue = InputAnswer {
-            message: Some("blue".into()),
-            ..InputAnswer::allow_once()
-        };
+        let blue = ApprovalAnswer::allow(AnswerScope::Once).with_message(Some("blue".into()));
         engine.answer_input(&owner(), &task, blue).await
     });
     // The one timing assumption of these tests: the owner's answer reaches the supervisor
@@ -225,7 +223,7 @@ async fn an_answer_after_the_timer_fired_is_refused() {
     let (engine, task) = (rig.engine.clone(), id.clone());
     let answering = tokio::spawn(async move {
         engine
-            .answer_input(&owner(), &task, InputAnswer::allow_once())
+            .answer_input(&owner(), &task, ApprovalAnswer::allow(AnswerScope::Once))
             .await
     });
     held.release();
@@ -275,7 +273,7 @@ async fn a_request_the_executor_settles_needs_no_answer() {
     );
     let err = rig
         .engine
-        .answer_input(&owner(), &id, InputAnswer::allow_once())
+        .answer_input(&owner(), &id, ApprovalAnswer::allow(AnswerScope::Once))
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");

@@ -1,6 +1,7 @@
 use std::time::Duration;
 
-use handoff_engine::{Control, EngineError};
+use handoff_engine::EngineError;
+use handoff_protocol::tasks::ControlAction;
 use handoff_task::{MessageType, TaskStatus};
 
 use super::common::{agent, alive, as_agent, start};
@@ -22,7 +23,7 @@ async fn cancel_kills_the_whole_process_group() {
         .control(
             &as_agent(&agent("a")),
             &id,
-            Control::Cancel,
+            ControlAction::Cancel,
             Some("changed my mind".into()),
         )
         .await
@@ -37,7 +38,7 @@ async fn cancel_kills_the_whole_process_group() {
     assert!(!alive(child), "grandchild {child} survived");
     let again = h
         .engine
-        .control(&as_agent(&agent("a")), &id, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &id, ControlAction::Cancel, None)
         .await
         .unwrap();
     assert!(!again.changed, "cancel is idempotent");
@@ -56,18 +57,23 @@ async fn a_queued_task_is_cancelled_without_running() {
         .id;
     let receipt = h
         .engine
-        .control(&as_agent(&agent("a")), &queued, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &queued, ControlAction::Cancel, None)
         .await
         .unwrap();
     assert_eq!(receipt.task.status, TaskStatus::Cancelled);
     let err = h
         .engine
-        .control(&as_agent(&agent("a")), &queued, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &queued, ControlAction::Pause, None)
         .await
         .unwrap();
     assert!(!err.changed);
     h.engine
-        .control(&as_agent(&agent("a")), &blocker, Control::Cancel, None)
+        .control(
+            &as_agent(&agent("a")),
+            &blocker,
+            ControlAction::Cancel,
+            None,
+        )
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -88,7 +94,7 @@ async fn pause_freezes_and_resume_thaws() {
     h.wait_output("a", &id, |l| l == "tick 3").await;
     let paused = h
         .engine
-        .control(&as_agent(&agent("a")), &id, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &id, ControlAction::Pause, None)
         .await
         .unwrap();
     assert_eq!(paused.task.status, TaskStatus::Paused);
@@ -102,14 +108,14 @@ async fn pause_freezes_and_resume_thaws() {
     );
     let again = h
         .engine
-        .control(&as_agent(&agent("a")), &id, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &id, ControlAction::Pause, None)
         .await
         .unwrap();
     assert!(!again.changed, "pause is idempotent");
 
     let resumed = h
         .engine
-        .control(&as_agent(&agent("a")), &id, Control::Resume, None)
+        .control(&as_agent(&agent("a")), &id, ControlAction::Resume, None)
         .await
         .unwrap();
     assert_eq!(resumed.task.status, TaskStatus::Running);
@@ -117,7 +123,7 @@ async fn pause_freezes_and_resume_thaws() {
     h.wait_output("a", &id, |l| l == next).await;
     let cancelled = h
         .engine
-        .control(&as_agent(&agent("a")), &id, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &id, ControlAction::Cancel, None)
         .await
         .unwrap();
     assert_eq!(cancelled.task.status, TaskStatus::Cancelled);
@@ -130,12 +136,12 @@ async fn a_paused_task_can_be_cancelled() {
     let pid = h.pid("a", &id).await;
     h.wait_output("a", &id, |l| l == "up").await;
     h.engine
-        .control(&as_agent(&agent("a")), &id, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &id, ControlAction::Pause, None)
         .await
         .unwrap();
     let receipt = h
         .engine
-        .control(&as_agent(&agent("a")), &id, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &id, ControlAction::Cancel, None)
         .await
         .unwrap();
     assert_eq!(receipt.task.status, TaskStatus::Cancelled);
@@ -198,7 +204,12 @@ async fn messages_to_a_queued_task_join_its_prompt() {
     assert!(!receipt.delivered);
     assert!(receipt.note.contains("queued"));
     h.engine
-        .control(&as_agent(&agent("a")), &blocker, Control::Cancel, None)
+        .control(
+            &as_agent(&agent("a")),
+            &blocker,
+            ControlAction::Cancel,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(h.wait_done("a", &id).await.status, TaskStatus::Completed);
@@ -222,24 +233,34 @@ async fn controls_that_do_not_fit_the_state_are_conflicts() {
     let queued = h.submit("a", "true").await.task.id;
     let err = h
         .engine
-        .control(&as_agent(&agent("a")), &queued, Control::Pause, None)
+        .control(&as_agent(&agent("a")), &queued, ControlAction::Pause, None)
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");
     let err = h
         .engine
-        .control(&as_agent(&agent("a")), &queued, Control::Resume, None)
+        .control(&as_agent(&agent("a")), &queued, ControlAction::Resume, None)
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");
     let resumed = h
         .engine
-        .control(&as_agent(&agent("a")), &running, Control::Resume, None)
+        .control(
+            &as_agent(&agent("a")),
+            &running,
+            ControlAction::Resume,
+            None,
+        )
         .await
         .unwrap();
     assert!(!resumed.changed, "resume of a running task is a no-op");
     h.engine
-        .control(&as_agent(&agent("a")), &running, Control::Cancel, None)
+        .control(
+            &as_agent(&agent("a")),
+            &running,
+            ControlAction::Cancel,
+            None,
+        )
         .await
         .unwrap();
 }

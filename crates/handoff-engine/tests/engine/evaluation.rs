@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use handoff_engine::Control;
+use handoff_protocol::tasks::ControlAction;
 use handoff_runner::Capabilities;
 use handoff_task::{MessageType, TaskStatus};
 use tempfile::TempDir;
@@ -103,11 +103,14 @@ async fn a_cancel_during_evaluation_wins_over_the_verify_commands() {
     assert!(run.succeed().await);
     gate.until_verifying().await;
 
-    let receipt = tokio::time::timeout(HANG, rig.control(&id, Control::Cancel, "changed my mind"))
-        .await
-        .expect("the cancel hung behind the verify command")
-        .unwrap()
-        .unwrap();
+    let receipt = tokio::time::timeout(
+        HANG,
+        rig.control(&id, ControlAction::Cancel, "changed my mind"),
+    )
+    .await
+    .expect("the cancel hung behind the verify command")
+    .unwrap()
+    .unwrap();
     assert!(receipt.changed, "{receipt:?}");
     assert_eq!(receipt.task.status, TaskStatus::Cancelled);
     let view = rig.engine.status(&owner(), &id).await.unwrap();

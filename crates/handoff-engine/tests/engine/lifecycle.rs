@@ -1,6 +1,7 @@
 use std::time::Duration;
 
-use handoff_engine::{Control, EngineError};
+use handoff_engine::EngineError;
+use handoff_protocol::tasks::ControlAction;
 use handoff_task::{ArtifactBody, ArtifactKind, EventKind, TaskStatus};
 
 use super::common::{agent, alive, as_agent, script, start};
@@ -71,7 +72,11 @@ async fn terminal_states_never_change() {
     let h = start(&[]).await;
     let id = h.submit("a", "true").await.task.id;
     assert_eq!(h.wait_done("a", &id).await.status, TaskStatus::Completed);
-    for control in [Control::Cancel, Control::Pause, Control::Resume] {
+    for control in [
+        ControlAction::Cancel,
+        ControlAction::Pause,
+        ControlAction::Resume,
+    ] {
         let receipt = h
             .engine
             .control(&as_agent(&agent("a")), &id, control, None)
@@ -227,7 +232,7 @@ async fn message_metadata_is_capped_like_task_metadata() {
         .await
         .unwrap();
     h.engine
-        .control(&owner, &id, Control::Cancel, None)
+        .control(&owner, &id, ControlAction::Cancel, None)
         .await
         .unwrap();
 }
@@ -243,7 +248,7 @@ async fn agents_see_only_their_own_tasks() {
     ));
     assert!(matches!(
         h.engine
-            .control(&as_agent(&stranger), &id, Control::Cancel, None)
+            .control(&as_agent(&stranger), &id, ControlAction::Cancel, None)
             .await,
         Err(EngineError::NotFound(_))
     ));
@@ -365,7 +370,12 @@ async fn retention_purges_finished_tasks_and_their_directories() {
         "unfinished tasks are never purged"
     );
     h.engine
-        .control(&as_agent(&agent("a")), &running.id, Control::Cancel, None)
+        .control(
+            &as_agent(&agent("a")),
+            &running.id,
+            ControlAction::Cancel,
+            None,
+        )
         .await
         .unwrap();
 }

@@ -1,7 +1,8 @@
 //! Races between what the owner asks and what the run does, each ordered exactly by holding
 //! one of the fake's calls: cancel vs natural finish, pause vs exit, message vs end of turn.
 
-use handoff_engine::{Control, EngineError};
+use handoff_engine::EngineError;
+use handoff_protocol::tasks::ControlAction;
 use handoff_runner::Capabilities;
 use handoff_task::{MessageType, TaskId, TaskStatus};
 use serde_json::json;
@@ -62,7 +63,7 @@ async fn a_cancel_decided_before_the_run_succeeds_wins() {
     let mut rig = rig(&[], STEERABLE).await;
     let (id, mut run, mut trail) = live(&mut rig).await;
     run.calls.hold(Kind::Cancel);
-    let cancel = rig.control(&id, Control::Cancel, "stop");
+    let cancel = rig.control(&id, ControlAction::Cancel, "stop");
     let held = run.calls.next().await;
     assert_eq!(held.call, Call::Cancel);
     assert_eq!(
@@ -99,7 +100,7 @@ async fn a_cancel_after_the_run_ended_changes_nothing() {
     );
 
     let receipt = rig
-        .control(&id, Control::Cancel, "too late")
+        .control(&id, ControlAction::Cancel, "too late")
         .await
         .unwrap()
         .unwrap();
@@ -122,7 +123,7 @@ async fn a_cancel_between_success_and_settling_reports_the_real_end() {
         step(TaskStatus::Running, None, &[])
     );
 
-    let cancel = rig.control(&id, Control::Cancel, "stop");
+    let cancel = rig.control(&id, ControlAction::Cancel, "stop");
     // Stopping an ended run is harmless; it changes nothing about how it ended.
     assert_eq!(run.calls.next().await.call, Call::Cancel);
     release.release();
@@ -147,7 +148,7 @@ async fn a_pause_that_meets_the_exit_is_a_conflict() {
     let mut rig = rig(&[], STEERABLE).await;
     let (id, mut run, mut trail) = live(&mut rig).await;
     run.calls.hold(Kind::Pause);
-    let pause = rig.control(&id, Control::Pause, "hold on");
+    let pause = rig.control(&id, ControlAction::Pause, "hold on");
     let held = run.calls.next().await;
     assert_eq!(held.call, Call::Pause);
     // The run exits while the executor is being paused: the pause finds it gone.
@@ -177,7 +178,7 @@ async fn a_pause_the_executor_confirms_after_the_exit_never_sticks() {
     let mut rig = rig(&[], STEERABLE).await;
     let (id, mut run, mut trail) = live(&mut rig).await;
     run.calls.hold(Kind::Pause);
-    let pause = rig.control(&id, Control::Pause, "hold on");
+    let pause = rig.control(&id, ControlAction::Pause, "hold on");
     let held = run.calls.next().await;
     assert!(run.succeed().await);
     held.release_with(Ok(()));
@@ -205,7 +206,7 @@ async fn a_pause_after_the_exit_before_settling_is_a_conflict() {
     let (id, run, mut trail) = live(&mut rig).await;
     let release = succeed_and_hold(&mut rig, &run).await;
     let err = rig
-        .control(&id, Control::Pause, "hold on")
+        .control(&id, ControlAction::Pause, "hold on")
         .await
         .unwrap()
         .unwrap_err();

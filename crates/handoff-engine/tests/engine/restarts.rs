@@ -3,6 +3,7 @@
 //! for an answer.
 
 use handoff_engine::EngineError;
+use handoff_protocol::tasks::{AnswerScope, ApprovalAnswer};
 use handoff_runner::{Capabilities, Decision, InputRequest};
 use handoff_store::{ClaimLimits, InsertOutcome, StatusChange, TaskStore};
 use handoff_task::{
@@ -189,7 +190,7 @@ async fn a_restarted_engine_shows_and_takes_the_answer_to_what_was_asked() {
     assert!(view.pending_input.is_empty());
     let err = rig
         .engine
-        .answer_input(&owner(), &id, handoff_runner::InputAnswer::allow_once())
+        .answer_input(&owner(), &id, ApprovalAnswer::allow(AnswerScope::Once))
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err}");

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use handoff_engine::{Control, ControlReceipt, Engine, EngineError, EngineMetrics, SubmitRequest};
+use handoff_engine::{ControlReceipt, Engine, EngineError, EngineMetrics, SubmitRequest};
+use handoff_protocol::tasks::ControlAction;
 use handoff_runner::{Capabilities, ExecutorRegistry};
 use handoff_store::{SqliteStore, Store};
 use handoff_task::{Principal, Task, TaskEvent, TaskId, TaskStatus};
@@ -99,7 +100,7 @@ impl Rig {
     pub fn control(
         &self,
         id: &TaskId,
-        control: Control,
+        control: ControlAction,
         reason: &str,
     ) -> JoinHandle<Result<ControlReceipt, EngineError>> {
         let (engine, id, reason) = (self.engine.clone(), id.clone(), reason.to_owned());

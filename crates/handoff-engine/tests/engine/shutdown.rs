@@ -3,7 +3,8 @@
 
 use std::{pin::pin, sync::Arc};
 
-use handoff_engine::{Control, SubmitRequest, TaskNotice};
+use handoff_engine::SubmitRequest;
+use handoff_protocol::{TaskNotice, tasks::ControlAction};
 use handoff_runner::Capabilities;
 use handoff_store::SqliteStore;
 use handoff_task::{TaskId, TaskStatus};
@@ -150,7 +151,7 @@ async fn a_cancel_during_a_claim_keeps_the_run_from_starting() {
     let id = rig.submit(task(false)).await;
     let (_, release) = gates.next_claim().await;
     let receipt = rig
-        .control(&id, Control::Cancel, "stop")
+        .control(&id, ControlAction::Cancel, "stop")
         .await
         .unwrap()
         .unwrap();
@@ -194,7 +195,7 @@ async fn a_cancel_written_after_the_run_was_set_up_stops_it() {
     gates.hold_cancels();
     let id = rig.submit(task(false)).await;
     let (_, claim) = gates.next_claim().await;
-    let cancel = rig.control(&id, Control::Cancel, "stop");
+    let cancel = rig.control(&id, ControlAction::Cancel, "stop");
     let (_, write) = gates.next_cancel().await;
     drop(claim);
     let mut run = rig.script.next_run().await;

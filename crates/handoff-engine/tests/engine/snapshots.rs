@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use handoff_engine::Control;
+use handoff_protocol::tasks::ControlAction;
 use handoff_task::{ArtifactBody, ArtifactKind, EventKind, TaskId, TaskStatus};
 
 use super::common::{Harness, agent, as_agent, script, start};
@@ -116,7 +116,7 @@ async fn a_cancel_during_the_diff_wins_at_once() {
     let asked = Instant::now();
     let receipt = h
         .engine
-        .control(&as_agent(&agent("a")), &id, Control::Cancel, None)
+        .control(&as_agent(&agent("a")), &id, ControlAction::Cancel, None)
         .await
         .unwrap();
     assert!(

@@ -18,6 +18,17 @@ pub enum ControlAction {
     Resume,
 }
 
+impl ControlAction {
+    /// The action's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlAction::Cancel => "cancel",
+            ControlAction::Pause => "pause",
+            ControlAction::Resume => "resume",
+        }
+    }
+}
+
 /// Arguments of `send_task_control`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -50,4 +61,26 @@ pub struct SendTaskControlOutput {
 
 tool_call! {
     SendTaskControlArgs => names::SEND_TASK_CONTROL, SendTaskControlOutput;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_actions_name_is_its_wire_name() {
+        for action in [
+            ControlAction::Cancel,
+            ControlAction::Pause,
+            ControlAction::Resume,
+        ] {
+            let wire = serde_json::to_value(action).unwrap();
+            assert_eq!(wire, action.as_str());
+            assert_eq!(
+                serde_json::from_value::<ControlAction>(wire).unwrap(),
+                action
+            );
+        }
+    }
 }

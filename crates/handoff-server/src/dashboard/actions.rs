@@ -11,7 +11,10 @@ use axum::{
 };
 use handoff_protocol::{
     MessageType, ToolCall,
-    tasks::{AnswerScope, ApprovalAnswer, ControlAction, SendTaskControlArgs, SendTaskMessageArgs},
+    tasks::{
+        AnswerDecision, AnswerScope, ApprovalAnswer, ControlAction, SendTaskControlArgs,
+        SendTaskMessageArgs,
+    },
 };
 use handoff_task::TaskId;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -107,6 +110,16 @@ where
     }
 }
 
+/// The control form's action, read as the tool's own [`ControlAction`], and its reason.
+fn control_form(fields: &Fields) -> Result<(ControlAction, Option<String>), Refused> {
+    let control = fields.required_choice("control", "expected cancel, pause or resume")?;
+    let reason = fields.get("reason").filter(|r| !r.trim().is_empty());
+    if reason.is_some_and(|r| r.chars().count() > REASON_CHARS) {
+        return Err(Refused::field("reason", "longer than 2000 characters"));
+    }
+    Ok((control, reason.map(str::to_owned)))
+}
+
 /// `POST /tasks/{id}/control`: cancel, pause or resume (`send_task_control`).
 pub(crate) async fn control(
     State(dashboard): State<Arc<Dashboard>>,
@@ -119,25 +132,7 @@ pub(crate) async fn control(
         Ok(admitted) => admitted,
         Err(response) => return response,
     };
-    let parsed = (|| {
-        let control = match fields.required("control")? {
-            "cancel" => ControlAction::Cancel,
-            "pause" => ControlAction::Pause,
-            "resume" => ControlAction::Resume,
-            _ => {
-                return Err(Refused::field(
-                    "control",
-                    "expected cancel, pause or resume",
-                ));
-            }
-        };
-        let reason = fields.get("reason").filter(|r| !r.trim().is_empty());
-        if reason.is_some_and(|r| r.chars().count() > REASON_CHARS) {
-            return Err(Refused::field("reason", "longer than 2000 characters"));
-        }
-        Ok((control, reason.map(str::to_owned)))
-    })();
-    let (control, reason) = match parsed {
+    let (control, reason) = match control_form(&fields) {
         Ok(parsed) => parsed,
         Err(refusal) => return refused(&headers, &refusal),
     };
@@ -155,16 +150,14 @@ pub(crate) async fn control(
 
 /// The approval message `send_task_message` reads, from the form's fields.
 fn approval(fields: &Fields) -> Result<String, Refused> {
-    let scope = match fields.get("scope").unwrap_or("once") {
-        "once" => AnswerScope::Once,
-        "task" => AnswerScope::Task,
-        "project" => AnswerScope::Project,
-        _ => return Err(Refused::field("scope", "expected once, task or project")),
-    };
-    let (answer, said) = match fields.required("decision")? {
-        "allow" => (ApprovalAnswer::allow(scope), "approved in the dashboard"),
-        "deny" => (ApprovalAnswer::deny(), "denied in the dashboard"),
-        _ => return Err(Refused::field("decision", "expected allow or deny")),
+    let scope: Option<AnswerScope> = fields.choice("scope", "expected once, task or project")?;
+    let decision = fields.required_choice("decision", "expected allow or deny")?;
+    let (answer, said) = match decision {
+        AnswerDecision::Allow => (
+            ApprovalAnswer::allow(scope.unwrap_or_default()),
+            "approved in the dashboard",
+        ),
+        AnswerDecision::Deny => (ApprovalAnswer::deny(), "denied in the dashboard"),
     };
     let mut answer = answer.with_message(Some(said.to_owned()));
     if let Some(request) = fields.get("request_id").filter(|r| !r.is_empty()) {
@@ -304,6 +297,36 @@ pub(crate) async fn logout(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn controls_are_read_as_the_tools_action() {
+        let form = |body: &[u8]| control_form(&Fields::parse(None, body).unwrap());
+        assert_eq!(
+            form(b"control=cancel&reason=done").unwrap(),
+            (ControlAction::Cancel, Some("done".to_owned()))
+        );
+        assert_eq!(
+            form(b"control=pause&reason=+").unwrap(),
+            (ControlAction::Pause, None)
+        );
+        assert_eq!(form(b"control=resume").unwrap().0, ControlAction::Resume);
+        let long = format!("control=cancel&reason={}", "x".repeat(REASON_CHARS + 1));
+        for (body, field) in [
+            (&b"control=Cancel"[..], "control"),
+            (b"control=stop%21", "control"),
+            (b"control=", "control"),
+            (b"reason=why", "control"),
+            (long.as_bytes(), "reason"),
+        ] {
+            let refusal = form(body).unwrap_err();
+            assert!(
+                refusal.message.starts_with(&format!("field `{field}`")),
+                "{}",
+                refusal.message
+            );
+            assert!(!refusal.message.contains("stop") && !refusal.message.contains("Cancel"));
+        }
+    }
 
     #[test]
     fn approvals_are_built_from_checked_fields() {

@@ -8,6 +8,7 @@ use std::{collections::HashMap, time::Duration};
 use axum::body::Body;
 use http::{HeaderMap, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
+use serde::de::{DeserializeOwned, IntoDeserializer, value::Error as WordError};
 use serde_json::Value;
 
 use super::auth::Viewer;
@@ -102,6 +103,28 @@ impl Fields {
             .ok_or_else(|| Refused::field(name, "required"))
     }
 
+    /// The field read as one of a wire enum's names, by the enum's own serde (so a form takes
+    /// exactly the words the tools take); `None` when not sent, an error naming the field and
+    /// what it `expects` for any other word.
+    pub(crate) fn choice<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        expects: &str,
+    ) -> Result<Option<T>, Refused> {
+        self.get(name)
+            .map(|word| word_as(name, word, expects))
+            .transpose()
+    }
+
+    /// [`Fields::choice`] of a field that must be sent.
+    pub(crate) fn required_choice<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        expects: &str,
+    ) -> Result<T, Refused> {
+        word_as(name, self.required(name)?, expects)
+    }
+
     /// Reads an url-encoded form or a JSON object of strings.
     pub(crate) fn parse(content_type: Option<&str>, body: &[u8]) -> Result<Self, Refused> {
         let json = content_type.is_some_and(|t| t.starts_with("application/json"));
@@ -130,6 +153,12 @@ impl Fields {
         }
         Ok(Self(fields))
     }
+}
+
+/// `word` (field `name`'s value) as the enum value serde names so; the refusal never repeats it.
+fn word_as<T: DeserializeOwned>(name: &str, word: &str, expects: &str) -> Result<T, Refused> {
+    T::deserialize(IntoDeserializer::<WordError>::into_deserializer(word))
+        .map_err(|_| Refused::field(name, expects))
 }
 
 /// A field name fit to repeat in an error: short names as sent, others not at all.

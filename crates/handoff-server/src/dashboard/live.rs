@@ -14,8 +14,7 @@ use axum::{
     },
 };
 use futures::{Stream, StreamExt, stream};
-use handoff_engine::TaskNotice;
-use handoff_protocol::{TaskId, TaskStatus};
+use handoff_protocol::{TaskId, TaskNotice, TaskStatus};
 use http::HeaderMap;
 use maud::Markup;
 use serde_json::json;

@@ -3,7 +3,8 @@
 //! only ever allowed by an explicit `"decision": "allow"`. Errors name the field and the
 //! problem and never repeat what the client sent (at most a clipped unknown field name).
 
-use handoff_runner::{Decision, InputAnswer, InputKind, Scope};
+use handoff_protocol::tasks::{AnswerDecision, AnswerScope, ApprovalAnswer};
+use handoff_runner::InputKind;
 use rmcp::model::{ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
 
@@ -35,12 +36,13 @@ impl BadAnswer {
 
 /// The answer a client's elicitation result gives to `kind` of request: accept → the form's
 /// values, checked against the form; decline or cancel → a refusal that says so.
-pub(crate) fn parse(kind: InputKind, result: &ElicitResult) -> Result<InputAnswer, BadAnswer> {
+pub(crate) fn parse(kind: InputKind, result: &ElicitResult) -> Result<ApprovalAnswer, BadAnswer> {
+    let refusal = |why: &str| Ok(ApprovalAnswer::deny().with_message(Some(why.to_owned())));
     match result.action {
         ElicitationAction::Accept => {}
-        ElicitationAction::Decline => return Ok(InputAnswer::deny("the task's owner declined")),
+        ElicitationAction::Decline => return refusal("the task's owner declined"),
         // Cancel, and any action a later revision adds: never an allow.
-        _ => return Ok(InputAnswer::deny("the task's owner cancelled the request")),
+        _ => return refusal("the task's owner cancelled the request"),
     }
     let fields = match &result.content {
         Some(Value::Object(fields)) => fields,
@@ -64,11 +66,11 @@ pub(crate) fn parse(kind: InputKind, result: &ElicitResult) -> Result<InputAnswe
 }
 
 /// `{decision: "allow"|"deny", scope?: "once"|"task"|"project", message?: string}`.
-fn permission(fields: &Map<String, Value>) -> Result<InputAnswer, BadAnswer> {
+fn permission(fields: &Map<String, Value>) -> Result<ApprovalAnswer, BadAnswer> {
     only_known(fields, &["decision", "scope", "message"])?;
     let decision = match choice(fields, "decision", DECISIONS)? {
-        Some("allow") => Decision::Allow,
-        Some("deny") => Decision::Deny,
+        Some("allow") => AnswerDecision::Allow,
+        Some("deny") => AnswerDecision::Deny,
         _ => {
             return Err(BadAnswer::new(
                 "content.decision",
@@ -77,11 +79,11 @@ fn permission(fields: &Map<String, Value>) -> Result<InputAnswer, BadAnswer> {
         }
     };
     let scope = match choice(fields, "scope", SCOPES)? {
-        Some("task") => Scope::Task,
-        Some("project") => Scope::Project,
-        _ => Scope::Once,
+        Some("task") => AnswerScope::Task,
+        Some("project") => AnswerScope::Project,
+        _ => AnswerScope::Once,
     };
-    Ok(InputAnswer {
+    Ok(ApprovalAnswer {
         decision,
         scope,
         message: text(fields, "message")?,
@@ -91,11 +93,11 @@ fn permission(fields: &Map<String, Value>) -> Result<InputAnswer, BadAnswer> {
 }
 
 /// `{answer?: string}`: empty or absent takes the executor's first option.
-fn question(fields: &Map<String, Value>) -> Result<InputAnswer, BadAnswer> {
+fn question(fields: &Map<String, Value>) -> Result<ApprovalAnswer, BadAnswer> {
     only_known(fields, &["answer"])?;
-    Ok(InputAnswer {
-        decision: Decision::Allow,
-        scope: Scope::Once,
+    Ok(ApprovalAnswer {
+        decision: AnswerDecision::Allow,
+        scope: AnswerScope::Once,
         message: text(fields, "answer")?,
         request_id: None,
         patterns: Vec::new(),
@@ -193,31 +195,34 @@ mod tests {
         .unwrap();
         assert_eq!(
             (allow.decision, allow.scope),
-            (Decision::Allow, Scope::Task)
+            (AnswerDecision::Allow, AnswerScope::Task)
         );
         let project = parse(
             InputKind::Permission,
             &accept(json!({"decision": "allow", "scope": "project", "message": null})),
         )
         .unwrap();
-        assert_eq!(project.scope, Scope::Project);
+        assert_eq!(project.scope, AnswerScope::Project);
         let once = parse(InputKind::Permission, &accept(json!({"decision": "allow"}))).unwrap();
-        assert_eq!((once.decision, once.scope), (Decision::Allow, Scope::Once));
+        assert_eq!(
+            (once.decision, once.scope),
+            (AnswerDecision::Allow, AnswerScope::Once)
+        );
         let deny = parse(
             InputKind::Permission,
             &accept(json!({"decision": "deny", "message": " not that file "})),
         )
         .unwrap();
-        assert_eq!(deny.decision, Decision::Deny);
+        assert_eq!(deny.decision, AnswerDecision::Deny);
         assert_eq!(deny.message.as_deref(), Some("not that file"));
         for action in [ElicitationAction::Decline, ElicitationAction::Cancel] {
             for kind in [InputKind::Permission, InputKind::Question] {
                 let refused = parse(kind, &result(action.clone(), None)).unwrap();
-                assert_eq!(refused.decision, Decision::Deny);
+                assert_eq!(refused.decision, AnswerDecision::Deny);
             }
         }
         let answered = parse(InputKind::Question, &accept(json!({"answer": " Blue "}))).unwrap();
-        assert_eq!(answered.decision, Decision::Allow);
+        assert_eq!(answered.decision, AnswerDecision::Allow);
         assert_eq!(answered.message.as_deref(), Some("Blue"));
         let first = parse(InputKind::Question, &accept(json!({}))).unwrap();
         assert_eq!(first.message, None);

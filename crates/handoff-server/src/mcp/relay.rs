@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use handoff_engine::TaskNotice;
+use handoff_protocol::TaskNotice;
 use handoff_task::{AgentId, Principal, TaskId, TaskStatus};
 use handoff_tools::handles::{HandleState, TaskHandles};
 use rmcp::{Peer, RoleServer};

@@ -7,8 +7,12 @@ mod state;
 
 use std::time::Duration;
 
-use handoff_engine::{Control, Engine, EngineError};
-use handoff_runner::{InputAnswer, InputRequest};
+use handoff_engine::{Engine, EngineError};
+use handoff_protocol::{
+    TaskNotice,
+    tasks::{ApprovalAnswer, ControlAction},
+};
+use handoff_runner::InputRequest;
 use handoff_task::{Principal, TaskId, TaskStatus, unix_millis_now};
 
 pub use state::HandleState;
@@ -144,7 +148,7 @@ impl TaskHandles {
         agent: &Principal,
         id: &str,
         key: &str,
-        mut answer: InputAnswer,
+        mut answer: ApprovalAnswer,
     ) -> Result<Option<InputRequest>, HandleError> {
         let id = parse(id)?;
         answer.request_id = Some(key.to_owned());
@@ -156,7 +160,7 @@ impl TaskHandles {
     }
 
     /// Every task event and state change from now on, for followers.
-    pub fn follow(&self) -> tokio::sync::broadcast::Receiver<handoff_engine::TaskNotice> {
+    pub fn follow(&self) -> tokio::sync::broadcast::Receiver<TaskNotice> {
         self.engine.subscribe()
     }
 
@@ -167,7 +171,7 @@ impl TaskHandles {
             .control(
                 agent,
                 &id,
-                Control::Cancel,
+                ControlAction::Cancel,
                 Some("cancelled by the client (tasks/cancel)".to_owned()),
             )
             .await?;

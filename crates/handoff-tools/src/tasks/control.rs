@@ -1,7 +1,7 @@
-use handoff_engine::{Control, Engine};
+use handoff_engine::Engine;
 use handoff_protocol::{
     names,
-    tasks::{ControlAction, SendTaskControlArgs, SendTaskControlOutput},
+    tasks::{SendTaskControlArgs, SendTaskControlOutput},
 };
 
 use super::{caller, failure::tool_error, outlook, text};
@@ -48,14 +48,9 @@ impl Tool for SendTaskControlTool {
         args: SendTaskControlArgs,
     ) -> Result<Reply<SendTaskControlOutput>, ToolError> {
         let agent = caller(&ctx, self.name())?;
-        let control = match args.control {
-            ControlAction::Cancel => Control::Cancel,
-            ControlAction::Pause => Control::Pause,
-            ControlAction::Resume => Control::Resume,
-        };
         let receipt = self
             .engine
-            .control(&agent, &args.task_id, control, args.reason)
+            .control(&agent, &args.task_id, args.control, args.reason)
             .await
             .map_err(|e| tool_error(self.name(), e))?;
         let outlook = outlook(&ctx, &agent, &receipt.task, None);
