@@ -3,7 +3,7 @@ use std::time::Duration;
 use handoff_engine::{Control, EngineError};
 use handoff_task::{ArtifactBody, ArtifactKind, EventKind, TaskStatus};
 
-use super::common::{agent, alive, as_agent, script, start};
+use super::common::{PATIENCE, agent, alive, as_agent, script, start, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_successful_run_records_everything() {
@@ -378,11 +378,17 @@ async fn on_completion_cleanup_removes_the_directory_when_the_task_ends() {
         h.wait_done("a", &task.id).await.status,
         TaskStatus::Completed
     );
-    for _ in 0..100 {
-        if !std::path::Path::new(&task.workdir).exists() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("{} was not removed", task.workdir);
+    let workdir = std::path::Path::new(&task.workdir);
+    wait_until(
+        &format!("{} to be removed", task.workdir),
+        PATIENCE,
+        async || {
+            if workdir.exists() {
+                Err("still there")
+            } else {
+                Ok(())
+            }
+        },
+    )
+    .await;
 }
