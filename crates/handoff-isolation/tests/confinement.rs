@@ -10,8 +10,9 @@ use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
     sync::Arc,
-    time::{Duration, Instant},
 };
+
+mod waits;
 
 use handoff_isolation::{
     HostCapabilities, IsolationConfig, IsolationLevel, Isolator, Limits, NetworkMode, Prepared,
@@ -245,13 +246,16 @@ fn a_fork_bomb_stops_at_the_pids_limit() {
         pids: Some(32),
         ..Limits::default()
     };
+    // Each fork holds its pid until the bomb ends: it waits for the end of a pipe only the
+    // bomb keeps open.
     let script = "python3 -c \"
-import os, time
+import os
 n = 0
+r, w = os.pipe()
 try:
     while n < 1000:
         if os.fork() == 0:
-            time.sleep(2); os._exit(0)
+            os.close(w); os.read(r, 1); os._exit(0)
         n += 1
 except OSError as e:
     print('stopped at', n)
@@ -300,24 +304,15 @@ fn pause_stops_progress_resume_continues_and_cancel_leaves_nothing() {
         .unwrap();
     let mut child = spawn(&prepared, dir.path());
     let count = dir.path().join("count");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while counter(&count) < 5 {
-        assert!(Instant::now() < deadline, "the counter never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    waits::wait_for("the counter to start", || counter(&count) >= 5);
     let cgroup = prepared.cgroup.as_ref().unwrap();
+    // Returns once the kernel says every process of the cgroup is frozen.
     cgroup.freeze().unwrap();
-    let frozen_at = counter(&count);
-    std::thread::sleep(Duration::from_millis(400));
-    assert_eq!(counter(&count), frozen_at, "progress while paused");
+    let frozen_at = waits::assert_unchanged("progress while paused", || counter(&count));
     cgroup.thaw().unwrap();
     // Polled, not slept: on a loaded machine the thawed loop may wait for a CPU (a fixed
     // 400 ms once saw no step in CI).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while counter(&count) <= frozen_at {
-        assert!(Instant::now() < deadline, "no progress after resume");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    waits::wait_for("progress after resume", || counter(&count) > frozen_at);
     assert!(cgroup.pids().len() >= 3, "{:?}", cgroup.pids());
     cgroup.kill().unwrap();
     let _ = child.wait();

@@ -27,17 +27,11 @@ use nix::{
     unistd::Pid,
 };
 
-const PATIENCE: Duration = Duration::from_secs(10);
-const DEADLINE: Duration = Duration::from_millis(300);
+mod waits;
 
-/// Polls `done` until it holds; fails the test after [`PATIENCE`].
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let give_up = Instant::now() + PATIENCE;
-    while !done() {
-        assert!(Instant::now() < give_up, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+use waits::{PATIENCE, assert_unchanged, wait_for};
+
+const DEADLINE: Duration = Duration::from_millis(300);
 
 /// The state letter of `/proc/<pid>/stat` (`T`: stopped), `None` once the process is gone.
 fn state(pid: i32) -> Option<char> {
@@ -208,10 +202,9 @@ impl Worker {
 
     /// No tick for a while (a negative can only be shown over some time).
     fn assert_still(&self) {
-        let before = (self.ticks(), self.escaped_ticks());
-        std::thread::sleep(Duration::from_millis(300));
-        let after = (self.ticks(), self.escaped_ticks());
-        assert_eq!(after, before, "the worker went on while frozen");
+        assert_unchanged("the worker went on while frozen", || {
+            (self.ticks(), self.escaped_ticks())
+        });
     }
 
     fn assert_ticking(&self) {

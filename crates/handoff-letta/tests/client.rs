@@ -17,6 +17,28 @@ fn client(url: &str) -> LettaClient {
     .unwrap()
 }
 
+/// Looks at `probe` with a back-off until it yields `Ok`; after three minutes (a safety net: a
+/// real server's run may take a while) fails with `what` and the last observation.
+async fn wait_until<T, O: std::fmt::Debug>(
+    what: &str,
+    mut probe: impl AsyncFnMut() -> Result<T, O>,
+) -> T {
+    let give_up = std::time::Instant::now() + Duration::from_secs(180);
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match probe().await {
+            Ok(value) => return value,
+            Err(seen) => assert!(
+                std::time::Instant::now() < give_up,
+                "waited for {what}; last seen: {seen:?}"
+            ),
+        }
+        // The pause between two looks at the server, which announces nothing.
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+}
+
 fn block(label: &str, value: &str) -> NewBlock {
     NewBlock {
         label: label.to_owned(),
@@ -113,16 +135,15 @@ async fn a_message_is_found_again_by_its_otid() {
         .await
         .unwrap();
     assert!(run.id.starts_with("run-"), "{run:?}");
-    let mut seen = false;
-    for _ in 0..120 {
+    wait_until("the message with our otid to appear", async || {
         let messages = c.recent_messages(&agent, 50).await.unwrap();
         if messages.iter().any(|m| m["otid"] == otid.as_str()) {
-            seen = true;
-            break;
+            Ok(())
+        } else {
+            Err(messages.len())
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    assert!(seen, "the message with our otid never appeared");
+    })
+    .await;
     let done = c.run(&run.id).await.unwrap();
     assert!(done.status.is_some());
 }
@@ -159,12 +180,15 @@ async fn an_async_message_is_stored_only_when_its_run_ends() {
         |messages: Vec<serde_json::Value>| messages.iter().any(|m| m["otid"] == otid.as_str());
     assert!(!stored(c.recent_messages(&agent, 50).await.unwrap()));
 
-    for _ in 0..120 {
-        if c.active_runs(&agent).await.unwrap().is_empty() {
-            break;
+    wait_until("the slow run to end", async || {
+        let active = c.active_runs(&agent).await.unwrap();
+        if active.is_empty() {
+            Ok(())
+        } else {
+            Err(active)
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    })
+    .await;
     assert!(c.active_runs(&agent).await.unwrap().is_empty());
     assert!(stored(c.recent_messages(&agent, 50).await.unwrap()));
 }

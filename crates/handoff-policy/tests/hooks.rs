@@ -3,7 +3,10 @@
 //! runs with duplicates run once, and the deny > ask > allow merge.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::{path::Path, time::Instant};
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
 
 use handoff_policy::{
     PermissionAction,
@@ -189,8 +192,13 @@ async fn the_hook_reads_claude_code_input_on_stdin() {
 async fn a_timeout_kills_the_hooks_process_group_and_does_not_block_unless_fail_closed() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("grandchild-alive");
-    // The hook leaves a grandchild that would write the marker after 3 s.
-    let command = format!("(sleep 3; touch {}) & sleep 30", marker.display());
+    let pids = dir.path().join("grandchildren");
+    // The hook leaves a grandchild that notes its pid, then would write the marker after 3 s.
+    let command = format!(
+        "(sh -c 'echo $$ >> {}; sleep 3; touch {}') & sleep 30",
+        pids.display(),
+        marker.display()
+    );
     let mut slow = spec(HookEvent::PreToolUse, &command);
     slow.timeout_secs = 1;
     let started = Instant::now();
@@ -202,8 +210,41 @@ async fn a_timeout_kills_the_hooks_process_group_and_does_not_block_unless_fail_
     slow.fail_closed = true;
     let v = run(vec![slow], HookEvent::PreToolUse, dir.path()).await;
     assert_eq!(v.decision, Some(PermissionAction::Deny));
-    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    // A grandchild that had not noted its pid yet was killed before it could.
+    let noted = std::fs::read_to_string(&pids).unwrap_or_default();
+    assert!(!noted.is_empty(), "no grandchild started in two seconds");
+    for pid in noted.lines().map(|l| l.trim().parse::<i32>().unwrap()) {
+        wait_until(&format!("grandchild {pid} to be killed"), || {
+            if alive(pid) { Err("alive") } else { Ok(()) }
+        })
+        .await;
+    }
     assert!(!marker.exists(), "the grandchild was killed with the group");
+}
+
+/// Whether process `pid` runs (a zombie awaiting its reaper counts as gone).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim().chars().next());
+        !matches!(state, Some('Z' | 'X') | None)
+    })
+}
+
+/// Looks at `probe` with a short back-off until it yields `Ok`; after a minute (a safety net
+/// only) fails with `what` and the last observation.
+async fn wait_until<O: std::fmt::Debug>(what: &str, probe: impl Fn() -> Result<(), O>) {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let mut pause = Duration::from_millis(5);
+    while let Err(seen) = probe() {
+        assert!(
+            Instant::now() < give_up,
+            "waited for {what}; last seen: {seen:?}"
+        );
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
 }
 
 #[tokio::test]

@@ -216,15 +216,15 @@ mod tests {
         let text = std::fs::read_to_string(&pids).unwrap();
         let pids: Vec<i32> = text.lines().map(|l| l.trim().parse().unwrap()).collect();
         assert_eq!(pids.len(), 2, "{text}");
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
         for pid in pids {
-            while crate::process_group_alive(pid) || alive(pid) {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "{pid} survived the drop"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            crate::test_waits::until(&format!("{pid} to end with the drop"), || {
+                if crate::process_group_alive(pid) || alive(pid) {
+                    Err("alive")
+                } else {
+                    Ok(())
+                }
+            })
+            .await;
         }
     }
 

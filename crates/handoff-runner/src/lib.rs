@@ -35,6 +35,8 @@ mod leftovers;
 mod opencode;
 mod process;
 mod registry;
+#[cfg(test)]
+mod test_waits;
 mod text;
 
 pub use acp::{

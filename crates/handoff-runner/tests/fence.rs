@@ -35,7 +35,9 @@ use nix::{
 };
 use tokio::time::timeout;
 
-const WAIT: Duration = Duration::from_secs(10);
+/// How long a wait on a fact may take before the test fails: a safety net, never what decides
+/// a result (a loaded machine can be slow).
+const WAIT: Duration = Duration::from_secs(60);
 const DEADLINE: Duration = Duration::from_millis(300);
 
 use self_launching::Test;
@@ -138,6 +140,8 @@ async fn is_still(run: &mut Run) {
     assert!(quiet.is_err(), "the run went on while frozen: {quiet:?}");
 }
 
+/// Looks at `done` every 10 ms until it holds (the one polling wait of these tests); fails
+/// the test after [`WAIT`].
 async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let give_up = Instant::now() + WAIT;
     while !done() {

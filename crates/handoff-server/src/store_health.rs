@@ -202,17 +202,31 @@ mod tests {
         write_every: Duration::from_millis(10),
     };
 
-    /// Polls `status` until its readiness is `ready`.
-    async fn until_ready_is(status: &ServiceStatus, ready: bool) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while status.ready() != ready {
+    /// Looks at `probe` every 5 ms until it yields `Ok`; after a minute (a safety net: the
+    /// probes follow each other every 10 ms, or at the server's cadence) panics with `what`
+    /// and the last observation.
+    async fn until<O: std::fmt::Debug>(what: &str, probe: impl Fn() -> Result<(), O>) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while let Err(seen) = probe() {
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "readiness never became {ready}: {:?}",
-                status.report().components
+                "never: {what}; last seen: {seen:?}"
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+
+    /// Waits until the readiness of `status` is `ready`.
+    async fn until_ready_is(status: &ServiceStatus, ready: bool) {
+        let what = format!("readiness {ready}");
+        until(&what, || {
+            if status.ready() == ready {
+                Ok(())
+            } else {
+                Err(status.report().components)
+            }
+        })
+        .await;
     }
 
     fn store_detail(status: &ServiceStatus) -> String {
@@ -264,9 +278,15 @@ mod tests {
         // A write failed meanwhile: no write is tried while the store does not answer.
         fake.faults.send_replace(Some("pool timed out".to_owned()));
         let probed = fake.probes.load(Ordering::SeqCst);
-        while fake.probes.load(Ordering::SeqCst) < probed + 3 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        until("three more probes", || {
+            let seen = fake.probes.load(Ordering::SeqCst);
+            if seen >= probed + 3 {
+                Ok(())
+            } else {
+                Err(seen)
+            }
+        })
+        .await;
         assert_eq!(fake.writes.load(Ordering::SeqCst), 0);
         assert!(!status.ready());
 

@@ -109,32 +109,36 @@ impl Harness {
         task
     }
 
-    /// Polls until the task is in `status`.
+    /// Waits until the task is in `status`.
     pub async fn wait_status(&self, who: &str, id: &TaskId, status: TaskStatus) -> Task {
-        for _ in 0..400 {
+        let caller = as_agent(&agent(who));
+        wait_until(&format!("{id} to become {status}"), PATIENCE, async || {
             let task = self
                 .engine
-                .status(&as_agent(&agent(who)), id)
+                .status(&caller, id)
                 .await
                 .map(|v| v.task)
                 .unwrap();
             if task.status == status {
-                return task;
+                Ok(task)
+            } else {
+                Err(task.status)
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("{id} never became {status}");
+        })
+        .await
     }
 
-    /// Polls until an output line satisfying `pred` was recorded; returns that line.
+    /// Waits until an output line satisfying `pred` was recorded; returns that line.
     pub async fn wait_output(&self, who: &str, id: &TaskId, pred: impl Fn(&str) -> bool) -> String {
-        for _ in 0..400 {
-            if let Some(line) = self.outputs(who, id).await.into_iter().find(|m| pred(m)) {
-                return line;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("no matching output from {id}");
+        wait_until(
+            &format!("matching output from {id}"),
+            PATIENCE,
+            async || {
+                let lines = self.outputs(who, id).await;
+                lines.iter().find(|m| pred(m)).cloned().ok_or(lines)
+            },
+        )
+        .await
     }
 
     /// Every output line recorded so far, in order (an event may hold several lines).
@@ -154,23 +158,76 @@ impl Harness {
 
     /// The pid the command executor recorded for the task's process group.
     pub async fn pid(&self, who: &str, id: &TaskId) -> i32 {
-        for _ in 0..400 {
+        let caller = as_agent(&agent(who));
+        wait_until(&format!("a pid recorded for {id}"), PATIENCE, async || {
             let history = self
                 .engine
-                .history(&as_agent(&agent(who)), id, 0, 1000, false)
+                .history(&caller, id, 0, 1000, false)
                 .await
                 .unwrap();
-            if let Some(pid) = history
+            let pid = history
                 .events
                 .iter()
-                .find_map(|e| e.data.get("pid").and_then(|p| p.as_i64()))
-            {
-                return pid as i32;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("no pid recorded for {id}");
+                .find_map(|e| e.data.get("pid").and_then(|p| p.as_i64()));
+            pid.map(|p| p as i32).ok_or(history.events.len())
+        })
+        .await
     }
+}
+
+/// How long a wait on a fact may take before the test fails: a safety net, never what decides
+/// a result (under a loaded machine, CI compiling beside the tests, a run can be slow).
+pub const PATIENCE: Duration = Duration::from_secs(90);
+
+/// Looks at `probe` until it yields `Ok`, with a short back-off between looks; after
+/// `deadline` panics with `what` and the last observation (`Err`).
+pub async fn wait_until<T, O: std::fmt::Debug>(
+    what: &str,
+    deadline: Duration,
+    mut probe: impl AsyncFnMut() -> Result<T, O>,
+) -> T {
+    let give_up = std::time::Instant::now() + deadline;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match probe().await {
+            Ok(value) => return value,
+            Err(seen) => assert!(
+                std::time::Instant::now() < give_up,
+                "waited {deadline:?} for {what}; last seen: {seen:?}"
+            ),
+        }
+        // The engine's tests' one sleep: the pause between two looks at a fact.
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// The states of the live members of process group `pgid` (`T`: stopped).
+pub fn group_states(pgid: i32) -> Vec<char> {
+    let stat = |pid: i32| -> Option<(char, i32)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        Some((state, fields.nth(1)?.parse().ok()?))
+    };
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter_map(stat)
+        .filter(|&(state, pgrp)| pgrp == pgid && state != 'Z')
+        .map(|(state, _)| state)
+        .collect()
+}
+
+/// The bytes process `pid` (with the children it reaped) has written (`wchar` of
+/// `/proc/<pid>/io`).
+pub fn written_bytes(pid: i32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap()
 }
 
 /// Whether any process with this pid exists and is not a zombie.

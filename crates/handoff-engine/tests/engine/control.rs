@@ -1,10 +1,10 @@
-use std::time::Duration;
-
 use handoff_engine::EngineError;
 use handoff_protocol::tasks::ControlAction;
 use handoff_task::{MessageType, TaskStatus};
 
-use super::common::{agent, alive, as_agent, start};
+use super::common::{
+    PATIENCE, agent, alive, as_agent, group_states, start, wait_until, written_bytes,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_kills_the_whole_process_group() {
@@ -76,8 +76,23 @@ async fn a_queued_task_is_cancelled_without_running() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Queued after it, with one slot: had the cancelled task been claimed, it would have run
+    // to its end before this one started.
+    let after = h.submit("a", "true").await.task.id;
+    h.wait_done("a", &after).await;
     assert!(!marker.exists(), "a cancelled queued task must never run");
+}
+
+/// Whether the process group `pgid` is stopped; else its members' states.
+fn stopped(pgid: i32) -> Result<(), Vec<char>> {
+    let states = group_states(pgid);
+    // A shell that forked waits in 'D' for its stopped child until that child execs.
+    let all = states.iter().all(|s| matches!(s, 'T' | 'D'));
+    if states.contains(&'T') && all {
+        Ok(())
+    } else {
+        Err(states)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,20 +113,37 @@ async fn pause_freezes_and_resume_thaws() {
         .await
         .unwrap();
     assert_eq!(paused.task.status, TaskStatus::Paused);
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    let frozen = h.outputs("a", &id).await.len();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        h.outputs("a", &id).await.len(),
-        frozen,
-        "no output while paused"
-    );
+    let pid = h.pid("a", &id).await;
+    wait_until("the run's process group to stop", PATIENCE, async || {
+        stopped(pid)
+    })
+    .await;
+    // Stopped, the shell writes nothing more; what it wrote before is all recorded once the
+    // recorded lines add up to its count of bytes written.
+    let written = written_bytes(pid);
+    let frozen = wait_until("the lines written before the stop", PATIENCE, async || {
+        let lines = h.outputs("a", &id).await;
+        let recorded: u64 = lines.iter().map(|l| l.len() as u64 + 1).sum();
+        if recorded == written {
+            Ok(lines.len())
+        } else {
+            Err((recorded, written))
+        }
+    })
+    .await;
     let again = h
         .engine
         .control(&as_agent(&agent("a")), &id, ControlAction::Pause, None)
         .await
         .unwrap();
     assert!(!again.changed, "pause is idempotent");
+    assert_eq!(stopped(pid), Ok(()), "the group stays stopped");
+    assert_eq!(
+        h.outputs("a", &id).await.len(),
+        frozen,
+        "no output while paused"
+    );
+    assert_eq!(written_bytes(pid), written, "no output while paused");
 
     let resumed = h
         .engine

@@ -4,7 +4,7 @@ use handoff_engine::EngineError;
 use handoff_protocol::tasks::ControlAction;
 use handoff_task::{ArtifactBody, ArtifactKind, EventKind, TaskStatus};
 
-use super::common::{agent, alive, as_agent, script, start};
+use super::common::{PATIENCE, agent, alive, as_agent, script, start, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_successful_run_records_everything() {
@@ -388,11 +388,17 @@ async fn on_completion_cleanup_removes_the_directory_when_the_task_ends() {
         h.wait_done("a", &task.id).await.status,
         TaskStatus::Completed
     );
-    for _ in 0..100 {
-        if !std::path::Path::new(&task.workdir).exists() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("{} was not removed", task.workdir);
+    let workdir = std::path::Path::new(&task.workdir);
+    wait_until(
+        &format!("{} to be removed", task.workdir),
+        PATIENCE,
+        async || {
+            if workdir.exists() {
+                Err("still there")
+            } else {
+                Ok(())
+            }
+        },
+    )
+    .await;
 }

@@ -1,10 +1,10 @@
-use std::{os::unix::process::CommandExt, time::Duration};
+use std::os::unix::process::CommandExt;
 
 use handoff_store::{ClaimLimits, InsertOutcome, SqliteStore, TaskStore};
 use handoff_task::{NewTask, TaskId, TaskOptions, TaskStatus, unix_millis_now};
 use serde_json::json;
 
-use super::common::{agent, alive, as_agent, config, start_in};
+use super::common::{PATIENCE, agent, alive, as_agent, config, start_in, wait_until};
 
 fn new_task(description: &str, requeue: bool) -> NewTask {
     NewTask {
@@ -96,18 +96,13 @@ async fn a_restart_accounts_for_every_task_and_kills_leftovers() {
         Some("interrupted: server restarted")
     );
     // The old run's process group was killed, so the task cannot run twice.
-    let mut reaped = false;
-    for _ in 0..100 {
-        if leftover.try_wait().unwrap().is_some() {
-            reaped = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        reaped && !alive(pid as i32),
-        "leftover process {pid} survived"
-    );
+    wait_until(
+        &format!("leftover process {pid} to end"),
+        PATIENCE,
+        async || leftover.try_wait().unwrap().ok_or("still running"),
+    )
+    .await;
+    assert!(!alive(pid as i32), "leftover process {pid} survived");
 
     let requeued = h.wait_done("a", &ids[1]).await;
     assert_eq!(requeued.status, TaskStatus::Completed);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use handoff_protocol::tasks::ControlAction;
 use handoff_task::{ArtifactBody, ArtifactKind, EventKind, TaskId, TaskStatus};
 
-use super::common::{Harness, agent, as_agent, script, start};
+use super::common::{Harness, PATIENCE, agent, as_agent, script, start, wait_until};
 
 /// The diff artifact and Handoff's notes of a finished task.
 async fn diff_and_notes(h: &Harness, id: &TaskId) -> (Option<String>, Vec<String>) {
@@ -108,11 +108,14 @@ async fn a_cancel_during_the_diff_wins_at_once() {
         .join("snapshots")
         .join(format!("{id}.git"))
         .join("index.lock");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !lock.exists() {
-        assert!(Instant::now() < deadline, "the diff never started");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_until("the diff to start", PATIENCE, async || {
+        if lock.exists() {
+            Ok(())
+        } else {
+            Err("no index.lock")
+        }
+    })
+    .await;
     let asked = Instant::now();
     let receipt = h
         .engine

@@ -171,6 +171,12 @@ impl Pool {
         (ready, self.settings.size)
     }
 
+    /// Agents being started now (a test-only view: a test waits for them to end).
+    #[cfg(test)]
+    pub fn starting(&self) -> usize {
+        self.starting.load(Ordering::SeqCst)
+    }
+
     /// Consecutive failed starts.
     #[cfg(test)]
     pub fn failed_starts(&self) -> u32 {

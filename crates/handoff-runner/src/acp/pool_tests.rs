@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{path::Path, sync::Arc};
 
 use super::pool::{Pool, PoolSettings};
 use crate::{CommandConfig, CommandExecutor, MessageFormat, PromptVia};
@@ -50,12 +50,16 @@ fn pool(root: &Path, sessions: &Path, script: &str, warm_in_place: bool) -> Arc<
     Arc::new(Pool::new(settings, "fake".into(), launcher, false, warmed))
 }
 
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// Waits until `done` holds of `pool`; a failure shows its counts, starts and failed starts.
+async fn until(what: &str, pool: &Pool, done: impl Fn(&Pool) -> bool) {
+    crate::test_waits::until(what, || {
+        if done(pool) {
+            Ok(())
+        } else {
+            Err((pool.counts(), pool.starting(), pool.failed_starts()))
+        }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -65,7 +69,7 @@ async fn a_claimed_agent_is_replaced_and_an_unused_one_stopped() {
     let pool = pool(root.path(), &sessions, AGENT, true);
     assert_eq!(pool.counts(), (0, 1));
     pool.fill();
-    until("the pool filled", || pool.counts() == (1, 1)).await;
+    until("the pool filled", &pool, |p| p.counts() == (1, 1)).await;
 
     let claim = pool.claim().unwrap();
     let dir = claim.workdir().to_owned();
@@ -79,7 +83,7 @@ async fn a_claimed_agent_is_replaced_and_an_unused_one_stopped() {
     let opened = std::fs::read_to_string(&sessions).unwrap();
     assert_eq!(opened.lines().next(), Some(dir.to_str().unwrap()));
     // Its replacement starts at once.
-    until("the pool refilled", || pool.counts() == (1, 1)).await;
+    until("the pool refilled", &pool, |p| p.counts() == (1, 1)).await;
 
     let parts = claim.take().unwrap();
     assert!(parts.control.is_running());
@@ -99,8 +103,14 @@ async fn a_claimed_agent_is_replaced_and_an_unused_one_stopped() {
     assert!(!waiting_dir.exists());
     pool.close();
     assert_eq!(pool.counts(), (0, 1));
+    // The replacement started for `waiting` ends on its own time; a closed pool keeps it out.
+    until("the replacement's start to end", &pool, |p| {
+        p.starting() == 0
+    })
+    .await;
+    assert_eq!(pool.counts(), (0, 1), "a closed pool kept an agent");
     pool.fill();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(pool.starting(), 0, "a closed pool started an agent");
     assert_eq!(pool.counts(), (0, 1), "a closed pool started an agent");
 }
 
@@ -110,7 +120,7 @@ async fn an_agent_that_dies_before_it_is_ready_is_never_handed_out() {
     let sessions = root.path().join("sessions.txt");
     let pool = pool(root.path(), &sessions, "import sys; sys.exit(3)", false);
     pool.fill();
-    until("the start failed", || pool.failed_starts() >= 1).await;
+    until("the start failed", &pool, |p| p.failed_starts() >= 1).await;
     // The failed start leaves no directory behind, and no agent to claim.
     assert!(pool.claim().is_none());
     pool.close();

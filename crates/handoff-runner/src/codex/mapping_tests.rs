@@ -237,8 +237,8 @@ fn shell_wrappers_are_unwrapped_and_anything_else_is_kept() {
         "touch /w/a.txt"
     );
     assert_eq!(
-        unwrap_shell("/bin/bash -lc \"python3 -c 'import time; time.sleep(8)'\""),
-        "python3 -c 'import time; time.sleep(8)'"
+        unwrap_shell("/bin/bash -lc \"python3 -c 'import sys; sys.exit(8)'\""),
+        "python3 -c 'import sys; sys.exit(8)'"
     );
     assert_eq!(
         unwrap_shell("/bin/bash -lc \"printf 'n\\\\n' > notes.txt\""),

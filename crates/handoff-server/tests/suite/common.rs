@@ -1,6 +1,6 @@
 //! A Handoff server on a free loopback port, and raw MCP-over-HTTP helpers.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
 
 use handoff_config::{Config, LoadOptions};
 use handoff_server::{App, serve_http};
@@ -46,6 +46,33 @@ pub async fn start_with_data(env: &[(&str, &str)], data: std::path::PathBuf) -> 
         url: format!("http://{}/mcp", handle.local_addr),
         client: Client::new(),
         shutdown,
+    }
+}
+
+/// How long a wait on a fact may take before the test fails: a safety net, never what decides
+/// a result (a loaded machine can be slow).
+pub const WAIT_LIMIT: Duration = Duration::from_secs(60);
+
+/// Looks at `probe` until it yields `Ok`, with a short back-off between looks; after
+/// `deadline` panics with `what` and the last observation (`Err`).
+pub async fn wait_until<T, O: std::fmt::Debug>(
+    what: &str,
+    deadline: Duration,
+    mut probe: impl AsyncFnMut() -> Result<T, O>,
+) -> T {
+    let give_up = std::time::Instant::now() + deadline;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        match probe().await {
+            Ok(value) => return value,
+            Err(seen) => assert!(
+                std::time::Instant::now() < give_up,
+                "waited {deadline:?} for {what}; last seen: {seen:?}"
+            ),
+        }
+        // The pause between two looks at a fact the server announces to no one.
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
     }
 }
 

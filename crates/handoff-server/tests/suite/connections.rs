@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
 use super::{
-    common::{call, start},
+    common::{WAIT_LIMIT, call, start, wait_until},
     raw::{addr, connect, exchange, read_response, read_until_closed, status_of},
 };
 
@@ -176,17 +176,14 @@ async fn beyond_max_connections_a_new_client_gets_a_503_until_one_closes() {
 
     drop(held);
     // The server notices the closes on its own time: poll until a new client is served.
-    let until = Instant::now() + super::raw::PATIENCE;
-    loop {
-        let (status, _) = exchange(&server.url, &closing).await;
-        if status == 200 {
-            break;
+    let what = "a new client served after the held connections closed";
+    wait_until(what, WAIT_LIMIT, async || {
+        let (status, body) = exchange(&server.url, &closing).await;
+        match status {
+            200 => Ok(()),
+            503 => Err(body),
+            other => panic!("{other}: {body}"),
         }
-        assert_eq!(status, 503);
-        assert!(
-            Instant::now() < until,
-            "still refused after the held connections closed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
 }

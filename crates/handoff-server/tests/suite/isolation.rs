@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use serde_json::{Value, json};
 
-use super::common::{TestServer, call, start};
+use super::common::{TestServer, WAIT_LIMIT, call, start, wait_until};
 
 #[tokio::test]
 async fn an_unavailable_level_refuses_submissions_with_the_reason() {
@@ -66,6 +66,14 @@ async fn isolation_ready(server: &TestServer) -> (u16, bool) {
     (code, component["ready"] == true)
 }
 
+/// `Ok` once the isolation component is ready; else the `/ready` status.
+async fn ready_isolation(server: &TestServer) -> Result<(), u16> {
+    match isolation_ready(server).await {
+        (_, true) => Ok(()),
+        (code, false) => Err(code),
+    }
+}
+
 /// A Docker daemon that does not answer does not hold the server back: it listens and serves
 /// while the probe waits, says it is not ready, refuses container tasks with the reason, and
 /// becomes ready when the engine answers. The Docker engine cannot run on these machines; the
@@ -97,14 +105,10 @@ async fn a_slow_docker_daemon_does_not_delay_the_server() {
 
     // The engine answers: the level becomes available and the component ready.
     std::fs::write(&gate, b"open").unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !isolation_ready(&server).await.1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the probe's answer was not taken"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    wait_until("the probe's answer to be taken", WAIT_LIMIT, async || {
+        ready_isolation(&server).await
+    })
+    .await;
     let health = server
         .session_call(
             &session,
@@ -129,26 +133,25 @@ async fn a_docker_daemon_started_later_is_found() {
     );
     let server = container_server(dir.path(), &script, &[("HANDOFF_DOCKER_RETRY_SECS", "1")]).await;
     // The first answer: no engine.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
+    wait_until("the probe's first answer", WAIT_LIMIT, async || {
         let health = health_report(&server).await;
         if health.contains("Cannot connect to the Docker daemon") {
-            break;
+            Ok(())
+        } else {
+            Err(health)
         }
-        assert!(std::time::Instant::now() < deadline, "{health}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     assert_eq!(isolation_ready(&server).await, (503, false));
 
     // The daemon comes up; a later probe finds it.
     std::fs::write(&up, b"").unwrap();
-    while !isolation_ready(&server).await.1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the engine started later was never found"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    wait_until(
+        "the engine started later to be found",
+        WAIT_LIMIT,
+        async || ready_isolation(&server).await,
+    )
+    .await;
     let report = health_report(&server).await;
     assert!(report.contains("command: container"), "{report}");
     assert!(!report.contains("UNAVAILABLE"), "{report}");

@@ -1,11 +1,9 @@
 //! The loop guard on `execute_task`: resubmitting work that finished is not a loop; identical
 //! submissions still queued or running are.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 
-use super::common::{TestServer, start};
+use super::common::{TestServer, WAIT_LIMIT, start, wait_until};
 
 fn env() -> Vec<(&'static str, &'static str)> {
     vec![
@@ -43,17 +41,15 @@ fn error(result: &Value) -> Value {
 }
 
 async fn wait_completed(server: &TestServer, task_id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait_until(&format!("{task_id} to complete"), WAIT_LIMIT, async || {
         let status = call(server, "get_task_status", json!({"task_id": task_id})).await;
         match structured(&status)["status"].as_str().unwrap() {
-            "completed" => return,
-            "queued" | "running" => {}
+            "completed" => Ok(()),
+            "queued" | "running" => Err(status),
             other => panic!("{task_id} ended {other}: {status}"),
         }
-        assert!(Instant::now() < deadline, "{task_id} still {status}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]

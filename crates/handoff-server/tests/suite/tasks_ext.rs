@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::common::{Reply, TestServer, error_code, start, start_with_data};
+use super::common::{
+    Reply, TestServer, WAIT_LIMIT, error_code, start, start_with_data, wait_until,
+};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
@@ -76,20 +78,21 @@ impl<'a> Client<'a> {
             .await
     }
 
-    /// Polls `tasks/get` (at the advertised interval) until the status is one of `want`.
+    /// Polls `tasks/get` until the status is one of `want`; each answer on the way advertises
+    /// a poll interval.
     async fn poll(&self, task_id: &str, want: &[&str]) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        let what = format!("{task_id} to become one of {want:?}");
+        wait_until(&what, WAIT_LIMIT, async || {
             let reply = self.get(task_id).await;
             let result = reply.body["result"].clone();
             assert!(result.is_object(), "{:?}", reply.body);
             if want.contains(&result["status"].as_str().unwrap_or_default()) {
-                return result;
+                return Ok(result);
             }
-            assert!(Instant::now() < deadline, "still {result}");
-            let interval = result["pollIntervalMs"].as_u64().unwrap();
-            tokio::time::sleep(Duration::from_millis(interval)).await;
-        }
+            assert!(result["pollIntervalMs"].is_u64(), "{result}");
+            Err(result)
+        })
+        .await
     }
 }
 

@@ -61,8 +61,9 @@ impl FollowUps for Promising {
 struct EchoArgs {
     agent_id: Option<AgentId>,
     text: String,
+    /// The call ends only when the pipeline stops it (deadline, cancel).
     #[serde(default)]
-    sleep_ms: u64,
+    hang: bool,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -89,8 +90,8 @@ impl Tool for Echo {
     }
     async fn call(&self, ctx: ToolContext, args: EchoArgs) -> Result<Reply<EchoOut>, ToolError> {
         self.0.lock().unwrap().push("execute".into());
-        if args.sleep_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(args.sleep_ms)).await;
+        if args.hang {
+            std::future::pending::<()>().await;
         }
         let task = follow_up_probe();
         let heard = ctx.follow_up(&task);
@@ -489,22 +490,38 @@ async fn deadline_and_cancellation_stop_execution() {
     let err = p
         .call(
             ctx().with_deadline(Some(deadline)),
-            call("echo", json!({"text": "x", "sleep_ms": 5000})),
+            call("echo", json!({"text": "x", "hang": true})),
         )
         .await
         .unwrap_err();
     assert_eq!(err.code(), "TIMEOUT");
 
+    let executed = || {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|s| *s == "execute")
+            .count()
+    };
+    let before = executed();
     let cancel = tokio_util::sync::CancellationToken::new();
     let c = ctx().with_cancel(cancel.clone());
     let handle = tokio::spawn({
         let p = p.clone();
         async move {
-            p.call(c, call("echo", json!({"text": "x", "sleep_ms": 5000})))
+            p.call(c, call("echo", json!({"text": "x", "hang": true})))
                 .await
         }
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Cancelled while the tool runs: once this call has started.
+    let started = async {
+        while executed() == before {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), started)
+        .await
+        .expect("the call never started");
     cancel.cancel();
     assert_eq!(handle.await.unwrap().unwrap_err().code(), "CANCELLED");
 }
