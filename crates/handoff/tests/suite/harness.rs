@@ -10,6 +10,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use super::wait::exit_within;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_handoff");
 
 /// Every tool Handoff lists, in `tools/list` order.
@@ -98,12 +100,8 @@ impl Drop for Server {
         }
         let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if exit_within(&mut self.child, Duration::from_secs(20)).is_some() {
+            return;
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -158,7 +156,8 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
             let _ = tx.send(line);
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // A safety net: the line is waited for, however long a loaded machine takes to start.
+    let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         // Handoff's own line: the OpenCode server it warms up logs a loopback URL too.
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(100))
@@ -179,7 +178,7 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
     }
     let _ = child.kill();
     let _ = child.wait();
-    panic!("handoff did not report its address within 20 s");
+    panic!("handoff did not report its address within 60 s");
 }
 
 /// Reads a pipe to its end on a thread, so a chatty child never blocks on a full pipe.
@@ -207,18 +206,11 @@ pub fn run_client_for(mut command: Command, what: &str, limit: Duration) -> Outp
     // soon as it writes more than a pipe holds (64 KiB).
     let stdout = drain(child.stdout.take().unwrap());
     let stderr = drain(child.stderr.take().unwrap());
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_within(&mut child, limit);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     let output = Output {
         status: status.unwrap_or_else(|| std::process::ExitStatus::from_raw(9)),
         stdout: stdout.join().unwrap(),

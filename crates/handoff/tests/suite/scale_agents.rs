@@ -4,7 +4,7 @@
 //! answered allow and deny through the other instance, and the agent does — or does not — what
 //! it asked.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use handoff_scripted_model::ScriptedModel;
 use serde_json::json;
@@ -19,6 +19,7 @@ use super::{
     postgres::fresh_database,
     scale::psql,
     scale_commands::elsewhere,
+    wait::{PATIENCE, wait_until},
 };
 
 #[test]
@@ -63,17 +64,11 @@ fn opencode_is_messaged_and_answered_through_another_instance() {
         &["running"],
         Duration::from_secs(60),
     );
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while !events(&servers[0], &multi)
-        .iter()
-        .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "bash")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the agent never started its bash step"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until("the agent to start its bash step", PATIENCE, || {
+        events(&servers[0], &multi)
+            .iter()
+            .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "bash")
+    });
     let via = elsewhere(&url, &servers, &multi);
     let sent = call(
         via,

@@ -3,7 +3,7 @@
 //! instance takes the queue; a run that ends within the drain ends as it would have; a run
 //! still going is stopped and — having opted in — re-queued and run by the other instance.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -12,6 +12,7 @@ use super::{
     mcp::{call, task_id},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
     scale::{psql, wait_count},
+    wait::{PATIENCE, exit_within},
 };
 
 #[test]
@@ -122,17 +123,7 @@ fn a_draining_instance_finishes_what_it_can_and_hands_back_the_rest() {
         ),
         drained_id
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = draining.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the draining instance did not exit"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = exit_within(&mut draining.child, PATIENCE).expect("the draining instance exits");
     assert!(status.success(), "{status}");
     assert_eq!(
         psql(
