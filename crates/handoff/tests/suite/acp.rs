@@ -20,7 +20,7 @@ use super::{
     },
     harness::{Server, metric, require, start},
     mcp::{call, calls, ok, task_id, wait_status_for},
-    tasks::frozen,
+    tasks::wait_frozen,
     wait::{PATIENCE, Pace, poll, wait_until},
 };
 
@@ -276,11 +276,13 @@ fn control(server: &Server, id: &str, action: &str) -> Value {
     ok(&result).clone()
 }
 
+/// A task that matches no scenario: the model answers it at once, and it completes.
+const WITNESS: &str = "WITNESS of the pause";
+
 /// Pauses task `id` (the PAUSE-COUNT scenario) once its counting step runs: while paused,
-/// neither the step nor the agent's model requests go on — not while another task, `witness`
-/// (a prompt the model answers at once), runs from its agent's start to its end; after resume
-/// the turn completes.
-fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str, witness: &str) {
+/// neither the step nor the agent's model requests go on — not while another task
+/// ([`WITNESS`]) runs from its agent's start to its end; after resume the turn completes.
+fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str) {
     let count = workdir(server, paused).join("count");
     poll(Duration::from_secs(90), Pace::BACK_OFF, || {
         counter(&count) >= 5
@@ -297,7 +299,7 @@ fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str, witness: &s
         .find_map(|e| e["data"]["pid"].as_i64())
         .and_then(|pid| i32::try_from(pid).ok())
         .expect("the process started event names its pid");
-    wait_until("the paused agent to be frozen", PATIENCE, || frozen(leader));
+    wait_frozen("the paused agent", &[leader]);
     let requests = |scenario: &str| {
         model
             .requests()
@@ -314,7 +316,7 @@ fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str, witness: &s
         server,
         AGENT,
         "execute_task",
-        json!({"task_description": witness, "completion": {"policy": "none"}}),
+        json!({"task_description": WITNESS, "completion": {"policy": "none"}}),
     ));
     let witnessed = wait_end(server, &other);
     assert_eq!(witnessed["status"], "completed", "{witnessed}");
@@ -425,7 +427,7 @@ fn acp_end_to_end(agent: &AcpAgent) {
 
     // Pause freezes the agent: no work and no model request while paused. (First, as Codex
     // hands a step still running after 30 s back to the model.)
-    pause_holds(&server, &model, &paused, "WITNESS of the pause");
+    pause_holds(&server, &model, &paused);
 
     // A message sent while the agent works becomes its next turn.
     let count = workdir(&server, &multi).join("count");
@@ -874,7 +876,7 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
     // Pause and resume hold on the default executor's pooled agent.
     wait_pool_ready(&server);
     let paused = submit("PAUSE-COUNT until released");
-    pause_holds(&server, &model, &paused, "WITNESS of the pause");
+    pause_holds(&server, &model, &paused);
     assert!(pooled(&paused), "{:#?}", events(&server, &paused));
 
     let hog = submit("HOG all the memory");

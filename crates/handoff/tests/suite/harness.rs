@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::wait::exit_within;
+use super::wait::{PATIENCE, exit_within};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_handoff");
 
@@ -55,6 +55,8 @@ pub struct Server {
     dir: Option<tempfile::TempDir>,
     /// The server's latest log lines, shown when the test fails.
     log: LogTail,
+    /// Every line the server logged that [`Server::wait_log`] has not read yet.
+    lines: Mutex<mpsc::Receiver<String>>,
 }
 
 /// Log lines kept per server for a failing test's output.
@@ -69,6 +71,21 @@ impl Server {
         self.dir
             .as_ref()
             .map_or(std::path::Path::new("."), |d| d.path())
+    }
+
+    /// Waits until the server logs a line containing `text` (read on from where the last wait
+    /// stopped); panics with `what` if none comes within [`PATIENCE`].
+    pub fn wait_log(&self, what: &str, text: &str) {
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return,
+                Ok(_) => {}
+                Err(_) => panic!("waited {PATIENCE:?} for {what}: no log line with `{text}`"),
+            }
+        }
     }
 
     /// SIGKILLs the server (no cleanup runs) and hands back its directory for a restart.
@@ -173,6 +190,7 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
                 url,
                 dir: Some(dir),
                 log,
+                lines: Mutex::new(rx),
             };
         }
     }
@@ -190,9 +208,10 @@ fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHand
     })
 }
 
-/// Runs a client command with a 60 s timeout; panics with its output unless it succeeds.
+/// Runs a client command to its exit (a 120 s safety net: a client may wait for a whole agent
+/// task on a loaded machine); panics with its output unless it succeeds.
 pub fn run_client(command: Command, what: &str) -> Output {
-    run_client_for(command, what, Duration::from_secs(60))
+    run_client_for(command, what, Duration::from_secs(120))
 }
 
 /// [`run_client`] with another time limit.

@@ -14,7 +14,7 @@ use super::{
     executors::{OPENCODE, handoff_env, script},
     harness::{Server, start},
     mcp::{call, history, ok, task_id, wait_status_for},
-    tasks::{frozen, pid},
+    tasks::{pid, wait_frozen},
     wait::{PATIENCE, wait_until},
 };
 
@@ -146,7 +146,7 @@ fn sandboxed_tasks_are_confined_limited_paused_and_cancelled() {
     };
     control("pause");
     let leader = pid(&server, AGENT, &id);
-    wait_until("the paused task to be frozen", PATIENCE, || frozen(leader));
+    wait_frozen("the paused task", &[leader]);
     let paused_at = counter(&count);
     // A twin counter in the same sandbox counts to 60 and ends meanwhile.
     let twin = submit(

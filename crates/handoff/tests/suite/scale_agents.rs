@@ -37,6 +37,10 @@ fn opencode_is_messaged_and_answered_through_another_instance() {
             let home = state.path().join(name);
             let mut env = handoff_env(&OPENCODE, &model.base_url(), &home);
             env.push(("HANDOFF_DATABASE_URL".into(), url.clone()));
+            // The asks wait while the test walks through the message first: they must outlast
+            // that on a loaded machine (no scenario here waits for the ask timeout).
+            env.retain(|(k, _)| k != "HANDOFF_ASK_TIMEOUT_SECS");
+            env.push(("HANDOFF_ASK_TIMEOUT_SECS".into(), "900".into()));
             let env: Vec<(&str, &str)> =
                 env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             start(&env)

@@ -27,7 +27,7 @@ use super::{
     pg_cluster::OwnCluster,
     postgres::{SCRIPT_EXECUTOR, fresh_database},
     scale::psql,
-    tasks::frozen,
+    tasks::wait_frozen,
     wait::{PATIENCE, wait_until},
 };
 
@@ -114,16 +114,19 @@ fn lines(ledger: &Path) -> usize {
     std::fs::read_to_string(ledger).map_or(0, |t| t.lines().count())
 }
 
-/// Whether the run writing each ledger (its latest writer) is frozen.
-fn all_frozen(ledgers: &[PathBuf]) -> bool {
-    ledgers.iter().all(|ledger| {
-        let latest = std::fs::read_to_string(ledger)
-            .unwrap_or_default()
-            .lines()
-            .last()
-            .and_then(|line| line.split_once(' ')?.0.parse().ok());
-        latest.is_some_and(frozen)
-    })
+/// The run writing each ledger (its latest writer).
+fn writers(ledgers: &[PathBuf]) -> Vec<i32> {
+    ledgers
+        .iter()
+        .map(|ledger| {
+            std::fs::read_to_string(ledger)
+                .unwrap_or_default()
+                .lines()
+                .last()
+                .and_then(|line| line.split_once(' ')?.0.parse().ok())
+                .unwrap_or_else(|| panic!("{}: no run wrote there", ledger.display()))
+        })
+        .collect()
 }
 
 #[test]
@@ -147,7 +150,7 @@ fn a_database_outage_fails_no_task_and_no_run_overlaps_another() {
     let outage = Instant::now();
     cluster.stop();
     // Every run freezes once its lease can no longer be renewed.
-    wait_until("every run frozen", PATIENCE, || all_frozen(&ledgers));
+    wait_frozen("every run", &writers(&ledgers));
     // The fault itself, not a wait for an outcome: the database stays down for four lease
     // expiries, well past every lease and the skew allowance, whatever happens meanwhile.
     std::thread::sleep(Duration::from_secs(4).saturating_sub(outage.elapsed()));

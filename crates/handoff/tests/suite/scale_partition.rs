@@ -27,7 +27,6 @@ use super::{
     mcp::{call, task_id},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
     scale::{processes_with_env, psql, wait_count},
-    tasks::{alive, frozen},
     wait::{PATIENCE, Pace, poll, wait_until},
 };
 
@@ -213,17 +212,11 @@ fn a_cut_off_instance_loses_its_task_and_its_late_writes_are_refused() {
     )
     .parse()
     .unwrap();
-    // The cut-off instance ran its task on, writing into a void, until its keeper froze the
-    // run when its lease lapsed.
-    let entry = format!("HANDOFF_TASK_ID={task}");
-    wait_until("the cut-off run to be frozen", PATIENCE, || {
-        let live: Vec<i32> = processes_with_env(&entry)
-            .into_iter()
-            .filter_map(|pid| i32::try_from(pid).ok())
-            .filter(|pid| alive(*pid))
-            .collect();
-        !live.is_empty() && live.into_iter().all(frozen)
-    });
+    // The cut-off instance ran its task on until its lease lapsed, writing into a void.
+    cut.wait_log(
+        "the cut-off instance's writes failing",
+        "task store writes fail",
+    );
 
     proxy.set_open(true);
     // Back: its heartbeat finds it declared lost; it kills the run and registers again as a
@@ -237,6 +230,7 @@ fn a_cut_off_instance_loses_its_task_and_its_late_writes_are_refused() {
         1,
         Duration::from_secs(15),
     );
+    let entry = format!("HANDOFF_TASK_ID={task}");
     wait_until(
         "the cut-off run to be killed on its instance's return",
         PATIENCE,

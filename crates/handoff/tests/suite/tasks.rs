@@ -90,6 +90,37 @@ pub(super) fn frozen(pid: i32) -> bool {
     })
 }
 
+/// Waits until each of `pids` is [`frozen`]; `what` names them.
+pub(super) fn wait_frozen(what: &str, pids: &[i32]) {
+    wait_until(&format!("{what} to be frozen"), PATIENCE, || {
+        if pids.iter().all(|pid| frozen(*pid)) {
+            Ok(())
+        } else {
+            Err(process_states(pids))
+        }
+    });
+}
+
+/// `pid: state (cgroups)` of each of `pids`, for a failed wait's message.
+fn process_states(pids: &[i32]) -> String {
+    let read = |pid: i32, what: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/{what}")).unwrap_or_default()
+    };
+    let states: Vec<String> = pids
+        .iter()
+        .map(|pid| {
+            let stat = read(*pid, "stat");
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .unwrap_or("?");
+            let groups = read(*pid, "cgroup").lines().collect::<Vec<_>>().join(" ");
+            format!("{pid}: {state} ({groups})")
+        })
+        .collect();
+    format!("{states:?}")
+}
+
 /// Proves that time went on for the tasks on `server`: a twin of the steerable ticker, run by
 /// another agent, prints `ticks` ticks at the ticker's pace and completes. A paused ticker that
 /// stays silent meanwhile is held, not merely slow to be heard.
@@ -110,9 +141,7 @@ pub(super) fn twin_ticks(server: &Server, ticks: u32) {
 /// event count while paused.
 pub(super) fn held_while_paused(server: &Server, ticker: &str) -> u64 {
     let leader = pid(server, "agent-a", ticker);
-    wait_until("the paused ticker to be frozen", PATIENCE, || {
-        frozen(leader)
-    });
+    wait_frozen("the paused ticker", &[leader]);
     // What it printed before the freeze lands while a first twin runs.
     twin_ticks(server, 2);
     let before = history(server, "agent-a", ticker)["total_events"].clone();

@@ -133,8 +133,10 @@ pub async fn wait_until_async<T, O: Observation<T>>(
 
 /// Waits for `child` to exit: its status, or `None` if it still runs after `limit`.
 pub fn exit_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    poll(limit, Pace::BACK_OFF, || {
-        child.try_wait().expect("waiting for a child process")
+    poll(limit, Pace::BACK_OFF, || match child.try_wait() {
+        Ok(Some(status)) => Ok(status),
+        Ok(None) => Err("still running".to_owned()),
+        Err(e) => Err(e.to_string()),
     })
     .ok()
 }
