@@ -4,28 +4,31 @@
 
 use std::{
     process::{Command, Stdio},
-    time::{Duration, Instant},
+    sync::mpsc,
+    time::Duration,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_handoff");
 
 #[test]
 fn the_benchmark_runs_end_to_end() {
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args(["bench", "--smoke"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("handoff bench --smoke did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let output = child.wait_with_output().unwrap();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    // The exit itself is waited for (on a thread that also drains both pipes); the limit is
+    // only a safety net.
+    let (tx, exited) = mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    let Ok(output) = exited.recv_timeout(Duration::from_secs(120)) else {
+        // Not reaped yet (the waiting thread would have sent), so the pid is still the bench's.
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        panic!("handoff bench --smoke did not finish within 120 s");
+    };
+    let output = output.unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

@@ -20,6 +20,8 @@ use super::{
     },
     harness::{Server, metric, require, start},
     mcp::{call, calls, ok, task_id, wait_status_for},
+    tasks::wait_frozen,
+    wait::{PATIENCE, Pace, poll, wait_until},
 };
 
 /// What differs between the ACP agents.
@@ -274,20 +276,30 @@ fn control(server: &Server, id: &str, action: &str) -> Value {
     ok(&result).clone()
 }
 
+/// A task that matches no scenario: the model answers it at once, and it completes.
+const WITNESS: &str = "WITNESS of the pause";
+
 /// Pauses task `id` (the PAUSE-COUNT scenario) once its counting step runs: while paused,
-/// neither the step nor the agent's model requests go on; after resume the turn completes.
+/// neither the step nor the agent's model requests go on — not while another task
+/// ([`WITNESS`]) runs from its agent's start to its end; after resume the turn completes.
 fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str) {
     let count = workdir(server, paused).join("count");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while counter(&count) < 5 {
-        assert!(
-            Instant::now() < deadline,
+    poll(Duration::from_secs(90), Pace::BACK_OFF, || {
+        counter(&count) >= 5
+    })
+    .unwrap_or_else(|_| {
+        panic!(
             "the counting step never started: {:#?}",
             events(server, paused)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        )
+    });
     control(server, paused, "pause");
+    let leader = events(server, paused)
+        .iter()
+        .find_map(|e| e["data"]["pid"].as_i64())
+        .and_then(|pid| i32::try_from(pid).ok())
+        .expect("the process started event names its pid");
+    wait_frozen("the paused agent", &[leader]);
     let requests = |scenario: &str| {
         model
             .requests()
@@ -300,7 +312,14 @@ fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str) {
     std::fs::write(workdir(server, paused).join("release"), "").unwrap();
     let asked_before = requests("PAUSE-COUNT");
     let paused_for = Instant::now();
-    std::thread::sleep(Duration::from_millis(1500));
+    let other = task_id(&call(
+        server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": WITNESS, "completion": {"policy": "none"}}),
+    ));
+    let witnessed = wait_end(server, &other);
+    assert_eq!(witnessed["status"], "completed", "{witnessed}");
     assert_eq!(counter(&count), frozen_at, "progress while paused");
     assert_eq!(
         requests("PAUSE-COUNT"),
@@ -411,15 +430,10 @@ fn acp_end_to_end(agent: &AcpAgent) {
     pause_holds(&server, &model, &paused);
 
     // A message sent while the agent works becomes its next turn.
-    let deadline = Instant::now() + Duration::from_secs(90);
     let count = workdir(&server, &multi).join("count");
-    while counter(&count) == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the agent never started its bash step"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until("the agent to start its bash step", PATIENCE, || {
+        counter(&count) > 0
+    });
     let sent = call(
         &server,
         AGENT,
@@ -497,16 +511,19 @@ fn acp_end_to_end(agent: &AcpAgent) {
         .find_map(|e| e["data"]["pid"].as_i64())
         .expect("the process started event names its pid");
     let pgid = i32::try_from(pgid).unwrap();
-    // Give stragglers a moment to be reaped: the group's leader is gone once cancel returned,
-    // and the members it took down go with it; zombies waiting for their reaper count as gone.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !group_members(pgid).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        group_members(pgid).is_empty(),
-        "the cancelled task's process group is still running: {:?}",
-        group_members(pgid)
+    // Stragglers are reaped soon after: the group's leader is gone once cancel returned, and
+    // the members it took down go with it; zombies waiting for their reaper count as gone.
+    wait_until(
+        "the cancelled task's process group to be gone",
+        PATIENCE,
+        || {
+            let left = group_members(pgid);
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{left:?}"))
+            }
+        },
     );
 
     // The message reached the model as the next turn's prompt, and the agent followed it.
@@ -898,16 +915,10 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
 
 /// Waits until `opencode-acp` has an agent started ahead of the next task.
 fn wait_pool_ready(server: &Server) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while metric(
-        server,
-        r#"handoff_executor_pool_ready{executor="opencode-acp"}"#,
-    ) < 1.0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no pooled agent was ready in 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until("a pooled agent ready", Duration::from_secs(120), || {
+        metric(
+            server,
+            r#"handoff_executor_pool_ready{executor="opencode-acp"}"#,
+        ) >= 1.0
+    });
 }

@@ -1,11 +1,11 @@
 //! The binary's own behaviour: config printing, start-up validation, signals.
 
-use std::{
-    process::Command,
-    time::{Duration, Instant},
-};
+use std::{process::Command, time::Duration};
 
-use super::harness::{BIN, start};
+use super::{
+    harness::{BIN, start},
+    wait::exit_within,
+};
 
 #[test]
 fn config_prints_effective_values_with_sources_and_masks_secrets() {
@@ -113,18 +113,9 @@ fn sigterm_shuts_down_gracefully() {
     let mut server = start(&[]);
     let pid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(exit) = server.child.try_wait().unwrap() {
-            assert!(exit.success(), "exit status {exit}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still running 10 s after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let exit = exit_within(&mut server.child, Duration::from_secs(10));
+    let exit = exit.expect("still running 10 s after SIGTERM");
+    assert!(exit.success(), "exit status {exit}");
 }
 
 #[test]

@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::{
     executors::{AGENT, OPENCODE, handoff_env, script, wait_end, wait_hang_reached_model},
     harness::{BIN, Server, require, start},
+    wait::{exit_within, wait_until},
 };
 
 /// How long a client command may take (a whole OpenCode task for `run --wait`).
@@ -160,16 +161,9 @@ impl Live {
             let _ = pipe.read_to_string(&mut stderr);
             stderr
         });
-        let deadline = Instant::now() + LIMIT;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("{} did not end: {:#?}", self.what, self.seen);
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let Some(status) = exit_within(&mut self.child, LIMIT) else {
+            let _ = self.child.kill();
+            panic!("{} did not end: {:#?}", self.what, self.seen);
         };
         self.seen.extend(self.lines.iter());
         (status, self.seen.join("\n"), reader.join().unwrap())
@@ -189,16 +183,9 @@ fn finish(mut child: Child, args: &[&str]) -> Output {
         let _ = err.read_to_end(&mut bytes);
         bytes
     });
-    let deadline = Instant::now() + LIMIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{args:?} did not end within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = exit_within(&mut child, LIMIT) else {
+        let _ = child.kill();
+        panic!("{args:?} did not end within {LIMIT:?}");
     };
     Output {
         status,
@@ -218,20 +205,16 @@ fn shown(output: &Output) -> String {
 
 /// Polls `handoff approvals --json` until `id` has a pending request; that request.
 fn pending_request(client: &Client, id: &str) -> Value {
-    let deadline = Instant::now() + LIMIT;
-    loop {
+    wait_until(&format!("{id} to ask"), LIMIT, || {
         let listed = client.json(&["approvals"]);
-        if let Some(request) = listed["pending"]
+        listed["pending"]
             .as_array()
             .unwrap()
             .iter()
             .find(|p| p["task_id"] == id)
-        {
-            return request.clone();
-        }
-        assert!(Instant::now() < deadline, "{id} never asked: {listed}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
+            .cloned()
+            .ok_or(listed)
+    })
 }
 
 fn workdir(client: &Client, id: &str) -> PathBuf {

@@ -6,7 +6,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use handoff_scripted_model::{Script, ScriptedModel};
@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::{
     harness::{Server, require, start},
     mcp::{call, calls, history, ok, task_id, wait_status_for},
+    wait::{PATIENCE, wait_until},
 };
 
 pub(super) const AGENT: &str = "agent-e2e";
@@ -86,7 +87,8 @@ pub(super) const CODEX: Agent = Agent {
 };
 
 /// A slow step that ends when the test says so (at most 120 s): the file `release` appears.
-/// Not a bare `sleep` (Claude Code refuses those).
+/// Not a bare `sleep` (Claude Code refuses those); its `time.sleep` is the agent's step looking
+/// again for the file, not a wait of the test.
 const WAIT_FOR_RELEASE: &str = "python3 -c \"import os, time; [time.sleep(0.2) for _ in range(600) if not os.path.exists('{{cwd}}/release')]\"";
 
 /// Scenario texts the scripted model answers; each task's prompt names one.
@@ -125,15 +127,12 @@ pub(super) fn script(agent: &Agent) -> Script {
 
 /// Waits until the model has been asked for the HANG scenario (its stream then never ends).
 pub(super) fn wait_hang_reached_model(model: &ScriptedModel) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while model
-        .requests()
-        .iter()
-        .all(|r| r.scenario.as_deref() != Some("HANG"))
-    {
-        assert!(Instant::now() < deadline, "HANG never reached the model");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until("HANG to reach the model", PATIENCE, || {
+        model
+            .requests()
+            .iter()
+            .any(|r| r.scenario.as_deref() == Some("HANG"))
+    });
 }
 
 /// Handoff with `agent` pointed at the scripted model, the agent's state kept inside `home`.
@@ -284,15 +283,14 @@ fn is_ask(event: &Value) -> bool {
 /// not the ask was answered since. An ask left to time out may already have timed out when a
 /// slow machine gets here; the timeout's answer is checked at the end.
 fn wait_asked(server: &Server, id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !events(server, id).iter().any(is_ask) {
-        assert!(
-            Instant::now() < deadline,
-            "{id} never asked: {:#?}",
-            events(server, id)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until(&format!("{id} to ask"), Duration::from_secs(120), || {
+        let events = events(server, id);
+        if events.iter().any(is_ask) {
+            Ok(())
+        } else {
+            Err(format!("{events:#?}"))
+        }
+    });
 }
 
 pub(super) fn answer(server: &Server, id: &str, decision: &str) -> Value {
@@ -397,17 +395,11 @@ fn end_to_end(agent: &Agent) {
         &["running"],
         Duration::from_secs(60),
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !events(&server, &multi)
-        .iter()
-        .any(|e| e["kind"] == "tool" && e["data"]["tool"] == agent.bash_tool)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the agent never started its bash step"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until("the agent to start its bash step", PATIENCE, || {
+        events(&server, &multi)
+            .iter()
+            .any(|e| e["kind"] == "tool" && e["data"]["tool"] == agent.bash_tool)
+    });
     // While it works, its status says what it is doing: the latest tool call.
     let working = call(&server, AGENT, "get_task_status", json!({"task_id": multi}));
     assert!(

@@ -10,6 +10,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use super::wait::{PATIENCE, exit_within};
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_handoff");
 
 /// `tests/interop` at the workspace root, where `.ci/run` installs the real clients.
@@ -35,6 +37,8 @@ pub struct Server {
     dir: Option<tempfile::TempDir>,
     /// The server's latest log lines, shown when the test fails.
     log: LogTail,
+    /// Every line the server logged that [`Server::wait_log`] has not read yet.
+    lines: Mutex<mpsc::Receiver<String>>,
 }
 
 /// Log lines kept per server for a failing test's output.
@@ -49,6 +53,21 @@ impl Server {
         self.dir
             .as_ref()
             .map_or(std::path::Path::new("."), |d| d.path())
+    }
+
+    /// Waits until the server logs a line containing `text` (read on from where the last wait
+    /// stopped); panics with `what` if none comes within [`PATIENCE`].
+    pub fn wait_log(&self, what: &str, text: &str) {
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return,
+                Ok(_) => {}
+                Err(_) => panic!("waited {PATIENCE:?} for {what}: no log line with `{text}`"),
+            }
+        }
     }
 
     /// SIGKILLs the server (no cleanup runs) and hands back its directory for a restart.
@@ -80,12 +99,8 @@ impl Drop for Server {
         }
         let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if exit_within(&mut self.child, Duration::from_secs(20)).is_some() {
+            return;
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -140,7 +155,8 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
             let _ = tx.send(line);
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // A safety net: the line is waited for, however long a loaded machine takes to start.
+    let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         // Handoff's own line: the OpenCode server it warms up logs a loopback URL too.
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(100))
@@ -156,12 +172,13 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
                 url,
                 dir: Some(dir),
                 log,
+                lines: Mutex::new(rx),
             };
         }
     }
     let _ = child.kill();
     let _ = child.wait();
-    panic!("handoff did not report its address within 20 s");
+    panic!("handoff did not report its address within 60 s");
 }
 
 /// Reads a pipe to its end on a thread, so a chatty child never blocks on a full pipe.
@@ -173,9 +190,10 @@ fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHand
     })
 }
 
-/// Runs a client command with a 60 s timeout; panics with its output unless it succeeds.
+/// Runs a client command to its exit (a 120 s safety net: a client may wait for a whole agent
+/// task on a loaded machine); panics with its output unless it succeeds.
 pub fn run_client(command: Command, what: &str) -> Output {
-    run_client_for(command, what, Duration::from_secs(60))
+    run_client_for(command, what, Duration::from_secs(120))
 }
 
 /// [`run_client`] with another time limit.
@@ -189,18 +207,11 @@ pub fn run_client_for(mut command: Command, what: &str, limit: Duration) -> Outp
     // soon as it writes more than a pipe holds (64 KiB).
     let stdout = drain(child.stdout.take().unwrap());
     let stderr = drain(child.stderr.take().unwrap());
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_within(&mut child, limit);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     let output = Output {
         status: status.unwrap_or_else(|| std::process::ExitStatus::from_raw(9)),
         stdout: stdout.join().unwrap(),

@@ -5,7 +5,7 @@
 //! sleeping past the task's deadline is killed at the deadline with nothing left running, and
 //! the task does not end `completed`.
 
-use std::{path::Path, time::Duration};
+use std::path::Path;
 
 use handoff_scripted_model::Script;
 use serde_json::{Value, json};
@@ -15,6 +15,7 @@ use super::{
     executors::{AGENT, OPENCODE, events, wait_end},
     harness::start,
     mcp::{calls, task_id},
+    wait::{PATIENCE, wait_until},
 };
 
 fn bash(command: &str) -> Value {
@@ -196,14 +197,11 @@ fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_complete
         .trim()
         .parse()
         .unwrap();
-    let gone = std::time::Instant::now() + Duration::from_secs(5);
-    while running(pid) {
-        assert!(
-            std::time::Instant::now() < gone,
-            "the verify command's process {pid} outlived the task"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        &format!("the verify command's process {pid} to end with the task"),
+        PATIENCE,
+        || !running(pid),
+    );
     let took = end["duration_ms"].as_i64().unwrap_or(i64::MAX);
     assert!(
         took < 90_000,

@@ -4,7 +4,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use handoff_scripted_model::ScriptedModel;
@@ -14,6 +14,8 @@ use super::{
     executors::{OPENCODE, handoff_env, script},
     harness::{Server, start},
     mcp::{call, history, ok, task_id, wait_status_for},
+    tasks::{pid, wait_frozen},
+    wait::{PATIENCE, wait_until},
 };
 
 const AGENT: &str = "agent-isolated";
@@ -130,11 +132,9 @@ fn sandboxed_tasks_are_confined_limited_paused_and_cancelled() {
     );
     let running = wait_status_for(&server, AGENT, &id, &["running"], Duration::from_secs(30));
     let count = PathBuf::from(running["workdir"].as_str().unwrap()).join("count");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while counter(&count) < 5 || processes_with(&marker).is_empty() {
-        assert!(Instant::now() < deadline, "the counter never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("the counter to start", PATIENCE, || {
+        counter(&count) >= 5 && !processes_with(&marker).is_empty()
+    });
     let control = |action: &str| {
         let result = call(
             &server,
@@ -145,15 +145,21 @@ fn sandboxed_tasks_are_confined_limited_paused_and_cancelled() {
         ok(&result).clone()
     };
     control("pause");
+    let leader = pid(&server, AGENT, &id);
+    wait_frozen("the paused task", &[leader]);
     let paused_at = counter(&count);
-    std::thread::sleep(Duration::from_millis(600));
+    // A twin counter in the same sandbox counts to 60 and ends meanwhile.
+    let twin = submit(
+        &server,
+        "i=0; while [ $i -lt 60 ]; do i=$((i+1)); echo $i > count; sleep 0.01; done",
+    );
+    let twin = end(&server, &twin);
+    assert_eq!(twin["status"], "completed", "{twin}");
     assert_eq!(counter(&count), paused_at, "progress while paused");
     control("resume");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while counter(&count) <= paused_at {
-        assert!(Instant::now() < deadline, "no progress after resume");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("progress after resume", PATIENCE, || {
+        counter(&count) > paused_at
+    });
     control("cancel");
     let cancelled = end(&server, &id);
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");

@@ -3,17 +3,15 @@
 //! `HANDOFF_TEST_LETTA_URL`) with a real agent, and a recording, fault-injecting proxy between
 //! the two.
 
-use std::{
-    sync::OnceLock,
-    time::{Duration, Instant},
-};
+use std::{sync::OnceLock, time::Duration};
 
 use serde_json::{Value, json};
 
 use super::{
-    harness::{Server, start, start_in},
+    harness::{Server, metric, start, start_in},
     letta_proxy::{Fault, Proxy, Rule, Seen},
     mcp::{call, history, ok, task_id, wait_status_for},
+    wait::{Pace, wait_paced},
 };
 
 /// The workspace block limit the tests configure.
@@ -44,9 +42,8 @@ pub(super) fn letta_call(
         .build()
         .unwrap();
     let attempts = if method == "GET" { 5 } else { 1 };
-    runtime.block_on(async {
-        let mut answered = (0, Value::Null);
-        for attempt in 1..=attempts {
+    let send = || {
+        runtime.block_on(async {
             let mut request = handoff_letta::testing::http()
                 .request(
                     reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
@@ -59,14 +56,25 @@ pub(super) fn letta_call(
             let answer = request.send().await.unwrap();
             let status = answer.status().as_u16();
             let text = answer.text().await.unwrap();
-            answered = (status, serde_json::from_str(&text).unwrap_or(Value::Null));
-            if status < 500 || attempt == attempts {
-                break;
+            (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        })
+    };
+    let mut made = 0;
+    // Asked again a second apart; the limit only covers the attempts' own timeouts.
+    wait_paced(
+        &format!("an answer to {method} {path}"),
+        (timeout + Duration::from_secs(1)) * attempts,
+        Pace::every(Duration::from_secs(1)),
+        || {
+            made += 1;
+            let answered = send();
+            if answered.0 < 500 || made == attempts {
+                Ok(answered)
+            } else {
+                Err(answered.0)
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        answered
-    })
+        },
+    )
 }
 
 /// A new Letta agent whose model is the scripted model server behind Letta.
@@ -118,20 +126,33 @@ pub fn count_notifications(messages: &Value, task: &str) -> usize {
         .count()
 }
 
-/// Polls `check` every 250 ms until it returns `Some`, for at most `limit`.
-pub(super) fn eventually<T>(
-    what: &str,
-    limit: Duration,
-    mut check: impl FnMut() -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
+/// Polls `check` every 250 ms (Letta is shared: not faster) until it returns `Some`, for at
+/// most `limit`.
+pub(super) fn eventually<T>(what: &str, limit: Duration, check: impl FnMut() -> Option<T>) -> T {
+    wait_paced(what, limit, Pace::every(Duration::from_millis(250)), check)
+}
+
+/// Waits until `agent` has no active run: whatever was sent to it is in its history now (an
+/// async message is stored only when its run ends).
+pub(super) fn wait_runs_ended(agent: &str) {
+    eventually("the agent's runs to end", Duration::from_secs(60), || {
+        let (status, runs) = letta(
+            "GET",
+            &format!("/v1/runs/?agent_id={agent}&active=true"),
+            None,
+        );
+        assert_eq!(status, 200, "{runs}");
+        (runs.as_array().is_some_and(Vec::is_empty)).then_some(())
+    });
+}
+
+/// Waits until `server`'s store owes no completion notification: every one owed was sent or
+/// given up, none is left to send later.
+pub(super) fn wait_no_notification_owed(server: &Server) {
+    eventually("no notification owed", Duration::from_secs(60), || {
+        let owed = metric(server, r#"handoff_letta_pending{work="notifications"}"#);
+        (owed == 0.0).then_some(())
+    });
 }
 
 /// Waits until `done` holds for every id; fails only when none more became done for `stall`.
@@ -143,23 +164,30 @@ fn while_progressing(
     mut done: impl FnMut(&[String]) -> Vec<bool>,
 ) {
     let mut pending: Vec<String> = ids.to_vec();
-    let mut moved = Instant::now();
     while !pending.is_empty() {
         let before = pending.len();
-        let answers = done(&pending);
-        assert_eq!(answers.len(), before, "one answer per pending id");
-        let mut answers = answers.into_iter();
-        pending.retain(|_| !answers.next().unwrap_or(false));
-        if pending.len() < before {
-            moved = Instant::now();
-        }
-        assert!(
-            pending.is_empty() || moved.elapsed() < stall,
-            "waiting for {what}: {} of {} made no progress for {stall:?}: {pending:?}",
-            pending.len(),
-            ids.len()
+        // Each wait is for one more id done; only a stall of `stall` fails.
+        let progress = format!("progress in {what}");
+        wait_paced(
+            &progress,
+            stall,
+            Pace::every(Duration::from_millis(250)),
+            || {
+                let answers = done(&pending);
+                assert_eq!(answers.len(), pending.len(), "one answer per pending id");
+                let mut answers = answers.into_iter();
+                pending.retain(|_| !answers.next().unwrap_or(false));
+                if pending.len() < before {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{} of {} pending: {pending:?}",
+                        pending.len(),
+                        ids.len()
+                    ))
+                }
+            },
         );
-        std::thread::sleep(Duration::from_millis(250));
     }
 }
 
@@ -333,8 +361,10 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
     eventually("the delete", Duration::from_secs(30), || {
         (letta("GET", &format!("/v1/blocks/{block_id}"), None).0 == 404).then_some(())
     });
-    // Still one notification after the restart, and the history never depended on the block.
-    std::thread::sleep(Duration::from_secs(2));
+    // Still one notification after the restart (the restarted process owes none, and all that
+    // was sent has landed), and the history never depended on the block.
+    wait_no_notification_owed(&server);
+    wait_runs_ended(&agent);
     assert_eq!(notifications(&agent, &id), 1);
     let events = history(&server, &agent, &id)["events"].clone();
     let text = events.to_string();
@@ -368,7 +398,7 @@ fn five_thousand_events_make_few_block_writes_and_no_notification_when_opted_out
         &[("HANDOFF_OUTPUT_EVENT_MAX_BYTES", "16")],
     ));
     // 100 bursts of 50 lines, paced by the clock: 5,000 output events in 10 s, however
-    // loaded the machine is.
+    // loaded the machine is (the task's own `time.sleep`, not a wait of the test).
     let script = r#"python3 - <<'EOF'
 import sys, time
 start = time.time()
@@ -416,8 +446,20 @@ EOF"#;
         "{last}"
     );
 
-    // notify: false — nothing arrives, and nothing was sent.
-    std::thread::sleep(Duration::from_secs(4));
+    // notify: false — nothing arrives, and nothing was sent: a task that ended after it is
+    // notified, and all that was sent has landed.
+    let later = run_to_completion(
+        &server,
+        &agent,
+        json!({"task_description": "echo later"}),
+        Duration::from_secs(90),
+    );
+    eventually(
+        "the later task's notification",
+        Duration::from_secs(60),
+        || (notifications(&agent, &later) == 1).then_some(()),
+    );
+    wait_runs_ended(&agent);
     assert_eq!(notifications(&agent, &id), 0);
     assert!(
         !seen
@@ -685,15 +727,7 @@ fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
                 .then_some(())
         },
     );
-    eventually("the agent's runs to end", Duration::from_secs(60), || {
-        let (status, runs) = letta(
-            "GET",
-            &format!("/v1/runs/?agent_id={agent}&active=true"),
-            None,
-        );
-        assert_eq!(status, 200, "{runs}");
-        (runs.as_array().is_some_and(Vec::is_empty)).then_some(())
-    });
+    wait_runs_ended(&agent);
     assert_eq!(notifications(&agent, &id), 1);
 }
 

@@ -19,6 +19,7 @@ use super::{
     harness::{BIN, Server, start_on},
     mcp::{calls_with, ok},
     netns::{self, PUBLIC_ADDRESS},
+    wait::{Pace, wait_paced},
 };
 
 /// This module's inner test, as the test binary names it.
@@ -357,15 +358,8 @@ fn tool_returns(messages: &Value) -> Vec<(String, String, String)> {
 /// Polls `check` every second until it returns `Some`, for at most `limit`. Not faster: Letta
 /// serves these reads on the event loop its MCP client runs on, and on a loaded CI machine one of
 /// that client's connects to Handoff once missed its 30 s timeout.
-fn eventually<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_secs(1));
-    }
+fn eventually<T>(what: &str, limit: Duration, check: impl FnMut() -> Option<T>) -> T {
+    wait_paced(what, limit, Pace::every(Duration::from_secs(1)), check)
 }
 
 /// Prints what the namespace's Letta logged about MCP and errors: a call Letta's MCP client

@@ -191,6 +191,7 @@ async fn handle(
                 .unwrap());
         }
         Some(Fault::Stall(d)) => {
+            // The injected fault itself (a Letta that hangs for `d`), not a wait of the test.
             tokio::time::sleep(d).await;
             return Err(dropped());
         }

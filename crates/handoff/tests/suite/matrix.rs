@@ -10,6 +10,7 @@ use super::{
     harness::{Server, metric, start, start_in},
     mcp::{call, history, ok, task_id, wait_status_for},
     synapse::{Synapse, User, bodies},
+    wait::{PATIENCE, exit_within, wait_until, wait_until_async},
 };
 
 const AGENT: &str = "agent-matrix";
@@ -201,8 +202,7 @@ fn only_controllers_steer_others_are_told_so_and_the_bot_never_hears_itself() {
             .say(&mallory, &room, "please delete everything")
             .await;
         assert_eq!(status, 200);
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        loop {
+        wait_until_async("the bot's second refusal", PATIENCE, async || {
             let messages = synapse.messages(&mallory, &room).await;
             let refusals = messages
                 .iter()
@@ -214,15 +214,12 @@ fn only_controllers_steer_others_are_told_so_and_the_bot_never_hears_itself() {
                 })
                 .count();
             if refusals == 2 {
-                break;
+                Ok(())
+            } else {
+                Err(format!("{:#?}", bodies(&messages)))
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{:#?}",
-                bodies(&messages)
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        })
+        .await;
         room
     });
     // Nothing of mallory's reached the task.
@@ -439,14 +436,10 @@ fn crash_at(
     .clone();
     let workdir = std::path::PathBuf::from(status["workdir"].as_str().unwrap());
     std::fs::write(workdir.join("release"), "").unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while server.child.try_wait().unwrap().is_none() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "Handoff never reached the crash point {point}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    assert!(
+        exit_within(&mut server.child, PATIENCE).is_some(),
+        "Handoff never reached the crash point {point}"
+    );
     (server, id)
 }
 
@@ -496,14 +489,9 @@ fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
     let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start_in(dir, &env_ref);
     wait_status_for(&server, AGENT, &id, &["running"], Duration::from_secs(60));
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while messages_with(&server, &id, "second-note") == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "second-note never reached the task"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until("second-note to reach the task", PATIENCE, || {
+        messages_with(&server, &id, "second-note") > 0
+    });
     rt.block_on(async {
         synapse.say(&alice, &room, "!cancel").await;
     });
@@ -549,14 +537,7 @@ fn a_restart_mid_task_neither_misses_nor_replays_a_command() {
             bodies(&messages)
         );
         // The task ended: the bot leaves its room on the stored schedule.
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while synapse.membership(&alice, &room, &bot.id).await != "leave" {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the bot never left the room"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        synapse.wait_left(&alice, &room, &bot.id).await;
     });
 }
 
@@ -585,14 +566,7 @@ fn a_room_created_just_before_a_crash_is_adopted_not_duplicated_or_orphaned() {
                 b.contains("failed")
             })
             .await;
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while synapse.membership(&alice, &room, &bot.id).await != "leave" {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the bot never left the room"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        synapse.wait_left(&alice, &room, &bot.id).await;
         let server_name = bot.id.split_once(':').unwrap().1;
         let alias = format!("#handoff-{id}:{server_name}");
         assert_eq!(
@@ -724,19 +698,13 @@ fn opencode_hears_a_controllers_message_and_approve_unblocks_a_permission() {
         &["running"],
         Duration::from_secs(60),
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !history(&server, E2E, &waiting)["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|e| e["kind"] == "tool")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the agent never started its step"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until("the agent to start its step", PATIENCE, || {
+        history(&server, E2E, &waiting)["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "tool")
+    });
     rt.block_on(async {
         let room = synapse.wait_invite(&alice, &waiting).await;
         synapse.join(&alice, &room).await;
@@ -849,7 +817,8 @@ fn a_room_follows_its_task_to_the_instance_that_took_it_over() {
                 b.contains("failed") && b.contains("lost")
             })
             .await;
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // The bot leaves the room once the task's outcome is posted: nothing more can come.
+        synapse.wait_left(&bob, &room, &bot.id).await;
         let outcomes = synapse
             .messages(&bob, &room)
             .await

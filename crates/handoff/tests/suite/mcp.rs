@@ -3,12 +3,15 @@
 use std::{
     process::{Command, Stdio},
     sync::atomic::{AtomicUsize, Ordering},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use serde_json::{Value, json};
 
-use super::harness::{Server, require, run_client};
+use super::{
+    harness::{Server, require, run_client},
+    wait::{PATIENCE, Pace, poll},
+};
 
 /// Runs `calls` in one Python SDK session as `agent`; one result per call.
 pub fn calls(server: &Server, agent: &str, calls: Value) -> Vec<Value> {
@@ -62,8 +65,9 @@ pub fn task_id(result: &Value) -> String {
     ok(result)["task_id"].as_str().unwrap().to_owned()
 }
 
+/// Polls `get_task_status` until the task is in one of `want` (a safety net of [`PATIENCE`]).
 pub fn wait_status(server: &Server, agent: &str, id: &str, want: &[&str]) -> Value {
-    wait_status_for(server, agent, id, want, Duration::from_secs(30))
+    wait_status_for(server, agent, id, want, PATIENCE)
 }
 
 /// Polls `get_task_status` until the task is in one of `want`, for at most `limit`.
@@ -74,20 +78,22 @@ pub fn wait_status_for(
     want: &[&str],
     limit: Duration,
 ) -> Value {
-    let deadline = Instant::now() + limit;
-    loop {
+    poll(limit, Pace::BACK_OFF, || {
         let status = call(server, agent, "get_task_status", json!({"task_id": id}));
-        let current = ok(&status)["status"].as_str().unwrap().to_owned();
-        if want.contains(&current.as_str()) {
-            return ok(&status).clone();
+        let status = ok(&status);
+        let current = status["status"].as_str().unwrap();
+        if want.contains(&current) {
+            Ok(status.clone())
+        } else {
+            Err(current.to_owned())
         }
-        assert!(
-            Instant::now() < deadline,
+    })
+    .unwrap_or_else(|current| {
+        panic!(
             "{id} stuck in {current} (waiting for {want:?}): {:#}",
             history(server, agent, id)["events"]
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        )
+    })
 }
 
 pub fn history(server: &Server, agent: &str, id: &str) -> Value {

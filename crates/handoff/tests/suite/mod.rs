@@ -41,3 +41,4 @@ mod stdio;
 mod synapse;
 mod tasks;
 mod tool_pipeline;
+mod wait;

@@ -7,8 +7,10 @@
 use std::{
     path::Path,
     process::{Command, Stdio},
-    time::{Duration, Instant},
+    time::Duration,
 };
+
+use super::wait::exit_within;
 
 /// The globally routable address put on `lo` inside the namespace (`is_global` is true for it,
 /// so Letta accepts it). Never used outside a namespace [`confine`] checked.
@@ -43,18 +45,11 @@ pub fn run_inside(test: &str, env: &[(&str, &Path)], limit: Duration, cleanup: i
         .stdin(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run `unshare --net` (util-linux, and root): {e}"));
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for the namespace run") {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status = exit_within(&mut child, limit);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     cleanup(status.is_some_and(|s| s.success()));
     match status {
         Some(status) => assert!(

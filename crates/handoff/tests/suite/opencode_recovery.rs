@@ -1,7 +1,7 @@
 //! The OpenCode server Handoff supervises, when processes die: the server itself mid-task, or
 //! Handoff (kill -9) with the server still running.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use handoff_scripted_model::ScriptedModel;
 use nix::{
@@ -15,6 +15,7 @@ use super::{
     harness::{Server, start, start_in},
     mcp::{call, task_id, wait_status_for},
     stdio::StdioServer,
+    wait::{PATIENCE, wait_until},
 };
 
 fn submit(server: &Server, description: &str) -> String {
@@ -131,14 +132,11 @@ fn after_kill_dash_nine_the_next_handoff_stops_the_orphaned_server() {
 
 /// Waits until process group `pgid` is gone.
 fn wait_group_gone(pgid: i32) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while group_alive(pgid) {
-        assert!(
-            Instant::now() < deadline,
-            "the orphaned OpenCode server is still running"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        "the orphaned OpenCode server to be stopped",
+        PATIENCE,
+        || !group_alive(pgid),
+    );
 }
 
 /// The same through stdio, the way an MCP client that spawns Handoff runs it.
@@ -227,22 +225,22 @@ fn a_server_left_while_it_was_still_starting_is_stopped_by_the_next_start() {
     let mut restart = setup.env();
     restart.extend(super::stdio::SCRIPT_EXECUTOR);
     let _server = StdioServer::start(dir.path(), AGENT, &restart);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let left: Vec<i32> = orphans
-            .iter()
-            .copied()
-            .filter(|pid| super::stdio::process_alive(*pid))
-            .collect();
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server left while starting is still running: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        "the server left while starting to be stopped",
+        PATIENCE,
+        || {
+            let left: Vec<i32> = orphans
+                .iter()
+                .copied()
+                .filter(|pid| super::stdio::process_alive(*pid))
+                .collect();
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{left:?}"))
+            }
+        },
+    );
     drop(_server);
     setup.runtime.block_on(setup.model.shutdown());
 }

@@ -18,6 +18,7 @@ use super::{
     executors::{AGENT, OPENCODE, events, handoff_env, wait_end, workdir},
     harness::start,
     mcp::{call, calls, ok, task_id},
+    wait::{PATIENCE, wait_until},
 };
 
 fn write(file: &str) -> Value {
@@ -42,14 +43,11 @@ const HELD: &str =
 
 /// Waits until the task's verify command has started.
 fn until_verifying(dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !dir.join("verifying").exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the verify command never started"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        "the verify command to start",
+        Duration::from_secs(120),
+        || dir.join("verifying").exists(),
+    );
 }
 
 fn running(pid: i32) -> bool {
@@ -143,14 +141,11 @@ fn messages_and_cancels_reach_a_task_under_evaluation() {
         "the cancel waited {:?} behind the evaluation",
         asked.elapsed()
     );
-    let gone = Instant::now() + Duration::from_secs(5);
-    while running(pid) {
-        assert!(
-            Instant::now() < gone,
-            "the verify command {pid} outlived the cancel"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        &format!("the verify command {pid} to end with the cancel"),
+        PATIENCE,
+        || !running(pid),
+    );
     drop(server);
     runtime.block_on(model.shutdown());
 }

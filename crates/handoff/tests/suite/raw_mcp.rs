@@ -1,9 +1,11 @@
 //! A raw 2026-07-28 MCP client (plain HTTP, no SDK) that declares the Tasks extension, for
 //! driving `tasks/*` against the real binary.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use super::wait::{Pace, wait_paced};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
@@ -82,18 +84,30 @@ impl Raw2026 {
 
     /// Polls `tasks/get` at the advertised interval until the status is one of `want`.
     pub fn poll(&self, task_id: &str, want: &[&str], limit: Duration) -> Value {
-        let deadline = Instant::now() + limit;
-        loop {
+        let look = || {
             let reply = self.get(task_id);
-            let result = &reply["result"];
+            let result = reply["result"].clone();
             assert!(result.is_object(), "{reply}");
             if want.contains(&result["status"].as_str().unwrap_or_default()) {
-                return result.clone();
+                Ok(result)
+            } else {
+                Err(result)
             }
-            assert!(Instant::now() < deadline, "{task_id} still {result}");
-            let interval = result["pollIntervalMs"].as_u64().unwrap_or(1_000);
-            std::thread::sleep(Duration::from_millis(interval));
-        }
+        };
+        // The first answer says how often to ask again.
+        let first = match look() {
+            Ok(result) => return result,
+            Err(result) => result,
+        };
+        let interval = first["pollIntervalMs"].as_u64().unwrap_or(1_000);
+        // The wait's first look is that answer; it asks again an interval later.
+        let mut first = Some(first);
+        wait_paced(
+            &format!("{task_id} to be {want:?}"),
+            limit,
+            Pace::every(Duration::from_millis(interval)),
+            || first.take().map_or_else(look, Err),
+        )
     }
 
     /// `tasks/update` with the given responses; returns the JSON-RPC response.

@@ -19,6 +19,7 @@ use super::{
     harness::{Server, start},
     mcp::{calls, task_id},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
+    wait::{Pace, wait_paced},
 };
 
 /// Short heartbeats and leases, so a takeover happens within about a second.
@@ -46,17 +47,17 @@ fn count(url: &str, sql: &str) -> i64 {
 /// Waits until `sql` counts `want`, for at most `limit`; the time it took.
 pub(super) fn wait_count(url: &str, sql: &str, want: i64, limit: Duration) -> Duration {
     let start = Instant::now();
-    loop {
-        let n = count(url, sql);
-        if n == want {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < limit,
-            "`{sql}` stayed at {n}, not {want}, for {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Looked at often: some tests judge how long it took.
+    wait_paced(
+        &format!("`{sql}` to count {want}"),
+        limit,
+        Pace::every(Duration::from_millis(50)),
+        || {
+            let n = count(url, sql);
+            if n == want { Ok(()) } else { Err(n) }
+        },
+    );
+    start.elapsed()
 }
 
 #[test]

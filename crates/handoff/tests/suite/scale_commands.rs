@@ -3,19 +3,17 @@
 //! hold its lease. The command travels through the store to the holder, which hands it to the
 //! run's supervisor; the caller gets the answer it gets on the holder itself.
 
-use std::{
-    process::Command,
-    time::{Duration, Instant},
-};
+use std::process::Command;
 
 use serde_json::{Value, json};
 
 use super::{
     harness::{BIN, Server, start},
-    mcp::{call, err, history, ok, task_id, wait_status},
+    mcp::{call, err, ok, task_id, wait_status},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
     scale::psql,
-    tasks::{alive, output_line, pid, steerable_tasks},
+    tasks::{alive, held_while_paused, output_line, pid, steerable_tasks},
+    wait::{PATIENCE, wait_until},
 };
 
 /// The server whose instance did not run finished task `id`.
@@ -39,14 +37,9 @@ fn not_the_runner<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server 
 pub(super) fn elsewhere<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server {
     let sql =
         format!("SELECT i.pid FROM tasks t JOIN instances i ON i.id = t.owner WHERE t.id = '{id}'");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let holder: u32 = loop {
-        if let Ok(pid) = psql(url, &sql).parse() {
-            break pid;
-        }
-        assert!(Instant::now() < deadline, "{id} was not claimed");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let holder: u32 = wait_until(&format!("{id} to be claimed"), PATIENCE, || {
+        psql(url, &sql).parse().ok()
+    });
     let other = servers.iter().find(|s| s.child.id() != holder);
     assert!(servers.iter().any(|s| s.child.id() == holder));
     other.expect("a server that does not hold the task")
@@ -114,10 +107,7 @@ fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
     );
     assert_eq!(ok(&paused)["status"], "paused", "{paused}");
     assert_eq!(ok(&paused)["changed"], true);
-    std::thread::sleep(Duration::from_millis(200));
-    let before = history(via, "agent-a", &ticker)["total_events"].clone();
-    std::thread::sleep(Duration::from_millis(600));
-    assert_eq!(history(via, "agent-a", &ticker)["total_events"], before);
+    let before = held_while_paused(via, &ticker);
     let resumed = call(
         via,
         "agent-a",
@@ -125,12 +115,7 @@ fn cancel_pause_resume_and_messages_reach_a_run_on_another_instance() {
         json!({"task_id": ticker, "control": "resume"}),
     );
     assert_eq!(ok(&resumed)["changed"], true, "{resumed}");
-    output_line(
-        via,
-        "agent-a",
-        &ticker,
-        &format!("tick {}", before.as_u64().unwrap()),
-    );
+    output_line(via, "agent-a", &ticker, &format!("tick {before}"));
 
     // A message reaches the executor's stdin on the holder.
     let via = elsewhere(&url, &servers, &listener);
@@ -220,8 +205,7 @@ fn both_instances_are_listed(servers: &[Server]) {
     let home = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     for server in servers {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let listed = loop {
+        let listed = wait_until("both instances listed", PATIENCE, || {
             let out = Command::new(BIN)
                 .args(["instances", "--json"])
                 .env("HANDOFF_URL", &server.url)
@@ -238,11 +222,11 @@ fn both_instances_are_listed(servers: &[Server]) {
             );
             let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
             if listed.as_array().is_some_and(|l| l.len() == 2) {
-                break listed;
+                Ok(listed)
+            } else {
+                Err(listed)
             }
-            assert!(Instant::now() < deadline, "not both instances: {listed}");
-            std::thread::sleep(Duration::from_millis(200));
-        };
+        });
         let this: Vec<&Value> = listed
             .as_array()
             .unwrap()

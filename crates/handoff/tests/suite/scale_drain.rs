@@ -3,15 +3,16 @@
 //! instance takes the queue; a run that ends within the drain ends as it would have; a run
 //! still going is stopped and — having opted in — re-queued and run by the other instance.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::{
     harness::start,
-    mcp::{call, task_id},
+    mcp::{call, calls, task_id},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
     scale::{psql, wait_count},
+    wait::{PATIENCE, exit_within},
 };
 
 #[test]
@@ -28,28 +29,31 @@ fn a_draining_instance_finishes_what_it_can_and_hands_back_the_rest() {
     ]);
     // The draining instance starts alone, so both tasks are its own.
     let mut draining = start(&env);
-    let short = task_id(&call(
+    // The short run ends once the drain has begun (the test opens its gate then); the long one
+    // outlasts the drain.
+    let gate = marks.path().join("draining");
+    let submitted = calls(
         &draining,
         "agent-a",
-        "execute_task",
-        json!({"task_description": "sleep 5; echo finished-in-drain"}),
-    ));
-    let long = task_id(&call(
-        &draining,
-        "agent-a",
-        "execute_task",
-        json!({
-            "task_description": format!(
-                "if [ -e {m} ]; then echo rerun; else touch {m}; sleep 60; fi",
-                m = mark.display()
-            ),
-            "requeue_on_restart": true,
-        }),
-    ));
+        json!([
+            {"name": "execute_task", "arguments": {"task_description": format!(
+                "while [ ! -e {g} ]; do sleep 0.1; done; echo finished-in-drain",
+                g = gate.display()
+            )}},
+            {"name": "execute_task", "arguments": {
+                "task_description": format!(
+                    "if [ -e {m} ]; then echo rerun; else touch {m}; sleep 60; fi",
+                    m = mark.display()
+                ),
+                "requeue_on_restart": true,
+            }},
+        ]),
+    );
+    let (short, long) = (task_id(&submitted[0]), task_id(&submitted[1]));
     let both = format!(
         "SELECT COUNT(*) FROM tasks WHERE id IN ('{short}', '{long}') AND status = 'running'"
     );
-    wait_count(&url, &both, 2, Duration::from_secs(30));
+    wait_count(&url, &both, 2, PATIENCE);
     let drained_id = psql(
         &url,
         &format!("SELECT ran_on FROM tasks WHERE id = '{short}'"),
@@ -67,6 +71,7 @@ fn a_draining_instance_finishes_what_it_can_and_hands_back_the_rest() {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     let flagged = format!("SELECT COUNT(*) FROM instances WHERE id = '{drained_id}' AND draining");
     wait_count(&url, &flagged, 1, Duration::from_secs(5));
+    std::fs::write(&gate, "").unwrap();
     // Meanwhile the queue goes to the other instance.
     let fresh = task_id(&call(
         &other,
@@ -122,17 +127,7 @@ fn a_draining_instance_finishes_what_it_can_and_hands_back_the_rest() {
         ),
         drained_id
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = draining.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the draining instance did not exit"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = exit_within(&mut draining.child, PATIENCE).expect("the draining instance exits");
     assert!(status.success(), "{status}");
     assert_eq!(
         psql(

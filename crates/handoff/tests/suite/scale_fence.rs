@@ -27,6 +27,8 @@ use super::{
     pg_cluster::OwnCluster,
     postgres::{SCRIPT_EXECUTOR, fresh_database},
     scale::psql,
+    tasks::wait_frozen,
+    wait::{PATIENCE, wait_until},
 };
 
 /// Short heartbeats and leases, so every fault plays out within seconds.
@@ -112,20 +114,19 @@ fn lines(ledger: &Path) -> usize {
     std::fs::read_to_string(ledger).map_or(0, |t| t.lines().count())
 }
 
-/// Waits for `fact`, for at most `limit`.
-fn wait_for(what: &str, limit: Duration, mut fact: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !fact() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Whether every ledger stays unchanged across a heartbeat's time (its runs are frozen).
-fn all_still(ledgers: &[PathBuf]) -> bool {
-    let before: Vec<usize> = ledgers.iter().map(|l| lines(l)).collect();
-    std::thread::sleep(Duration::from_millis(400));
-    ledgers.iter().map(|l| lines(l)).collect::<Vec<_>>() == before
+/// The run writing each ledger (its latest writer).
+fn writers(ledgers: &[PathBuf]) -> Vec<i32> {
+    ledgers
+        .iter()
+        .map(|ledger| {
+            std::fs::read_to_string(ledger)
+                .unwrap_or_default()
+                .lines()
+                .last()
+                .and_then(|line| line.split_once(' ')?.0.parse().ok())
+                .unwrap_or_else(|| panic!("{}: no run wrote there", ledger.display()))
+        })
+        .collect()
 }
 
 #[test]
@@ -142,17 +143,16 @@ fn a_database_outage_fails_no_task_and_no_run_overlaps_another() {
     // Through both instances; half opted in to re-running: neither kind may fail for the outage.
     let mut ids = submit_all(&servers[0], &ledgers[..2], &stop, true);
     ids.extend(submit_all(&servers[1], &ledgers[2..], &stop, false));
-    wait_for("every run working", Duration::from_secs(30), || {
+    wait_until("every run working", PATIENCE, || {
         ledgers.iter().all(|l| lines(l) >= 3)
     });
 
     let outage = Instant::now();
     cluster.stop();
     // Every run freezes once its lease can no longer be renewed.
-    wait_for("every run frozen", Duration::from_secs(10), || {
-        all_still(&ledgers)
-    });
-    // Down for four lease expiries, well past every lease and the skew allowance.
+    wait_frozen("every run", &writers(&ledgers));
+    // The fault itself, not a wait for an outcome: the database stays down for four lease
+    // expiries, well past every lease and the skew allowance, whatever happens meanwhile.
     std::thread::sleep(Duration::from_secs(4).saturating_sub(outage.elapsed()));
     for server in &servers {
         let health = health(server);
@@ -169,7 +169,7 @@ fn a_database_outage_fails_no_task_and_no_run_overlaps_another() {
     cluster.start();
     // Every run thaws and works on.
     let frozen_at: Vec<usize> = ledgers.iter().map(|l| lines(l)).collect();
-    wait_for("every run thawed", Duration::from_secs(30), || {
+    wait_until("every run thawed", PATIENCE, || {
         ledgers
             .iter()
             .zip(&frozen_at)
@@ -182,7 +182,7 @@ fn a_database_outage_fails_no_task_and_no_run_overlaps_another() {
         .map(|id| format!("'{id}'"))
         .collect::<Vec<_>>()
         .join(",");
-    wait_for("every task finished", Duration::from_secs(60), || {
+    wait_until("every task finished", PATIENCE, || {
         psql(
             &url,
             &format!(
@@ -238,7 +238,7 @@ fn a_stopped_instance_is_fenced_before_its_tasks_are_taken_over() {
     let stop = dir.path().join("stop");
     let ledgers: Vec<_> = (0..4).map(|i| dir.path().join(format!("t{i}"))).collect();
     let ids = submit_all(&stopped, &ledgers, &stop, true);
-    wait_for("every run working", Duration::from_secs(30), || {
+    wait_until("every run working", PATIENCE, || {
         ledgers.iter().all(|l| lines(l) >= 3)
     });
     let other = start(&env);
@@ -272,8 +272,24 @@ fn a_stopped_instance_is_fenced_before_its_tasks_are_taken_over() {
             &format!("SELECT status FROM tasks WHERE id = '{doomed}'"),
         );
         assert_ne!(status, "cancelled", "withdrawn, yet applied");
-        std::thread::sleep(Duration::from_millis(retry));
-        let again = cancel();
+        // Retried once the hint's time is up, until the cancel is applied: withdrawn again
+        // (the holder still unreachable, its lease still running) is the same answer with a
+        // new hint.
+        let mut due = Instant::now() + Duration::from_millis(retry);
+        let again = wait_until("the retried cancel to be applied", PATIENCE, || {
+            if Instant::now() < due {
+                return Err("waiting out the retry hint".to_owned());
+            }
+            let again = cancel();
+            if again["is_error"] != true {
+                return Ok(again);
+            }
+            let body = err(&again);
+            assert_eq!(body["code"], "UNAVAILABLE", "{again}");
+            let retry = body["retry_after_ms"].as_u64().expect("a retry hint");
+            due = Instant::now() + Duration::from_millis(retry);
+            Err(again.to_string())
+        });
         assert_eq!(ok(&again)["status"], "cancelled", "{again}");
     } else {
         assert_eq!(ok(&first)["status"], "cancelled", "{first}");
@@ -290,14 +306,14 @@ fn a_stopped_instance_is_fenced_before_its_tasks_are_taken_over() {
     // The other instance re-queues the other tasks and runs them again, after the stopped
     // one's keeper froze its runs.
     let rerun = &ledgers[..3];
-    wait_for("every task re-run", Duration::from_secs(30), || {
+    wait_until("every task re-run", PATIENCE, || {
         rerun.iter().all(|l| runs(l).len() == 2)
     });
 
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
     // The woken instance finds itself declared lost, kills its frozen runs and comes back as a
     // new instance.
-    wait_for("the stopped instance back", Duration::from_secs(30), || {
+    wait_until("the stopped instance back", PATIENCE, || {
         psql(
             &url,
             &format!(
@@ -312,7 +328,7 @@ fn a_stopped_instance_is_fenced_before_its_tasks_are_taken_over() {
         .map(|id| format!("'{id}'"))
         .collect::<Vec<_>>()
         .join(",");
-    wait_for("the re-runs complete", Duration::from_secs(60), || {
+    wait_until("the re-runs complete", PATIENCE, || {
         psql(
             &url,
             &format!("SELECT COUNT(*) FROM tasks WHERE id IN ({done}) AND status = 'completed'"),

@@ -9,10 +9,14 @@ use serde_json::json;
 
 use super::{
     harness::{Server, metric},
-    letta::{create_agent, env, eventually, letta_url, notifications, start_with},
+    letta::{
+        create_agent, env, eventually, letta_url, notifications, start_with,
+        wait_no_notification_owed, wait_runs_ended,
+    },
     mcp::{call, task_id},
     postgres::fresh_database,
     scale::{psql, wait_count},
+    wait::{PATIENCE, wait_until},
 };
 
 #[test]
@@ -44,8 +48,22 @@ fn a_task_block_has_one_writer_and_one_notification_when_its_task_moves() {
         Duration::from_secs(60),
         || (writes(&running) >= 1.0).then_some(()),
     );
-    // Several sweeps of the survivor (every second) see the record; none writes it.
-    std::thread::sleep(Duration::from_secs(4));
+    // Several sweeps of the survivor (every second) see the record; none writes it. Its own
+    // heartbeats show four of its seconds going by.
+    let beat = format!(
+        "SELECT heartbeat FROM instances WHERE pid = {}",
+        survivor.child.id()
+    );
+    let heartbeat = || -> i64 { psql(&url, &beat).parse().unwrap() };
+    let first = heartbeat();
+    wait_until(
+        "four seconds of the survivor's heartbeats",
+        PATIENCE,
+        || {
+            let beaten = heartbeat() - first;
+            if beaten >= 4_000 { Ok(()) } else { Err(beaten) }
+        },
+    );
     assert_eq!(
         writes(&survivor),
         0.0,
@@ -77,7 +95,8 @@ fn a_task_block_has_one_writer_and_one_notification_when_its_task_moves() {
         metric(&survivor, "handoff_letta_notifications_sent_total"),
         1.0
     );
-    // And no second one.
-    std::thread::sleep(Duration::from_secs(3));
+    // And no second one: the survivor owes none, and all that was sent has landed.
+    wait_no_notification_owed(&survivor);
+    wait_runs_ended(&agent);
     assert_eq!(notifications(&agent, &task), 1);
 }

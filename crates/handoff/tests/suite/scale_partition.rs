@@ -27,6 +27,7 @@ use super::{
     mcp::{call, task_id},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
     scale::{processes_with_env, psql, wait_count},
+    wait::{PATIENCE, Pace, poll, wait_until},
 };
 
 const HEARTBEAT_MS: &str = "200";
@@ -135,13 +136,15 @@ fn cut_holding_the_write_lock(runtime: &tokio::runtime::Runtime, proxy: &Proxy, 
             "SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
              WHERE l.locktype = 'advisory' AND l.granted AND a.client_port = {port}"
         );
-        // The forwarded statement may still be on its way to the server.
-        let deadline = std::time::Instant::now() + Duration::from_millis(500);
-        while std::time::Instant::now() < deadline {
-            if psql(url, &holds) == "1" {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        // The forwarded statement may still be on its way to the server: looked for briefly,
+        // as a session that got no lock never gets one behind a closed gate.
+        let caught = poll(
+            Duration::from_millis(500),
+            Pace::every(Duration::from_millis(20)),
+            || psql(url, &holds) == "1",
+        );
+        if caught.is_ok() {
+            return;
         }
         proxy.set_open(true);
     }
@@ -209,8 +212,11 @@ fn a_cut_off_instance_loses_its_task_and_its_late_writes_are_refused() {
     )
     .parse()
     .unwrap();
-    // The cut-off instance goes on running its task meanwhile, writing into a void.
-    std::thread::sleep(Duration::from_millis(1_500));
+    // The cut-off instance ran its task on until its lease lapsed, writing into a void.
+    cut.wait_log(
+        "the cut-off instance's writes failing",
+        "task store writes fail",
+    );
 
     proxy.set_open(true);
     // Back: its heartbeat finds it declared lost; it kills the run and registers again as a
@@ -225,14 +231,11 @@ fn a_cut_off_instance_loses_its_task_and_its_late_writes_are_refused() {
         Duration::from_secs(15),
     );
     let entry = format!("HANDOFF_TASK_ID={task}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    while !processes_with_env(&entry).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the cut-off run survived its instance's return"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        "the cut-off run to be killed on its instance's return",
+        PATIENCE,
+        || processes_with_env(&entry).is_empty(),
+    );
     // Nothing of the old run landed after the takeover, and the task stayed as decided.
     let late = psql(
         &url,
@@ -252,12 +255,8 @@ fn a_cut_off_instance_loses_its_task_and_its_late_writes_are_refused() {
 
 /// Waits until `sql` counts at least `want`.
 fn wait_count_at_least(url: &str, sql: &str, want: i64) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while psql(url, sql).parse::<i64>().unwrap() < want {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "`{sql}` stayed below {want}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(&format!("`{sql}` to reach {want}"), PATIENCE, || {
+        let n: i64 = psql(url, sql).parse().unwrap();
+        if n >= want { Ok(()) } else { Err(n) }
+    });
 }

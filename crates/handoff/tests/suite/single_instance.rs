@@ -6,12 +6,13 @@ use std::{
     io::Read,
     path::Path,
     process::{Child, Command, ExitStatus, Stdio},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use super::{
     harness::{BIN, start},
     raw_mcp::Raw2026,
+    wait::{PATIENCE, exit_within, wait_until},
 };
 
 /// Tasks are bash scripts: the description is the script.
@@ -54,30 +55,18 @@ fn run_until_exit(mut command: Command) -> Exited {
 }
 
 fn wait_or_kill(child: &mut Child) -> Option<ExitStatus> {
-    let deadline = Instant::now() + REFUSAL;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let status = exit_within(child, REFUSAL);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
     }
+    status
 }
 
 fn wait_for_file(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(&format!("{} to appear", path.display()), PATIENCE, || {
+        path.exists()
+    });
 }
 
 /// A second `handoff serve` with `extra` arguments on `data`, run to its exit.

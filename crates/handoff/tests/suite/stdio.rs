@@ -6,7 +6,7 @@ use std::{
     io::{BufRead, BufReader, Write},
     path::Path,
     process::{Child, ChildStdin, Command, ExitStatus, Stdio},
-    sync::mpsc,
+    sync::{Arc, Mutex, mpsc},
     time::{Duration, Instant},
 };
 
@@ -16,7 +16,10 @@ use nix::{
 };
 use serde_json::{Value, json};
 
-use super::harness::BIN;
+use super::{
+    harness::BIN,
+    wait::{PATIENCE, exit_within, wait_until},
+};
 
 /// Tasks are bash scripts: the description is the script.
 pub const SCRIPT_EXECUTOR: [(&str, &str); 3] = [
@@ -30,6 +33,8 @@ pub struct StdioServer {
     pub child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
+    /// Every line the server logged (stderr).
+    log: Arc<Mutex<Vec<String>>>,
     next_id: u64,
 }
 
@@ -73,6 +78,8 @@ impl StdioServer {
                 let _ = tx.send(line);
             }
         });
+        let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let logged = Arc::clone(&log);
         std::thread::spawn(move || {
             // Drained so the server never blocks on a full pipe; HANDOFF_TEST_SERVER_LOG=1 shows it.
             let show = std::env::var_os("HANDOFF_TEST_SERVER_LOG").is_some();
@@ -80,12 +87,17 @@ impl StdioServer {
                 if show {
                     eprintln!("[handoff stdio] {line}");
                 }
+                logged
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(line);
             }
         });
         Self {
             child,
             stdin: Some(stdin),
             lines,
+            log,
             next_id: 1,
         }
     }
@@ -153,29 +165,30 @@ impl StdioServer {
 
     /// Polls `get_task_status` until the task is in one of `want`.
     pub fn wait_status(&mut self, id: &str, want: &[&str], limit: Duration) -> Value {
-        let deadline = Instant::now() + limit;
-        loop {
+        wait_until(&format!("{id} to be {want:?}"), limit, || {
             let status = self.call("get_task_status", json!({"task_id": id}));
             if want.contains(&status["status"].as_str().unwrap_or_default()) {
-                return status;
+                Ok(status)
+            } else {
+                Err(status)
             }
-            assert!(Instant::now() < deadline, "{id} still {status}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        })
     }
 
     /// Waits for the process to exit; `None` if it is still running after `limit`.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        exit_within(&mut self.child, limit)
+    }
+
+    /// Waits until the server has logged a line containing `text`.
+    pub fn wait_log(&self, text: &str) {
+        wait_until(&format!("a log line with `{text}`"), PATIENCE, || {
+            self.log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .any(|line| line.contains(text))
+        });
     }
 
     /// SIGKILLs the server (no cleanup runs).
@@ -209,21 +222,15 @@ pub fn process_alive(pid: i32) -> bool {
 
 /// Reads the pid a task script wrote to `file` in its directory, waiting for it.
 pub fn wait_pid_file(file: &Path) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(pid) = std::fs::read_to_string(file)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never written",
-            file.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        &format!("{} to be written", file.display()),
+        PATIENCE,
+        || {
+            std::fs::read_to_string(file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+        },
+    )
 }
 
 /// A task that ignores SIGTERM and writes its pid to `pid` in its directory.
@@ -278,7 +285,8 @@ fn a_second_signal_kills_the_runs_without_waiting_for_the_grace() {
 
     // What Claude Code does when it closes: SIGINT, SIGTERM, then (soon) SIGKILL.
     kill(server.pid(), Signal::SIGINT).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // The second signal comes once the first one is being handled.
+    server.wait_log("SIGINT: shutting down");
     kill(server.pid(), Signal::SIGTERM).unwrap();
     let exit = server.wait_exit(Duration::from_secs(15));
     assert!(exit.is_some(), "still waiting for the 120 s grace");
@@ -323,17 +331,15 @@ fn bad_lines_get_null_id_errors_and_a_last_line_without_newline_is_answered() {
 /// The task directory of the only task under `dir`'s data dir; its name is the task id.
 fn only_workdir(dir: &Path) -> std::path::PathBuf {
     let workspaces = dir.join("data").join("workspaces");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait_until("one task directory", PATIENCE, || {
         let found: Vec<_> = std::fs::read_dir(&workspaces)
             .map(|d| d.flatten().map(|e| e.path()).collect())
             .unwrap_or_default();
-        if let [one] = found.as_slice() {
-            return one.clone();
+        match found.as_slice() {
+            [one] => Ok(one.clone()),
+            _ => Err(format!("{found:?}")),
         }
-        assert!(Instant::now() < deadline, "task directories: {found:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    })
 }
 
 /// Handoff dies between starting a run and recording its pid (the crash placed there by

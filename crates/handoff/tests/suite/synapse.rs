@@ -8,6 +8,8 @@ use std::{
 
 use serde_json::{Value, json};
 
+use super::wait::{PATIENCE, wait_until_async};
+
 /// The running Synapse, from `HANDOFF_TEST_SYNAPSE_URL` and `HANDOFF_TEST_SYNAPSE_SECRET_FILE`.
 pub struct Synapse {
     pub url: String,
@@ -323,22 +325,30 @@ impl Synapse {
         what: &str,
         want: impl Fn(&str) -> bool,
     ) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
+        let wanted = format!("a message {what} from {sender} in {room}");
+        wait_until_async(&wanted, PATIENCE, async || {
             let messages = self.messages(user, room).await;
-            if let Some(found) = messages
+            messages
                 .iter()
                 .find(|m| m["sender"] == sender && m["content"]["body"].as_str().is_some_and(&want))
-            {
-                return found.clone();
+                .cloned()
+                .ok_or_else(|| format!("{:#?}", bodies(&messages)))
+        })
+        .await
+    }
+
+    /// Waits until `member` has left `room` (as `user` sees it): it can post nothing more there.
+    pub async fn wait_left(&self, user: &User, room: &str, member: &str) {
+        let what = format!("{member} to leave {room}");
+        wait_until_async(&what, PATIENCE, async || {
+            let membership = self.membership(user, room, member).await;
+            if membership == "leave" {
+                Ok(())
+            } else {
+                Err(membership)
             }
-            assert!(
-                Instant::now() < deadline,
-                "no message {what} from {sender} in {room}: {:#?}",
-                bodies(&messages)
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        })
+        .await;
     }
 }
 

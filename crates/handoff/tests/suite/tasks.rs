@@ -1,13 +1,12 @@
 //! The task tools end to end: the real binary, the real `command` executor, the official
 //! Python MCP SDK as the client.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 
 use super::{
     harness::{Server, start, start_in},
     mcp::{call, calls, err, history, ok, task_id, wait_status},
+    wait::{PATIENCE, wait_until},
 };
 
 /// Tasks are bash scripts: the description is the script.
@@ -27,38 +26,29 @@ fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static st
 
 /// The pid the executor recorded for the task's process group.
 pub(super) fn pid(server: &Server, agent: &str, id: &str) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_until(&format!("the pid of {id}"), PATIENCE, || {
         let events = history(server, agent, id)["events"].clone();
-        if let Some(pid) = events
+        events
             .as_array()
             .unwrap()
             .iter()
             .find_map(|e| e["data"]["pid"].as_i64())
-        {
-            return pid as i32;
-        }
-        assert!(Instant::now() < deadline, "no pid for {id}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            .map(|pid| pid as i32)
+    })
 }
 
+/// The first output line of task `id` that starts with `prefix`, once it is there.
 pub(super) fn output_line(server: &Server, agent: &str, id: &str, prefix: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_until(&format!("`{prefix}` output from {id}"), PATIENCE, || {
         let events = history(server, agent, id)["events"].clone();
         // One output event may hold several lines.
-        if let Some(line) = events.as_array().unwrap().iter().find_map(|e| {
+        events.as_array().unwrap().iter().find_map(|e| {
             let m = e["message"].as_str().filter(|_| e["kind"] == "output")?;
             m.split('\n')
                 .find(|line| line.starts_with(prefix))
                 .map(str::to_owned)
-        }) {
-            return line;
-        }
-        assert!(Instant::now() < deadline, "no `{prefix}` output from {id}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        })
+    })
 }
 
 pub(super) fn alive(pid: i32) -> bool {
@@ -66,6 +56,98 @@ pub(super) fn alive(pid: i32) -> bool {
         stat.rsplit_once(')')
             .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
     })
+}
+
+/// Whether process `pid` is frozen: stopped by a signal, or held by its cgroup's freezer (v1
+/// `freezer.state`, or cgroup2's `cgroup.events`) — the ways Handoff pauses a run.
+pub(super) fn frozen(pid: i32) -> bool {
+    let read = |path: String| std::fs::read_to_string(path).unwrap_or_default();
+    let stat = read(format!("/proc/{pid}/stat"));
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    if matches!(state, Some("T" | "t")) {
+        return true;
+    }
+    read(format!("/proc/{pid}/cgroup")).lines().any(|line| {
+        let mut fields = line.splitn(3, ':').skip(1);
+        let (Some(controllers), Some(path)) = (fields.next(), fields.next()) else {
+            return false;
+        };
+        let path = path.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "freezer") {
+            read(format!("/sys/fs/cgroup/freezer/{path}/freezer.state")).trim() == "FROZEN"
+        } else {
+            controllers.is_empty()
+                && ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+                    .iter()
+                    .any(|root| {
+                        read(format!("{root}/{path}/cgroup.events"))
+                            .lines()
+                            .any(|l| l == "frozen 1")
+                    })
+        }
+    })
+}
+
+/// Waits until each of `pids` is [`frozen`]; `what` names them.
+pub(super) fn wait_frozen(what: &str, pids: &[i32]) {
+    wait_until(&format!("{what} to be frozen"), PATIENCE, || {
+        if pids.iter().all(|pid| frozen(*pid)) {
+            Ok(())
+        } else {
+            Err(process_states(pids))
+        }
+    });
+}
+
+/// `pid: state (cgroups)` of each of `pids`, for a failed wait's message.
+fn process_states(pids: &[i32]) -> String {
+    let read = |pid: i32, what: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/{what}")).unwrap_or_default()
+    };
+    let states: Vec<String> = pids
+        .iter()
+        .map(|pid| {
+            let stat = read(*pid, "stat");
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .unwrap_or("?");
+            let groups = read(*pid, "cgroup").lines().collect::<Vec<_>>().join(" ");
+            format!("{pid}: {state} ({groups})")
+        })
+        .collect();
+    format!("{states:?}")
+}
+
+/// Proves that time went on for the tasks on `server`: a twin of the steerable ticker, run by
+/// another agent, prints `ticks` ticks at the ticker's pace and completes. A paused ticker that
+/// stays silent meanwhile is held, not merely slow to be heard.
+pub(super) fn twin_ticks(server: &Server, ticks: u32) {
+    let script = format!("for i in $(seq 1 {ticks}); do echo tick $i; sleep 0.05; done");
+    let twin = task_id(&call(
+        server,
+        "agent-twin",
+        "execute_task",
+        json!({"task_description": script}),
+    ));
+    let done = wait_status(server, "agent-twin", &twin, &["completed", "failed"]);
+    assert_eq!(done["status"], "completed", "{done}");
+}
+
+/// Shows that the steerable `ticker` (`agent-a`'s, just paused through `server`) is held: once
+/// its processes are frozen, its history gains no event while a twin ticks on. The history's
+/// event count while paused.
+pub(super) fn held_while_paused(server: &Server, ticker: &str) -> u64 {
+    let leader = pid(server, "agent-a", ticker);
+    wait_frozen("the paused ticker", &[leader]);
+    // What it printed before the freeze lands while a first twin runs.
+    twin_ticks(server, 2);
+    let before = history(server, "agent-a", ticker)["total_events"].clone();
+    twin_ticks(server, 12);
+    assert_eq!(history(server, "agent-a", ticker)["total_events"], before);
+    before.as_u64().unwrap()
 }
 
 #[test]
@@ -198,7 +280,17 @@ fn fifty_concurrent_submissions_respect_the_limit() {
     let results = calls(&server, "agent-a", json!([{"parallel": submissions}]));
     let ids: Vec<String> = results[0].as_array().unwrap().iter().map(task_id).collect();
     assert_eq!(ids.len(), 50);
-    std::thread::sleep(Duration::from_millis(500));
+    // The scheduler filled its slots; whether it went past the limit is checked below.
+    wait_until("two running tasks", PATIENCE, || {
+        let page = call(
+            &server,
+            "agent-a",
+            "list_tasks",
+            json!({"status": "running", "limit": 200}),
+        );
+        let running = ok(&page)["tasks"].as_array().unwrap().len();
+        if running >= 2 { Ok(()) } else { Err(running) }
+    });
     let listed = calls(
         &server,
         "agent-a",
@@ -223,20 +315,20 @@ fn fifty_concurrent_submissions_respect_the_limit() {
     assert_eq!(ok(&other)["created"], true);
 
     std::fs::write(&gate, "").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    wait_until("all tasks completed", PATIENCE, || {
         let page = call(
             &server,
             "agent-a",
             "list_tasks",
             json!({"status": "completed", "limit": 200}),
         );
-        if ok(&page)["tasks"].as_array().unwrap().len() == 50 {
-            break;
+        let completed = ok(&page)["tasks"].as_array().unwrap().len();
+        if completed == 50 {
+            Ok(())
+        } else {
+            Err(completed)
         }
-        assert!(Instant::now() < deadline, "not all tasks completed");
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    });
 }
 
 #[test]
@@ -318,10 +410,7 @@ fn cancel_pause_resume_and_messages_reach_the_process() {
         json!({"task_id": ticker, "control": "pause"}),
     );
     assert_eq!(ok(&paused)["status"], "paused");
-    std::thread::sleep(Duration::from_millis(200));
-    let before = history(&server, "agent-a", &ticker)["total_events"].clone();
-    std::thread::sleep(Duration::from_millis(600));
-    assert_eq!(history(&server, "agent-a", &ticker)["total_events"], before);
+    let before = held_while_paused(&server, &ticker);
     let resumed = calls(
         &server,
         "agent-a",
@@ -332,7 +421,7 @@ fn cancel_pause_resume_and_messages_reach_the_process() {
     );
     assert_eq!(ok(&resumed[0])["changed"], true);
     assert_eq!(ok(&resumed[1])["changed"], false);
-    let next = format!("tick {}", before.as_u64().unwrap());
+    let next = format!("tick {before}");
     output_line(&server, "agent-a", &ticker, &next);
 
     output_line(&server, "agent-a", &listener, "ready");
@@ -389,27 +478,19 @@ fn kill_dash_nine_then_restart_accounts_for_every_task() {
     let dir = server.kill9();
     // The leaders die with the server (parent-death signal); what they started in the
     // background outlives it, and only the restart can stop that.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while leaders.iter().any(|p| alive(*p)) {
-        assert!(
-            Instant::now() < deadline,
-            "a run's leader outlived the server"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("the runs' leaders to die with the server", PATIENCE, || {
+        !leaders.iter().any(|p| alive(*p))
+    });
     assert!(alive(child));
 
     let server = start_in(dir, &env(&extra));
     let interrupted = wait_status(&server, "agent-a", &ids[0], &["failed"]);
     assert_eq!(interrupted["error"], "interrupted: server restarted");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while [child, leaders[0], leaders[1]].iter().any(|p| alive(*p)) {
-        assert!(
-            Instant::now() < deadline,
-            "processes of the dead server's runs survived"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        "the processes of the dead server's runs to be stopped",
+        PATIENCE,
+        || ![child, leaders[0], leaders[1]].iter().any(|p| alive(*p)),
+    );
     wait_status(&server, "agent-a", &ids[1], &["completed"]);
     let rerun = history(&server, "agent-a", &ids[1]);
     let outputs: Vec<_> = rerun["events"]
@@ -444,10 +525,22 @@ fn the_per_agent_limit_leaves_room_for_other_agents() {
     let (x1, x2, y1) = (task_id(&mine[0]), task_id(&mine[1]), task_id(&theirs[0]));
     wait_status(&server, "agent-x", &x1, &["running"]);
     wait_status(&server, "agent-y", &y1, &["running"]);
-    std::thread::sleep(Duration::from_millis(300));
+    // A third agent's task, queued behind x2, starts: the scheduler went past x2 and left it.
+    let later = task_id(&call(
+        &server,
+        "agent-z",
+        "execute_task",
+        submit["arguments"].clone(),
+    ));
+    wait_status(&server, "agent-z", &later, &["running"]);
     let waiting = wait_status(&server, "agent-x", &x2, &["queued"]);
     assert_eq!(waiting["queue_position"], 1);
-    for (agent, id) in [("agent-x", &x2), ("agent-x", &x1), ("agent-y", &y1)] {
+    for (agent, id) in [
+        ("agent-x", &x2),
+        ("agent-x", &x1),
+        ("agent-y", &y1),
+        ("agent-z", &later),
+    ] {
         let stop = call(
             &server,
             agent,
