@@ -20,7 +20,7 @@ use super::{
     },
     harness::{Server, metric, require, start},
     mcp::{call, calls, ok, task_id, wait_status_for},
-    tasks::wait_frozen,
+    process::wait_frozen,
     wait::{PATIENCE, Pace, poll, wait_until},
 };
 

@@ -252,14 +252,15 @@ fn artifacts(server: &Server, id: &str) -> Vec<Value> {
     ok(&result)["artifacts"].as_array().unwrap().clone()
 }
 
-/// Waits until the task waits for an answer and returns the pending request's event.
+/// Waits until the task waits for an answer and returns the pending request's event (a safety
+/// net of 180 s: many agents may be starting at once).
 pub(super) fn wait_ask(server: &Server, id: &str) -> Value {
     let status = wait_status_for(
         server,
         AGENT,
         id,
         &["input_required", "completed", "failed"],
-        Duration::from_secs(60),
+        Duration::from_secs(180),
     );
     assert_eq!(
         status["status"],
@@ -387,6 +388,36 @@ fn end_to_end(agent: &Agent) {
         iso_b,
     ] = <[String; 10]>::try_from(ids).unwrap();
 
+    // Permission asks: allow, deny, and one left to time out. First, as an ask is answered
+    // within the ask timeout or never (the message below has minutes: its step repeats).
+    let asked = wait_ask(&server, &allow);
+    assert_eq!(asked["data"]["request"]["permission"], "bash", "{asked}");
+    assert_eq!(
+        asked["data"]["request"]["patterns"][0],
+        format!("touch {}/approved.txt", workdir(&server, &allow).display()),
+        "{asked}"
+    );
+    // The pending request is part of the task's status too, and its text says how to answer.
+    let reply = call(&server, AGENT, "get_task_status", json!({"task_id": allow}));
+    let status = ok(&reply).clone();
+    assert_eq!(status["pending_input"][0]["permission"], "bash", "{status}");
+    assert_eq!(
+        status["pending_input"][0]["request_id"], asked["data"]["request"]["id"],
+        "{status}"
+    );
+    let words = reply["text"].as_str().unwrap();
+    let request = asked["data"]["request"]["id"].as_str().unwrap();
+    assert!(
+        words.contains(&format!("- [{request}] permission bash `touch ")),
+        "{words}"
+    );
+    assert!(words.contains(r#""message_type":"approval""#), "{words}");
+    let answered = answer(&server, &allow, "allow");
+    assert_eq!(answered["delivered"], true, "{answered}");
+    wait_ask(&server, &deny);
+    answer(&server, &deny, "deny");
+    wait_asked(&server, &unanswered);
+
     // A message changes what the working agent does next.
     wait_status_for(
         &server,
@@ -421,35 +452,6 @@ fn end_to_end(agent: &Agent) {
     assert_eq!(ok(&sent)["delivered"], true, "{sent}");
     // Only now may the slow step end, so the message always arrives while the agent works.
     std::fs::write(workdir(&server, &multi).join("release"), "").unwrap();
-
-    // Permission asks: allow, deny, and one left to time out.
-    let asked = wait_ask(&server, &allow);
-    assert_eq!(asked["data"]["request"]["permission"], "bash", "{asked}");
-    assert_eq!(
-        asked["data"]["request"]["patterns"][0],
-        format!("touch {}/approved.txt", workdir(&server, &allow).display()),
-        "{asked}"
-    );
-    // The pending request is part of the task's status too, and its text says how to answer.
-    let reply = call(&server, AGENT, "get_task_status", json!({"task_id": allow}));
-    let status = ok(&reply).clone();
-    assert_eq!(status["pending_input"][0]["permission"], "bash", "{status}");
-    assert_eq!(
-        status["pending_input"][0]["request_id"], asked["data"]["request"]["id"],
-        "{status}"
-    );
-    let words = reply["text"].as_str().unwrap();
-    let request = asked["data"]["request"]["id"].as_str().unwrap();
-    assert!(
-        words.contains(&format!("- [{request}] permission bash `touch ")),
-        "{words}"
-    );
-    assert!(words.contains(r#""message_type":"approval""#), "{words}");
-    let answered = answer(&server, &allow, "allow");
-    assert_eq!(answered["delivered"], true, "{answered}");
-    wait_ask(&server, &deny);
-    answer(&server, &deny, "deny");
-    wait_asked(&server, &unanswered);
 
     // Cancel during a hanging model stream.
     wait_status_for(&server, AGENT, &hang, &["running"], Duration::from_secs(60));

@@ -14,7 +14,8 @@ use super::{
     executors::{OPENCODE, handoff_env, script},
     harness::{Server, start},
     mcp::{call, history, ok, task_id, wait_status_for},
-    tasks::{pid, wait_frozen},
+    process::wait_frozen,
+    tasks::pid,
     wait::{PATIENCE, wait_until},
 };
 

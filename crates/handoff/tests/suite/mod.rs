@@ -27,6 +27,7 @@ mod opencode_recovery;
 mod owner_during_evaluation;
 mod pg_cluster;
 mod postgres;
+mod process;
 mod raw_mcp;
 mod scale;
 mod scale_agents;

@@ -11,8 +11,9 @@ use super::{
     harness::{BIN, Server, start},
     mcp::{call, err, ok, task_id, wait_status},
     postgres::{SCRIPT_EXECUTOR, fresh_database},
+    process::alive,
     scale::psql,
-    tasks::{alive, held_while_paused, output_line, pid, steerable_tasks},
+    tasks::{held_while_paused, output_line, pid, steerable_tasks},
     wait::{PATIENCE, wait_until},
 };
 

@@ -26,8 +26,8 @@ use super::{
     mcp::{call, calls, err, ok, task_id},
     pg_cluster::OwnCluster,
     postgres::{SCRIPT_EXECUTOR, fresh_database},
+    process::wait_frozen,
     scale::psql,
-    tasks::wait_frozen,
     wait::{PATIENCE, wait_until},
 };
 
