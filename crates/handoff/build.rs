@@ -5,8 +5,8 @@
 //! request (docs/benchmarks/2026-11-28-issue-26-start-up-code-together.md). `startup.order`
 //! lists the functions `handoff serve` runs at start-up and for the common requests
 //! (`scripts/startup-order/generate.sh` traces them); lld places them first, in a few
-//! contiguous pages. A name the build no longer has is
-//! skipped, so a stale file costs memory, never correctness.
+//! contiguous pages. A name the build no longer has is skipped, so a stale file costs memory,
+//! never correctness.
 
 use std::env;
 use std::path::Path;
