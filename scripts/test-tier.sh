@@ -35,7 +35,7 @@ tier() {
       ;;
     # Every other crate's tests, and the rest of the `handoff` crate's.
     crates)
-      cargo test --workspace --exclude handoff
+      cargo test --no-fail-fast --workspace --exclude handoff
       cargo test -p handoff --lib --bins --test bench --test startup_order
       ;;
     *)

@@ -4,18 +4,25 @@ use std::path::PathBuf;
 
 use handoff_store::NewArtifact;
 use handoff_task::{ArtifactBody, ArtifactKind};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWriteExt, BufWriter};
+
+/// Bytes gathered before the spill file is written.
+const SPILL_BUFFER: usize = 64 * 1024;
 
 /// Accumulates one artifact. Bytes past `max` are counted but not kept, and the artifact says
 /// so (`capped`), so nothing is ever dropped silently. A file that cannot be written (a full
 /// disk) ends the keeping, not the run: what was kept is the artifact, marked capped.
+///
+/// The spill file is buffered: a fast printer sends one piece per line, and an unbuffered
+/// `tokio::fs` write is a blocking-pool round trip each (200,000 lines took ~10 s, minutes on a
+/// loaded machine). A write error the buffer defers surfaces at [`ArtifactSink::finish`].
 pub(crate) struct ArtifactSink {
     kind: ArtifactKind,
     inline_limit: u64,
     max: u64,
     spill_path: PathBuf,
     buffer: Vec<u8>,
-    file: Option<tokio::fs::File>,
+    file: Option<BufWriter<tokio::fs::File>>,
     kept: u64,
     size: u64,
     /// Why keeping stopped early.
@@ -91,7 +98,7 @@ impl ArtifactSink {
             return self.fail(format!("creating {}: {e}", parent.display()));
         }
         let mut file = match tokio::fs::File::create(&self.spill_path).await {
-            Ok(file) => file,
+            Ok(file) => BufWriter::with_capacity(SPILL_BUFFER, file),
             Err(e) => return self.fail(format!("creating {}: {e}", self.spill_path.display())),
         };
         if let Err(e) = file.write_all(&self.buffer).await {
@@ -117,7 +124,7 @@ impl ArtifactSink {
         let body = match self.file.take() {
             Some(mut file) => {
                 let synced = match file.flush().await {
-                    Ok(()) => file.sync_all().await,
+                    Ok(()) => file.get_mut().sync_all().await,
                     Err(e) => Err(e),
                 };
                 if let Err(e) = synced {
@@ -223,6 +230,17 @@ mod tests {
         let art = sink.finish().await.unwrap();
         assert_eq!(art.body, ArtifactBody::Inline(b"1234\n".to_vec()));
         assert_eq!((art.size, art.capped), (12, true));
+    }
+
+    // The buffered spill file defers a full disk's error to `finish`: still capped, never
+    // reported as whole. /dev/full answers every write with ENOSPC.
+    #[tokio::test]
+    async fn a_full_disk_found_at_the_end_still_says_capped() {
+        let mut sink = ArtifactSink::new(ArtifactKind::Output, "/dev/full".into(), 4, 1000);
+        sink.push_line("spilled").await;
+        sink.push_line("more").await;
+        let art = sink.finish().await.unwrap();
+        assert_eq!((art.size, art.capped), (13, true));
     }
 
     #[tokio::test]
