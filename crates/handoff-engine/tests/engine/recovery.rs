@@ -1,4 +1,4 @@
-use std::os::unix::process::CommandExt;
+use std::{os::unix::process::CommandExt, path::Path};
 
 use handoff_store::{ClaimLimits, InsertOutcome, SqliteStore, TaskStore};
 use handoff_task::{NewTask, TaskId, TaskOptions, TaskStatus, unix_millis_now};
@@ -6,7 +6,9 @@ use serde_json::json;
 
 use super::common::{PATIENCE, agent, alive, as_agent, config, start_in, wait_until};
 
-fn new_task(description: &str, requeue: bool) -> NewTask {
+/// A task stored as an earlier instance left it, to run in `workdir` (a directory of the test's
+/// own: a run snapshots its workdir, and the shared temp dir is large and changing).
+fn new_task(description: &str, requeue: bool, workdir: &Path) -> NewTask {
     NewTask {
         id: TaskId::generate().unwrap(),
         agent_id: agent("a"),
@@ -18,7 +20,7 @@ fn new_task(description: &str, requeue: bool) -> NewTask {
             ..TaskOptions::default()
         },
         priority: 0,
-        workdir: std::env::temp_dir().display().to_string(),
+        workdir: workdir.display().to_string(),
         created_at: unix_millis_now(),
         idempotency_key: None,
         metadata: json!({}),
@@ -36,6 +38,8 @@ fn start_time(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_accounts_for_every_task_and_kills_leftovers() {
     let dir = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
     let cfg = config(&dir, &[]);
     let store = SqliteStore::open(&cfg.database_path()).await.unwrap();
     let mut leftover = std::process::Command::new("sleep")
@@ -51,7 +55,7 @@ async fn a_restart_accounts_for_every_task_and_kills_leftovers() {
         ("echo queued", false),
     ] {
         let InsertOutcome::Created(task) = store
-            .insert_task(&new_task(text, requeue), None, 100)
+            .insert_task(&new_task(text, requeue, work), None, 100)
             .await
             .unwrap()
         else {
@@ -163,6 +167,8 @@ async fn shutdown_stops_runs_and_says_so() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_pid_was_never_recorded_is_killed_before_the_re_run() {
     let dir = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
     let cfg = config(&dir, &[]);
     let store = SqliteStore::open(&cfg.database_path()).await.unwrap();
     let id = TaskId::generate().unwrap();
@@ -190,7 +196,7 @@ async fn a_run_whose_pid_was_never_recorded_is_killed_before_the_re_run() {
         .insert_task(
             &NewTask {
                 id: id.clone(),
-                ..new_task(&check, true)
+                ..new_task(&check, true, work)
             },
             None,
             100,
