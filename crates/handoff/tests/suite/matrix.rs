@@ -790,6 +790,9 @@ fn a_room_follows_its_task_to_the_instance_that_took_it_over() {
             ("HANDOFF_DATABASE_URL", url.as_str()),
             ("HANDOFF_HEARTBEAT_MS", "200"),
             ("HANDOFF_LEASE_EXPIRY_MS", "1000"),
+            // The bot leaves the room as soon as the task ends, so its leaving is the fact
+            // that says no second outcome can follow.
+            ("HANDOFF_MATRIX_ARCHIVE_AFTER_SECS", "0"),
         ],
     );
     // The first instance starts alone, so the task is its own.
