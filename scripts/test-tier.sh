@@ -35,8 +35,11 @@ tier() {
       ;;
     # Every other crate's tests, and the rest of the `handoff` crate's.
     crates)
-      cargo test --no-fail-fast --workspace --exclude handoff
-      cargo test -p handoff --lib --bins --test bench --test startup_order
+      # Both run whatever the first found: one failing crate must not hide another's result.
+      local rc=0
+      cargo test --no-fail-fast --workspace --exclude handoff || rc=$?
+      cargo test --no-fail-fast -p handoff --bins --test bench --test startup_order || rc=$?
+      return "$rc"
       ;;
     *)
       echo "unknown tier '$1'; tiers: agents services scale crates" >&2

@@ -1,4 +1,8 @@
-//! Talking to a running Handoff through the official Python MCP SDK, as tests need it.
+//! Talking to a running Handoff as tests need it: batches of calls in one session of the
+//! official Python MCP SDK ([`calls`]), single calls as one stateless 2026-07-28 request
+//! ([`call`]) — what the CLI sends. A single call is most often a poll: a Python process per
+//! look cost about a CPU-second, and the polls of a few waiting tests kept a 2-core machine
+//! busy.
 
 use std::{
     process::{Command, Stdio},
@@ -38,13 +42,109 @@ pub fn calls_with(server: &Server, agent: &str, token: Option<&str>, calls: Valu
         .unwrap_or_else(|e| panic!("bad client output ({e}): {text}"))
 }
 
+/// Calls `name` as `agent` (`-`: no `x-agent-id` header) in one stateless request; the
+/// result in the shape [`calls`] gives.
 pub fn call(server: &Server, agent: &str, name: &str, arguments: Value) -> Value {
-    calls(
-        server,
-        agent,
-        json!([{"name": name, "arguments": arguments}]),
-    )
-    .remove(0)
+    call_with(server, agent, None, name, arguments)
+}
+
+/// [`call`] with an optional bearer token.
+pub fn call_with(
+    server: &Server,
+    agent: &str,
+    token: Option<&str>,
+    name: &str,
+    arguments: Value,
+) -> Value {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": name,
+            "arguments": arguments,
+            "_meta": {
+                "progressToken": 1,
+                "io.modelcontextprotocol/protocolVersion": STATELESS,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "handoff-tests", "version": "1"}
+            }
+        }
+    });
+    let text = STATELESS_CLIENT.with(|(runtime, http)| {
+        let mut request = http
+            .post(&server.url)
+            .timeout(Duration::from_secs(120))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", STATELESS)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", name)
+            .body(body.to_string());
+        if agent != "-" {
+            request = request.header("x-agent-id", agent);
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        runtime.block_on(async {
+            let response = request
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("calling {name}: {e}"));
+            let status = response.status();
+            let text = response.text().await.unwrap_or_default();
+            assert!(status.is_success(), "{name}: HTTP {status}: {text}");
+            text
+        })
+    });
+    stateless_result(name, &text)
+}
+
+/// The protocol revision of [`call`]'s requests.
+const STATELESS: &str = "2026-07-28";
+
+thread_local! {
+    /// Each test thread's client for [`call`].
+    static STATELESS_CLIENT: (tokio::runtime::Runtime, reqwest::Client) = {
+        // reqwest is built with rustls on the ring provider only.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        (runtime, reqwest::Client::new())
+    };
+}
+
+/// A `tools/call` response body (JSON, or SSE with progress notifications first) in the
+/// shape `py_calls.py` prints.
+fn stateless_result(name: &str, text: &str) -> Value {
+    let messages: Vec<Value> = match serde_json::from_str::<Value>(text.trim()) {
+        Ok(message) => vec![message],
+        Err(_) => text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect(),
+    };
+    let progress: Vec<Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| m["params"]["message"].clone())
+        .collect();
+    let response = messages
+        .iter()
+        .rfind(|m| m.get("result").is_some() || m.get("error").is_some())
+        .unwrap_or_else(|| panic!("{name}: no JSON-RPC response in {text}"));
+    let result = response
+        .get("result")
+        .unwrap_or_else(|| panic!("{name}: a protocol error: {response}"));
+    json!({
+        "is_error": result["isError"] == true,
+        "structured": result.get("structuredContent").cloned().unwrap_or(Value::Null),
+        "text": result["content"][0]["text"].as_str().unwrap_or_default(),
+        "meta": result.get("_meta").cloned().unwrap_or(Value::Null),
+        "progress": progress,
+    })
 }
 
 /// The structured result of a successful call.

@@ -36,10 +36,21 @@ fn not_the_runner<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server 
 /// The server that does not hold task `id`'s lease (waits for the task to be claimed; the
 /// owner is set by the claim and cleared when the task ends).
 pub(super) fn elsewhere<'s>(url: &str, servers: &'s [Server], id: &str) -> &'s Server {
-    let sql =
-        format!("SELECT i.pid FROM tasks t JOIN instances i ON i.id = t.owner WHERE t.id = '{id}'");
+    let sql = format!(
+        "SELECT coalesce(i.pid::text, '') || '|' || t.status || ' owner ' || coalesce(t.owner, '-') \
+         FROM tasks t LEFT JOIN instances i ON i.id = t.owner WHERE t.id = '{id}'"
+    );
     let holder: u32 = wait_until(&format!("{id} to be claimed"), PATIENCE, || {
-        psql(url, &sql).parse().ok()
+        let row = psql(url, &sql);
+        let (pid, task) = row.split_once('|').unwrap_or(("", row.as_str()));
+        pid.parse().map_err(|_| {
+            // What the store says, so a failure tells a lost lease from a missing instance.
+            let instances = psql(
+                url,
+                "SELECT string_agg(id || ' pid ' || pid, ', ') FROM instances",
+            );
+            format!("task {task}; instances: {instances}")
+        })
     });
     let other = servers.iter().find(|s| s.child.id() != holder);
     assert!(servers.iter().any(|s| s.child.id() == holder));

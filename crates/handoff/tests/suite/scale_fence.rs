@@ -293,6 +293,13 @@ fn a_stopped_instance_is_fenced_before_its_tasks_are_taken_over() {
         assert_eq!(ok(&again)["status"], "cancelled", "{again}");
     } else {
         assert_eq!(ok(&first)["status"], "cancelled", "{first}");
+        // Posted for the holder (its lease still ran when the cancel came), the cancel is
+        // taken with the task: never re-queued. Had the takeover come first (a very slow
+        // machine), the cancel met a re-queued task here and nothing was posted.
+        let posted = psql(
+            &url,
+            &format!("SELECT COUNT(*) FROM commands WHERE task_id = '{doomed}'"),
+        );
         let requeued = psql(
             &url,
             &format!(
@@ -300,7 +307,9 @@ fn a_stopped_instance_is_fenced_before_its_tasks_are_taken_over() {
                  AND data::json->>'to' = 'queued' AND seq > 1"
             ),
         );
-        assert_eq!(requeued, "0", "a cancelled task was re-queued");
+        if posted != "0" {
+            assert_eq!(requeued, "0", "a cancelled task was re-queued");
+        }
     }
 
     // The other instance re-queues the other tasks and runs them again, after the stopped
