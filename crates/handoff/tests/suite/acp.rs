@@ -283,9 +283,11 @@ const WITNESS: &str = "WITNESS of the pause";
 /// neither the step nor the agent's model requests go on — not while another task
 /// ([`WITNESS`]) runs from its agent's start to its end; after resume the turn completes.
 fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str) {
-    let count = workdir(server, paused).join("count");
+    // Looked up on each poll: a task that takes a pooled agent moves into the agent's
+    // directory when it starts, so the directory read at submission may not be its own.
+    let count = || workdir(server, paused).join("count");
     poll(Duration::from_secs(90), Pace::BACK_OFF, || {
-        counter(&count) >= 5
+        counter(&count()) >= 5
     })
     .unwrap_or_else(|_| {
         panic!(
@@ -307,6 +309,7 @@ fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str) {
             .filter(|r| r.scenario.as_deref() == Some(scenario))
             .count()
     };
+    let count = count();
     let frozen_at = counter(&count);
     // Released while paused: a running agent would end its step and ask the model at once.
     std::fs::write(workdir(server, paused).join("release"), "").unwrap();

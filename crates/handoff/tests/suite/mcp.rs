@@ -89,7 +89,7 @@ pub fn call_with(
             let response = request
                 .send()
                 .await
-                .unwrap_or_else(|e| panic!("calling {name}: {e}"));
+                .unwrap_or_else(|e| panic!("calling {name}: {e:?}"));
             let status = response.status();
             let text = response.text().await.unwrap_or_default();
             assert!(status.is_success(), "{name}: HTTP {status}: {text}");
@@ -111,7 +111,13 @@ thread_local! {
             .enable_all()
             .build()
             .unwrap();
-        (runtime, reqwest::Client::new())
+        // A connection per call, as a client process per call had: a kept connection the
+        // server closed while idle fails the next request.
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap();
+        (runtime, http)
     };
 }
 

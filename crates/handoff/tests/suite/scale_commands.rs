@@ -277,12 +277,15 @@ fn an_agents_submission_rate_holds_across_instances() {
         ("HANDOFF_SUBMISSIONS_PER_MINUTE", "1"),
         ("HANDOFF_SUBMISSION_BURST", "3"),
     ]);
+    // Each submission its own: an identical one would meet the loop guard, not the rate.
+    let submitted = std::cell::Cell::new(0);
     let submit = |server: &Server, agent: &str| {
+        submitted.set(submitted.get() + 1);
         call(
             server,
             agent,
             "execute_task",
-            json!({"task_description": "true"}),
+            json!({"task_description": format!("true # {}", submitted.get())}),
         )
     };
     for server in [&servers[0], &servers[1], &servers[0]] {
