@@ -55,17 +55,19 @@ impl Server {
             .map_or(std::path::Path::new("."), |d| d.path())
     }
 
-    /// Waits until the server logs a line containing `text` (read on from where the last wait
-    /// stopped); panics with `what` if none comes within [`PATIENCE`].
-    pub fn wait_log(&self, what: &str, text: &str) {
+    /// Waits until the server logs a line containing one of `texts` (read on from where the
+    /// last wait stopped); panics with `what` if none comes within [`PATIENCE`].
+    pub fn wait_log(&self, what: &str, texts: &[&str]) {
         let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         let deadline = Instant::now() + PATIENCE;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match lines.recv_timeout(left) {
-                Ok(line) if line.contains(text) => return,
+                Ok(line) if texts.iter().any(|text| line.contains(text)) => return,
                 Ok(_) => {}
-                Err(_) => panic!("waited {PATIENCE:?} for {what}: no log line with `{text}`"),
+                Err(_) => {
+                    panic!("waited {PATIENCE:?} for {what}: no log line with any of {texts:?}")
+                }
             }
         }
     }

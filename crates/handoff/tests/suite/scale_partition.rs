@@ -212,10 +212,11 @@ fn a_cut_off_instance_loses_its_task_and_its_late_writes_are_refused() {
     )
     .parse()
     .unwrap();
-    // The cut-off instance ran its task on until its lease lapsed, writing into a void.
+    // The cut-off instance ran its task on until its lease lapsed, writing into a void: its
+    // writes failed, or its probe found the store gone first and refused them unattempted.
     cut.wait_log(
         "the cut-off instance's writes failing",
-        "task store writes fail",
+        &["task store writes fail", "task store unreachable"],
     );
 
     proxy.set_open(true);
