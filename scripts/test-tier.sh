@@ -21,11 +21,9 @@ skips() {
 tier() {
   case "$1" in
     # Real coding agents (OpenCode, Claude Code, Codex, ACP adapters) and real MCP clients.
-    # Three at once: its tests wait on agents and deadlines more than they compute, and it is
-    # the longest tier, so for its last minutes it runs alone on an otherwise idle machine.
     agents)
       mapfile -t skip < <(skips "${services[@]}" "${scale[@]}")
-      cargo test -p handoff --test all -- "${skip[@]}" --test-threads=3
+      cargo test -p handoff --test all -- "${skip[@]}"
       ;;
     # The real Letta and Synapse.
     services)
