@@ -38,8 +38,8 @@ fn start_time(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_accounts_for_every_task_and_kills_leftovers() {
     let dir = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let work = work.path();
+    let work_dir = tempfile::tempdir().unwrap();
+    let work = work_dir.path();
     let cfg = config(&dir, &[]);
     let store = SqliteStore::open(&cfg.database_path()).await.unwrap();
     let mut leftover = std::process::Command::new("sleep")
@@ -167,8 +167,8 @@ async fn shutdown_stops_runs_and_says_so() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_pid_was_never_recorded_is_killed_before_the_re_run() {
     let dir = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let work = work.path();
+    let work_dir = tempfile::tempdir().unwrap();
+    let work = work_dir.path();
     let cfg = config(&dir, &[]);
     let store = SqliteStore::open(&cfg.database_path()).await.unwrap();
     let id = TaskId::generate().unwrap();
