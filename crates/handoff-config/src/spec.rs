@@ -85,8 +85,8 @@ settings! {
     "server.max_body_bytes" [env("HANDOFF_MAX_BODY_BYTES")]: "largest accepted request body";
     "server.session_idle_timeout_secs" [env("HANDOFF_SESSION_IDLE_TIMEOUT_SECS")]: "legacy MCP sessions idle this long are closed";
     "server.unused_session_timeout_secs" [env("HANDOFF_UNUSED_SESSION_TIMEOUT_SECS")]: "legacy MCP sessions that sent no request after initialize are closed after this";
-    "server.max_sessions" [env("HANDOFF_MAX_SESSIONS")]: "open legacy MCP sessions at most, all callers; more initialize calls are refused with 503";
-    "server.max_sessions_per_client" [env("HANDOFF_MAX_SESSIONS_PER_CLIENT")]: "open legacy MCP sessions at most per caller (token-bound agent, operator, or x-agent-id; callers naming none share one count); more are refused with 429";
+    "server.max_sessions" [env("HANDOFF_MAX_SESSIONS")]: "open legacy MCP sessions at most, all callers; at the limit a new initialize ends the least recently active session quiet for server.unused_session_timeout_secs, else is refused with 503 and a true Retry-After";
+    "server.max_sessions_per_client" [env("HANDOFF_MAX_SESSIONS_PER_CLIENT")]: "open legacy MCP sessions at most per caller (token-bound agent, operator, or x-agent-id; callers naming none share one count); at the limit a new initialize ends the caller's own least recently active session";
     "server.shutdown_grace_secs" [env("HANDOFF_SHUTDOWN_GRACE_SECS")]: "how long in-flight requests may finish after SIGTERM";
     "server.header_read_timeout_secs" [env("HANDOFF_HEADER_READ_TIMEOUT_SECS")]: "a request line and headers must arrive within this (from connect, or from a later request's first byte)";
     "server.body_read_timeout_secs" [env("HANDOFF_BODY_READ_TIMEOUT_SECS")]: "a request body must arrive in full within this";

@@ -51,7 +51,11 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
     let mut local = LocalSessionManager::default();
     // The book ends idle sessions: requests answered before rmcp never reach its worker.
     local.session_config.keep_alive = None;
-    let sessions = CappedSessions::new(local, SessionLimits::from_config(server));
+    let sessions = CappedSessions::new(
+        local,
+        SessionLimits::from_config(server),
+        app.mcp_metrics.sessions.clone(),
+    );
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(server.allowed_hosts.clone())
         .with_allowed_origins(

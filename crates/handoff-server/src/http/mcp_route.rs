@@ -16,7 +16,7 @@ use axum::{
 use crate::{
     edge::{self, EdgePolicy},
     http::{McpMetrics, count_request},
-    mcp::{CappedSessions, DirectAnswers, session_gate},
+    mcp::{CappedSessions, DirectAnswers, session_gate, unless_foreign},
 };
 
 /// What the `/mcp` checks read.
@@ -38,6 +38,7 @@ pub(crate) async fn mcp_checks(
     next: Next,
 ) -> Response {
     let response = edge::guard(&route.policy, request, |request| async {
+        let request = unless_foreign(&route.sessions, request);
         let request = match route.direct.answer(request).await {
             Ok(answer) => return answer,
             Err(request) => request,

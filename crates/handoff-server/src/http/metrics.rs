@@ -11,7 +11,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::{App, edge::RpcMethod};
+use crate::{App, edge::RpcMethod, mcp::SessionMetrics};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -23,6 +23,8 @@ struct RequestLabels {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct McpMetrics {
     requests: Family<RequestLabels, Counter>,
+    /// The legacy sessions' gauges, kept by the session book.
+    pub(crate) sessions: SessionMetrics,
 }
 
 impl McpMetrics {
@@ -32,6 +34,17 @@ impl McpMetrics {
             "handoff_mcp_requests",
             "MCP requests by JSON-RPC method and outcome (ok, rejected = 4xx, error = 5xx)",
             metrics.requests.clone(),
+        );
+        registry.register(
+            "handoff_mcp_sessions_open",
+            "legacy (session-era) MCP sessions open now",
+            metrics.sessions.open.clone(),
+        );
+        registry.register(
+            "handoff_mcp_sessions_displaced",
+            "legacy MCP sessions ended to make room for a new one (the caller's own least \
+             recently active, or any session quiet for the unused timeout at the server's limit)",
+            metrics.sessions.displaced.clone(),
         );
         metrics
     }

@@ -5,7 +5,7 @@
 //! tells the session book what keeps a session alive: the end of the handshake, and every
 //! message the server sends on a session's streams.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use axum::{extract::Request, response::Response};
 use futures::StreamExt;
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{
     priming,
-    sessions::{CappedSessions, ClientKey, Refusal},
+    sessions::{CappedSessions, ClientKey, NoRoom, Refusal},
 };
 use crate::edge::{
     CallerIdentity, RpcMethod,
@@ -69,6 +69,27 @@ where
     keeps_alive(sessions, session, response)
 }
 
+/// `request` with the session it names hidden when another caller opened that session: the
+/// rest of the way (the direct answers, the gate, rmcp) sees a session that does not exist,
+/// so the answer is the 404 of any unknown session, and nothing of the session — its
+/// prompts, its answers, its end — is reachable by a caller that did not open it.
+pub(crate) fn unless_foreign(sessions: &CappedSessions, mut request: Request) -> Request {
+    let Some(named) = session_of(request.headers()) else {
+        return request;
+    };
+    let caller = ClientKey::of(request.extensions().get::<CallerIdentity>());
+    if sessions.opened_by_another(&named, &caller) {
+        sessions.note_foreign_use();
+        request
+            .headers_mut()
+            .insert(SESSION_HEADER, HeaderValue::from_static(NO_SUCH_SESSION));
+    }
+    request
+}
+
+/// A session id no session ever has (rmcp's ids are UUIDs).
+const NO_SUCH_SESSION: &str = "not-a-session";
+
 /// The stream with every message it carries counted as activity of `session`, as rmcp's own
 /// idle timer counted them; keep-alive comments and priming events are not messages.
 fn keeps_alive(sessions: &Arc<CappedSessions>, session: String, response: Response) -> Response {
@@ -106,25 +127,33 @@ where
     Fut: Future<Output = Response>,
 {
     let client = ClientKey::of(request.extensions().get::<CallerIdentity>());
-    if let Err(refusal) = sessions.check(&client) {
-        return refused(sessions, &refusal);
+    if let Err(no_room) = sessions.make_room(&client).await {
+        return refused(sessions, &no_room);
     }
     match sessions.admitted(client, next(request)).await {
-        (_, Some(refusal)) => refused(sessions, &refusal),
+        // Another `initialize` took the place just made; one is made again at once.
+        (_, Some(refusal)) => refused(
+            sessions,
+            &NoRoom {
+                refusal,
+                retry_after: Duration::from_secs(1),
+            },
+        ),
         (response, None) => response,
     }
 }
 
-fn refused(sessions: &CappedSessions, refusal: &Refusal) -> Response {
-    sessions.note_refusal(refusal);
-    let status = match refusal {
+fn refused(sessions: &CappedSessions, no_room: &NoRoom) -> Response {
+    sessions.note_refusal(&no_room.refusal);
+    let status = match no_room.refusal {
         Refusal::PerClient { .. } => StatusCode::TOO_MANY_REQUESTS,
         Refusal::Total { .. } => StatusCode::SERVICE_UNAVAILABLE,
     };
-    let mut response = error_response(status, SERVER_ERROR, refusal.to_string(), Value::Null);
-    // The soonest a place can free itself: an unused session ends after this.
-    let retry = sessions.limits().unused_timeout.as_secs().max(1);
-    if let Ok(value) = HeaderValue::from_str(&retry.to_string()) {
+    let message = no_room.refusal.to_string();
+    let mut response = error_response(status, SERVER_ERROR, message, Value::Null);
+    // Whole seconds, rounded up: a retry that early would only be refused again.
+    let retry = no_room.retry_after.as_secs() + u64::from(no_room.retry_after.subsec_nanos() > 0);
+    if let Ok(value) = HeaderValue::from_str(&retry.max(1).to_string()) {
         response.headers_mut().insert(header::RETRY_AFTER, value);
     }
     response

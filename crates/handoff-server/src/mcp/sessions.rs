@@ -13,6 +13,7 @@ use std::{
 
 use futures::Stream;
 use handoff_config::ServerConfig;
+use prometheus_client::metrics::{counter::Counter, gauge::Gauge};
 use rmcp::{
     model::{ClientJsonRpcMessage, JsonRpcResponse, ServerJsonRpcMessage, ServerResult},
     transport::{
@@ -84,8 +85,8 @@ impl SessionLimits {
 pub(crate) enum Refusal {
     /// The caller holds its share.
     #[error(
-        "this caller already has {limit} open MCP sessions, the most allowed \
-         (server.max_sessions_per_client); end unused ones with DELETE or let them expire"
+        "this caller's {limit} MCP sessions, the most allowed \
+         (server.max_sessions_per_client), are all still being opened; try again shortly"
     )]
     PerClient {
         /// The limit.
@@ -94,12 +95,36 @@ pub(crate) enum Refusal {
     /// The server holds all it may.
     #[error(
         "the server already has {limit} open MCP sessions, the most allowed \
-         (server.max_sessions); try again later"
+         (server.max_sessions), and none has been quiet long enough to be ended; try again \
+         after the Retry-After seconds"
     )]
     Total {
         /// The limit.
         limit: usize,
     },
+}
+
+/// What it takes to fit one more session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Room {
+    /// A place is free.
+    Free,
+    /// Ending this session frees one.
+    Displace(SessionId),
+    /// None can be freed now; one may be after `retry_after`.
+    Full {
+        refusal: Refusal,
+        retry_after: Duration,
+    },
+}
+
+/// A refused `initialize`: why, and when a place may be free.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NoRoom {
+    /// Which limit is reached.
+    pub(crate) refusal: Refusal,
+    /// The soonest a place can free itself.
+    pub(crate) retry_after: Duration,
 }
 
 /// A session operation that failed.
@@ -158,6 +183,44 @@ impl Book {
         Ok(())
     }
 
+    /// What a new session of `client` needs: a free place, or the session whose end makes
+    /// one. At its own limit a caller's least recently active session makes way (it is the
+    /// caller's own); at the server's limit, the least recently active of all, once it has
+    /// been quiet for the unused timeout — never a session in use, whoever asks.
+    fn room(&self, client: &ClientKey, limits: SessionLimits) -> Room {
+        let Err(refusal) = self.admits(client, limits) else {
+            return Room::Free;
+        };
+        let quiet_enough = |entry: &Entry| match refusal {
+            Refusal::PerClient { .. } => &entry.client == client,
+            Refusal::Total { .. } => true,
+        };
+        let least_recent = self
+            .sessions
+            .iter()
+            .filter(|(_, entry)| quiet_enough(entry))
+            .min_by_key(|(_, entry)| entry.last_active);
+        // Only places still being created are missing from the book; they are made at once.
+        let soon = Duration::from_secs(1);
+        match (least_recent, &refusal) {
+            (Some((id, _)), Refusal::PerClient { .. }) => Room::Displace(id.clone()),
+            (Some((id, entry)), Refusal::Total { .. }) => {
+                let quiet = entry.last_active.elapsed();
+                match limits.unused_timeout.checked_sub(quiet) {
+                    Some(left) if !left.is_zero() => Room::Full {
+                        refusal,
+                        retry_after: left,
+                    },
+                    _ => Room::Displace(id.clone()),
+                }
+            }
+            (None, _) => Room::Full {
+                refusal,
+                retry_after: soon,
+            },
+        }
+    }
+
     fn reserve(&mut self, client: &ClientKey) {
         *self.per_client.entry(client.clone()).or_default() += 1;
         self.open += 1;
@@ -187,6 +250,15 @@ tokio::task_local! {
     static ADMISSION: Arc<Admission>;
 }
 
+/// What `/metrics` shows of the sessions.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SessionMetrics {
+    /// Legacy sessions open now.
+    pub(crate) open: Gauge,
+    /// Sessions ended to make room for a new one.
+    pub(crate) displaced: Counter,
+}
+
 /// rmcp's in-memory session manager inside Handoff's limits.
 #[derive(Debug)]
 pub(crate) struct CappedSessions {
@@ -195,45 +267,72 @@ pub(crate) struct CappedSessions {
     limits: SessionLimits,
     this: Weak<CappedSessions>,
     sweeping: AtomicBool,
-    /// Refusals since the last warning, and when that was.
-    refusals: Mutex<(u64, Option<Instant>)>,
+    /// Refused `initialize` calls, for the log.
+    refusals: Throttled,
+    /// Requests naming another caller's session, for the log.
+    foreign_uses: Throttled,
+    metrics: SessionMetrics,
 }
 
-/// How often refusals are logged at most: a client hammering `initialize` must not flood logs.
+/// A count that is logged at most once per [`WARN_INTERVAL`]: a client hammering the server
+/// must not flood the log.
+#[derive(Debug, Default)]
+struct Throttled(Mutex<(u64, Option<Instant>)>);
+
+impl Throttled {
+    /// Counts one; the count to log since the last time, when a warning is due.
+    fn note(&self) -> Option<u64> {
+        let mut state = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.0 += 1;
+        if state.1.is_some_and(|at| at.elapsed() < WARN_INTERVAL) {
+            return None;
+        }
+        state.1 = Some(Instant::now());
+        Some(std::mem::take(&mut state.0))
+    }
+}
+
+/// How often a [`Throttled`] count is logged at most.
 const WARN_INTERVAL: Duration = Duration::from_secs(60);
 
 impl CappedSessions {
     /// Wraps `inner`, whose own idle timeout still ends used sessions.
-    pub(crate) fn new(inner: LocalSessionManager, limits: SessionLimits) -> Arc<Self> {
+    pub(crate) fn new(
+        inner: LocalSessionManager,
+        limits: SessionLimits,
+        metrics: SessionMetrics,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|this| Self {
             inner,
             book: Mutex::new(Book::default()),
             limits,
             this: this.clone(),
             sweeping: AtomicBool::new(false),
-            refusals: Mutex::new((0, None)),
+            refusals: Throttled::default(),
+            foreign_uses: Throttled::default(),
+            metrics,
         })
     }
 
     /// Counts a refused `initialize`; warns at most once per [`WARN_INTERVAL`].
     pub(crate) fn note_refusal(&self, refusal: &Refusal) {
-        let mut refusals = self
-            .refusals
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        refusals.0 += 1;
-        if refusals.1.is_some_and(|at| at.elapsed() < WARN_INTERVAL) {
-            return;
+        if let Some(refused) = self.refusals.note() {
+            tracing::warn!(refused, reason = %refusal, "refusing new MCP sessions");
         }
-        let refused = std::mem::take(&mut refusals.0);
-        refusals.1 = Some(Instant::now());
-        drop(refusals);
-        tracing::warn!(refused, reason = %refusal, "refusing new MCP sessions");
     }
 
-    /// The limits in force.
-    pub(crate) fn limits(&self) -> SessionLimits {
-        self.limits
+    /// Counts a request that named a session another caller opened; warns at most once per
+    /// [`WARN_INTERVAL`].
+    pub(crate) fn note_foreign_use(&self) {
+        if let Some(requests) = self.foreign_uses.note() {
+            tracing::warn!(
+                requests,
+                "answered requests naming another caller's MCP session as unknown"
+            );
+        }
     }
 
     fn book(&self) -> MutexGuard<'_, Book> {
@@ -243,9 +342,49 @@ impl CappedSessions {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Whether `client` may open one more session now (a quick answer before any work).
-    pub(crate) fn check(&self, client: &ClientKey) -> Result<(), Refusal> {
-        self.book().admits(client, self.limits)
+    /// Makes a place for one more session of `client`, ending the session [`Book::room`]
+    /// picks; refused when none can be freed now.
+    pub(crate) async fn make_room(&self, client: &ClientKey) -> Result<(), NoRoom> {
+        // Each round frees one place; others racing for it may take it, so a few rounds.
+        for _ in 0..4 {
+            let room = self.book().room(client, self.limits);
+            match room {
+                Room::Free => return Ok(()),
+                Room::Displace(id) => {
+                    self.metrics.displaced.inc();
+                    tracing::info!(
+                        session = %id,
+                        "ending the least recently active MCP session to make room for a new one"
+                    );
+                    if let Err(error) = self.close_session(&id).await {
+                        tracing::debug!(session = %id, %error, "could not end a session");
+                    }
+                }
+                Room::Full {
+                    refusal,
+                    retry_after,
+                } => {
+                    return Err(NoRoom {
+                        refusal,
+                        retry_after,
+                    });
+                }
+            }
+        }
+        Err(NoRoom {
+            refusal: Refusal::Total {
+                limit: self.limits.total,
+            },
+            retry_after: Duration::from_secs(1),
+        })
+    }
+
+    /// Whether session `id` is open and was opened by someone other than `client`.
+    pub(crate) fn opened_by_another(&self, id: &str, client: &ClientKey) -> bool {
+        self.book()
+            .sessions
+            .get(id)
+            .is_some_and(|entry| &entry.client != client)
     }
 
     /// Runs `serve` (the `initialize` request) on behalf of `client`; the refusal is set when
@@ -396,7 +535,14 @@ impl SessionManager for CappedSessions {
                     initialized: false,
                     last_active: now,
                 };
-                self.book().sessions.insert(id.clone(), entry);
+                let open = {
+                    let mut book = self.book();
+                    book.sessions.insert(id.clone(), entry);
+                    book.sessions.len()
+                };
+                self.metrics
+                    .open
+                    .set(i64::try_from(open).unwrap_or(i64::MAX));
                 Ok((id, transport))
             }
             Err(error) => {
@@ -435,6 +581,11 @@ impl SessionManager for CappedSessions {
             if let Some(entry) = &entry {
                 book.release(&entry.client);
             }
+            let open = book.sessions.len();
+            drop(book);
+            self.metrics
+                .open
+                .set(i64::try_from(open).unwrap_or(i64::MAX));
             entry
         };
         if removed.is_some() {
@@ -513,6 +664,65 @@ mod tests {
         book.release(&a);
         assert!(book.per_client.is_empty(), "no empty counts are kept");
         assert_eq!(book.open, 0);
+    }
+
+    #[test]
+    fn room_is_made_from_the_callers_own_or_a_long_quiet_session() {
+        let (a, b) = (ClientKey::Agent("a".into()), ClientKey::Agent("b".into()));
+        let now = Instant::now();
+        let mut book = Book::default();
+        let mut open = |id: &str, client: &ClientKey, quiet_secs: u64| {
+            book.reserve(client);
+            let last_active = now - Duration::from_secs(quiet_secs);
+            let entry = Entry {
+                client: client.clone(),
+                opened: last_active,
+                used: true,
+                protocol: None,
+                initialized: true,
+                last_active,
+            };
+            book.sessions.insert(SessionId::from(id), entry);
+        };
+        open("b-old", &b, 100);
+        open("a-old", &a, 20);
+        open("a-new", &a, 1);
+        // The caller's own least recent session, not an older one of someone else.
+        assert_eq!(
+            book.room(&a, limits(10, 2)),
+            Room::Displace(SessionId::from("a-old"))
+        );
+        assert_eq!(book.room(&b, limits(10, 2)), Room::Free);
+        // The server's limit: the least recent of all, once quiet for the unused timeout.
+        assert_eq!(
+            book.room(&b, limits(3, 5)),
+            Room::Displace(SessionId::from("b-old"))
+        );
+        book.sessions.remove("b-old");
+        match book.room(&b, limits(3, 5)) {
+            Room::Full {
+                refusal: Refusal::Total { limit: 3 },
+                retry_after,
+            } => assert!(
+                retry_after > Duration::from_secs(9) && retry_after <= Duration::from_secs(10),
+                "a-old has been quiet 20 s of 30: {retry_after:?}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn places_still_being_created_cannot_be_displaced() {
+        let a = ClientKey::Agent("a".into());
+        let mut book = Book::default();
+        book.reserve(&a);
+        assert_eq!(
+            book.room(&a, limits(10, 1)),
+            Room::Full {
+                refusal: Refusal::PerClient { limit: 1 },
+                retry_after: Duration::from_secs(1),
+            }
+        );
     }
 
     #[test]

@@ -152,15 +152,20 @@ impl TestServer {
 
     /// DELETEs a legacy session.
     pub async fn delete_session(&self, session: &str) -> Reply {
-        let response = self
+        self.delete_session_as(session, &[]).await
+    }
+
+    /// DELETEs a legacy session with extra headers (the caller's identity).
+    pub async fn delete_session_as(&self, session: &str, extra: &[(&str, &str)]) -> Reply {
+        let mut request = self
             .client
             .delete(&self.url)
             .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .send()
-            .await
-            .unwrap();
-        read(response).await
+            .header("mcp-protocol-version", "2025-06-18");
+        for (k, v) in extra {
+            request = request.header(*k, *v);
+        }
+        read(request.send().await.unwrap()).await
     }
 
     /// Sends a request inside a legacy session.

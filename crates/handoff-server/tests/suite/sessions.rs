@@ -1,5 +1,7 @@
-//! Legacy sessions: isolation between clients, DELETE, limits per caller and in total, the
-//! early end of unused sessions, and the list methods of capabilities Handoff does not declare.
+//! Legacy sessions: isolation between clients, each session bound to the caller that opened
+//! it, DELETE, room made at the limits per caller and in total (no lockouts, a true
+//! Retry-After), the early end of unused sessions, and the list methods of capabilities
+//! Handoff does not declare.
 
 use std::time::{Duration, Instant};
 
@@ -140,47 +142,181 @@ async fn refused_initialize(server: &TestServer, who: &[(&str, &str)]) -> Reply 
     reply
 }
 
-#[tokio::test]
-async fn the_per_client_limit_refuses_with_429_and_serves_again_after_a_delete() {
-    let server = start(&[("HANDOFF_MAX_SESSIONS_PER_CLIENT", "2")]).await;
-    let alice = [("x-agent-id", "alice")];
-    let first = server.initialize(&alice).await;
-    server.initialize(&alice).await;
-    let refused = refused_initialize(&server, &alice).await;
-    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(error_code(&refused), -32000);
-    let message = error_message(&refused);
-    assert!(
-        message.contains("server.max_sessions_per_client"),
-        "{message}"
-    );
-    assert!(refused.headers.contains_key("retry-after"));
-    // Another caller has a share of its own.
-    server.initialize(&[("x-agent-id", "bob")]).await;
-    assert_eq!(server.delete_session(&first).await.status, StatusCode::OK);
-    server.initialize(&alice).await;
+/// The server's gauge of open legacy sessions.
+async fn open_sessions(server: &TestServer) -> u64 {
+    let base = server.url.trim_end_matches("/mcp");
+    let text = server
+        .client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix("handoff_mcp_sessions_open "))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no handoff_mcp_sessions_open in:\n{text}"))
+}
+
+/// Waits until the server holds `open` legacy sessions (reading the gauge touches none).
+async fn wait_open_sessions(server: &TestServer, open: u64, what: &str) {
+    wait_until(what, WAIT_LIMIT, async || {
+        let now = open_sessions(server).await;
+        if now == open { Ok(()) } else { Err(now) }
+    })
+    .await;
+}
+
+/// A ping in `session` as the caller `who`: the answer's HTTP status.
+async fn ping_as(server: &TestServer, session: &str, who: &[(&str, &str)]) -> StatusCode {
+    let reply = server
+        .session_call(session, who, &call(1, "ping", json!({})))
+        .await;
+    if reply.status == StatusCode::OK {
+        assert_eq!(
+            reply.body["result"]["structuredContent"]["ok"], true,
+            "{:?}",
+            reply.body
+        );
+    } else {
+        assert_eq!(error_code(&reply), -32001, "{:?}", reply.body);
+    }
+    reply.status
 }
 
 #[tokio::test]
-async fn the_total_limit_refuses_with_503_and_serves_again_after_a_delete() {
-    let server = start(&[("HANDOFF_MAX_SESSIONS", "2")]).await;
-    server.initialize(&[("x-agent-id", "alice")]).await;
-    let bob = server.initialize(&[("x-agent-id", "bob")]).await;
+async fn a_caller_at_its_limit_ends_its_own_least_recent_session_not_anothers() {
+    let server = start(&[("HANDOFF_MAX_SESSIONS_PER_CLIENT", "2")]).await;
+    let alice = [("x-agent-id", "alice")];
+    let bob = [("x-agent-id", "bob")];
+    let first = server.initialize(&alice).await;
+    let second = server.initialize(&alice).await;
+    let bobs = server.initialize(&bob).await;
+    // Used after the second was opened: the second is alice's least recently active now.
+    assert_eq!(ping_as(&server, &first, &alice).await, StatusCode::OK);
+    let third = server.initialize(&alice).await;
+    assert_eq!(
+        ping_as(&server, &second, &alice).await,
+        StatusCode::NOT_FOUND
+    );
+    for (session, who) in [(&first, &alice), (&third, &alice), (&bobs, &bob)] {
+        assert_eq!(ping_as(&server, session, who).await, StatusCode::OK);
+    }
+
+    // 200 sessions abandoned by one caller lock out neither it nor anyone else.
+    for _ in 0..200 {
+        server.initialize(&alice).await;
+    }
+    server.initialize(&alice).await;
+    server.initialize(&[("x-agent-id", "carol")]).await;
+    assert_eq!(open_sessions(&server).await, 2 + 1 + 1);
+    assert_eq!(ping_as(&server, &bobs, &bob).await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn at_the_servers_limit_only_a_quiet_session_makes_way_when_retry_after_says() {
+    let server = start(&[
+        ("HANDOFF_MAX_SESSIONS", "2"),
+        ("HANDOFF_UNUSED_SESSION_TIMEOUT_SECS", "3"),
+    ])
+    .await;
+    let alice = [("x-agent-id", "alice")];
+    let bob = [("x-agent-id", "bob")];
+    let alices = server.initialize(&alice).await;
+    let bobs = server.initialize(&bob).await;
+    // Both used (an unused one would simply end), alice's first: hers is the quieter.
+    assert_eq!(ping_as(&server, &alices, &alice).await, StatusCode::OK);
+    assert_eq!(ping_as(&server, &bobs, &bob).await, StatusCode::OK);
+
     let carol = [("x-agent-id", "carol")];
     let refused = refused_initialize(&server, &carol).await;
     assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(error_message(&refused).contains("server.max_sessions"));
-    assert_eq!(server.delete_session(&bob).await.status, StatusCode::OK);
-    server.initialize(&carol).await;
+    let retry: u64 = refused.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3).contains(&retry), "Retry-After: {retry}");
+    // What the header promises is what is tested: a retry after it is admitted.
+    tokio::time::sleep(Duration::from_secs(retry)).await;
+    let carols = server.initialize(&carol).await;
+    assert_eq!(
+        ping_as(&server, &alices, &alice).await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(ping_as(&server, &bobs, &bob).await, StatusCode::OK);
+    assert_eq!(ping_as(&server, &carols, &carol).await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_session_answers_only_the_caller_that_opened_it() {
+    let tokens = json!([
+        {"token": "token-of-agent-a-0123456789", "role": "agent", "agent_id": "agent-a"},
+        {"token": "token-of-agent-b-0123456789", "role": "agent", "agent_id": "agent-b"},
+    ])
+    .to_string();
+    let server = start(&[("HANDOFF_AUTH_TOKENS", &tokens)]).await;
+    let a = [("authorization", "Bearer token-of-agent-a-0123456789")];
+    let b = [("authorization", "Bearer token-of-agent-b-0123456789")];
+    let session = server.initialize(&a).await;
+    let unknown = ping_as(&server, "no-such-session", &b).await;
+
+    // B with A's session: every request is the 404 of a session that does not exist —
+    // a call, a response (an answer to one of A's prompts), the stream of A's prompts, the end.
+    assert_eq!(ping_as(&server, &session, &b).await, unknown);
+    let answer = server
+        .session_call(
+            &session,
+            &b,
+            &json!({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept"}}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{:?}", answer.body);
+    let stream = server
+        .client
+        .get(&server.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .header(b[0].0, b[0].1)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::NOT_FOUND);
+    let ended = server.delete_session_as(&session, &b).await;
+    assert_eq!(ended.status, StatusCode::NOT_FOUND, "{:?}", ended.body);
+
+    // A's session is untouched, and only A ends it.
+    assert_eq!(ping_as(&server, &session, &a).await, StatusCode::OK);
+    assert_eq!(
+        server.delete_session_as(&session, &a).await.status,
+        StatusCode::OK
+    );
+
+    // On an open server the caller is the agent it names: the same holds between names.
+    let open = start(&[]).await;
+    let alices = open.initialize(&[("x-agent-id", "alice")]).await;
+    assert_eq!(
+        ping_as(&open, &alices, &[("x-agent-id", "bob")]).await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        ping_as(&open, &alices, &[]).await,
+        StatusCode::NOT_FOUND,
+        "a caller naming no one is not alice either"
+    );
+    assert_eq!(
+        ping_as(&open, &alices, &[("x-agent-id", "alice")]).await,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
 async fn an_unused_session_ends_after_the_short_timeout_and_a_used_one_stays() {
-    let server = start(&[
-        ("HANDOFF_UNUSED_SESSION_TIMEOUT_SECS", "1"),
-        ("HANDOFF_MAX_SESSIONS_PER_CLIENT", "2"),
-    ])
-    .await;
+    let server = start(&[("HANDOFF_UNUSED_SESSION_TIMEOUT_SECS", "1")]).await;
     let unused = server.initialize(&[]).await;
     let used = server.initialize(&[]).await;
     let listed = server
@@ -195,24 +331,9 @@ async fn an_unused_session_ends_after_the_short_timeout_and_a_used_one_stays() {
         "{:?}",
         listed.body
     );
-    assert_eq!(
-        refused_initialize(&server, &[]).await.status,
-        StatusCode::TOO_MANY_REQUESTS
-    );
-    // The unused session's place frees itself; polling with `initialize` touches neither.
-    wait_for_a_free_place(&server, "the unused session never ended").await;
-    let gone = server
-        .session_call(&unused, &[], &call(2, "ping", json!({})))
-        .await;
-    assert_eq!(gone.status, StatusCode::NOT_FOUND, "{:?}", gone.body);
-    let alive = server
-        .session_call(&used, &[], &call(3, "ping", json!({})))
-        .await;
-    assert_eq!(
-        alive.body["result"]["structuredContent"]["ok"], true,
-        "{:?}",
-        alive.body
-    );
+    wait_open_sessions(&server, 1, "the unused session to end").await;
+    assert_eq!(ping_as(&server, &unused, &[]).await, StatusCode::NOT_FOUND);
+    assert_eq!(ping_as(&server, &used, &[]).await, StatusCode::OK);
 }
 
 /// The content type of an answer.
@@ -284,11 +405,7 @@ async fn a_state_changing_call_is_left_to_rmcp() {
 
 #[tokio::test]
 async fn a_session_kept_busy_by_direct_answers_outlives_the_idle_timeout_then_idles_out() {
-    let server = start(&[
-        ("HANDOFF_SESSION_IDLE_TIMEOUT_SECS", "2"),
-        ("HANDOFF_MAX_SESSIONS_PER_CLIENT", "1"),
-    ])
-    .await;
+    let server = start(&[("HANDOFF_SESSION_IDLE_TIMEOUT_SECS", "2")]).await;
     let session = server.initialize(&[]).await;
     // Two and a half idle timeouts of pings every 100 ms, none of which reaches rmcp's worker
     // (a stall of almost two seconds between two of them still keeps the session).
@@ -310,12 +427,12 @@ async fn a_session_kept_busy_by_direct_answers_outlives_the_idle_timeout_then_id
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
-        refused_initialize(&server, &[]).await.status,
-        StatusCode::TOO_MANY_REQUESTS,
+        open_sessions(&server).await,
+        1,
         "the busy session is still open"
     );
-    // Silent now: its place frees itself. Polling with `initialize` does not touch it.
-    wait_for_a_free_place(&server, "the idle session never ended").await;
+    // Silent now: it ends by itself. Reading the gauge does not touch it.
+    wait_open_sessions(&server, 0, "the idle session to end").await;
     let gone = server
         .session_call(
             &session,
@@ -324,17 +441,4 @@ async fn a_session_kept_busy_by_direct_answers_outlives_the_idle_timeout_then_id
         )
         .await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND, "{:?}", gone.body);
-}
-
-/// Polls with `initialize` (which touches no open session) until one is admitted again.
-async fn wait_for_a_free_place(server: &TestServer, never: &str) {
-    wait_until(never, WAIT_LIMIT, async || {
-        let reply = server.post(&[], &initialize_body(json!({}))).await;
-        match reply.status {
-            StatusCode::OK => Ok(()),
-            StatusCode::TOO_MANY_REQUESTS => Err(reply.body),
-            other => panic!("{other}: {:?}", reply.body),
-        }
-    })
-    .await;
 }

@@ -1,6 +1,7 @@
 //! `handoff approvals`: the permission requests waiting for the caller (its tasks in
 //! `input_required` and their pending input), and the standing approvals it gave.
 
+use super::terminal::outln;
 use handoff_protocol::{
     TaskId, TaskStatus,
     tasks::{GetTaskStatusArgs, ListApprovalsArgs, ListTasksArgs, PendingInputView},
@@ -60,7 +61,7 @@ pub async fn approvals(conn: &Connection, args: &ApprovalsArgs) -> Result<Exit, 
         return Ok(Exit::Ok);
     }
     print_pending(&pending);
-    println!();
+    outln!();
     let rows: Vec<Vec<String>> = standing
         .value
         .approvals
@@ -76,21 +77,21 @@ pub async fn approvals(conn: &Connection, args: &ApprovalsArgs) -> Result<Exit, 
         })
         .collect();
     if rows.is_empty() {
-        println!("No standing approvals.");
+        outln!("No standing approvals.");
     } else {
-        println!("Standing approvals:");
+        outln!("Standing approvals:");
         let headers = ["ID", "SCOPE", "PERMISSION", "PATTERN", "GIVEN IN"];
-        println!("{}", render::table(&headers, &rows));
+        outln!("{}", render::table(&headers, &rows));
     }
     Ok(Exit::Ok)
 }
 
 fn print_pending(pending: &[Pending]) {
     if pending.is_empty() {
-        println!("No requests waiting for an answer.");
+        outln!("No requests waiting for an answer.");
         return;
     }
-    println!("Waiting for an answer (handoff approve|deny TASK --request REQUEST):");
+    outln!("Waiting for an answer (handoff approve|deny TASK --request REQUEST):");
     let rows: Vec<Vec<String>> = pending
         .iter()
         .map(|p| {
@@ -108,5 +109,5 @@ fn print_pending(pending: &[Pending]) {
         })
         .collect();
     let headers = ["TASK", "REQUEST", "ASKS", "FOR"];
-    println!("{}", render::table(&headers, &rows));
+    outln!("{}", render::table(&headers, &rows));
 }

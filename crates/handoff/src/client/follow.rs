@@ -2,6 +2,7 @@
 //! come back), events printed as lines above a progress line (state, elapsed time, the agent's
 //! latest tool call) until the task ends or the user interrupts.
 
+use super::terminal::{self, outln};
 use std::{future::Future, time::Duration};
 
 use handoff_protocol::{
@@ -182,12 +183,12 @@ impl Sink for LiveSink {
     fn update(&mut self, task: &TaskView, events: &[EventView]) {
         let origin = *self.origin_ms.get_or_insert(task.created_at_ms);
         if let Some(tool) = events.iter().rev().find(|e| e.kind == EventKind::Tool) {
-            self.tool = Some(render::one_line(&tool.message, 120));
+            self.tool = Some(terminal::visible(&render::one_line(&tool.message, 120)).into_owned());
         }
         if !self.quiet && !events.is_empty() {
             self.bar.suspend(|| {
                 for event in events {
-                    println!("{}", render::event_line(event, origin));
+                    outln!("{}", render::event_line(event, origin));
                 }
             });
         }

@@ -1,5 +1,6 @@
 //! Reading tasks: `handoff tasks` and `handoff show`.
 
+use super::terminal::{errln, outln};
 use handoff_protocol::{
     TaskStatus,
     tasks::{GetTaskStatusArgs, GetTaskStatusOutput, ListTasksArgs},
@@ -33,7 +34,7 @@ pub async fn tasks(conn: &Connection, args: &TasksArgs) -> Result<Exit, ClientEr
         return Ok(Exit::Ok);
     }
     if reply.value.tasks.is_empty() {
-        eprintln!("no tasks");
+        errln!("no tasks");
         return Ok(Exit::Ok);
     }
     let rows: Vec<Vec<String>> = reply
@@ -59,9 +60,9 @@ pub async fn tasks(conn: &Connection, args: &TasksArgs) -> Result<Exit, ClientEr
         "DURATION",
         "DESCRIPTION",
     ];
-    println!("{}", render::table(&headers, &rows));
+    outln!("{}", render::table(&headers, &rows));
     if reply.value.next_cursor.is_some() {
-        eprintln!("(more tasks: raise --limit, at most 200)");
+        errln!("(more tasks: raise --limit, at most 200)");
     }
     Ok(Exit::Ok)
 }
@@ -84,7 +85,7 @@ pub async fn show(conn: &Connection, args: &ShowArgs) -> Result<Exit, ClientErro
 
 fn print_status(status: &GetTaskStatusOutput) {
     let task = &status.task;
-    let field = |name: &str, value: &str| println!("{name:<11} {value}");
+    let field = |name: &str, value: &str| outln!("{name:<11} {value}");
     field("task", &task.task_id);
     field("status", task.status.as_str());
     field("executor", &task.executor);
@@ -119,14 +120,14 @@ fn print_status(status: &GetTaskStatusOutput) {
     }
     field("description", &render::one_line(&task.description, 200));
     for request in &status.pending_input {
-        println!(
+        outln!(
             "waiting     [{}] {} {}: {}",
             request.request_id,
             request.kind,
             request.permission,
             request.patterns.join(", ")
         );
-        println!(
+        outln!(
             "            answer with `handoff approve {id} --request {r}` or `handoff deny {id} \
              --request {r}`",
             id = task.task_id,
@@ -134,6 +135,6 @@ fn print_status(status: &GetTaskStatusOutput) {
         );
     }
     if let Some(answer) = &status.answer {
-        println!("\n{}", answer.trim_end());
+        outln!("\n{}", answer.trim_end());
     }
 }

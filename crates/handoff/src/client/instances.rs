@@ -1,6 +1,7 @@
 //! `handoff instances`: the Handoff instances sharing the server's task store, their
 //! heartbeats and the tasks each holds, as the server's `health` tool reports them.
 
+use super::terminal::outln;
 use handoff_protocol::builtin::HealthArgs;
 
 use super::{ClientError, Exit, connection::Connection, render};
@@ -14,7 +15,7 @@ pub async fn instances(conn: &Connection, args: &InstancesArgs) -> Result<Exit, 
         return Ok(Exit::Ok);
     }
     if report.instances.is_empty() {
-        println!("The server has not listed its instances yet; try again in a few seconds.");
+        outln!("The server has not listed its instances yet; try again in a few seconds.");
         return Ok(Exit::Ok);
     }
     let rows: Vec<Vec<String>> = report
@@ -35,7 +36,7 @@ pub async fn instances(conn: &Connection, args: &InstancesArgs) -> Result<Exit, 
         })
         .collect();
     let headers = ["INSTANCE", "STARTED", "HEARTBEAT", "TASKS", "STATE"];
-    println!("{}", render::table(&headers, &rows));
-    println!("* the instance that answered");
+    outln!("{}", render::table(&headers, &rows));
+    outln!("* the instance that answered");
     Ok(Exit::Ok)
 }

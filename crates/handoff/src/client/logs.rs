@@ -1,5 +1,6 @@
 //! `handoff logs ID [-f]`: a task's events, and following them live.
 
+use super::terminal::outln;
 use handoff_protocol::{EventView, TaskView, tasks::GetTaskHistoryOutput};
 
 use super::{
@@ -30,7 +31,7 @@ pub async fn logs(conn: &Connection, args: &LogsArgs) -> Result<Exit, ClientErro
         return Ok(Exit::Ok);
     }
     for event in &events {
-        println!("{}", render::event_line(event, task.created_at_ms));
+        outln!("{}", render::event_line(event, task.created_at_ms));
     }
     Ok(Exit::Ok)
 }
@@ -53,7 +54,7 @@ async fn follow_logs(
     sink.finish();
     match followed {
         Followed::Ended(task) => {
-            println!("{}", render::outcome_line(&task));
+            outln!("{}", render::outcome_line(&task));
             Ok(Exit::Ok)
         }
         Followed::Interrupted => Ok(Exit::Detached),
@@ -67,7 +68,7 @@ impl Sink for JsonLines {
     fn update(&mut self, _task: &TaskView, events: &[EventView]) {
         for event in events {
             if let Ok(line) = serde_json::to_string(event) {
-                println!("{line}");
+                outln!("{line}");
             }
         }
     }

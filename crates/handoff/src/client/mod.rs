@@ -18,8 +18,10 @@ mod render;
 mod run;
 mod settings;
 mod steer;
+mod terminal;
 mod workdir;
 
+use self::terminal::errln;
 use std::process::ExitCode;
 
 use handoff_config::Config;
@@ -58,14 +60,14 @@ pub fn main(config: &Config, command: ClientCommand) -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("handoff: cannot start the async runtime: {e}");
+            errln!("handoff: cannot start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
     match runtime.block_on(dispatch(config, command)) {
         Ok(exit) => exit.code(),
         Err(error) => {
-            eprintln!("handoff: {error}");
+            errln!("handoff: {error}");
             ExitCode::from(2)
         }
     }

@@ -6,13 +6,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use handoff_protocol::{EventView, TaskView};
 use serde::Serialize;
 
-use super::ClientError;
+use super::{ClientError, terminal::visible};
 
 /// Prints `value` as one JSON document.
 pub fn print_json(value: &impl Serialize) -> Result<(), ClientError> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| ClientError::BadReply(format!("cannot print JSON: {e}")))?;
-    println!("{text}");
+    println!("{}", super::terminal::json_visible(&text));
     Ok(())
 }
 
@@ -91,8 +91,13 @@ pub fn outcome_line(task: &TaskView) -> String {
 
 /// Aligns `rows` under `headers`; the last column is not padded.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    // Escaped before measuring, so a control character in a cell cannot skew the columns.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|c| visible(c).into_owned()).collect())
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }

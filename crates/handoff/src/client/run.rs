@@ -2,6 +2,7 @@
 //! final answer, the diff stat, and an exit code that is the outcome. Ctrl-C on a terminal
 //! asks whether to cancel the task or detach; elsewhere it detaches.
 
+use super::terminal::{err, errln, outln};
 use std::io::{BufRead, IsTerminal, Write};
 
 use handoff_protocol::{
@@ -36,18 +37,21 @@ pub async fn run(conn: &Connection, args: &RunArgs) -> Result<Exit, ClientError>
         if args.json {
             render::print_json(&submitted.raw)?;
         } else {
-            println!(
+            outln!(
                 "{} {} ({}, in {})",
-                task.task_id, task.status, task.executor, task.workdir
+                task.task_id,
+                task.status,
+                task.executor,
+                task.workdir
             );
-            eprintln!("follow it with `handoff logs {} -f`", task.task_id);
+            errln!("follow it with `handoff logs {} -f`", task.task_id);
         }
         return Ok(Exit::Ok);
     }
     let id = TaskId::parse(&task.task_id)
         .map_err(|e| ClientError::BadReply(format!("execute_task task_id: {e}")))?;
     if !args.json {
-        println!("{} {} ({})", task.task_id, task.status, task.executor);
+        outln!("{} {} ({})", task.task_id, task.status, task.executor);
     }
     wait_for_end(conn, id, args.json).await
 }
@@ -76,11 +80,11 @@ async fn wait_for_end(conn: &Connection, id: TaskId, json: bool) -> Result<Exit,
             Followed::Interrupted if !cancelling && sink.suspend(ask_cancel) => {
                 cancelling = true;
                 let said = cancel(conn, follower.id()).await?;
-                sink.suspend(|| eprintln!("{said}"));
+                sink.suspend(|| errln!("{said}"));
             }
             Followed::Interrupted => {
                 sink.finish();
-                eprintln!(
+                errln!(
                     "detached from {id}; it goes on. Follow it with `handoff logs {id} -f`, stop \
                      it with `handoff cancel {id}`.",
                     id = follower.id()
@@ -105,12 +109,12 @@ async fn wait_for_end(conn: &Connection, id: TaskId, json: bool) -> Result<Exit,
         render::print_json(&status.raw)?;
         return Ok(exit);
     }
-    println!("{}", render::outcome_line(&status.value.task));
+    outln!("{}", render::outcome_line(&status.value.task));
     if let Some(answer) = &status.value.answer {
-        println!("\n{}", answer.trim_end());
+        outln!("\n{}", answer.trim_end());
     }
     if let Some(diff) = diff_text(conn, &follower).await? {
-        println!("\n{}", diffstat::render(&diffstat::stat(&diff)));
+        outln!("\n{}", diffstat::render(&diffstat::stat(&diff)));
     }
     Ok(exit)
 }
@@ -121,7 +125,7 @@ fn ask_cancel() -> bool {
     if !stdin.is_terminal() || !std::io::stderr().is_terminal() {
         return false;
     }
-    eprint!("\ncancel the task or detach? [c/D] ");
+    err!("\ncancel the task or detach? [c/D] ");
     let _ = std::io::stderr().flush();
     let mut line = String::new();
     if stdin.lock().read_line(&mut line).is_err() {

@@ -1,5 +1,6 @@
 //! Steering tasks: `handoff cancel|pause|resume`, `message`, `approve`, `deny`.
 
+use super::terminal::outln;
 use handoff_protocol::{
     MessageType,
     tasks::{AnswerScope, ApprovalAnswer, ControlAction, SendTaskControlArgs, SendTaskMessageArgs},
@@ -26,9 +27,11 @@ pub async fn control(
     if args.json {
         render::print_json(&reply.raw)?;
     } else {
-        println!(
+        outln!(
             "{} {}: {}",
-            args.id, reply.value.status, reply.value.message
+            args.id,
+            reply.value.status,
+            reply.value.message
         );
     }
     Ok(Exit::Ok)
@@ -122,9 +125,10 @@ async fn send(
         } else {
             "not delivered"
         };
-        println!(
+        outln!(
             "{id} {} ({delivered}): {}",
-            reply.value.status, reply.value.note
+            reply.value.status,
+            reply.value.note
         );
     }
     Ok(Exit::Ok)

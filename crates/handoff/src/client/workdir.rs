@@ -1,5 +1,6 @@
 //! A task's changes and files: `handoff diff` and `handoff files`.
 
+use super::terminal::{self, errln, outln};
 use handoff_protocol::{
     ArtifactKind, TaskId,
     tasks::{GetTaskFilesArgs, GetTaskHistoryArgs, ReadTaskFileArgs, ReadTaskFileOutput},
@@ -35,19 +36,20 @@ pub async fn diff(conn: &Connection, args: &DiffArgs) -> Result<Exit, ClientErro
         return Ok(Exit::Ok);
     }
     let Some(artifact) = artifact else {
-        eprintln!(
+        errln!(
             "no diff kept for {} ({}): a diff is kept when a task ends",
-            args.id, history.task.status
+            args.id,
+            history.task.status
         );
         return Ok(Exit::Ok);
     };
     if args.stat {
-        println!("{}", diffstat::render(&diffstat::stat(&artifact.content)));
+        outln!("{}", diffstat::render(&diffstat::stat(&artifact.content)));
     } else {
-        print!("{}", artifact.content);
+        terminal::print_content(&artifact.content);
     }
     if artifact.truncated {
-        eprintln!(
+        errln!(
             "(the diff is {} bytes; only its first {} are shown)",
             artifact.size,
             artifact.content.len()
@@ -80,13 +82,13 @@ pub async fn files(conn: &Connection, args: &FilesArgs) -> Result<Exit, ClientEr
     }
     for entry in &listing.value.entries {
         match (entry.kind.as_str(), entry.size) {
-            ("dir", _) => println!("{}/", entry.path),
-            (_, Some(size)) => println!("{}  ({size} bytes)", entry.path),
-            _ => println!("{}", entry.path),
+            ("dir", _) => outln!("{}/", entry.path),
+            (_, Some(size)) => outln!("{}  ({size} bytes)", entry.path),
+            _ => outln!("{}", entry.path),
         }
     }
     if listing.value.truncated {
-        eprintln!("(more than 1000 entries: list a subdirectory)");
+        errln!("(more than 1000 entries: list a subdirectory)");
     }
     Ok(Exit::Ok)
 }
@@ -141,8 +143,8 @@ fn print_file(file: &ReadTaskFileOutput, json: bool) -> Result<Exit, ClientError
         return Ok(Exit::Ok);
     }
     match &file.content {
-        Some(content) if !file.binary => print!("{content}"),
-        _ => eprintln!("{} is binary ({} bytes); not shown", file.path, file.size),
+        Some(content) if !file.binary => terminal::print_content(content),
+        _ => errln!("{} is binary ({} bytes); not shown", file.path, file.size),
     }
     Ok(Exit::Ok)
 }

@@ -641,3 +641,61 @@ fn the_cli_names_the_fix_for_tokens_config_files_and_connections() {
     let bad_id = client.run(&["show", "task_nope"]);
     assert_eq!(bad_id.status.code(), Some(2), "{}", shown(&bad_id));
 }
+
+/// A task's description, output and file names carry terminal escapes (retitle, clear the
+/// screen, colour, a CSI in C1 form); nothing the client prints for `run`, `tasks`, `show`,
+/// `logs` and `files` holds one raw: each is shown as an escape. A file's content printed
+/// into a pipe keeps its bytes, and `--json` stays the same document.
+#[test]
+fn nothing_a_task_says_reaches_the_terminal_as_a_control_sequence() {
+    let server = start(&SCRIPT_EXECUTOR);
+    let client = Client::new(&server.url, Some("agent-tty"));
+    let script = "echo '\u{1b}]0;retitled\u{7}\u{1b}[2Jcleared \u{9b}31m'; \
+                  printf 'data\\033[31m' > \"$(printf 'name\\033[1m.txt')\"";
+    let raw = |output: &Output| {
+        output
+            .stdout
+            .iter()
+            .chain(&output.stderr)
+            .any(|b| *b == 0x1b || *b == 0x07)
+            || String::from_utf8_lossy(&output.stdout).contains('\u{9b}')
+    };
+
+    let ran = client.run(&["run", "--wait", script]);
+    assert_eq!(ran.status.code(), Some(0), "{}", shown(&ran));
+    assert!(!raw(&ran), "{}", shown(&ran));
+    let id = String::from_utf8_lossy(&ran.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    for args in [
+        vec!["tasks"],
+        vec!["show", &id],
+        vec!["logs", &id],
+        vec!["files", &id],
+    ] {
+        let output = client.run(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            shown(&output)
+        );
+        assert!(!raw(&output), "{args:?}: {}", shown(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("\\x1b"),
+            "{args:?} shows the escapes: {}",
+            shown(&output)
+        );
+    }
+
+    // Data stays data where no terminal reads it.
+    let content = client.run(&["files", &id, "name\u{1b}[1m.txt"]);
+    assert_eq!(content.stdout, b"data\x1b[31m", "{}", shown(&content));
+    let logs = client.json(&["logs", &id]);
+    assert!(
+        logs.to_string().contains("\\u001b]0;retitled"),
+        "the JSON keeps the output: {logs}"
+    );
+}

@@ -14,6 +14,7 @@ use super::{
     executors::{AGENT, OPENCODE, handoff_env, script, wait_end, wait_hang_reached_model},
     harness::{Server, start, start_in},
     mcp::{call, task_id, wait_status_for},
+    process::live_group_members,
     stdio::StdioServer,
     wait::{PATIENCE, wait_until},
 };
@@ -45,7 +46,7 @@ fn recorded_pgid(dir: &std::path::Path) -> i32 {
 
 /// Signals the group directly: `kill -SIG -PGID` of procps 4.0.2 signals every process.
 fn group_alive(pgid: i32) -> bool {
-    killpg(Pid::from_raw(pgid), None).is_ok()
+    !live_group_members(pgid).is_empty()
 }
 
 struct Setup {

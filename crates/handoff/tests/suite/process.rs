@@ -11,6 +11,27 @@ pub(super) fn alive(pid: i32) -> bool {
     })
 }
 
+/// The processes of group `pgid` that still run (zombies awaiting their reaper do not), as
+/// `pid (command) state` — empty once the group is gone.
+pub(super) fn live_group_members(pgid: i32) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return vec![format!("/proc unreadable while looking for group {pgid}")];
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (name, rest) = stat.rsplit_once(')')?;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            // fields[0] is the state (field 3 of the file), fields[2] the group (field 5).
+            let (state, group) = (*fields.first()?, fields.get(2)?.parse::<i32>().ok()?);
+            (group == pgid && !matches!(state, "Z" | "X"))
+                .then(|| format!("{pid} {name}) {state}", name = name.trim_start()))
+        })
+        .collect()
+}
+
 /// Whether process `pid` is frozen: stopped by a signal, or held by its cgroup's freezer (v1
 /// `freezer.state`, or cgroup2's `cgroup.events`) — the ways Handoff pauses a run.
 fn frozen(pid: i32) -> bool {

@@ -84,6 +84,9 @@ fn env() -> Vec<(&'static str, String)> {
         // `true` needs no confinement, and the count check must not depend on the launcher.
         ("HANDOFF_ISOLATION", "none".into()),
         ("HANDOFF_SUBMISSIONS_PER_MINUTE", "0".into()),
+        // The shared legacy session waits unused while the stateless corpus runs, which a
+        // loaded machine stretches past the 30 s after which an unused session ends.
+        ("HANDOFF_UNUSED_SESSION_TIMEOUT_SECS", "3600".into()),
     ]
 }
 
