@@ -19,6 +19,7 @@
 //! keeper process that freezes the server's runs once the server stops renewing its deadline.
 
 mod acp;
+mod agent_home;
 mod agent_process;
 mod checks;
 mod claude;
@@ -40,9 +41,10 @@ mod test_waits;
 mod text;
 
 pub use acp::{
-    AcpConfig, AcpExecutor, AgentHomes, AgentIdentity as AcpAgentIdentity, Claim, PoolSettings,
+    AcpConfig, AcpExecutor, AgentIdentity as AcpAgentIdentity, Claim, PoolSettings,
     probe as probe_acp_agent,
 };
+pub use agent_home::AgentHomes;
 pub use checks::{CheckRun, CheckRunner};
 pub use claude::{ClaudeConfig, ClaudeExecutor, NAME as CLAUDE};
 pub use codex::{CodexConfig, CodexExecutor, NAME as CODEX};

@@ -170,6 +170,7 @@ fn opencode_executors(
                     attach: None,
                     env: env.clone(),
                     isolation: confine(config.executors.opencode.isolation),
+                    homes: Some(opencode_homes(config, handoff_runner::OPENCODE_CLI)),
                 })?));
             }
             let executor = Arc::new(OpenCodeExecutor::new(opencode_config(config, server))?);
@@ -218,10 +219,11 @@ fn opencode_acp_isolation(
     Some(confined)
 }
 
-/// Each `opencode acp` keeps its database (every session it ran) and logs in a home of its own,
-/// so no task's shell can read another task's conversation; the user's provider credentials
-/// (`opencode auth login`) are copied in.
-fn opencode_homes(config: &Config) -> AgentHomes {
+/// Each OpenCode agent process (`opencode acp`, `opencode run`) of executor `executor` keeps
+/// its database (every session it ran) and logs in a home of its own, so no task's shell can
+/// read another task's conversation; the user's provider credentials (`opencode auth login`)
+/// are copied in.
+fn opencode_homes(config: &Config, executor: &str) -> AgentHomes {
     let seed = xdg_dir("XDG_DATA_HOME", ".local/share")
         .map(|data| {
             (
@@ -232,7 +234,7 @@ fn opencode_homes(config: &Config) -> AgentHomes {
         .into_iter()
         .collect();
     AgentHomes {
-        root: absolute(&config.data_dir.join("agent-homes").join(OPENCODE_ACP)),
+        root: absolute(&config.data_dir.join("agent-homes").join(executor)),
         vars: vec![
             ("XDG_DATA_HOME".to_owned(), "data".to_owned()),
             ("XDG_STATE_HOME".to_owned(), "state".to_owned()),
@@ -291,7 +293,7 @@ pub(crate) fn opencode_acp_config(
         env,
         isolation,
         pool: Some(pool_settings(config, settings.pool)),
-        homes: Some(opencode_homes(config)),
+        homes: Some(opencode_homes(config, OPENCODE_ACP)),
         mcp_servers: Vec::new(),
     }
 }

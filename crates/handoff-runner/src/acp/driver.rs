@@ -219,7 +219,7 @@ impl agent_process::Driver for Driver {
             ..outcome
         };
         if let Some(home) = self.settings.discard_home.take() {
-            super::home::remove(&home);
+            crate::agent_home::remove(&home);
         }
         let _ = self.tx.send(RunEvent::Finished(result)).await;
     }

@@ -9,7 +9,6 @@
 
 mod control;
 mod driver;
-mod home;
 mod mapping;
 mod pool;
 #[cfg(test)]
@@ -20,7 +19,6 @@ mod session;
 
 use std::{sync::Arc, time::Duration};
 
-pub use home::AgentHomes;
 pub use pool::{Claim, PoolSettings};
 pub use probe::{AgentIdentity, probe};
 
@@ -28,7 +26,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    Capabilities, CommandExecutor, Executor, Run, RunSpec, RunnerError, agent_process,
+    Capabilities, Executor, Run, RunSpec, RunnerError,
+    agent_home::{self, AgentHomes, Launcher},
+    agent_process,
     command::abandon_state,
 };
 
@@ -56,50 +56,6 @@ pub struct AcpConfig {
     pub homes: Option<AgentHomes>,
     /// MCP servers given to each task session.
     pub mcp_servers: Vec<handoff_task::AcpMcpServer>,
-}
-
-/// Starts an executor's agent processes: its program, confined, each in a home of its own
-/// when homes are configured (the run's state then names it).
-#[derive(Debug, Clone)]
-pub(crate) struct Launcher {
-    process: CommandExecutor,
-    homes: Option<AgentHomes>,
-}
-
-impl Launcher {
-    /// The agent for `spec`, in `home` (a continued run's) or a new one.
-    pub(crate) async fn spawn(
-        &self,
-        spec: &RunSpec,
-        home: Option<&std::path::Path>,
-    ) -> Result<crate::command::Spawned, RunnerError> {
-        let Some(homes) = &self.homes else {
-            return self.process.spawn(spec).await;
-        };
-        // The run's own: an earlier run of the task (its instance lost) removes only its home.
-        let dir = homes.open(&spec.run_name(), home).await?;
-        match homes.confine(&self.process, &dir).spawn(spec).await {
-            Ok(mut spawned) => {
-                spawned.state[home::STATE_KEY] = serde_json::json!(dir);
-                Ok(spawned)
-            }
-            Err(e) => {
-                if home.is_none() {
-                    home::remove(&dir);
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// Removes every home: at start-up none belongs to a run that can still continue.
-    fn clear_homes(&self) {
-        if let Some(homes) = &self.homes
-            && homes.root.is_dir()
-        {
-            home::remove(&homes.root);
-        }
-    }
 }
 
 /// Runs tasks with an ACP agent.
@@ -222,7 +178,7 @@ impl Executor for AcpExecutor {
             load_session: None,
             mcp_servers: Arc::clone(&self.mcp_servers),
             initialized: Some(parts.init),
-            discard_home: home::of_state(&parts.state).filter(|_| !spec.continuable),
+            discard_home: agent_home::of_state(&parts.state).filter(|_| !spec.continuable),
         };
         let (shared, events) = driver::Shared::new(parts.control);
         driver::start(shared.clone(), settings, parts.events, parts.preface);
@@ -245,21 +201,22 @@ impl Executor for AcpExecutor {
             prompt: prompt.to_owned(),
             ..spec
         };
-        self.run(spec, Some(session), home::of_state(state)).await
+        self.run(spec, Some(session), agent_home::of_state(state))
+            .await
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
         let stopped = abandon_state(state).await;
-        if let Some(dir) = home::of_state(state) {
-            home::remove(&dir);
+        if let Some(dir) = agent_home::of_state(state) {
+            agent_home::remove(&dir);
         }
         stopped
     }
 
     /// Nothing will continue the run: its agent's home goes.
     async fn release(&self, state: &Value) -> Result<(), RunnerError> {
-        if let Some(dir) = home::of_state(state) {
-            home::remove(&dir);
+        if let Some(dir) = agent_home::of_state(state) {
+            agent_home::remove(&dir);
         }
         Ok(())
     }
@@ -298,7 +255,7 @@ impl AcpExecutor {
         };
         let spawned = self.launcher.spawn(&spec, home.as_deref()).await?;
         let settings = driver::Settings {
-            discard_home: home::of_state(&spawned.state).filter(|_| !continuable),
+            discard_home: agent_home::of_state(&spawned.state).filter(|_| !continuable),
             ..settings
         };
         let (shared, events) = driver::Shared::new(spawned.control);

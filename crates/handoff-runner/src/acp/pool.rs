@@ -25,7 +25,8 @@ use handoff_task::TaskId;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Launcher, home, protocol};
+use super::protocol;
+use crate::agent_home::{self as home, Launcher};
 use crate::{
     RunEvent, RunSpec,
     command::CommandControl,

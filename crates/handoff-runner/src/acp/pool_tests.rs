@@ -43,7 +43,7 @@ fn pool(root: &Path, sessions: &Path, script: &str, warm_in_place: bool) -> Arc<
         warm_in_place,
     };
     let warmed = Arc::new(tokio::sync::Mutex::new(false));
-    let launcher = super::Launcher {
+    let launcher = crate::agent_home::Launcher {
         process,
         homes: None,
     };

@@ -4,6 +4,8 @@
 //! prompt) and no permission relay (the CLI rejects what would need asking); the process is
 //! handled by the `command` executor (group, signals, pause).
 
+use std::path::PathBuf;
+
 use async_trait::async_trait;
 use handoff_task::{EventKind, NewEvent};
 use serde_json::{Value, json};
@@ -11,8 +13,10 @@ use tokio::sync::mpsc;
 
 use super::mapping::{SessionEvents, Signal};
 use crate::{
-    Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat, OutputStream, PromptVia,
-    Run, RunEvent, RunOutcome, RunSpec, RunnerError, command::abandon_state,
+    AgentHomes, Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat,
+    OutputStream, PromptVia, Run, RunEvent, RunOutcome, RunSpec, RunnerError,
+    agent_home::{self, Launcher},
+    command::abandon_state,
 };
 
 /// The executor's name.
@@ -31,12 +35,15 @@ pub struct OpenCodeCliConfig {
     pub env: Vec<(String, String)>,
     /// How its processes are confined.
     pub isolation: Option<crate::Isolation>,
+    /// Where each run keeps OpenCode's database and logs (its sessions): a home of its own,
+    /// so no task's shell reads another's conversation and no two runs migrate one database.
+    pub homes: Option<AgentHomes>,
 }
 
 /// Runs each task as `opencode run --format json`.
 #[derive(Debug)]
 pub struct OpenCodeCliExecutor {
-    process: CommandExecutor,
+    launcher: Launcher,
 }
 
 impl OpenCodeCliExecutor {
@@ -64,7 +71,13 @@ impl OpenCodeCliExecutor {
             message_format: MessageFormat::Raw,
             isolation: config.isolation.clone(),
         })?;
-        Ok(Self { process })
+        let launcher = Launcher {
+            process,
+            homes: config.homes,
+        };
+        // No run of this executor outlives the process that started it.
+        launcher.clear_homes();
+        Ok(Self { launcher })
     }
 }
 
@@ -83,13 +96,14 @@ impl Executor for OpenCodeCliExecutor {
     }
 
     fn unavailable(&self) -> Option<String> {
-        self.process.unavailable_reason()
+        self.launcher.process.unavailable_reason()
     }
 
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
-        let spawned = self.process.spawn(&spec).await?;
+        let spawned = self.launcher.spawn(&spec, None).await?;
+        let home = agent_home::of_state(&spawned.state);
         let (tx, rx) = mpsc::channel(256);
-        tokio::spawn(translate(spawned.events, tx));
+        tokio::spawn(translate(spawned.events, tx, home));
         Ok(Run {
             events: rx,
             control: Box::new(spawned.control),
@@ -98,12 +112,21 @@ impl Executor for OpenCodeCliExecutor {
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        abandon_state(state).await
+        let stopped = abandon_state(state).await;
+        if let Some(home) = agent_home::of_state(state) {
+            agent_home::remove(&home);
+        }
+        stopped
     }
 }
 
-/// Reads the CLI's JSON lines as task events; the process's exit ends the run.
-async fn translate(mut inner: mpsc::Receiver<RunEvent>, tx: mpsc::Sender<RunEvent>) {
+/// Reads the CLI's JSON lines as task events; the process's exit ends the run, and its home
+/// goes before the end is told (nothing continues an `opencode run`).
+async fn translate(
+    mut inner: mpsc::Receiver<RunEvent>,
+    tx: mpsc::Sender<RunEvent>,
+    home: Option<PathBuf>,
+) {
     let mut reader: Option<SessionEvents> = None;
     let mut answer = None;
     let mut error = None;
@@ -114,6 +137,9 @@ async fn translate(mut inner: mpsc::Receiver<RunEvent>, tx: mpsc::Sender<RunEven
         } = &event
         else {
             if let RunEvent::Finished(outcome) = event {
+                if let Some(home) = home {
+                    let _ = tokio::task::spawn_blocking(move || agent_home::remove(&home)).await;
+                }
                 let _ = tx
                     .send(RunEvent::Finished(finish(outcome, answer, error)))
                     .await;
@@ -190,10 +216,13 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn json_lines_become_events_and_errors_fail_the_run() {
+    async fn json_lines_become_events_and_errors_fail_the_run_and_the_home_goes_first() {
+        let homes = tempfile::tempdir().unwrap();
+        let home = homes.path().join("task_x-r1");
+        std::fs::create_dir_all(home.join("data/opencode")).unwrap();
         let (inner_tx, inner_rx) = mpsc::channel(16);
         let (tx, mut rx) = mpsc::channel(16);
-        tokio::spawn(translate(inner_rx, tx));
+        tokio::spawn(translate(inner_rx, tx, Some(home.clone())));
         let line = |v: Value| RunEvent::Output {
             stream: OutputStream::Stdout,
             line: v.to_string(),
@@ -216,6 +245,12 @@ mod tests {
         }
         let mut got = Vec::new();
         while let Some(event) = rx.recv().await {
+            if matches!(event, RunEvent::Finished(_)) {
+                assert!(
+                    !home.exists(),
+                    "the run's home is gone before its end is told"
+                );
+            }
             got.push(event);
         }
         let RunEvent::Event(tool) = &got[0] else {

@@ -17,6 +17,10 @@ use super::{
 /// The workspace block limit the tests configure.
 const LIMIT: usize = 3_000;
 
+/// The safety net of a wait on what the real, shared Letta does (an agent's turn, a block
+/// write): with the whole suite running beside it on two cores, its turns took over a minute.
+pub(super) const LETTA_PATIENCE: Duration = Duration::from_secs(240);
+
 /// The Letta server's base URL (see `handoff_letta::testing::letta_url`).
 pub(super) fn letta_url() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
@@ -135,7 +139,7 @@ pub(super) fn eventually<T>(what: &str, limit: Duration, check: impl FnMut() -> 
 /// Waits until `agent` has no active run: whatever was sent to it is in its history now (an
 /// async message is stored only when its run ends).
 pub(super) fn wait_runs_ended(agent: &str) {
-    eventually("the agent's runs to end", Duration::from_secs(60), || {
+    eventually("the agent's runs to end", LETTA_PATIENCE, || {
         let (status, runs) = letta(
             "GET",
             &format!("/v1/runs/?agent_id={agent}&active=true"),
@@ -149,7 +153,7 @@ pub(super) fn wait_runs_ended(agent: &str) {
 /// Waits until `server`'s store owes no completion notification: every one owed was sent or
 /// given up, none is left to send later.
 pub(super) fn wait_no_notification_owed(server: &Server) {
-    eventually("no notification owed", Duration::from_secs(60), || {
+    eventually("no notification owed", LETTA_PATIENCE, || {
         let owed = metric(server, r#"handoff_letta_pending{work="notifications"}"#);
         (owed == 0.0).then_some(())
     });
@@ -238,6 +242,12 @@ pub(super) fn restart_with(dir: tempfile::TempDir, env: &[(&'static str, String)
     start_in(dir, &pairs(env))
 }
 
+/// Task `id`'s directory, as `agent` reads it.
+fn task_workdir(server: &Server, agent: &str, id: &str) -> std::path::PathBuf {
+    let status = call(server, agent, "get_task_status", json!({"task_id": id}));
+    std::path::PathBuf::from(ok(&status)["workdir"].as_str().unwrap())
+}
+
 /// A block's value, parsed.
 fn value_of(block: &Value) -> Option<Value> {
     serde_json::from_str(block["value"].as_str()?).ok()
@@ -296,22 +306,23 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
     let env = env(
         &proxy.url,
         &[
-            // Long enough for the notification on a loaded machine (Letta answers it with a
-            // whole agent turn): the crash below must come before the detach is due.
+            // The crash below comes right after the final block write, well before this.
             ("HANDOFF_LETTA_DETACH_DELAY_SECS", "40"),
             ("HANDOFF_LETTA_BLOCK_RETENTION_SECS", "3"),
         ],
     );
     let server = start_with(&env);
+    // It ends only when the test has seen it running, however slowly Letta takes the writes.
     let id = submit(
         &server,
         &agent,
-        json!({"task_description": "for i in $(seq 1 12); do echo step $i; sleep 0.4; done"}),
+        json!({"task_description": "for i in $(seq 1 12); do echo step $i; sleep 0.4; done; \
+                                     while [ ! -e release ]; do sleep 0.1; done"}),
     );
     let label = format!("handoff_{id}");
 
     // Attached with the right label, description and limit, and running.
-    let block = eventually("the block to be attached", Duration::from_secs(30), || {
+    let block = eventually("the block to be attached", LETTA_PATIENCE, || {
         attached_block(&agent, &label)
     });
     assert_eq!(block["description"], handoff_letta::BLOCK_DESCRIPTION);
@@ -322,43 +333,35 @@ fn a_task_block_is_kept_current_finished_detached_and_deleted_across_a_restart()
     assert_eq!(first["task_id"], id.as_str());
 
     // Updated while it runs: later steps show up while the status is still running.
-    eventually("a running update", Duration::from_secs(30), || {
+    eventually("a running update", LETTA_PATIENCE, || {
         let v = value_by_id(&block_id)?;
         (v["status"] == "running" && v.to_string().contains("step 5")).then_some(())
     });
+    std::fs::write(task_workdir(&server, &agent, &id).join("release"), "").unwrap();
 
-    // The final write says completed, and the agent is told once.
-    wait_status_for(
-        &server,
-        &agent,
-        &id,
-        &["completed"],
-        Duration::from_secs(60),
-    );
-    eventually(
-        "the final state in the block",
-        Duration::from_secs(30),
-        || {
-            let v = value_by_id(&block_id)?;
-            (v["status"] == "completed").then_some(())
-        },
-    );
-    eventually("the notification", Duration::from_secs(60), || {
-        (notifications(&agent, &id) == 1).then_some(())
+    // The final write says completed.
+    wait_status_for(&server, &agent, &id, &["completed"], LETTA_PATIENCE);
+    eventually("the final state in the block", LETTA_PATIENCE, || {
+        let v = value_by_id(&block_id)?;
+        (v["status"] == "completed").then_some(())
     });
 
-    // A crash before the detach is due: the schedule is stored, so the next process does it.
+    // A crash before the detach is due: the schedule is stored, so the next process does it;
+    // and the agent is told once, whether the notification went out before the crash or after.
     assert!(
         attached_block(&agent, &label).is_some(),
         "detached too early"
     );
     let dir = server.kill9();
     let server = restart_with(dir, &env);
-    eventually("the detach", Duration::from_secs(60), || {
+    eventually("the notification", LETTA_PATIENCE, || {
+        (notifications(&agent, &id) == 1).then_some(())
+    });
+    eventually("the detach", LETTA_PATIENCE, || {
         attached_block(&agent, &label).is_none().then_some(())
     });
     // Detached blocks stay readable by id until retention ends; then they are deleted.
-    eventually("the delete", Duration::from_secs(30), || {
+    eventually("the delete", LETTA_PATIENCE, || {
         (letta("GET", &format!("/v1/blocks/{block_id}"), None).0 == 404).then_some(())
     });
     // Still one notification after the restart (the restarted process owes none, and all that
@@ -411,10 +414,10 @@ EOF"#;
         &server,
         &agent,
         json!({"task_description": script, "notify": false}),
-        Duration::from_secs(90),
+        LETTA_PATIENCE,
     );
     let label = format!("handoff_{id}");
-    let block = eventually("the final write", Duration::from_secs(30), || {
+    let block = eventually("the final write", LETTA_PATIENCE, || {
         let b = attached_block(&agent, &label)?;
         let v = value_of(&b)?;
         (v["status"] == "completed").then_some(b)
@@ -452,13 +455,11 @@ EOF"#;
         &server,
         &agent,
         json!({"task_description": "echo later"}),
-        Duration::from_secs(90),
+        LETTA_PATIENCE,
     );
-    eventually(
-        "the later task's notification",
-        Duration::from_secs(60),
-        || (notifications(&agent, &later) == 1).then_some(()),
-    );
+    eventually("the later task's notification", LETTA_PATIENCE, || {
+        (notifications(&agent, &later) == 1).then_some(())
+    });
     wait_runs_ended(&agent);
     assert_eq!(notifications(&agent, &id), 0);
     assert!(
@@ -493,9 +494,9 @@ fn a_one_mebibyte_description_never_reaches_letta_whole() {
         &agent,
         &id,
         &["completed", "failed"],
-        Duration::from_secs(60),
+        LETTA_PATIENCE,
     );
-    eventually("the notification", Duration::from_secs(60), || {
+    eventually("the notification", LETTA_PATIENCE, || {
         (notifications(&agent, &id) == 1).then_some(())
     });
     let seen = proxy.seen();
@@ -561,33 +562,28 @@ fn letta_faults_still_end_with_the_final_state_and_one_notification() {
         &server,
         &agent,
         json!({"task_description": "for i in $(seq 1 10); do echo tick $i; sleep 0.3; done"}),
-        Duration::from_secs(60),
+        LETTA_PATIENCE,
     );
     let label = format!("handoff_{id}");
-    let block = eventually(
-        "the final state despite faults",
-        Duration::from_secs(90),
-        || {
-            let b = attached_block(&agent, &label)?;
-            let v = value_of(&b)?;
-            (v["status"] == "completed" && v.to_string().contains("tick 10")).then_some(b)
-        },
-    );
+    let block = eventually("the final state despite faults", LETTA_PATIENCE, || {
+        let b = attached_block(&agent, &label)?;
+        let v = value_of(&b)?;
+        (v["status"] == "completed" && v.to_string().contains("tick 10")).then_some(b)
+    });
     let (_, same_label) = letta("GET", &format!("/v1/blocks/?label={label}"), None);
     assert_eq!(
         same_label.as_array().unwrap().len(),
         1,
         "one block per task: {same_label}"
     );
-    eventually(
-        "the notification despite faults",
-        Duration::from_secs(90),
-        || (notifications(&agent, &id) >= 1).then_some(()),
-    );
+    eventually("the notification despite faults", LETTA_PATIENCE, || {
+        (notifications(&agent, &id) >= 1).then_some(())
+    });
     let block_id = block["id"].as_str().unwrap().to_owned();
-    eventually("the delete despite faults", Duration::from_secs(60), || {
+    eventually("the delete despite faults", LETTA_PATIENCE, || {
         (letta("GET", &format!("/v1/blocks/{block_id}"), None).0 == 404).then_some(())
     });
+    wait_runs_ended(&agent);
     assert_eq!(notifications(&agent, &id), 1, "exactly one notification");
     let seen = proxy.seen();
     assert_nothing_oversized(&seen);
@@ -705,7 +701,7 @@ fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
         &agent,
         json!({"task_description": "echo HANDOFF-SLOW-REPLY done"}),
     );
-    eventually("the notification attempt", Duration::from_secs(60), || {
+    eventually("the notification attempt", LETTA_PATIENCE, || {
         proxy
             .seen()
             .iter()
@@ -717,16 +713,12 @@ fn a_notification_in_flight_at_a_crash_is_not_sent_twice() {
     // The next process waits for the agent's run, finds the message by its otid and does not
     // send another.
     let server = restart_with(dir, &env(letta_url(), &as_user));
-    eventually(
-        "the resumed writer's verdict",
-        Duration::from_secs(60),
-        || {
-            history(&server, &agent, &id)["events"]
-                .to_string()
-                .contains("notification delivered")
-                .then_some(())
-        },
-    );
+    eventually("the resumed writer's verdict", LETTA_PATIENCE, || {
+        history(&server, &agent, &id)["events"]
+            .to_string()
+            .contains("notification delivered")
+            .then_some(())
+    });
     wait_runs_ended(&agent);
     assert_eq!(notifications(&agent, &id), 1);
 }
@@ -743,9 +735,9 @@ fn notifications_work_without_workspace_blocks() {
         &server,
         &agent,
         json!({"task_description": "echo without a block"}),
-        Duration::from_secs(60),
+        LETTA_PATIENCE,
     );
-    eventually("the notification", Duration::from_secs(60), || {
+    eventually("the notification", LETTA_PATIENCE, || {
         (notifications(&agent, &id) == 1).then_some(())
     });
     assert!(attached_block(&agent, &format!("handoff_{id}")).is_none());

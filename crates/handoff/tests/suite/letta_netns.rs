@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::{
     harness::{BIN, Server, start_on},
+    letta::LETTA_PATIENCE,
     mcp::{calls_with, ok},
     netns::{self, PUBLIC_ADDRESS},
     wait::{Pace, wait_paced},
@@ -98,14 +99,14 @@ fn inside_the_namespace() {
 fn a_runs_a_task(letta: &Letta, server: &Server, model: &ScriptedModel, a: &str) -> String {
     let started = Instant::now();
     let turn = letta.send_in_background(a, "NETNS-A-RUN: write the file, then check on it");
-    let tasks = eventually("A's task", Duration::from_secs(180), || {
+    let tasks = eventually("A's task", LETTA_PATIENCE, || {
         let tasks = list_tasks(server, a);
         (!tasks.is_empty()).then_some(tasks)
     });
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     let task = tasks[0].clone();
     let label = format!("handoff_{task}");
-    let block = eventually("the block attached", Duration::from_secs(120), || {
+    let block = eventually("the block attached", LETTA_PATIENCE, || {
         letta.attached_block(a, &label)
     });
     let attached = started.elapsed();
@@ -135,12 +136,12 @@ fn a_runs_a_task(letta: &Letta, server: &Server, model: &ScriptedModel, a: &str)
         .expect("the model's second turn");
     assert!(asked.body.to_string().contains(&task), "{}", asked.body);
 
-    eventually("completed in the block", Duration::from_secs(120), || {
+    eventually("completed in the block", LETTA_PATIENCE, || {
         let value: Value = serde_json::from_str(letta.block(&block_id)?["value"].as_str()?).ok()?;
         (value["status"] == "completed").then_some(())
     });
     let completed = started.elapsed();
-    eventually("the notification", Duration::from_secs(180), || {
+    eventually("the notification", LETTA_PATIENCE, || {
         (letta.notifications(a, &task) == 1).then_some(())
     });
     let notified = started.elapsed();
@@ -158,10 +159,10 @@ fn a_runs_a_task(letta: &Letta, server: &Server, model: &ScriptedModel, a: &str)
         Some(WRITTEN)
     );
 
-    eventually("the detach", Duration::from_secs(60), || {
+    eventually("the detach", LETTA_PATIENCE, || {
         letta.attached_block(a, &label).is_none().then_some(())
     });
-    eventually("the delete", Duration::from_secs(60), || {
+    eventually("the delete", LETTA_PATIENCE, || {
         (letta.get(&format!("/v1/blocks/{block_id}")).0 == 404).then_some(())
     });
     assert_eq!(letta.notifications(a, &task), 1, "exactly one notification");

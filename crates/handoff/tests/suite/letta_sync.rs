@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 
 use super::{
     harness::{Server, metric},
-    letta::{create_agent, env, eventually, letta_url, notifications, restart_with, start_with},
+    letta::{
+        LETTA_PATIENCE, create_agent, env, eventually, letta_url, notifications, restart_with,
+        start_with, wait_runs_ended,
+    },
     letta_proxy::{Fault, Proxy, Rule},
     mcp::{call, history, ok, task_id, wait_status_for},
 };
@@ -27,7 +30,7 @@ fn submit_sync(server: &Server, agent: &str, script: &str) -> Value {
 
 /// Waits until the task's history holds a Letta note with `text`.
 fn wait_note(server: &Server, agent: &str, id: &str, text: &str) {
-    eventually(text, Duration::from_secs(60), || {
+    eventually(text, LETTA_PATIENCE, || {
         history(server, agent, id)["events"]
             .to_string()
             .contains(text)
@@ -49,13 +52,7 @@ fn the_letta_counters_move_as_a_task_is_written_and_notified() {
         "execute_task",
         json!({"task_description": "echo counted"}),
     ));
-    wait_status_for(
-        &server,
-        &agent,
-        &id,
-        &["completed"],
-        Duration::from_secs(60),
-    );
+    wait_status_for(&server, &agent, &id, &["completed"], LETTA_PATIENCE);
     wait_note(&server, &agent, &id, "notification delivered");
 
     assert!(metric(&server, "handoff_letta_block_writes_total") >= 1.0);
@@ -82,6 +79,7 @@ fn the_letta_counters_move_as_a_task_is_written_and_notified() {
     assert_eq!(pending("block_writes"), 0.0);
     assert_eq!(pending("detaches"), 1.0);
     assert_eq!(pending("deletes"), 0.0);
+    wait_runs_ended(&agent);
     assert_eq!(notifications(&agent, &id), 1);
 }
 
@@ -117,6 +115,8 @@ fn a_result_returned_in_the_sync_call_is_not_notified_by_default() {
     );
     let id = result["task_id"].as_str().unwrap().to_owned();
     wait_note(&server, &agent, &id, "notification delivered");
+    // Letta stores an async message when the agent's run for it ends, not when it accepts it.
+    wait_runs_ended(&agent);
     assert_eq!(notifications(&agent, &id), 1);
 }
 
@@ -129,7 +129,7 @@ fn notify_sync_notifies_once_after_a_result_returned_in_the_call() {
     let id = result["task_id"].as_str().unwrap().to_owned();
 
     wait_note(&server, &agent, &id, "notification delivered");
-    eventually("the notification in Letta", Duration::from_secs(60), || {
+    eventually("the notification in Letta", LETTA_PATIENCE, || {
         (notifications(&agent, &id) >= 1).then_some(())
     });
     assert_eq!(notifications(&agent, &id), 1);
@@ -154,14 +154,14 @@ fn a_result_returned_in_the_call_is_not_notified_after_a_restart_either() {
             method: "POST",
             path: "/v1/blocks/",
             times: 1,
-            fault: Fault::Stall(Duration::from_secs(120)),
+            fault: Fault::Stall(Duration::from_secs(600)),
         }],
     );
     let server = start_with(&env(&proxy.url, &[]));
     let result = submit_sync(&server, &agent, "echo answered before the crash");
     assert_eq!(result["status"], "completed", "{result}");
     let id = result["task_id"].as_str().unwrap().to_owned();
-    eventually("the hanging create", Duration::from_secs(60), || {
+    eventually("the hanging create", LETTA_PATIENCE, || {
         proxy
             .seen()
             .iter()

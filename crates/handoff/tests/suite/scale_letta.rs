@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{
     harness::{Server, metric},
     letta::{
-        create_agent, env, eventually, letta_url, notifications, start_with,
+        LETTA_PATIENCE, create_agent, env, eventually, letta_url, notifications, start_with,
         wait_no_notification_owed, wait_runs_ended,
     },
     mcp::{call, task_id},
@@ -45,7 +45,7 @@ fn a_task_block_has_one_writer_and_one_notification_when_its_task_moves() {
     let writes = |server: &Server| metric(server, "handoff_letta_block_writes_total");
     eventually(
         "the running instance's block writes",
-        Duration::from_secs(60),
+        LETTA_PATIENCE,
         || (writes(&running) >= 1.0).then_some(()),
     );
     // Several sweeps of the survivor (every second) see the record; none writes it. Its own
@@ -84,7 +84,7 @@ fn a_task_block_has_one_writer_and_one_notification_when_its_task_moves() {
         1,
         Duration::from_secs(15),
     );
-    eventually("the one notification", Duration::from_secs(90), || {
+    eventually("the one notification", LETTA_PATIENCE, || {
         (notifications(&agent, &task) == 1).then_some(())
     });
     assert!(

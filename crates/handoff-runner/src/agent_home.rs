@@ -5,13 +5,15 @@
 //! credentials), writable in its sandbox; a continuation reuses its run's home, and the home
 //! goes once nothing can continue the run.
 //!
+//! Used by every executor whose agent keeps such state (`opencode acp`, `opencode run`).
+//!
 //! Durable: the home directories, until their run is released. In memory: nothing.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::{CommandExecutor, RunnerError};
+use crate::{CommandExecutor, RunSpec, RunnerError};
 
 /// The key of a run's state that names its home.
 pub(crate) const STATE_KEY: &str = "agent_home";
@@ -73,6 +75,52 @@ impl AgentHomes {
             .map(|(var, sub)| (var.clone(), home.join(sub).display().to_string()))
             .collect();
         process.with_state_dir(env, home.to_owned())
+    }
+}
+
+/// Starts an executor's agent processes: its program, confined, each in a home of its own
+/// when homes are configured (the run's state then names it).
+#[derive(Debug, Clone)]
+pub(crate) struct Launcher {
+    /// The agent's program, confined.
+    pub(crate) process: CommandExecutor,
+    /// Where its processes get homes of their own, if they do.
+    pub(crate) homes: Option<AgentHomes>,
+}
+
+impl Launcher {
+    /// The agent for `spec`, in `home` (a continued run's) or a new one.
+    pub(crate) async fn spawn(
+        &self,
+        spec: &RunSpec,
+        home: Option<&std::path::Path>,
+    ) -> Result<crate::command::Spawned, RunnerError> {
+        let Some(homes) = &self.homes else {
+            return self.process.spawn(spec).await;
+        };
+        // The run's own: an earlier run of the task (its instance lost) removes only its home.
+        let dir = homes.open(&spec.run_name(), home).await?;
+        match homes.confine(&self.process, &dir).spawn(spec).await {
+            Ok(mut spawned) => {
+                spawned.state[STATE_KEY] = serde_json::json!(dir);
+                Ok(spawned)
+            }
+            Err(e) => {
+                if home.is_none() {
+                    remove(&dir);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes every home: at start-up none belongs to a run that can still continue.
+    pub(crate) fn clear_homes(&self) {
+        if let Some(homes) = &self.homes
+            && homes.root.is_dir()
+        {
+            remove(&homes.root);
+        }
     }
 }
 
