@@ -25,7 +25,8 @@ pub struct AgentHomes {
     pub root: PathBuf,
     /// Variables pointing into a home: the variable, and its subdirectory.
     pub vars: Vec<(String, String)>,
-    /// Files copied into a new home when they exist: the source, and the path in the home.
+    /// Files and directory trees copied into a new home when they exist: the source, and the
+    /// path in the home.
     pub seed: Vec<(PathBuf, PathBuf)>,
 }
 
@@ -50,20 +51,15 @@ impl AgentHomes {
                 .await
                 .map_err(|e| io(format!("{}: {e}", dir.display())))?;
         }
-        for (from, to) in &self.seed {
-            if tokio::fs::metadata(from).await.is_err() {
-                continue;
-            }
-            let to = home.join(to);
-            if let Some(parent) = to.parent() {
-                tokio::fs::create_dir_all(parent)
-                    .await
-                    .map_err(|e| io(format!("{}: {e}", parent.display())))?;
-            }
-            tokio::fs::copy(from, &to)
-                .await
-                .map_err(|e| io(format!("{} → {}: {e}", from.display(), to.display())))?;
-        }
+        let seed: Vec<(PathBuf, PathBuf)> = self
+            .seed
+            .iter()
+            .map(|(from, to)| (from.clone(), home.join(to)))
+            .collect();
+        tokio::task::spawn_blocking(move || seed.iter().try_for_each(|(f, t)| copy_seed(f, t)))
+            .await
+            .map_err(|e| io(e.to_string()))?
+            .map_err(io)?;
         Ok(home)
     }
 
@@ -124,6 +120,33 @@ impl Launcher {
     }
 }
 
+/// Copies `from` (a file, or a directory tree) to `to`; nothing when `from` does not exist.
+/// A copy, never a link: what the run changes in its home must not reach the original, which
+/// other runs read. Symbolic links are copied as links; other special files are skipped.
+fn copy_seed(from: &Path, to: &Path) -> Result<(), String> {
+    let describe = |e: std::io::Error| format!("{} → {}: {e}", from.display(), to.display());
+    let Ok(meta) = std::fs::symlink_metadata(from) else {
+        return Ok(());
+    };
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(describe)?;
+    }
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        std::fs::create_dir_all(to).map_err(describe)?;
+        for entry in std::fs::read_dir(from).map_err(describe)? {
+            let entry = entry.map_err(describe)?;
+            copy_seed(&entry.path(), &to.join(entry.file_name()))?;
+        }
+    } else if kind.is_symlink() {
+        let target = std::fs::read_link(from).map_err(describe)?;
+        std::os::unix::fs::symlink(target, to).map_err(describe)?;
+    } else if kind.is_file() {
+        std::fs::copy(from, to).map_err(describe)?;
+    }
+    Ok(())
+}
+
 /// The home a run recorded in its `state`.
 pub(crate) fn of_state(state: &Value) -> Option<PathBuf> {
     state
@@ -160,14 +183,30 @@ mod tests {
                     "data/opencode/auth.json".into(),
                 ),
                 (user.path().join("missing.json"), "data/missing.json".into()),
+                (user.path().join("cache"), "cache/opencode".into()),
             ],
         };
+        std::fs::create_dir_all(user.path().join("cache/bin")).unwrap();
+        std::fs::write(user.path().join("cache/bin/tool"), "shared").unwrap();
+        std::os::unix::fs::symlink("bin/tool", user.path().join("cache/link")).unwrap();
         let home = homes.open("h1", None).await.unwrap();
         assert_eq!(
             std::fs::read_to_string(home.join("data/opencode/auth.json")).unwrap(),
             "{\"k\":1}"
         );
         assert!(!home.join("data/missing.json").exists());
+        // The directory is copied: a write in the home never reaches the shared original.
+        let copied = home.join("cache/opencode/bin/tool");
+        assert_eq!(std::fs::read_to_string(&copied).unwrap(), "shared");
+        std::fs::write(&copied, "planted").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(user.path().join("cache/bin/tool")).unwrap(),
+            "shared"
+        );
+        assert_eq!(
+            std::fs::read_link(home.join("cache/opencode/link")).unwrap(),
+            PathBuf::from("bin/tool")
+        );
         assert_eq!(homes.open("h2", Some(&home)).await.unwrap(), home);
         // A path outside the root is never reused.
         let elsewhere = homes.open("h3", Some(user.path())).await.unwrap();

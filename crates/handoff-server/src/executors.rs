@@ -159,7 +159,7 @@ fn opencode_executors(
                     config,
                     binary,
                     env,
-                    opencode_acp_isolation(config, isolator, notes),
+                    opencode_acp_isolation(config, isolator),
                 ))?);
                 registry.register(executor.clone());
                 acp.push(executor);
@@ -193,53 +193,37 @@ fn opencode_executors(
     Ok(opencode)
 }
 
-/// `opencode-acp`'s confinement: its level (a sandbox where the host can), and, in a sandbox,
-/// OpenCode's cache (its downloaded providers) writable; its config directory stays read-only,
-/// so no task can change the next one's agent, and its database and logs are in each agent's
-/// own home ([`opencode_homes`]).
-fn opencode_acp_isolation(
-    config: &Config,
-    isolator: &Arc<Isolator>,
-    notes: &mut Vec<String>,
-) -> Option<Isolation> {
+/// `opencode-acp`'s confinement: its level (a sandbox where the host can). Nothing of the host
+/// is writable in its sandbox but the task directory and the agent's own home
+/// ([`opencode_homes`]), OpenCode's cache included: a copy of it is in each home.
+fn opencode_acp_isolation(config: &Config, isolator: &Arc<Isolator>) -> Option<Isolation> {
     let level = crate::isolation::opencode_acp_level(config, isolator);
-    let mut confined = isolation(config, isolator, Some(level));
-    if level == IsolationLevel::Sandbox
-        && let Some(cache) = xdg_dir("XDG_CACHE_HOME", ".cache")
-    {
-        let dir = cache.join("opencode");
-        match std::fs::create_dir_all(&dir) {
-            Ok(()) => confined.config.writable.push(dir),
-            Err(e) => notes.push(format!(
-                "opencode-acp: could not create {} ({e}); OpenCode may fail in its sandbox",
-                dir.display()
-            )),
-        }
-    }
-    Some(confined)
+    Some(isolation(config, isolator, Some(level)))
 }
 
 /// Each OpenCode agent process (`opencode acp`, `opencode run`) of executor `executor` keeps
-/// its database (every session it ran) and logs in a home of its own, so no task's shell can
-/// read another task's conversation; the user's provider credentials (`opencode auth login`)
-/// are copied in.
+/// everything it writes in a home of its own: its database (every session it ran), logs and
+/// cache. So no task's shell reads another task's conversation, and nothing one task plants
+/// (a provider package in the cache) is loaded by another's agent. Copied in: the user's
+/// provider credentials (`opencode auth login`) and OpenCode's cache (what the user's own
+/// OpenCode downloaded; a run's own downloads go with its home).
 fn opencode_homes(config: &Config, executor: &str) -> AgentHomes {
-    let seed = xdg_dir("XDG_DATA_HOME", ".local/share")
-        .map(|data| {
-            (
-                data.join("opencode/auth.json"),
-                PathBuf::from("data/opencode/auth.json"),
-            )
-        })
-        .into_iter()
-        .collect();
+    let credentials = xdg_dir("XDG_DATA_HOME", ".local/share").map(|data| {
+        (
+            data.join("opencode/auth.json"),
+            PathBuf::from("data/opencode/auth.json"),
+        )
+    });
+    let cache = xdg_dir("XDG_CACHE_HOME", ".cache")
+        .map(|cache| (cache.join("opencode"), PathBuf::from("cache/opencode")));
     AgentHomes {
         root: absolute(&config.data_dir.join("agent-homes").join(executor)),
         vars: vec![
             ("XDG_DATA_HOME".to_owned(), "data".to_owned()),
             ("XDG_STATE_HOME".to_owned(), "state".to_owned()),
+            ("XDG_CACHE_HOME".to_owned(), "cache".to_owned()),
         ],
-        seed,
+        seed: credentials.into_iter().chain(cache).collect(),
     }
 }
 

@@ -925,3 +925,166 @@ fn wait_pool_ready(server: &Server) {
         ) >= 1.0
     });
 }
+
+/// Marks a file planted by the first task's agent.
+const PLANTED: &str = "PLANTED-BY-TASK-ONE";
+
+/// Longer than a task may run here (`HANDOFF_TASK_TIMEOUT_MS`, 180 s).
+const LIMIT: Duration = Duration::from_secs(240);
+
+/// Cross-task isolation of the built-in `opencode-acp` as a new user gets it (sandboxed,
+/// pooled): the first task's agent writes into every directory it might reach outside its task
+/// directory — its cache, data, state and config directories, its home, `/tmp`, and the
+/// server's own OpenCode directories by their host paths — and neither a task running at the
+/// same time nor a later one sees any of it; once the first run ended, nothing it planted is
+/// left on the host.
+#[test]
+fn what_one_tasks_agent_writes_no_other_tasks_agent_sees() {
+    require_ripgrep();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let host = |dir: &str| state.path().join(dir).display().to_string();
+    let places = [
+        "\"$XDG_CACHE_HOME/opencode\"".to_owned(),
+        "\"$XDG_CACHE_HOME\"".to_owned(),
+        "\"$XDG_DATA_HOME/opencode\"".to_owned(),
+        "\"$XDG_DATA_HOME\"".to_owned(),
+        "\"$XDG_STATE_HOME\"".to_owned(),
+        "\"$XDG_CONFIG_HOME/opencode\"".to_owned(),
+        "\"$HOME\"".to_owned(),
+        "/tmp".to_owned(),
+        "\"$TMPDIR\"".to_owned(),
+        format!("{}/opencode", host("cache")),
+        format!("{}/opencode", host("data")),
+        format!("{}/opencode", host("config")),
+        host("home"),
+    ]
+    .join(" ");
+    let plant = format!(
+        "for d in {places}; do mkdir -p \"$d\" 2>/dev/null; echo x > \"$d/{PLANTED}\" 2>/dev/null \
+         && echo \"$d\" >> {{{{cwd}}}}/planted.txt; done; {COUNT_UNTIL_RELEASE}; echo planted"
+    );
+    let look = format!(
+        "for d in {places}; do [ -e \"$d/{PLANTED}\" ] && echo \"$d\" >> {{{{cwd}}}}/found.txt; \
+         done; find {} -name {PLANTED} >> {{{{cwd}}}}/found.txt 2>/dev/null; \
+         echo looked > {{{{cwd}}}}/looked.txt",
+        state.path().display()
+    );
+    let model = scripted(
+        &runtime,
+        json!([
+            {"match": "PLANT", "turns": [
+                {"tool_calls": [(OPENCODE_ACP.bash_call)(&plant)]}, {"text": "planted"}
+            ]},
+            {"match": "LOOK", "turns": [
+                {"tool_calls": [(OPENCODE_ACP.bash_call)(&look)]}, {"text": "looked"}
+            ]}
+        ]),
+    );
+    // A new user's setup: the built-in executor, its sandbox and pool; no writable extras.
+    let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, &model.base_url(), state.path())
+        .into_iter()
+        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR" && k != "HANDOFF_OPENCODE_POOL")
+        .collect();
+    env.push(("HANDOFF_OPENCODE_POOL".to_owned(), "1".to_owned()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+    let submit = |text: &str| {
+        task_id(&call(
+            &server,
+            AGENT,
+            "execute_task",
+            json!({"task_description": text, "completion": {"policy": "none"}}),
+        ))
+    };
+    let lines = |path: &Path| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+
+    wait_pool_ready(&server);
+    let one = submit("PLANT everywhere");
+    let one_dir = workdir(&server, &one);
+    // The task's own deadline (180 s) bounds this wait: it plants, or it ends.
+    wait_until(
+        "the first agent to plant, or its task to end",
+        LIMIT,
+        || {
+            one_dir.join("count").exists()
+                || !matches!(
+                    ok(&call(
+                        &server,
+                        AGENT,
+                        "get_task_status",
+                        json!({"task_id": one})
+                    ))["status"]
+                        .as_str(),
+                    Some("queued" | "running")
+                )
+        },
+    );
+    assert!(
+        one_dir.join("count").exists(),
+        "{:#?}",
+        events(&server, &one)
+    );
+    let planted = lines(&one_dir.join("planted.txt"));
+    assert!(
+        planted.iter().any(|d| d == "/tmp"),
+        "the plant ran: {planted:?}"
+    );
+
+    // A task at the same time sees nothing of it.
+    let concurrent = submit("LOOK while the first one runs");
+    let done = wait_end(&server, &concurrent);
+    assert_eq!(done["status"], "completed", "{done}");
+    let concurrent_dir = workdir(&server, &concurrent);
+    assert!(concurrent_dir.join("looked.txt").exists(), "{done}");
+    assert_eq!(
+        lines(&concurrent_dir.join("found.txt")),
+        Vec::<String>::new()
+    );
+
+    std::fs::write(one_dir.join("release"), "").unwrap();
+    let done = wait_end(&server, &one);
+    assert_eq!(done["status"], "completed", "{done}");
+
+    // Nor does a later one, and nothing planted is left on the host.
+    let later = submit("LOOK after the first one ended");
+    let done = wait_end(&server, &later);
+    assert_eq!(done["status"], "completed", "{done}");
+    let later_dir = workdir(&server, &later);
+    assert!(later_dir.join("looked.txt").exists(), "{done}");
+    assert_eq!(lines(&later_dir.join("found.txt")), Vec::<String>::new());
+    let data_dir = one_dir.parent().and_then(Path::parent).unwrap();
+    for root in [state.path(), data_dir] {
+        let left = find_named(root, PLANTED);
+        assert!(
+            left.is_empty(),
+            "left on the host: {left:?} (planted in {planted:?})"
+        );
+    }
+
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+/// Every file named `name` under `root`.
+fn find_named(root: &Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(path);
+            } else if entry.file_name() == name {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
