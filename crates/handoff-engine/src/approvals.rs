@@ -9,17 +9,22 @@ use crate::{Engine, EngineError};
 pub const MAX_AUDIT_PAGE: u32 = 500;
 
 impl Engine {
-    /// `agent`'s standing approvals, optionally only those given in one of its tasks.
+    /// The caller's standing approvals, optionally only those given in one of its tasks; an
+    /// operator naming a task sees the approvals given in it, whoever's task it is.
     pub async fn list_approvals(
         &self,
-        agent: &AgentId,
+        caller: &Principal,
         task: Option<&TaskId>,
     ) -> Result<Vec<Approval>, EngineError> {
-        if let Some(task) = task {
-            self.steerable(&Principal::Agent(agent.clone()), task)
-                .await?;
-        }
-        Ok(self.inner.store.list_approvals(agent, task).await?)
+        let owner = match (caller, task) {
+            (Principal::Operator(_), Some(task)) => self.readable(caller, task).await?.agent_id,
+            (_, Some(task)) => {
+                self.steerable(caller, task).await?;
+                caller.name().clone()
+            }
+            (_, None) => caller.name().clone(),
+        };
+        Ok(self.inner.store.list_approvals(&owner, task).await?)
     }
 
     /// Revokes one of `agent`'s approvals: later requests are judged by the rules again.

@@ -230,7 +230,8 @@ impl Engine {
 
     /// Sends a message into a task: recorded always, delivered when the executor is running and
     /// can take messages, attached to the prompt when the task is still queued. An approval
-    /// message answers the oldest pending request when the task waits for one.
+    /// message answers the oldest pending request when the task waits for one; a structured
+    /// answer with nothing pending is refused.
     pub async fn message(
         &self,
         caller: &Principal,
@@ -252,6 +253,16 @@ impl Engine {
             )));
         }
         let waiting = !self.inner.store.input_requests(id).await?.is_empty();
+        // A structured answer with no request to answer would reach the agent as chat.
+        if message_type == MessageType::Approval
+            && !waiting
+            && ApprovalAnswer::from_message(&message).is_ok()
+        {
+            return Err(EngineError::Conflict(format!(
+                "nothing to approve: task {id} has no pending request (send a message of \
+                 another type to tell the agent something)"
+            )));
+        }
         let (delivered, note) = if message_type == MessageType::Approval && waiting {
             let answer = parse_approval(&message)?;
             let request = self.answer(agent, &task, answer).await?;

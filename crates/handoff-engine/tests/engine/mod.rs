@@ -1,3 +1,4 @@
+mod approvals;
 mod asks;
 mod common;
 mod control;

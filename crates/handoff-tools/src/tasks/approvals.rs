@@ -46,7 +46,7 @@ impl Tool for ListApprovalsTool {
         let agent = caller(&ctx, self.name())?;
         let approvals = self
             .engine
-            .list_approvals(agent.name(), args.task_id.as_ref())
+            .list_approvals(&agent, args.task_id.as_ref())
             .await
             .map_err(|e| tool_error(self.name(), e))?;
         let output = ListApprovalsOutput { approvals };
