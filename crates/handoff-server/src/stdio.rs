@@ -220,16 +220,10 @@ fn explain(value: &Value) -> Parsed {
         tracing::debug!(method = %diagnose::excerpt(method), "ignoring a notification that is not MCP");
         return Parsed::Skip;
     }
-    if value.is_array() {
-        return Parsed::Refuse {
-            code: INVALID_REQUEST,
-            message: "batch requests (a JSON array) are not supported: send one JSON-RPC \
-                      message per line"
-                .to_owned(),
-            id,
-        };
-    }
-    let problem = diagnose::envelope_problem(value);
+    let problem = match value {
+        Value::Array(members) => diagnose::batch_problem(members, "line"),
+        _ => diagnose::envelope_problem(value),
+    };
     Parsed::Refuse {
         code: problem.code,
         message: problem.message,

@@ -96,51 +96,88 @@ fn typed<T: DeserializeOwned>(params: Option<&Value>, required: bool) -> ParamsC
 
 /// Why `message` (valid JSON) is not a JSON-RPC 2.0 message rmcp can take.
 pub(crate) fn envelope_problem(message: &Value) -> Problem {
+    if let Value::Array(members) = message {
+        return batch_problem(members, "HTTP request");
+    }
+    if let Some(problem) = malformed(message) {
+        return problem;
+    }
+    match message.get("params") {
+        Some(params) if !params.is_object() => {
+            Problem::params(format!("`params` must be an object, not {}", kind(params)))
+        }
+        _ if message.get("method").is_some() => {
+            Problem::request("the request does not match any MCP request or notification")
+        }
+        _ => response_problem(message),
+    }
+}
+
+/// The refusal of a batch, naming the first member that would be refused on its own too;
+/// `unit` is what carries one message (an HTTP request, a line).
+pub(crate) fn batch_problem(members: &[Value], unit: &str) -> Problem {
+    let mut message = format!(
+        "batch requests (a JSON array) are not supported: send one JSON-RPC message per {unit}"
+    );
+    if let Some((index, problem)) = members
+        .iter()
+        .enumerate()
+        .find_map(|(i, member)| malformed(member).map(|p| (i, p)))
+    {
+        message.push_str(&format!(
+            " (member {index} is no message either: {})",
+            problem.message
+        ));
+    }
+    Problem::request(message)
+}
+
+/// What makes `message` no JSON-RPC 2.0 message at all: its shape, `jsonrpc`, `id`,
+/// `method`, or a missing `method` where it is no response either.
+fn malformed(message: &Value) -> Option<Problem> {
     let Some(object) = message.as_object() else {
-        return Problem::request(match message {
-            Value::Array(_) => "batch requests (a JSON array) are not supported: send one \
-                                JSON-RPC message per HTTP request"
-                .to_owned(),
-            other => format!(
-                "the body must be a JSON-RPC 2.0 message (a JSON object), not {}",
-                kind(other)
-            ),
-        });
+        return Some(Problem::request(format!(
+            "the body must be a JSON-RPC 2.0 message (a JSON object), not {}",
+            kind(message)
+        )));
     };
     match object.get("jsonrpc") {
         Some(Value::String(version)) if version == "2.0" => {}
-        None => return Problem::request("`jsonrpc` is missing: it must be \"2.0\""),
-        Some(_) => return Problem::request("`jsonrpc` must be \"2.0\""),
+        None => return Some(Problem::request("`jsonrpc` is missing: it must be \"2.0\"")),
+        Some(_) => return Some(Problem::request("`jsonrpc` must be \"2.0\"")),
     }
     if let Some(id) = object.get("id")
         && !valid_id(id)
     {
-        return Problem::request(format!(
+        return Some(Problem::request(format!(
             "`id` must be a string or an integer, not {}",
             kind(id)
-        ));
+        )));
     }
     match object.get("method") {
-        Some(Value::String(_)) => match object.get("params") {
-            Some(params) if !params.is_object() => {
-                Problem::params(format!("`params` must be an object, not {}", kind(params)))
-            }
-            _ => Problem::request("the request does not match any MCP request or notification"),
-        },
-        Some(other) => Problem::request(format!("`method` must be a string, not {}", kind(other))),
-        None => response_problem(object),
+        Some(Value::String(_)) => None,
+        Some(other) => Some(Problem::request(format!(
+            "`method` must be a string, not {}",
+            kind(other)
+        ))),
+        None if !object.contains_key("id") => Some(Problem::request(
+            "`method` is missing: the message has no `method` (a request or notification) and \
+             no `id` (a response)",
+        )),
+        None if !object.contains_key("result") && !object.contains_key("error") => {
+            Some(Problem::request(
+                "`method` is missing: a request needs `method` (a response would need `result` \
+                 or `error`)",
+            ))
+        }
+        None => None,
     }
 }
 
-/// A message without `method`: it can only be a response to one of the server's requests.
-fn response_problem(object: &Map<String, Value>) -> Problem {
-    if !object.contains_key("id") {
-        return Problem::request(
-            "the message has no `method` (a request or notification) and no `id` (a response)",
-        );
-    }
+/// A well-formed message without `method`: it can only be a response to one of the server's
+/// requests.
+fn response_problem(object: &Value) -> Problem {
     match (object.get("result"), object.get("error")) {
-        (None, None) => Problem::request("a response needs `result` or `error`"),
         (Some(_), Some(_)) => Problem::request("a response has `result` or `error`, not both"),
         (None, Some(error)) => {
             let code_ok = error.get("code").is_some_and(Value::is_i64);
@@ -154,6 +191,7 @@ fn response_problem(object: &Map<String, Value>) -> Problem {
             }
         }
         (Some(_), None) => Problem::request("the response does not match any MCP result"),
+        (None, None) => Problem::request("a response needs `result` or `error`"),
     }
 }
 
@@ -326,6 +364,27 @@ mod tests {
             problem(json!({"jsonrpc": "2.0"}))
                 .message
                 .contains("`method`")
+        );
+        assert!(
+            problem(json!({"jsonrpc": "2.0", "id": 1}))
+                .message
+                .starts_with("`method` is missing")
+        );
+        let batch = problem(json!([
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 2}
+        ]));
+        assert!(
+            batch
+                .message
+                .contains("member 1 is no message either: `method`"),
+            "{}",
+            batch.message
+        );
+        assert!(
+            problem(json!([{"jsonrpc": "2.0", "id": [1], "method": "ping"}]))
+                .message
+                .contains("member 0 is no message either: `id`")
         );
         assert!(
             problem(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": "x"}}))
