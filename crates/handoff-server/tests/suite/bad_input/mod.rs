@@ -13,6 +13,7 @@ pub mod protocol;
 pub mod raw;
 pub mod run;
 pub mod schema;
+pub mod sessions;
 
 use serde_json::json;
 
@@ -102,4 +103,13 @@ async fn bad_headers_are_refused_clearly() {
         .collect();
     let report = run::run(&fx, &marker, &cases).await;
     report.finish("headers");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_answers_no_one_but_the_caller_that_opened_it() {
+    let fx = Fixture::start().await;
+    let marker = Marker::new();
+    let cases = sessions::cases(&fx);
+    let report = run::run(&fx, &marker, &cases).await;
+    report.finish("foreign sessions");
 }

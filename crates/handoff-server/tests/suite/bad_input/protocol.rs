@@ -179,6 +179,39 @@ fn not_json_rpc(c: &mut Cases) {
     for (group, body) in shapes {
         c.add(group, body, route, Expect::codes(INVALID));
     }
+    // A batch is refused whole; its first member that is no message either is named.
+    let members = [
+        r#"{"jsonrpc":"2.0","id":2}"#,
+        r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#,
+        r#"{"id":2,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":5}"#,
+        r#"{"jsonrpc":"2.0"}"#,
+        "1",
+        r#""ping""#,
+    ];
+    for member in members {
+        let body = format!("[{ping},{member}]");
+        c.add(
+            "batch-member",
+            body,
+            route,
+            Expect::codes(INVALID).naming("member 1"),
+        );
+    }
+    // No `method`, and no response either: `method` is what is missing.
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1}"#,
+        r#"{"jsonrpc":"2.0","id":"x","params":{}}"#,
+        r#"{"jsonrpc":"2.0"}"#,
+    ] {
+        c.add(
+            "no-method",
+            body,
+            route,
+            Expect::codes(INVALID).naming("`method`"),
+        );
+    }
     let versions = [r#""1.0""#, r#""2""#, "2.0", "null", r#""2.0 ""#, r#""""#];
     for version in versions {
         let ping = c.request(&c.id(), "ping", None);
