@@ -19,6 +19,8 @@ pub(crate) const PARSE_ERROR: i64 = -32700;
 pub(crate) const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC invalid params.
 pub(crate) const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC method not found.
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 /// Implementation-defined server error, used for edge refusals (auth, origin, host…).
 pub(crate) const SERVER_ERROR: i64 = -32000;
 /// The code MCP SDKs use for an unknown or expired session.

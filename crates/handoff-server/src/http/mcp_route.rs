@@ -16,7 +16,7 @@ use axum::{
 use crate::{
     edge::{self, EdgePolicy},
     http::{McpMetrics, count_request},
-    mcp::{CappedSessions, DirectAnswers, session_gate, unless_foreign},
+    mcp::{CappedSessions, DirectAnswers, session_gate, stateless_initialize, unless_foreign},
 };
 
 /// What the `/mcp` checks read.
@@ -38,6 +38,9 @@ pub(crate) async fn mcp_checks(
     next: Next,
 ) -> Response {
     let response = edge::guard(&route.policy, request, |request| async {
+        if let Some(refused) = stateless_initialize(&request) {
+            return refused;
+        }
         let request = unless_foreign(&route.sessions, request);
         let request = match route.direct.answer(request).await {
             Ok(answer) => return answer,

@@ -20,5 +20,5 @@ pub(crate) use direct::DirectAnswers;
 pub use handler::HandoffMcp;
 pub(crate) use relay::ElicitationRelay;
 pub(crate) use service::SharedMcpService;
-pub(crate) use session_gate::{session_gate, unless_foreign};
+pub(crate) use session_gate::{session_gate, stateless_initialize, unless_foreign};
 pub(crate) use sessions::{CappedSessions, SessionLimits, SessionMetrics};

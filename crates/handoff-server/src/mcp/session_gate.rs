@@ -17,8 +17,8 @@ use super::{
     sessions::{CappedSessions, ClientKey, NoRoom, Refusal},
 };
 use crate::edge::{
-    CallerIdentity, RpcMethod,
-    jsonrpc::{SERVER_ERROR, SESSION_NOT_FOUND, error_response},
+    CallerIdentity, ParsedBody, RpcMethod, diagnose,
+    jsonrpc::{METHOD_NOT_FOUND, SERVER_ERROR, SESSION_NOT_FOUND, error_response},
 };
 
 use crate::headers::SESSION_ID as SESSION_HEADER;
@@ -119,6 +119,26 @@ fn opens_session(request: &Request) -> bool {
         .extensions()
         .get::<RpcMethod>()
         .is_some_and(|method| method.0 == "initialize")
+}
+
+/// The answer to an `initialize` that carries the 2026-07-28 `_meta` protocol version — a
+/// stateless request, in a revision that has no `initialize` — as every method that revision
+/// lacks is answered, with the way to what the client wants; `None` for any other request.
+/// Read before the direct answers, which take the parsed body.
+pub(crate) fn stateless_initialize(request: &Request) -> Option<Response> {
+    if request.method() != Method::POST || !opens_session(request) {
+        return None;
+    }
+    let body = &request.extensions().get::<ParsedBody>()?.0;
+    body["params"]["_meta"].get("io.modelcontextprotocol/protocolVersion")?;
+    Some(error_response(
+        StatusCode::NOT_FOUND,
+        METHOD_NOT_FOUND,
+        "Method not found: `initialize` is not part of MCP 2026-07-28 (stateless): call \
+         `server/discover`; to open a session instead, send `initialize` without the 2026-07-28 \
+         `_meta` protocolVersion",
+        diagnose::reply_id(body),
+    ))
 }
 
 async fn open_session<F, Fut>(sessions: &CappedSessions, request: Request, next: F) -> Response

@@ -130,3 +130,38 @@ async fn plain_stateless_requests_are_answered_before_rmcp_exactly_as_rmcp_answe
         mismatched.body
     );
 }
+
+/// 2026-07-28 has no `initialize`: a stateless one is answered as every method that revision
+/// lacks (404, `-32601`), says what to call instead, and opens no session; an `initialize`
+/// without the stateless `_meta` still opens one, whatever its version header says.
+#[tokio::test]
+async fn a_stateless_initialize_is_a_method_that_revision_lacks() {
+    let server = start(&[]).await;
+    let params = json!({
+        "protocolVersion": "2026-07-28",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-http", "version": "1"}
+    });
+    let refused = server
+        .stateless(1, "initialize", None, params.clone())
+        .await;
+    assert_eq!(refused.status, StatusCode::NOT_FOUND, "{:?}", refused.body);
+    assert_eq!(refused.body["error"]["code"], -32601, "{:?}", refused.body);
+    assert_eq!(refused.body["id"], 1);
+    let message = refused.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("server/discover"), "{message}");
+    assert!(refused.headers.get("mcp-session-id").is_none());
+    // Like any other method the revision lacks.
+    let unknown = server.stateless(2, "no/such", None, json!({})).await;
+    assert_eq!(unknown.status, refused.status);
+    assert_eq!(unknown.body["error"]["code"], -32601);
+
+    let legacy = server
+        .post(
+            &[("mcp-protocol-version", "2026-07-28")],
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": params}),
+        )
+        .await;
+    assert_eq!(legacy.status, StatusCode::OK, "{:?}", legacy.body);
+    assert!(legacy.headers.get("mcp-session-id").is_some());
+}
