@@ -14,6 +14,7 @@ mod address;
 mod agents;
 mod attach;
 mod error;
+mod exposure;
 mod handoff;
 mod mcp;
 mod native;
@@ -79,6 +80,27 @@ pub async fn run(
         .map_err(|e| explain(e, &options.letta_url))
 }
 
+/// Warns of every `letta server` on this host that carries Handoff tokens in its environment:
+/// its tool sandbox hands them to every agent's tools.
+fn warn_of_exposed_tokens(options: &ConnectOptions, report: &mut Report) {
+    let tokens = options.token_values();
+    for found in exposure::exposures(std::path::Path::new("/proc"), &tokens) {
+        let variables = found.variables.join(", ");
+        report.saw(
+            "token_in_letta_environment",
+            &variables,
+            None,
+            format!(
+                "warning: the Letta server on this host (pid {}) has a Handoff token in its \
+                 environment ({variables}): Letta's tool sandbox hands that environment to every \
+                 tool of every agent, so any agent can read it. Remove it where Letta starts; \
+                 connect keeps tokens in each agent's own secrets.",
+                found.pid
+            ),
+        );
+    }
+}
+
 async fn steps(
     client: &LettaClient,
     options: &ConnectOptions,
@@ -86,6 +108,7 @@ async fn steps(
 ) -> Result<(), ConnectError> {
     options.check_resolution().await?;
     reachable(client, &options.letta_url).await?;
+    warn_of_exposed_tokens(options, report);
     let agents = agents::targeted(client, &options.targets, &options.letta_url).await?;
     report.agents = agents.iter().map(|a| a.id.clone()).collect();
     if agents.is_empty() {

@@ -82,6 +82,15 @@ pub struct ConnectOptions {
 }
 
 impl ConnectOptions {
+    /// Every token value of this Handoff connect knows: the gateway's and the agents'.
+    pub(crate) fn token_values(&self) -> Vec<&str> {
+        self.gateway
+            .iter()
+            .chain(self.agent_tokens.iter().map(|(_, token)| token))
+            .map(Secret::expose)
+            .collect()
+    }
+
     /// Checks `request` against `config`: everything that can be wrong without asking Letta.
     pub fn resolve(config: &Config, request: ConnectRequest) -> Result<Self, ConnectError> {
         let letta_url = config.letta.api_url.clone().ok_or(ConnectError::NoLetta)?;
