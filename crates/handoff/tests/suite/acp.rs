@@ -6,7 +6,7 @@
 //! and its model requests, and a continuation by the completion checks in the same session.
 
 use std::{
-    path::Path,
+    path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
@@ -1007,23 +1007,27 @@ fn what_one_tasks_agent_writes_no_other_tasks_agent_sees() {
 
     wait_pool_ready(&server);
     let one = submit("PLANT everywhere");
-    let one_dir = workdir(&server, &one);
-    // The task's own deadline (180 s) bounds this wait: it plants, or it ends.
-    wait_until(
+    // The task's own deadline (180 s) bounds this wait: it plants, or it ends. Its directory
+    // is read each time: a task that takes a pooled agent moves into the agent's directory
+    // when it starts, so the one reported at submission may not be where it works.
+    let one_dir = wait_until(
         "the first agent to plant, or its task to end",
         LIMIT,
         || {
-            one_dir.join("count").exists()
-                || !matches!(
-                    ok(&call(
-                        &server,
-                        AGENT,
-                        "get_task_status",
-                        json!({"task_id": one})
-                    ))["status"]
-                        .as_str(),
-                    Some("queued" | "running")
-                )
+            let status = ok(&call(
+                &server,
+                AGENT,
+                "get_task_status",
+                json!({"task_id": one}),
+            ))
+            .clone();
+            let dir = PathBuf::from(status["workdir"].as_str().unwrap_or_default());
+            let ended = !matches!(status["status"].as_str(), Some("queued" | "running"));
+            if dir.join("count").exists() || ended {
+                Ok(dir)
+            } else {
+                Err(status["status"].clone())
+            }
         },
     );
     assert!(
