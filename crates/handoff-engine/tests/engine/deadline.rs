@@ -7,19 +7,20 @@ use super::common::{agent, alive, script, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_grace_is_counted_inside_the_deadline() {
-    let h = start(&[("HANDOFF_CANCEL_GRACE_MS", "3000")]).await;
+    let h = start(&[("HANDOFF_CANCEL_GRACE_MS", "8000")]).await;
     let mut request = script("trap 'echo term' TERM; echo started; while :; do sleep 0.05; done");
-    request.timeout_ms = Some(6_000);
+    request.timeout_ms = Some(10_000);
     let id = h.engine.submit(&agent("a"), request).await.unwrap().task.id;
     let pid = h.pid("a", &id).await;
     let task = h.wait_done("a", &id).await;
     assert_eq!(task.status, TaskStatus::Timeout);
-    assert_eq!(task.error.as_deref(), Some("timed out after 6000ms"));
+    assert_eq!(task.error.as_deref(), Some("timed out after 10000ms"));
     assert!(!alive(pid), "the timed-out process group must be gone");
-    // It was asked politely first, and killed at the deadline (not 3 s after it).
+    // It was asked politely first, and killed at the deadline, not a grace (8 s) after it:
+    // the bound lies halfway between the two, far from either on a loaded machine.
     assert!(h.outputs("a", &id).await.contains(&"term".to_owned()));
     let took = task.completed_at.unwrap() - task.started_at.unwrap();
-    assert!(took < 7_500, "a 6 s deadline ended after {took} ms");
+    assert!(took < 14_000, "a 10 s deadline ended after {took} ms");
 }
 
 /// A second shutdown signal cuts the grace short: the runs are killed at once and their final

@@ -389,10 +389,11 @@ async fn cancel_kills_the_whole_group() {
     assert!(pid_alive(leader) && pid_alive(grandchild));
     assert!(process_group_alive(leader));
 
+    // A grace far longer than TERM takes on a loaded machine: ending before it is the proof.
     let started = Instant::now();
-    run.control.cancel(Duration::from_secs(2)).await.unwrap();
+    run.control.cancel(Duration::from_secs(60)).await.unwrap();
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(60),
         "TERM was not enough?"
     );
     assert!(!pid_alive(leader), "leader survived");
@@ -422,7 +423,8 @@ async fn cancel_kills_a_term_ignoring_group_after_the_grace() {
     run.control.cancel(grace).await.unwrap();
     let took = started.elapsed();
     assert!(took >= grace, "returned before the grace: {took:?}");
-    assert!(took < Duration::from_secs(3), "took {took:?}");
+    // Killed after the grace, not left running: a bound far from the 300 ms, not a speed.
+    assert!(took < Duration::from_secs(30), "took {took:?}");
     assert!(!pid_alive(leader));
     assert!(!process_group_alive(leader));
     let report = finish(&mut run).await;
@@ -441,9 +443,9 @@ async fn cancel_wakes_a_paused_group() {
     run.control.pause().await.unwrap();
 
     let started = Instant::now();
-    run.control.cancel(Duration::from_secs(2)).await.unwrap();
+    run.control.cancel(Duration::from_secs(60)).await.unwrap();
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(60),
         "TERM did not reach the stopped group"
     );
     assert!(!process_group_alive(leader));

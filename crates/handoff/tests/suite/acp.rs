@@ -21,7 +21,7 @@ use super::{
     harness::{Server, metric, require, start},
     mcp::{call, calls, ok, task_id, wait_status_for},
     process::wait_frozen,
-    wait::{PATIENCE, Pace, poll, wait_until},
+    wait::{AGENT_PATIENCE, PATIENCE, Pace, poll, wait_until},
 };
 
 /// What differs between the ACP agents.
@@ -434,7 +434,7 @@ fn acp_end_to_end(agent: &AcpAgent) {
 
     // A message sent while the agent works becomes its next turn.
     let count = workdir(&server, &multi).join("count");
-    wait_until("the agent to start its bash step", PATIENCE, || {
+    wait_until("the agent to start its bash step", AGENT_PATIENCE, || {
         counter(&count) > 0
     });
     let sent = call(

@@ -16,7 +16,7 @@ use super::{
     harness::{Server, require, start},
     mcp::{call, calls, history, ok, task_id, wait_status_for},
     process::live_group_members,
-    wait::{PATIENCE, wait_until},
+    wait::{AGENT_PATIENCE, PATIENCE, wait_until},
 };
 
 pub(super) const AGENT: &str = "agent-e2e";
@@ -427,7 +427,7 @@ fn end_to_end(agent: &Agent) {
         &["running"],
         Duration::from_secs(60),
     );
-    wait_until("the agent to start its bash step", PATIENCE, || {
+    wait_until("the agent to start its bash step", AGENT_PATIENCE, || {
         events(&server, &multi)
             .iter()
             .any(|e| e["kind"] == "tool" && e["data"]["tool"] == agent.bash_tool)

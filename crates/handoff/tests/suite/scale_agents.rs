@@ -19,7 +19,7 @@ use super::{
     postgres::fresh_database,
     scale::psql,
     scale_commands::elsewhere,
-    wait::{PATIENCE, wait_until},
+    wait::{AGENT_PATIENCE, PATIENCE, wait_until},
 };
 
 #[test]
@@ -68,7 +68,7 @@ fn opencode_is_messaged_and_answered_through_another_instance() {
         &["running"],
         Duration::from_secs(60),
     );
-    wait_until("the agent to start its bash step", PATIENCE, || {
+    wait_until("the agent to start its bash step", AGENT_PATIENCE, || {
         events(&servers[0], &multi)
             .iter()
             .any(|e| e["kind"] == "tool" && e["data"]["tool"] == "bash")

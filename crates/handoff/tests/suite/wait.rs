@@ -12,6 +12,10 @@ use std::{
 /// slow machine.
 pub const PATIENCE: Duration = Duration::from_secs(90);
 
+/// The safety net of a wait on a real coding agent's next step (its first model turn, a tool
+/// call): with the whole suite running on two cores, a first step was seen to take over 90 s.
+pub const AGENT_PATIENCE: Duration = Duration::from_secs(240);
+
 /// How often a wait looks again: from `first`, doubling up to `most`.
 #[derive(Debug, Clone, Copy)]
 pub struct Pace {
