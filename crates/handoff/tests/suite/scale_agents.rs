@@ -19,7 +19,7 @@ use super::{
     postgres::fresh_database,
     scale::psql,
     scale_commands::elsewhere,
-    wait::{AGENT_PATIENCE, PATIENCE, wait_until},
+    wait::{AGENT_PATIENCE, wait_until},
 };
 
 #[test]
