@@ -66,8 +66,9 @@ fn me() -> Vec<String> {
     vec![std::env::current_exe().unwrap().display().to_string()]
 }
 
-/// A command run printing `tick` every 50 ms: confined at the `process` level (a cgroup of its
-/// own, launched by this program) or in a process group only.
+/// A command run printing `tick N` every 50 ms, N counting up and written to the file `count`
+/// first: confined at the `process` level (a cgroup of its own, launched by this program) or in
+/// a process group only.
 fn executor(confined: bool) -> CommandExecutor {
     let isolation = confined.then(|| {
         let support = CgroupSupport::detect();
@@ -96,7 +97,8 @@ fn executor(confined: bool) -> CommandExecutor {
         argv: vec![
             "sh".to_owned(),
             "-c".to_owned(),
-            "while :; do echo tick; sleep 0.05; done".to_owned(),
+            "i=0; while :; do i=$((i+1)); echo $i > count; echo tick $i; sleep 0.05; done"
+                .to_owned(),
         ],
         prompt_via: PromptVia::Argument,
         messages_via_stdin: false,
@@ -132,12 +134,27 @@ async fn ticks(run: &mut Run) {
     }
 }
 
-/// No output for a while (a negative can only be shown over some time), after what was
-/// already buffered before the freeze took hold.
-async fn is_still(run: &mut Run) {
-    while run.events.try_recv().is_ok() {}
-    let quiet = timeout(Duration::from_millis(300), run.events.recv()).await;
-    assert!(quiet.is_err(), "the run went on while frozen: {quiet:?}");
+/// The run in `dir` makes no progress while frozen: its count stays, and every line that
+/// arrives — also those written before the freeze and still on their way through the pipe,
+/// however slowly a loaded machine delivers them — is from before it.
+async fn is_still(run: &mut Run, dir: &Path) {
+    let count = || -> u64 {
+        let text = std::fs::read_to_string(dir.join("count")).unwrap_or_default();
+        text.trim().parse().unwrap_or(0)
+    };
+    let last = count();
+    // A negative can only be shown over some time: a running loop ticks six times in this.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(count(), last, "the run went on while frozen");
+    while let Ok(event) = run.events.try_recv() {
+        if let RunEvent::Output { line, .. } = event {
+            let tick: u64 = line.trim_start_matches("tick ").parse().unwrap_or(u64::MAX);
+            assert!(
+                tick <= last,
+                "the run printed `{line}` while frozen at {last}"
+            );
+        }
+    }
 }
 
 /// Looks at `done` every 10 ms until it holds (the one polling wait of these tests); fails
@@ -197,7 +214,7 @@ async fn a_confined_run_freezes_by_its_cgroup_and_thaws_on_order() {
     assert!(FenceDeadline::now() >= until, "frozen before the deadline");
     assert_eq!(fence.frozen(), ["run-a"]);
     wait_for("the kernel to freeze the cgroup", || cgroup_frozen(&cgroup)).await;
-    is_still(&mut run).await;
+    is_still(&mut run, dir.path()).await;
 
     renew_and_thaw(&fence, "run-a", &mut run).await;
     assert!(!cgroup_frozen(&cgroup));
@@ -234,7 +251,7 @@ async fn an_unconfined_run_freezes_by_its_process_group() {
         fence.is_frozen("run-b")
     })
     .await;
-    is_still(&mut run).await;
+    is_still(&mut run, dir.path()).await;
     renew_and_thaw(&fence, "run-b", &mut run).await;
 
     // Dropping the handle ends the keeper (its stdin closes); the run goes on.
