@@ -14,6 +14,7 @@ use handoff_store::{
 use handoff_task::{NewTask, TaskId, TaskOptions, TaskStatus, unix_millis_now};
 
 use super::{
+    common::{PATIENCE, wait_until},
     gated::{GatedStore, Gates},
     rig::{Rig, rig_with, settings},
     scripted::{Call, Calls, Kind, RunHandle},
@@ -243,6 +244,14 @@ async fn a_cancel_waiting_for_a_lost_holder_is_honoured_by_the_instance_that_tak
             .any(|e| e.data.get("to").and_then(|t| t.as_str()) == Some("queued")),
         "re-queued although a cancel was waiting: {events:?}"
     );
-    let reply = other.command_reply(cancel).await.unwrap();
-    assert_eq!(reply.as_deref(), Some(r#"{"reply":"stopping"}"#));
+    // The reply is written when the run's stop is under way, which may come after the final
+    // state the wait above saw: wait for it.
+    let reply = wait_until("the cancel's reply", PATIENCE, async || {
+        match other.command_reply(cancel).await.unwrap() {
+            Some(reply) => Ok(reply),
+            None => Err("no reply yet"),
+        }
+    })
+    .await;
+    assert_eq!(reply, r#"{"reply":"stopping"}"#);
 }

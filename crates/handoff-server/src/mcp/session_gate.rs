@@ -1,9 +1,12 @@
-//! The HTTP side of the session limits: an `initialize` past a limit is refused with a clear
-//! JSON-RPC error (429 for the caller's share, 503 for the server's), DELETE answers 404
-//! for a session that is not open and 200 when it ends one, and a session that negotiated a
-//! revision before 2025-11-25 gets no SSE priming events (see [`super::priming`]). It also
-//! tells the session book what keeps a session alive: the end of the handshake, and every
-//! message the server sends on a session's streams.
+//! The HTTP side of the sessions: a session answers only the caller that opened it (anyone
+//! else meets an unknown session); an `initialize` past a limit ends a session to make room
+//! (the caller's own least recent one, or one long quiet), else is refused with a clear
+//! JSON-RPC error and a true `Retry-After` (429 for the caller's share, 503 for the server's);
+//! a stateless `initialize` is a method 2026-07-28 lacks; DELETE answers 404 for a session that
+//! is not open and 200 when it ends one; and a session that negotiated a revision before
+//! 2025-11-25 gets no SSE priming events (see [`super::priming`]). It also tells the session
+//! book what keeps a session alive: the end of the handshake, and every message the server
+//! sends on a session's streams.
 
 use std::{sync::Arc, time::Duration};
 

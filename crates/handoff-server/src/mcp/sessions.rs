@@ -1,6 +1,8 @@
-//! Legacy MCP sessions, bounded: at most so many per caller and in total, and a session that
-//! made no request after `initialize` ends after `server.unused_session_timeout_secs` instead
-//! of the idle timeout. The idle timeout is kept here too, not in rmcp's session worker: some
+//! Legacy MCP sessions, bounded: at most so many per caller and in total — a new one past a
+//! limit takes the place of the caller's own least recently active session, or of one quiet
+//! for the unused timeout ([`Book::room`]) — each owned by the caller that opened it, and a
+//! session that made no request after `initialize` ends after
+//! `server.unused_session_timeout_secs` instead of the idle timeout. The idle timeout is kept here too, not in rmcp's session worker: some
 //! requests are answered without reaching the worker (see [`super::direct`]), so only this
 //! book sees every use. Everything here lives in memory; sessions die with the process.
 
