@@ -175,16 +175,7 @@ async fn reads_of_unknown_ids_are_counted_not_stored() {
         .collect();
     assert!(reads.is_empty(), "failed reads were stored: {reads:?}");
 
-    let base = server.url.trim_end_matches("/mcp");
-    let text = server
-        .client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = server.metrics().await;
     let expected = format!(
         r#"handoff_tool_calls_refused_unrecorded_total{{tool="get_task_status",code="NOT_FOUND"}} {READS}"#
     );

@@ -150,6 +150,13 @@ impl TestServer {
         session
     }
 
+    /// The Prometheus text of `GET /metrics`.
+    pub async fn metrics(&self) -> String {
+        let base = self.url.trim_end_matches("/mcp");
+        let response = self.client.get(format!("{base}/metrics")).send().await;
+        response.unwrap().text().await.unwrap()
+    }
+
     /// DELETEs a legacy session.
     pub async fn delete_session(&self, session: &str) -> Reply {
         self.delete_session_as(session, &[]).await

@@ -144,16 +144,7 @@ async fn refused_initialize(server: &TestServer, who: &[(&str, &str)]) -> Reply 
 
 /// The server's gauge of open legacy sessions.
 async fn open_sessions(server: &TestServer) -> u64 {
-    let base = server.url.trim_end_matches("/mcp");
-    let text = server
-        .client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = server.metrics().await;
     text.lines()
         .find_map(|line| line.strip_prefix("handoff_mcp_sessions_open "))
         .and_then(|value| value.trim().parse().ok())

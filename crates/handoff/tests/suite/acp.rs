@@ -789,28 +789,12 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
             ]}
         ]),
     );
-    // The scripted model and the test's state directories; nothing about the executor.
-    let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, &model.base_url(), state.path())
-        .into_iter()
-        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR" && k != "HANDOFF_OPENCODE_POOL")
-        .collect();
-    env.extend([
-        ("HANDOFF_RUNNER_MEMORY_LIMIT".to_owned(), "1g".to_owned()),
-        // The default pool, restated: the harness turns pools off for every other test.
-        ("HANDOFF_OPENCODE_POOL".to_owned(), "1".to_owned()),
-    ]);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = start(&env);
-    // Confinement and the pool are the point here, not completion: the evaluator's
-    // continuation would only start a second agent.
-    let submit = |text: &str| {
-        task_id(&call(
-            &server,
-            AGENT,
-            "execute_task",
-            json!({"task_description": text, "completion": {"policy": "none"}}),
-        ))
-    };
+    let server = as_a_new_user(
+        &model,
+        state.path(),
+        &[("HANDOFF_RUNNER_MEMORY_LIMIT", "1g")],
+    );
+    let submit = |text: &str| submit_unchecked(&server, text);
     let pooled = |id: &str| {
         let history = events(&server, id);
         let took = history.iter().any(|e| e["data"]["pooled"] == true);
@@ -916,6 +900,35 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
     runtime.block_on(model.shutdown());
 }
 
+/// Handoff as a new user gets it — no executor or isolation settings: the built-in
+/// `opencode-acp` with its sandbox and a pool of one (restated: the harness turns pools off for
+/// every other test) — against `model`, its state under `state`, with `extra` settings.
+fn as_a_new_user(model: &ScriptedModel, state: &Path, extra: &[(&str, &str)]) -> Server {
+    let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, &model.base_url(), state)
+        .into_iter()
+        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR" && k != "HANDOFF_OPENCODE_POOL")
+        .collect();
+    env.push(("HANDOFF_OPENCODE_POOL".to_owned(), "1".to_owned()));
+    env.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    start(&env)
+}
+
+/// Submits `text` without completion checks: confinement and the pool are the point of these
+/// tests, and the evaluator's continuation would only start a second agent. Its task id.
+fn submit_unchecked(server: &Server, text: &str) -> String {
+    task_id(&call(
+        server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": text, "completion": {"policy": "none"}}),
+    ))
+}
+
 /// Waits until `opencode-acp` has an agent started ahead of the next task.
 fn wait_pool_ready(server: &Server) {
     wait_until("a pooled agent ready", Duration::from_secs(120), || {
@@ -982,21 +995,8 @@ fn what_one_tasks_agent_writes_no_other_tasks_agent_sees() {
         ]),
     );
     // A new user's setup: the built-in executor, its sandbox and pool; no writable extras.
-    let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, &model.base_url(), state.path())
-        .into_iter()
-        .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR" && k != "HANDOFF_OPENCODE_POOL")
-        .collect();
-    env.push(("HANDOFF_OPENCODE_POOL".to_owned(), "1".to_owned()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = start(&env);
-    let submit = |text: &str| {
-        task_id(&call(
-            &server,
-            AGENT,
-            "execute_task",
-            json!({"task_description": text, "completion": {"policy": "none"}}),
-        ))
-    };
+    let server = as_a_new_user(&model, state.path(), &[]);
+    let submit = |text: &str| submit_unchecked(&server, text);
     let lines = |path: &Path| -> Vec<String> {
         std::fs::read_to_string(path)
             .unwrap_or_default()
