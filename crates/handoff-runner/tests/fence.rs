@@ -67,7 +67,7 @@ fn me() -> Vec<String> {
 }
 
 /// A command run printing `tick N` every 50 ms, N counting up and written to the file `count`
-/// first: confined at the `process` level (a cgroup of its own, launched by this program) or in
+/// first — by a rename, so a freeze between truncating and writing cannot leave it empty: confined at the `process` level (a cgroup of its own, launched by this program) or in
 /// a process group only.
 fn executor(confined: bool) -> CommandExecutor {
     let isolation = confined.then(|| {
@@ -97,7 +97,7 @@ fn executor(confined: bool) -> CommandExecutor {
         argv: vec![
             "sh".to_owned(),
             "-c".to_owned(),
-            "i=0; while :; do i=$((i+1)); echo $i > count; echo tick $i; sleep 0.05; done"
+            "i=0; while :; do i=$((i+1)); echo $i > count.new; mv count.new count; echo tick $i; sleep 0.05; done"
                 .to_owned(),
         ],
         prompt_via: PromptVia::Argument,
