@@ -1,7 +1,9 @@
 //! The cycle loop's decisions (docs/completion.md, Steps: Cycles): a stall counter that rises when
 //! a cycle made no progress (the judge says so, the executor is stuck, or the diff and todo counts
 //! did not change) and falls otherwise; at 2 stalls one re-plan, at 3 stalls after it — or at the
-//! cycle limit — stop.
+//! cycle limit — stop. A cycle found stuck (the detector fired, or the judge says so) is more
+//! than a stall: it re-plans at once, and stuck again after the re-plan stops — so a coder that
+//! repeats one message (the detector fires on its third, at cycle 3) stops by cycle 4.
 
 use serde::{Deserialize, Serialize};
 
@@ -74,15 +76,14 @@ impl CycleState {
         } else {
             self.stalls = self.stalls.saturating_sub(1);
         }
-        // Stuck is the truer verdict: with the default 5 cycles the third stall after the
-        // re-plan lands on the last cycle, and it must not be reported as merely out of cycles.
-        if self.replanned && self.stalls >= 3 {
+        // Stuck is the truer verdict: it must not be reported as merely out of cycles.
+        if self.replanned && (self.stalls >= 3 || seen.stuck) {
             return NextStep::StopStuck;
         }
         if self.cycle >= self.max_cycles {
             return NextStep::StopMaxCycles;
         }
-        if !self.replanned && self.stalls >= 2 {
+        if !self.replanned && (self.stalls >= 2 || seen.stuck) {
             self.replanned = true;
             // The count starts over for the new plan.
             self.stalls = 0;
@@ -155,6 +156,29 @@ mod tests {
                 NextStep::Replan,
                 NextStep::Continue,
                 NextStep::Continue,
+                NextStep::StopStuck
+            ]
+        );
+    }
+
+    #[test]
+    fn a_repeated_message_stops_as_stuck_by_cycle_four() {
+        // The checks see progress (the diff never changes after the first cycle); the detector
+        // fires from the third identical message on.
+        let mut state = CycleState::new(5);
+        let mut step = |n: u32| {
+            state.after(&CycleObservation {
+                stuck: n >= 3,
+                ..seen(true, 1)
+            })
+        };
+        let steps: Vec<NextStep> = (1..=4).map(&mut step).collect();
+        assert_eq!(
+            steps,
+            [
+                NextStep::Continue,
+                NextStep::Continue,
+                NextStep::Replan,
                 NextStep::StopStuck
             ]
         );

@@ -69,6 +69,10 @@ pub struct JudgeInput {
     pub todos: Vec<String>,
     /// Deterministic checks.
     pub checks: Vec<CheckResult>,
+    /// What the checks leave to the judge to weigh ([`crate::checks::judge_flags`]): changed
+    /// fixtures, tests changed by a task meant to change them, edited assertions, a short
+    /// answer with no change.
+    pub flags: Vec<String>,
     /// Executor usage so far, in words.
     pub usage: String,
     /// Cycle number (1-based) and limit.
@@ -151,6 +155,12 @@ pub fn request(input: &JudgeInput) -> ChatRequest {
         },
         input.usage,
     );
+    if !input.flags.is_empty() {
+        prompt.push_str(&format!(
+            "\nFlagged for you to weigh (each may be how the agent made the checks pass instead of doing the task; `done` is false unless the task itself asks for it):\n{}\n",
+            quote("flags", &input.flags.join("\n\n"))
+        ));
+    }
     if input.replan {
         prompt.push_str(
             "\nThe agent has stalled. In `reason` give the root cause; make `continuation_prompt` a new, different plan.\n",

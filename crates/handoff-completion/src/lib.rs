@@ -15,7 +15,9 @@ pub mod outcome;
 pub mod protected;
 pub mod quote;
 pub mod stuck;
+pub mod test_files;
 pub mod tests_run;
+pub mod weakened;
 
 pub use outcome::{CompletionOutcome, CompletionStatus};
 

@@ -82,9 +82,49 @@ fn interpreter(name: &str, args: &[&str], paths: &mut Vec<String>) {
         match *arg {
             "-c" => return,
             "-e" | "-E" | "-p" | "--eval" | "--print" if !shell => return,
+            "-m" if args.get(i + 1) == Some(&"unittest") => {
+                return unittest(args.get(i + 2..).unwrap_or_default(), paths);
+            }
             "-m" => return runner_files(args.get(i + 2..).unwrap_or_default(), paths),
             a if a.starts_with('-') => {}
             script => return push(paths, script),
+        }
+    }
+}
+
+/// `python -m unittest`: `discover`'s start directory (`-s tests`), or without one the files
+/// its pattern finds (`test*.py` anywhere); named modules (`test_calc`, `tests.test_calc`) as
+/// their files.
+fn unittest(args: &[&str], paths: &mut Vec<String>) {
+    let discover = args.first() == Some(&"discover");
+    let (mut start, mut pattern) = (None, "test*.py");
+    let mut rest = args.get(usize::from(discover)..).unwrap_or_default();
+    while let Some((arg, tail)) = rest.split_first() {
+        rest = tail;
+        let value = || tail.first().copied();
+        match *arg {
+            "-s" | "--start-directory" => start = value(),
+            "-p" | "--pattern" => pattern = value().unwrap_or(pattern),
+            "-t" | "--top-level-directory" => {}
+            a if a.starts_with('-') => continue,
+            name if discover => start = start.or(Some(name)),
+            name if name.ends_with(".py") || name.contains('/') => push(paths, name),
+            name => {
+                let parts: Vec<&str> = name.split('.').collect();
+                for end in 1..=parts.len() {
+                    push(paths, &format!("{}.py", parts[..end].join("/")));
+                }
+            }
+        }
+        // An option's value is not a name.
+        if arg.starts_with('-') {
+            rest = rest.get(1..).unwrap_or_default();
+        }
+    }
+    if discover {
+        match start {
+            Some(dir) => push(paths, dir),
+            None => push(paths, &format!("**/{pattern}")),
         }
     }
 }
@@ -208,6 +248,21 @@ mod tests {
             ("make check", &["Makefile", "makefile", "GNUmakefile"]),
             ("make -f build.mk test", &["build.mk"]),
             ("npm test", &["package.json"]),
+            ("python3 -m unittest discover -s tests", &["tests"]),
+            ("python3 -m unittest discover", &["**/test*.py"]),
+            (
+                "python -m unittest discover -p '*_test.py'",
+                &["**/*_test.py"],
+            ),
+            ("python3 -m unittest test_calc", &["test_calc.py"]),
+            (
+                "python3 -m unittest -v tests.test_calc",
+                &["tests.py", "tests/test_calc.py"],
+            ),
+            (
+                "python -m unittest tests/test_calc.py",
+                &["tests/test_calc.py"],
+            ),
             ("go test ./...", &[]),
             ("go test ./calc", &[]),
             ("cargo test --workspace", &[]),

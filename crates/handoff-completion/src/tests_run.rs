@@ -1,22 +1,36 @@
-//! Whether a verify command really tested anything: a runner that found no tests often exits 0
-//! (`--passWithNoTests`, unittest before 3.12, a `cargo test` filter matching nothing, `go test`
-//! on a package whose tests were deleted), which must not count as a pass. Each runner's own
-//! summary lines are read; an output no runner recognises says nothing either way.
+//! Whether a verify command really tested anything, and how many tests it ran: a runner that
+//! found no tests often exits 0 (`--passWithNoTests`, unittest before 3.12, a `cargo test`
+//! filter matching nothing, `go test` on a package whose tests were deleted), which must not
+//! count as a pass. Each runner's own summary lines are read, and every runner counts the same
+//! way: a test ran when it passed or failed — skipped, ignored, expected-failure (`xfail`) and
+//! todo tests did not run. An output no runner recognises says nothing either way.
 
 /// Tests one runner's summary lines say it ran (`None`: that runner's summary is absent).
 type Counter = fn(&str) -> Option<u64>;
 
+/// The runners whose summaries are read, by name.
+const RUNNERS: [(&str, Counter); 7] = [
+    ("cargo test", cargo),
+    ("pytest", pytest),
+    ("unittest", unittest),
+    ("go test", go),
+    ("jest", jest),
+    ("vitest", vitest),
+    ("node --test", node),
+];
+
+/// The tests `output` says ran, summed over every runner whose summary it holds (`None`: no
+/// known runner's summary).
+pub fn tests_ran(output: &str) -> Option<u64> {
+    RUNNERS
+        .iter()
+        .filter_map(|(_, count)| count(output))
+        .reduce(|a, b| a + b)
+}
+
 /// Why `output` shows that a test runner ran no tests, if a known runner says so.
 pub fn zero_tests(output: &str) -> Option<String> {
-    let runners: [(&str, Counter); 6] = [
-        ("cargo test", cargo),
-        ("pytest", pytest),
-        ("unittest", unittest),
-        ("go test", go),
-        ("jest", jest),
-        ("vitest", vitest),
-    ];
-    runners
+    RUNNERS
         .iter()
         .find_map(|(name, count)| (count(output) == Some(0)).then(|| format!("{name} ran 0 tests")))
 }
@@ -86,7 +100,7 @@ fn pytest(output: &str) -> Option<u64> {
                 .is_some_and(|(n, w)| number(n).is_some() && known.iter().any(|k| w.starts_with(k)))
         });
         if summary {
-            let ran = ["passed", "failed", "error", "xfailed", "xpassed"]
+            let ran = ["passed", "failed", "error", "xpassed"]
                 .iter()
                 .map(|w| count_before(counts, w))
                 .sum::<u64>();
@@ -96,15 +110,32 @@ fn pytest(output: &str) -> Option<u64> {
     seen
 }
 
-/// `Ran 3 tests in 0.001s`; Python 3.12 adds `NO TESTS RAN`.
+/// `Ran 3 tests in 0.001s` and the verdict after it, `OK (skipped=1, expected failures=1)`;
+/// Python 3.12 adds `NO TESTS RAN`. Skipped and expected failures are taken off the count.
 fn unittest(output: &str) -> Option<u64> {
-    let runs: Vec<u64> = output
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("Ran "))
-        .filter(|rest| rest.contains(" test"))
-        .filter_map(number)
-        .collect();
-    (!runs.is_empty()).then(|| runs.iter().sum())
+    let mut seen = None;
+    let mut lines = output.lines().map(str::trim);
+    while let Some(line) = lines.next() {
+        let Some(ran) = line
+            .strip_prefix("Ran ")
+            .filter(|rest| rest.contains(" test"))
+            .and_then(number)
+        else {
+            continue;
+        };
+        let verdict = lines.by_ref().find(|l| !l.is_empty()).unwrap_or("");
+        let details = verdict
+            .split_once('(')
+            .map_or("", |(_, rest)| rest.trim_end_matches(')'));
+        let not_run: u64 = details
+            .split(',')
+            .filter_map(|part| part.trim().split_once('='))
+            .filter(|(key, _)| matches!(*key, "skipped" | "expected failures"))
+            .filter_map(|(_, n)| number(n))
+            .sum();
+        *seen.get_or_insert(0) += ran.saturating_sub(not_run);
+    }
+    seen
 }
 
 /// `ok  pkg 0.1s`, `?  pkg [no test files]`, `ok  pkg 0.1s [no tests to run]` per package.
@@ -124,7 +155,7 @@ fn go(output: &str) -> Option<u64> {
     seen
 }
 
-/// `Tests:       1 failed, 2 passed, 3 total`; `No tests found, exiting with code 0`.
+/// `Tests:       1 failed, 1 skipped, 2 passed, 4 total`; `No tests found, exiting with code 0`.
 fn jest(output: &str) -> Option<u64> {
     let mut seen = None;
     for line in output.lines() {
@@ -132,13 +163,14 @@ fn jest(output: &str) -> Option<u64> {
         if line.starts_with("No tests found") {
             seen.get_or_insert(0);
         } else if let Some(rest) = line.strip_prefix("Tests:") {
-            *seen.get_or_insert(0) += count_before(rest, "total");
+            *seen.get_or_insert(0) += count_before(rest, "passed") + count_before(rest, "failed");
         }
     }
     seen
 }
 
-/// `Tests  3 passed (3)`, `Tests  no tests`; `No test files found, exiting with code 0`.
+/// `Tests  1 passed | 2 skipped (3)`, `Tests  no tests`; `No test files found, exiting with code
+/// 0`.
 fn vitest(output: &str) -> Option<u64> {
     let mut seen = None;
     for line in output.lines() {
@@ -146,11 +178,33 @@ fn vitest(output: &str) -> Option<u64> {
         if line.starts_with("No test files found") || line.starts_with("No test suite found") {
             seen.get_or_insert(0);
         } else if let Some(rest) = line.strip_prefix("Tests  ") {
-            let total = rest
-                .rsplit_once('(')
-                .and_then(|(_, n)| number(n))
-                .unwrap_or(0);
-            *seen.get_or_insert(0) += total;
+            let counts = rest.rsplit_once('(').map_or(rest, |(counts, _)| counts);
+            let ran: u64 = counts
+                .split('|')
+                .filter_map(|part| part.trim().split_once(' '))
+                .filter(|(_, word)| word.starts_with("passed") || word.starts_with("failed"))
+                .filter_map(|(n, _)| number(n))
+                .sum();
+            *seen.get_or_insert(0) += ran;
+        }
+    }
+    seen
+}
+
+/// Node's own runner: `# pass 1` / `# fail 0` (TAP), `ℹ pass 1` (spec reporter).
+fn node(output: &str) -> Option<u64> {
+    let mut seen = None;
+    for line in output.lines() {
+        let line = line.trim();
+        let Some(rest) = line.strip_prefix("# ").or_else(|| line.strip_prefix("ℹ ")) else {
+            continue;
+        };
+        if let Some(n) = rest
+            .strip_prefix("pass ")
+            .or_else(|| rest.strip_prefix("fail "))
+            .and_then(number)
+        {
+            *seen.get_or_insert(0) += n;
         }
     }
     seen
@@ -204,6 +258,39 @@ mod tests {
         for output in real {
             assert_eq!(zero_tests(output), None, "flagged:\n{output}");
         }
+    }
+
+    #[test]
+    fn skipped_ignored_and_expected_failures_did_not_run() {
+        let cases: &[(&str, u64)] = &[
+            (
+                "Ran 4 tests in 0.006s\n\nFAILED (skipped=1, expected failures=1, unexpected successes=1)\n",
+                2,
+            ),
+            ("Ran 2 tests in 0.001s\n\nOK (skipped=2)\n", 0),
+            ("Ran 3 tests in 0.001s\n\nOK\n", 3),
+            (
+                "test result: ok. 1 passed; 0 failed; 2 ignored; 0 measured; 0 filtered out\n",
+                1,
+            ),
+            ("==== 1 passed, 2 skipped, 1 xfailed in 0.03s ====\n", 1),
+            ("==== 2 skipped in 0.01s ====\n", 0),
+            ("Tests:       2 skipped, 1 passed, 3 total\n", 1),
+            (" Tests  1 passed | 2 skipped (3)\n", 1),
+            ("# tests 2\n# pass 1\n# fail 0\n# skipped 1\n# todo 0\n", 1),
+            (
+                "\u{2139} tests 3\n\u{2139} pass 0\n\u{2139} fail 1\n\u{2139} skipped 2\n",
+                1,
+            ),
+        ];
+        for (output, ran) in cases {
+            assert_eq!(tests_ran(output), Some(*ran), "{output}");
+        }
+        assert_eq!(
+            zero_tests("Ran 2 tests in 0.001s\n\nOK (skipped=2)\n").as_deref(),
+            Some("unittest ran 0 tests")
+        );
+        assert_eq!(tests_ran("make: Nothing to be done\n"), None);
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct CompletionConfig {
     pub budget: CompletionBudget,
     /// Longest one verify command may run (the task's deadline and wall budget bound it too).
     pub verify_timeout: Duration,
+    /// Longest one verify command runs before the run, to count its tests (zero: not run).
+    pub verify_before: Duration,
     /// Files the coder must not change (besides the verify scripts and the files they name).
     pub protected_paths: Vec<String>,
 }

@@ -164,6 +164,7 @@ settings! {
     "completion.policy" [env("HANDOFF_COMPLETION_POLICY")]: "how tasks are verified before they are reported completed: none, checks (verify commands, changes, todos, stuck flags), judge (checks then an external LLM judge), manager (a plan of sub-tasks, each verified)";
     "completion.verify_commands" [env("HANDOFF_VERIFY_COMMANDS")]: "commands every task must pass in its directory (JSON array, or one command)";
     "completion.verify_timeout_secs" [env("HANDOFF_VERIFY_TIMEOUT_SECS")]: "longest one verify command may run; the task's remaining deadline and wall budget bound it too, and it is killed with its process group";
+    "completion.verify_before_secs" [env("HANDOFF_VERIFY_BEFORE_SECS")]: "longest one verify command runs on the task directory before the run, to count the tests that ran before it (a quarter of the task's deadline bounds it too); 0: not run before";
     "completion.protected_paths" [env("HANDOFF_PROTECTED_PATHS")]: "files (comma-separated; a directory covers its files; * and ** globs) a task must not change for its checks to pass, besides the verify scripts and the test files and Makefile they name";
     "completion.max_cycles" [env("HANDOFF_COMPLETION_MAX_CYCLES")]: "evaluation cycles per task at most (the first run plus continuations)";
     "completion.min_confidence" [env("HANDOFF_COMPLETION_MIN_CONFIDENCE")]: "a judge's done below this confidence counts as not done";

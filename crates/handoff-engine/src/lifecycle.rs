@@ -185,9 +185,11 @@ async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineEr
     if let Err(e) = prepared {
         return Ok(Started::Ended(Finish::failed(e)));
     }
+    let tests_before = crate::evaluate::integrity::run_before(d).await?;
     if let Err(e) = inner.snapshots.baseline(&task.id, &workdir).await {
         d.note(format!("no diff will be kept: {e}")).await?;
     }
+    crate::evaluate::integrity::keep_before(inner, task, &tests_before).await;
     let started = inner
         .policy
         .task_hook(HookEvent::TaskStart, task, None, false)

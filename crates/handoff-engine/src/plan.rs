@@ -84,12 +84,16 @@ pub(crate) struct CompletionPlan {
     pub policy: CompletionPolicy,
     pub verify_commands: Vec<String>,
     pub requires_changes: bool,
+    /// The task said `requires_changes: false`: an answer alone may be its result.
+    pub answer_only: bool,
     pub success_criteria: Vec<String>,
     pub max_cycles: u32,
     pub min_confidence: f64,
     pub budget: Budget,
     /// Longest one verify command may run (the deadline and wall budget bound it further).
     pub verify_timeout: Duration,
+    /// Longest one verify command runs before the run (zero: not run before).
+    pub verify_before: Duration,
     /// Files the coder must not change, besides what the verify commands reference.
     pub protected_paths: Vec<String>,
     /// The task is meant to change protected files.
@@ -107,6 +111,7 @@ impl CompletionPlan {
                 .verify_commands
                 .unwrap_or_else(|| server.verify_commands.clone()),
             requires_changes: spec.requires_changes.unwrap_or(false),
+            answer_only: spec.requires_changes == Some(false),
             success_criteria: spec.success_criteria,
             max_cycles: spec.max_cycles.unwrap_or(server.max_cycles).max(1),
             min_confidence: server.min_confidence,
@@ -117,6 +122,7 @@ impl CompletionPlan {
                 cost_usd: budget.cost_usd,
             },
             verify_timeout: server.verify_timeout,
+            verify_before: server.verify_before,
             protected_paths: spec
                 .protected_paths
                 .unwrap_or_else(|| server.protected_paths.clone()),

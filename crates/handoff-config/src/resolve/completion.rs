@@ -49,6 +49,7 @@ pub(super) fn completion(
             600u64,
             at_least_one_u64,
         )?),
+        verify_before: Duration::from_secs(r.get("completion.verify_before_secs", 60u64)?),
         protected_paths: r.get("completion.protected_paths", Vec::<String>::new())?,
     };
     let api_key_env: Option<String> = r.optional("evaluator.api_key_env")?;

@@ -56,8 +56,10 @@ pub(crate) async fn assess(
         wanted.verify_commands.clear();
         wanted.requires_changes = false;
     }
-    let evidence = evidence::gather(d, &wanted).await?;
+    let evidence = evidence::gather(d, &wanted, judge.is_some()).await?;
     let (check_results, mut remaining) = checks::run(&evidence.checks);
+    // A failing check is the headline, whatever the judge reasons.
+    let failed_checks = remaining.join("; ");
     let mut assessment = Assessment {
         done: false,
         remaining: Vec::new(),
@@ -86,6 +88,7 @@ pub(crate) async fn assess(
             patch: evidence.patch(),
             todos: evidence.todos.clone(),
             checks: check_results,
+            flags: checks::judge_flags(&evidence.checks),
             usage: format!(
                 "{} executor tokens, ${:.4}",
                 evidence.executor_tokens, evidence.executor_cost
@@ -99,7 +102,9 @@ pub(crate) async fn assess(
         record_judge(d.inner, d.task, goal.cycle.0, &judgement).await?;
         assessment.judged(judgement, &mut remaining);
     }
-    if assessment.reason.is_empty() {
+    if !failed_checks.is_empty() {
+        assessment.reason = failed_checks;
+    } else if assessment.reason.is_empty() {
         assessment.reason = if remaining.is_empty() {
             "every check passed".to_owned()
         } else {

@@ -15,11 +15,13 @@ fn plan(policy: CompletionPolicy, max_cycles: u32, budget: Budget) -> Completion
         policy,
         verify_commands: Vec::new(),
         requires_changes: false,
+        answer_only: false,
         success_criteria: Vec::new(),
         max_cycles,
         min_confidence: 0.7,
         budget,
         verify_timeout: Duration::from_secs(600),
+        verify_before: Duration::ZERO,
         protected_paths: Vec::new(),
         protected_changes_expected: false,
     }

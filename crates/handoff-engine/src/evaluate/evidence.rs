@@ -6,6 +6,7 @@ use std::path::Path;
 
 use handoff_completion::{
     checks::CheckInput,
+    cutoff::{self, AnswerRule},
     stuck::{self, Step},
 };
 use handoff_task::{EventKind, TaskEvent};
@@ -79,15 +80,18 @@ impl Evidence {
     }
 }
 
-/// Gathers the evidence for the driven task now, under `settings`.
+/// Gathers the evidence for the driven task now, under `settings`; `judged`: a judge will weigh
+/// what the checks flag.
 pub(crate) async fn gather(
     d: &Driver<'_>,
     settings: &CompletionPlan,
+    judged: bool,
 ) -> Result<Evidence, EngineError> {
     let (inner, task) = (d.inner, d.task);
     let workdir = Path::new(&task.workdir);
     // Before the commands run: what the coder left, not what a check may rewrite.
     let protected_changes = super::integrity::protected_changes(inner, task, settings).await;
+    let test_changes = super::tests_changed::test_changes(inner, task).await;
     let commands = super::integrity::run_commands(d, settings).await;
     let diff = inner
         .snapshots
@@ -106,15 +110,30 @@ pub(crate) async fn gather(
     let (todos, open, counts) = todos(&events);
     let (executor_tokens, executor_cost) = usage(&events);
     let steps = steps(&events);
+    let diff_empty = diff.trim().is_empty();
+    let mut turn = super::turn::signals(&events);
+    turn.diff_empty = diff_empty;
+    turn.answer = if settings.answer_only {
+        AnswerRule::AnswerOnly
+    } else if judged {
+        AnswerRule::Judged
+    } else {
+        AnswerRule::Unsaid
+    };
     Ok(Evidence {
         checks: CheckInput {
             commands,
             requires_changes: settings.requires_changes,
-            diff_empty: diff.trim().is_empty(),
+            diff_empty,
             open_todos: open,
             stuck: stuck::detect(&steps).map(|rule| rule.describe().to_owned()),
-            cut_off: super::turn::cut_off(&events),
+            cut_off: cutoff::detect(&turn),
             protected_changes,
+            test_changes,
+            changes_expected: settings.protected_changes_expected,
+            judged,
+            answer_note: cutoff::answer_note(&turn),
+            tests_before: super::integrity::tests_before(inner, task).await,
         },
         diff,
         final_message,

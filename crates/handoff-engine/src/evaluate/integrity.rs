@@ -1,13 +1,18 @@
 //! Verification integrity: the verify commands run no longer than the setting, the task's
 //! remaining deadline and its wall budget allow (and die with their process group when the
 //! assessment is dropped), and the files they rely on are compared with the pre-run snapshot.
+//! Before the run they run once on the directory as it was ([`run_before`]), so "fewer tests ran
+//! than before" is measured, not guessed; the counts are kept beside the snapshot.
 
 use std::{path::Path, time::Duration};
 
 use handoff_completion::protected;
 use handoff_task::{Task, unix_millis_now};
 
-use crate::{driver::Driver, plan::CompletionPlan, state::EngineState};
+use crate::{EngineError, driver::Driver, plan::CompletionPlan, state::EngineState};
+
+/// The name the counts from before the run are kept under, beside the snapshot.
+const BEFORE_KEPT: &str = "tests-before";
 
 /// What bounds a verify command's run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +81,69 @@ pub(super) async fn run_commands(
     commands
 }
 
+/// Runs the verify commands on the task directory before the executor starts (and before the
+/// snapshot, so what they write is part of the baseline), each noted in the task's history;
+/// returns how many tests each ran, where its runner said.
+pub(crate) async fn run_before(d: &Driver<'_>) -> Result<Vec<(String, u64)>, EngineError> {
+    let (task, settings) = (d.task, &d.plan.completion);
+    if settings.policy == handoff_task::CompletionPolicy::None || settings.verify_before.is_zero() {
+        return Ok(Vec::new());
+    }
+    // A quarter of the deadline at most: the run is what the task is for.
+    let quarter = Duration::from_millis(task.options.timeout_ms / 4);
+    let limit = settings
+        .verify_before
+        .min(settings.verify_timeout)
+        .min(quarter);
+    let mut counts = Vec::new();
+    for command in &settings.verify_commands {
+        let started = std::time::Instant::now();
+        let run = d
+            .plan
+            .checks
+            .run(task.id.as_str(), Path::new(&task.workdir), command, limit)
+            .await;
+        let took = started.elapsed().as_secs_f64();
+        let note = match run {
+            Ok(run) => {
+                let ran = handoff_completion::tests_run::tests_ran(&run.output);
+                if let Some(ran) = ran {
+                    counts.push((command.clone(), ran));
+                }
+                let ended = run.code.map_or_else(
+                    || format!("was stopped after {took:.1} s"),
+                    |code| format!("exited {code} in {took:.1} s"),
+                );
+                let tests = ran.map_or_else(String::new, |n| format!(", running {n} test(s)"));
+                format!("before the run, `{command}` {ended}{tests}")
+            }
+            Err(e) => format!("before the run, `{command}` could not run: {e}"),
+        };
+        d.note(note).await?;
+    }
+    Ok(counts)
+}
+
+/// Keeps the counts [`run_before`] found beside the task's snapshot.
+pub(crate) async fn keep_before(inner: &EngineState, task: &Task, counts: &[(String, u64)]) {
+    let Ok(bytes) = serde_json::to_vec(counts) else {
+        return;
+    };
+    if let Err(e) = inner.snapshots.keep(&task.id, BEFORE_KEPT, &bytes).await {
+        tracing::warn!(task = %task.id, error = %e, "could not keep the test counts");
+    }
+}
+
+/// The counts [`keep_before`] kept (none when the commands did not run before the run).
+pub(super) async fn tests_before(inner: &EngineState, task: &Task) -> Vec<(String, u64)> {
+    inner
+        .snapshots
+        .kept(&task.id, BEFORE_KEPT)
+        .await
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
 /// Protected files changed since the pre-run snapshot, each with its diff: the configured (or
 /// the task's) `protected_paths` and whatever the verify commands reference, unless the task
 /// expects them to change.
@@ -121,6 +189,7 @@ mod tests {
             policy: CompletionPolicy::Checks,
             verify_commands: Vec::new(),
             requires_changes: false,
+            answer_only: false,
             success_criteria: Vec::new(),
             max_cycles: 5,
             min_confidence: 0.7,
@@ -129,6 +198,7 @@ mod tests {
                 ..Budget::default()
             },
             verify_timeout: Duration::from_secs(600),
+            verify_before: Duration::ZERO,
             protected_paths: Vec::new(),
             protected_changes_expected: false,
         }

@@ -11,11 +11,12 @@ mod assess;
 mod decide;
 mod evidence;
 mod inbox;
-mod integrity;
+pub(crate) mod integrity;
 pub(crate) mod interrupted;
 pub(crate) mod manager;
 #[cfg(test)]
 mod quoting_tests;
+mod tests_changed;
 mod turn;
 
 use std::{ops::ControlFlow, sync::Arc, time::Duration};

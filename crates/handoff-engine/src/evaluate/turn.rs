@@ -3,14 +3,9 @@
 
 use std::collections::HashSet;
 
-use handoff_completion::cutoff::{self, TurnSignals};
+use handoff_completion::cutoff::TurnSignals;
 use handoff_task::{EventKind, TaskEvent};
 use serde_json::Value;
-
-/// Why the last turn looks cut off, if it does.
-pub(crate) fn cut_off(events: &[TaskEvent]) -> Option<String> {
-    cutoff::detect(&signals(events))
-}
 
 /// What the last turn in `events` (oldest first) showed.
 pub(crate) fn signals(events: &[TaskEvent]) -> TurnSignals {
@@ -37,7 +32,9 @@ pub(crate) fn signals(events: &[TaskEvent]) -> TurnSignals {
             EventKind::Text => answer.push(event.message.clone()),
             _ => {}
         }
+        signals.model_turn |= matches!(event.kind, EventKind::Tool | EventKind::Text);
         if let Some(tokens) = event.data.get("tokens").filter(|t| t.is_object()) {
+            signals.model_turn = true;
             // One model step finished: the turn's last one decides.
             signals.last_output_tokens = tokens.get("output").and_then(Value::as_u64);
             signals.finish_reason = event
@@ -92,6 +89,11 @@ mod tests {
             "model step finished",
             json!({"reason": reason, "tokens": {"input": 10, "output": output}}),
         )
+    }
+
+    /// The cut-off verdict on `events` for a task whose diff is not empty.
+    fn cut_off(events: &[TaskEvent]) -> Option<String> {
+        handoff_completion::cutoff::detect(&signals(events))
     }
 
     fn tool(id: &str, status: &str) -> TaskEvent {

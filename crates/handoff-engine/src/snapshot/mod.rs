@@ -12,6 +12,7 @@
 //! description of what the baseline left out is kept beside it, on disk, until the task settles.
 
 mod git;
+mod ignored;
 mod select;
 #[cfg(test)]
 mod tests;
@@ -34,6 +35,8 @@ use self::{
 
 /// The record of the files the baseline left out, inside the task's git directory.
 const LEFT_OUT: &str = "handoff-left-out";
+/// Written when the baseline is complete: ignored files changed after its mtime are the task's.
+const TAKEN_AT: &str = "handoff-taken-at";
 
 /// Baselines of running tasks, one git directory each.
 #[derive(Debug, Clone)]
@@ -108,8 +111,12 @@ impl Snapshots {
                 "baseline".as_ref(),
             ],
         )
-        .await
-        .map(drop)
+        .await?;
+        // Its own mtime is the mark: the kernel stamps the task's files by the same clock.
+        let stamp = git_dir.join(TAKEN_AT);
+        tokio::fs::write(&stamp, b"")
+            .await
+            .map_err(|e| format!("{}: {e}", stamp.display()))
     }
 
     /// The unified diff from the baseline to the directory now (`None` when nothing changed),
@@ -143,6 +150,25 @@ impl Snapshots {
             Ok(Some(diff).filter(|d| !d.trim().is_empty()))
         })
         .await
+    }
+
+    /// Keeps `bytes` beside the baseline under `name` until it is discarded (nothing is kept
+    /// when there is no baseline).
+    pub async fn keep(&self, task: &TaskId, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let git_dir = self.git_dir(task);
+        if !git_dir.exists() {
+            return Ok(());
+        }
+        let path = git_dir.join(format!("handoff-kept-{name}"));
+        tokio::fs::write(&path, bytes)
+            .await
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// What [`Snapshots::keep`] kept under `name`, if anything.
+    pub async fn kept(&self, task: &TaskId, name: &str) -> Option<Vec<u8>> {
+        let path = self.git_dir(task).join(format!("handoff-kept-{name}"));
+        tokio::fs::read(path).await.ok()
     }
 
     /// Forgets a baseline (the task settled, or its run never started).
@@ -229,7 +255,9 @@ impl Snapshots {
                 .await
                 .map(|out| names(&out))
         };
-        let added = list(&["--others", "--exclude-standard"]).await?;
+        let mut added = list(&["--others", "--exclude-standard"]).await?;
+        let hidden = self.ignored_changes(git_dir, workdir).await?;
+        added.extend(hidden.files);
         let mut candidates = list(&["--modified", "--deleted"]).await?;
         candidates.extend(added.iter().cloned());
         candidates.sort_unstable();
@@ -239,11 +267,47 @@ impl Snapshots {
         update_index(git_dir, workdir, selection.update).await?;
         let workdir = workdir.to_path_buf();
         let added: HashSet<Vec<u8>> = added.into_iter().collect();
-        tokio::task::spawn_blocking(move || {
+        let mut lines = tokio::task::spawn_blocking(move || {
             select::summary(&workdir, &baseline, &selection.skipped, &added)
         })
         .await
-        .map_err(|e| format!("comparing the files not copied: {e}"))
+        .map_err(|e| format!("comparing the files not copied: {e}"))?;
+        if hidden.more > 0 {
+            let line = format!(
+                "# {} more files under ignored paths changed and were not compared (past the \
+                 limit of {} per snapshot)",
+                hidden.more,
+                ignored::MAX_FILES
+            );
+            lines.push((Vec::new(), line));
+        }
+        Ok(lines)
+    }
+
+    /// Files under ignored paths changed since the baseline was taken (none for a baseline
+    /// that did not record its time).
+    async fn ignored_changes(
+        &self,
+        git_dir: &Path,
+        workdir: &Path,
+    ) -> Result<ignored::Ignored, String> {
+        let Ok(stamp) = tokio::fs::metadata(git_dir.join(TAKEN_AT)).await else {
+            return Ok(ignored::Ignored::default());
+        };
+        let since = ignored::changed_at(&stamp);
+        let args: [&std::ffi::OsStr; 6] = [
+            "ls-files".as_ref(),
+            "-z".as_ref(),
+            "--others".as_ref(),
+            "--ignored".as_ref(),
+            "--exclude-standard".as_ref(),
+            "--directory".as_ref(),
+        ];
+        let entries = names(&git_bytes(git_dir, workdir, &args, None).await?);
+        let workdir = workdir.to_path_buf();
+        tokio::task::spawn_blocking(move || ignored::changed(&workdir, &entries, since))
+            .await
+            .map_err(|e| format!("listing the files under ignored paths: {e}"))
     }
 
     /// Picks what to copy among `candidates` (stats every one, off the async threads).

@@ -297,3 +297,43 @@ async fn pipes_and_sockets_are_passed_over() {
         .unwrap();
     assert!(diff.contains("+a") && !diff.contains("pipe"), "{diff}");
 }
+
+#[tokio::test]
+async fn files_the_task_wrote_under_ignored_paths_are_in_the_diff_dependencies_are_not() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(root.join(".gitignore"), "build/\nnode_modules/\n*.log\n").unwrap();
+    std::fs::create_dir_all(root.join("build")).unwrap();
+    std::fs::write(root.join("build/old.txt"), "from before\n").unwrap();
+    let snapshots = roomy(data.path().join("snapshots"));
+    let task = TaskId::generate().unwrap();
+    snapshots.baseline(&task, root).await.unwrap();
+    assert_eq!(snapshots.diff(&task, root, None).await.unwrap(), None);
+
+    std::fs::write(root.join("build/report.txt"), "the report\n").unwrap();
+    std::fs::create_dir_all(root.join("node_modules/dep")).unwrap();
+    std::fs::write(root.join("node_modules/dep/index.js"), "dep\n").unwrap();
+    std::fs::write(root.join("run.log"), "logged\n").unwrap();
+    let diff = snapshots.diff(&task, root, None).await.unwrap().unwrap();
+    assert!(
+        diff.contains("b/build/report.txt") && diff.contains("+the report"),
+        "{diff}"
+    );
+    assert!(diff.contains("+logged"), "{diff}");
+    assert!(
+        !diff.contains("node_modules") && !diff.contains("old.txt"),
+        "{diff}"
+    );
+    // Taken in once, the file is compared like any other from then on.
+    std::fs::write(root.join("build/report.txt"), "the report, revised\n").unwrap();
+    let diff = snapshots.diff(&task, root, None).await.unwrap().unwrap();
+    assert!(diff.contains("+the report, revised"), "{diff}");
+    let changed = snapshots
+        .changed_since_baseline(&task, root, |p| p.starts_with("build/"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert_eq!(changed[0].0, "build/report.txt");
+}

@@ -60,6 +60,8 @@ impl Gate {
                 "HANDOFF_VERIFY_COMMANDS".to_owned(),
                 serde_json::json!([command]).to_string(),
             ),
+            // Held at the gate only when the run is evaluated, not before it starts.
+            ("HANDOFF_VERIFY_BEFORE_SECS".to_owned(), "0".to_owned()),
         ]
     }
 

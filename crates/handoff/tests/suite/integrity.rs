@@ -41,7 +41,7 @@ fn script() -> Script {
 }
 
 /// A caller-chosen task directory under `roots` holding `files`.
-fn project(roots: &Path, name: &str, files: &[(&str, &str)]) -> String {
+pub(super) fn project(roots: &Path, name: &str, files: &[(&str, &str)]) -> String {
     let dir = roots.join(name);
     for (file, content) in files {
         let path = dir.join(file);

@@ -3,6 +3,7 @@ mod claude_client;
 mod cli;
 mod cli_client;
 mod completion;
+mod completion_gaming;
 mod completion_truth;
 mod dashboard;
 mod executors;
