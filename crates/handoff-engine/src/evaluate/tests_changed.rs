@@ -16,7 +16,7 @@ use handoff_completion::{
 };
 use handoff_task::Task;
 
-use crate::state::EngineState;
+use crate::{snapshot::is_dependency_dir, state::EngineState};
 
 /// Changed files looked at, at most.
 const MAX_FILES: usize = 200;
@@ -26,19 +26,6 @@ const MAX_TEST_FILES: usize = 300;
 const MAX_TEST_BYTES: u64 = 256 * 1024;
 /// Directory entries looked at while searching for test files, at most.
 const MAX_ENTRIES: usize = 50_000;
-/// Folders never searched for test files (dependencies, build output, caches).
-const SKIPPED_DIRS: &[&str] = &[
-    ".git",
-    "node_modules",
-    "target",
-    "__pycache__",
-    ".venv",
-    "venv",
-    ".tox",
-    "dist",
-    "build",
-];
-
 /// Whether a changed file needs its own diff: a test file, a Rust file, a fixture by place, or a
 /// data file a test might read.
 fn candidate(path: &str) -> bool {
@@ -107,8 +94,8 @@ fn test_texts(root: &Path) -> Vec<String> {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if kind.is_dir() && !SKIPPED_DIRS.contains(&name.as_str()) {
+            let name = entry.file_name();
+            if kind.is_dir() && !is_dependency_dir(name.as_encoded_bytes()) {
                 pending.push(path);
             } else if kind.is_file() {
                 let relative = path.strip_prefix(root).unwrap_or(&path);

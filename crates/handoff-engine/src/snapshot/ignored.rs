@@ -47,7 +47,8 @@ pub(super) struct Ignored {
     pub more: usize,
 }
 
-fn skipped(name: &[u8]) -> bool {
+/// Whether a folder named `name` holds dependencies, build caches or tool state.
+pub(crate) fn skipped(name: &[u8]) -> bool {
     SKIPPED.iter().any(|s| s.as_bytes() == name) || name.ends_with(b".egg-info")
 }
 

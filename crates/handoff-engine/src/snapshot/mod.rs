@@ -27,11 +27,11 @@ use std::{
 use handoff_task::TaskId;
 use tokio::time::Instant;
 
-pub(crate) use self::select::SizeLimits;
 use self::{
     git::{git, git_bytes, names},
     select::Selection,
 };
+pub(crate) use self::{ignored::skipped as is_dependency_dir, select::SizeLimits};
 
 /// The record of the files the baseline left out, inside the task's git directory.
 const LEFT_OUT: &str = "handoff-left-out";

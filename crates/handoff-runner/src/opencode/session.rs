@@ -378,14 +378,23 @@ impl Driver {
                 }
             }
         }
-        if self.busy && !self.busy_again().await {
-            self.busy = false;
-            if let Ok(messages) = self.shared.client.messages(&self.shared.session).await {
-                self.catch_up(&messages);
-            }
-            return Some(End::Idle);
+        if !self.busy || self.busy_again().await {
+            return None;
         }
-        None
+        // The status map alone is not proof: right after a reconnect it may not show a turn
+        // still in progress. The turn is over only when its answer is complete.
+        let messages = self
+            .shared
+            .client
+            .messages(&self.shared.session)
+            .await
+            .ok()?;
+        if !turn_complete(&messages) {
+            return None;
+        }
+        self.busy = false;
+        self.catch_up(&messages);
+        Some(End::Idle)
     }
 
     /// The final answer and error of a turn whose events were missed.
@@ -467,5 +476,43 @@ impl Driver {
             }))
             .await;
         shared.done.send_replace(true);
+    }
+}
+
+/// Whether the session's messages show its latest turn finished: the last message is the
+/// assistant's, and it is complete (or ended in an error).
+fn turn_complete(messages: &Value) -> bool {
+    let Some(last) = messages.as_array().and_then(|m| m.last()) else {
+        return false;
+    };
+    let info = last.get("info").unwrap_or(&Value::Null);
+    info.get("role").and_then(Value::as_str) == Some("assistant")
+        && (info
+            .pointer("/time/completed")
+            .is_some_and(|t| !t.is_null())
+            || info.get("error").is_some_and(|e| !e.is_null()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::turn_complete;
+
+    #[test]
+    fn a_turn_is_complete_only_when_its_last_message_is_a_finished_answer() {
+        let user = json!({"info": {"role": "user", "time": {"created": 1}}});
+        let working = json!({"info": {"role": "assistant", "time": {"created": 2}}});
+        let done = json!({"info": {"role": "assistant", "time": {"created": 2, "completed": 3}}});
+        let failed = json!({"info": {"role": "assistant", "time": {"created": 2}, "error": {"name": "APIError"}}});
+        assert!(turn_complete(&json!([user, done])));
+        assert!(turn_complete(&json!([user, failed])));
+        assert!(!turn_complete(&json!([user, working])), "still answering");
+        assert!(
+            !turn_complete(&json!([done, user])),
+            "a prompt not yet answered"
+        );
+        assert!(!turn_complete(&json!([])));
+        assert!(!turn_complete(&json!({"error": "not a list"})));
     }
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{
     ConformanceStore,
-    support::{ROOMY, WIDE, change, claim_all, insert, new_task, status_of},
+    support::{ROOMY, WIDE, change, claim_all, insert, new_task, race, status_of},
 };
 use crate::{ClaimLimits, InsertOutcome};
 
@@ -15,10 +15,9 @@ use crate::{ClaimLimits, InsertOutcome};
 pub async fn concurrent_claims_are_exact_and_fifo<S: ConformanceStore>(store: S) {
     let store = Arc::new(store);
 
-    let mut handles = Vec::new();
-    for i in 0..50 {
+    let mut submitted = race(50, |i| {
         let store = Arc::clone(&store);
-        handles.push(tokio::spawn(async move {
+        async move {
             let agent_name = format!("agent-{}", i % 5);
             match store
                 .insert_task(&new_task(&agent_name, 0), None, ROOMY)
@@ -28,12 +27,9 @@ pub async fn concurrent_claims_are_exact_and_fifo<S: ConformanceStore>(store: S)
                 InsertOutcome::Created(t) => t,
                 other => panic!("{other:?}"),
             }
-        }));
-    }
-    let mut submitted = Vec::new();
-    for h in handles {
-        submitted.push(h.await.unwrap());
-    }
+        }
+    })
+    .await;
     submitted.sort_by_key(|t| t.queue_seq);
     let seqs: HashSet<i64> = submitted.iter().map(|t| t.queue_seq).collect();
     assert_eq!(seqs.len(), 50);
@@ -42,19 +38,12 @@ pub async fn concurrent_claims_are_exact_and_fifo<S: ConformanceStore>(store: S)
         max_active: 2,
         max_active_per_agent: 50,
     };
-    let mut handles = Vec::new();
-    for _ in 0..50 {
+    let claims = race(50, |_| {
         let store = Arc::clone(&store);
-        handles.push(tokio::spawn(async move {
-            store.claim_next(limits, 100).await.unwrap()
-        }));
-    }
-    let mut claimed = Vec::new();
-    for h in handles {
-        if let Some(t) = h.await.unwrap() {
-            claimed.push(t);
-        }
-    }
+        async move { store.claim_next(limits, 100).await.unwrap() }
+    })
+    .await;
+    let mut claimed: Vec<_> = claims.into_iter().flatten().collect();
     assert_eq!(claimed.len(), 2);
     claimed.sort_by_key(|t| t.queue_seq);
     let claimed_ids: Vec<_> = claimed.iter().map(|t| t.id.clone()).collect();
@@ -145,20 +134,16 @@ pub async fn concurrent_claims_respect_the_per_agent_limit<S: ConformanceStore>(
         max_active: 5,
         max_active_per_agent: 2,
     };
-    let mut handles = Vec::new();
-    for _ in 0..30 {
+    let claims = race(30, |_| {
         let store = Arc::clone(&store);
-        handles.push(tokio::spawn(async move {
-            store.claim_next(limits, 100).await.unwrap()
-        }));
-    }
+        async move { store.claim_next(limits, 100).await.unwrap() }
+    })
+    .await;
     let mut per_agent = std::collections::HashMap::<String, u32>::new();
     let mut total = 0;
-    for h in handles {
-        if let Some(t) = h.await.unwrap() {
-            *per_agent.entry(t.agent_id.as_str().to_owned()).or_default() += 1;
-            total += 1;
-        }
+    for t in claims.into_iter().flatten() {
+        *per_agent.entry(t.agent_id.as_str().to_owned()).or_default() += 1;
+        total += 1;
     }
     assert_eq!(total, 5, "the global limit is exact: {per_agent:?}");
     assert!(per_agent.values().all(|&n| n <= 2), "{per_agent:?}");

@@ -6,7 +6,7 @@ use handoff_task::{NewTask, RepeatGuard, TaskStatus};
 
 use super::{
     ConformanceStore,
-    support::{ROOMY, WIDE, change, event_count, key, new_task},
+    support::{ROOMY, WIDE, change, event_count, key, new_task, race},
 };
 use crate::InsertOutcome;
 
@@ -172,19 +172,19 @@ pub async fn full_queue_refuses_without_capturing_the_key<S: ConformanceStore>(s
 pub async fn concurrent_inserts_respect_capacity_and_keys<S: ConformanceStore>(store: S) {
     let store = Arc::new(store);
 
-    let mut handles = Vec::new();
-    for _ in 0..50 {
+    let outcomes = race(50, |_| {
         let store = Arc::clone(&store);
-        handles.push(tokio::spawn(async move {
+        async move {
             store
                 .insert_task(&new_task("agent-a", 0), None, 20)
                 .await
                 .unwrap()
-        }));
-    }
+        }
+    })
+    .await;
     let mut created = 0;
-    for h in handles {
-        match h.await.unwrap() {
+    for outcome in outcomes {
+        match outcome {
             InsertOutcome::Created(_) => created += 1,
             InsertOutcome::QueueFull { queued } => assert_eq!(queued, 20),
             other => panic!("unexpected {other:?}"),
@@ -193,19 +193,19 @@ pub async fn concurrent_inserts_respect_capacity_and_keys<S: ConformanceStore>(s
     assert_eq!(created, 20);
 
     // Racing identical submissions under the loop guard: exactly the limit's worth get in.
-    let mut handles = Vec::new();
-    for _ in 0..10 {
+    let outcomes = race(10, |_| {
         let store = Arc::clone(&store);
-        handles.push(tokio::spawn(async move {
+        async move {
             store
                 .insert_task(&guarded("agent-c", "same", 1_000), None, ROOMY)
                 .await
                 .unwrap()
-        }));
-    }
+        }
+    })
+    .await;
     let mut admitted = 0;
-    for h in handles {
-        match h.await.unwrap() {
+    for outcome in outcomes {
+        match outcome {
             InsertOutcome::Created(_) => admitted += 1,
             InsertOutcome::Repeated { active } => assert_eq!(active.len(), 2),
             other => panic!("unexpected {other:?}"),
@@ -214,20 +214,20 @@ pub async fn concurrent_inserts_respect_capacity_and_keys<S: ConformanceStore>(s
     assert_eq!(admitted, 2);
 
     // Racing submissions of one key create exactly one task.
-    let mut handles = Vec::new();
-    for _ in 0..20 {
+    let outcomes = race(20, |_| {
         let store = Arc::clone(&store);
-        handles.push(tokio::spawn(async move {
+        async move {
             store
                 .insert_task(&new_task("agent-b", 0), Some(&key("once", 0)), ROOMY)
                 .await
                 .unwrap()
-        }));
-    }
+        }
+    })
+    .await;
     let mut ids = HashSet::new();
     let mut fresh = 0;
-    for h in handles {
-        match h.await.unwrap() {
+    for outcome in outcomes {
+        match outcome {
             InsertOutcome::Created(t) => {
                 fresh += 1;
                 ids.insert(t.id);

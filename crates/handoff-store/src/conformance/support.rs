@@ -4,8 +4,37 @@ use handoff_task::{
     AgentId, Approval, ApprovalScope, AuditRecord, NewTask, Task, TaskId, TaskOptions, TaskStatus,
 };
 use serde_json::json;
+use std::{future::Future, sync::Arc};
+use tokio::sync::Semaphore;
 
 use crate::{ClaimLimits, IdempotencyClaim, InsertOutcome, StatusChange, TaskStore};
+
+/// Racing calls in flight at once, at most: fewer than a PostgreSQL pool's connections, so on
+/// a loaded machine a racer waits for the lock it races for, never for a connection (the pool
+/// gives up on that after `PgStore::ACQUIRE_TIMEOUT`, which is the store's outage bound).
+const RACERS: usize = 8;
+
+/// Runs `call(0..n)` as racing tasks, at most [`RACERS`] in flight; their results in order.
+pub(crate) async fn race<T, Fut>(n: usize, call: impl Fn(usize) -> Fut) -> Vec<T>
+where
+    T: Send + 'static,
+    Fut: Future<Output = T> + Send + 'static,
+{
+    let gate = Arc::new(Semaphore::new(RACERS));
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let (gate, racer) = (Arc::clone(&gate), call(i));
+        handles.push(tokio::spawn(async move {
+            let _turn = gate.acquire_owned().await.unwrap();
+            racer.await
+        }));
+    }
+    let mut results = Vec::new();
+    for h in handles {
+        results.push(h.await.unwrap());
+    }
+    results
+}
 
 /// A backlog limit no case reaches.
 pub(crate) const ROOMY: u32 = 1000;

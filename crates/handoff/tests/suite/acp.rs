@@ -121,17 +121,17 @@ fn script(agent: &AcpAgent) -> Script {
             // Codex hands a step still running after 30 s back to the model; repeating it keeps
             // the agent busy until the release on a loaded machine too (once released, a repeat
             // returns at once).
-            {"match": "WAIT-FOR-NAME", "turns": [count(1), count(2), count(3), count(4), {"text": "nobody told me a name"}]},
+            {"match": "WAIT-FOR-NAME", "turns": [count(1), count(2), count(3), count(4), {"text": "nobody told me a name, and there is nothing to change in the files"}]},
             {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
             {"match": "HANG", "turns": [{"hang": true}]},
-            {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer"}]},
-            {"match": "PAUSE-COUNT", "turns": [count(1), count(2), count(3), count(4), {"text": "counted until released"}]},
+            {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer, as the owner decided"}]},
+            {"match": "PAUSE-COUNT", "turns": [count(1), count(2), count(3), count(4), {"text": "counted until released, and there is nothing to change in the files"}]},
             // The completion checks' continuation names the failing command; it comes first so
             // the continuation is not read as the original task.
             {"match": "test -f continued.txt", "turns": [write("continued.txt", "second turn\n"), {"text": "continued.txt is there now"}]},
             {"match": "CONTINUE-ME", "turns": [write("first.txt", "first turn\n"), {"text": "first.txt written. Done."}]}
         ],
-        "default": {"text": "No scenario matched."},
+        "default": {"text": "No scenario matched: the script's default reply, nothing to change"},
         "untooled": {"text": "Scripted title"}
     });
     Script::from_json(&script.to_string()).unwrap()
@@ -141,7 +141,7 @@ fn script(agent: &AcpAgent) -> Script {
 fn scripted(runtime: &tokio::runtime::Runtime, scenarios: Value) -> ScriptedModel {
     let script = json!({
         "scenarios": scenarios,
-        "default": {"text": "No scenario matched."},
+        "default": {"text": "No scenario matched: the script's default reply, nothing to change"},
         "untooled": {"text": "Scripted title"}
     });
     runtime
@@ -355,7 +355,7 @@ fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str) {
             "get_task_status",
             json!({"task_id": paused})
         ))["answer"],
-        "counted until released"
+        "counted until released, and there is nothing to change in the files"
     );
 }
 
@@ -662,7 +662,7 @@ fn an_acp_agent_is_given_its_configured_mcp_servers() {
     let state = tempfile::tempdir().unwrap();
     let model = scripted(
         &runtime,
-        json!([{"match": "LIST-TOOLS", "turns": [{"text": "I was shown my tools."}]}]),
+        json!([{"match": "LIST-TOOLS", "turns": [{"text": "I was shown my tools, and there is nothing to change in the files"}]}]),
     );
     let mut env = acp_env(&OPENCODE_ACP, &model.base_url(), state.path());
     let started = state.path().join("probe-started");
@@ -778,14 +778,14 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
         &runtime,
         json!([
             {"match": "ESCAPE", "turns": [
-                {"tool_calls": [(OPENCODE_ACP.bash_call)(escape)]}, {"text": "tried"}
+                {"tool_calls": [(OPENCODE_ACP.bash_call)(escape)]}, {"text": "tried, and there is nothing to change in the files"}
             ]},
             {"match": "HOG", "turns": [
-                {"tool_calls": [(OPENCODE_ACP.bash_call)(&hog)]}, {"text": "the hog ran"}
+                {"tool_calls": [(OPENCODE_ACP.bash_call)(&hog)]}, {"text": "the hog ran, and there is nothing to change in the files"}
             ]},
             {"match": "PAUSE-COUNT", "turns": [
                 {"tool_calls": [(OPENCODE_ACP.bash_call)(&count)]},
-                {"text": "counted until released"}
+                {"text": "counted until released, and there is nothing to change in the files"}
             ]}
         ]),
     );
@@ -987,10 +987,10 @@ fn what_one_tasks_agent_writes_no_other_tasks_agent_sees() {
         &runtime,
         json!([
             {"match": "PLANT", "turns": [
-                {"tool_calls": [(OPENCODE_ACP.bash_call)(&plant)]}, {"text": "planted"}
+                {"tool_calls": [(OPENCODE_ACP.bash_call)(&plant)]}, {"text": "planted, and there is nothing to change in the files"}
             ]},
             {"match": "LOOK", "turns": [
-                {"tool_calls": [(OPENCODE_ACP.bash_call)(&look)]}, {"text": "looked"}
+                {"tool_calls": [(OPENCODE_ACP.bash_call)(&look)]}, {"text": "looked, and there is nothing to change in the files"}
             ]}
         ]),
     );

@@ -15,10 +15,10 @@ use handoff_scripted_model::Script;
 use serde_json::{Value, json};
 
 use super::{
-    completion::{Scripted, completion, judged_env, scripted},
-    executors::{AGENT, OPENCODE, events, wait_end},
-    harness::{Server, start},
-    integrity::project,
+    completion::{Scripted, completion, scripted},
+    executors::{AGENT, events, wait_end},
+    harness::Server,
+    integrity::{project, with_projects},
     mcp::{calls, task_id},
 };
 
@@ -157,15 +157,7 @@ fn switched_off_tests_empty_answers_hidden_outputs_and_rewritten_fixtures_are_ju
         state,
         model,
     } = scripted(script());
-    let roots = state.path().join("projects");
-    std::fs::create_dir_all(&roots).unwrap();
-    let mut env = judged_env(&OPENCODE, &model, state.path());
-    env.push((
-        "HANDOFF_WORKDIR_ROOTS".to_owned(),
-        roots.canonicalize().unwrap().display().to_string(),
-    ));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = start(&env);
+    let (roots, server) = with_projects(&model, state.path());
     let [python, rust, js, ignored, greet] = projects(&roots);
     // Each task its own copy: the Python tasks share one template.
     let python_copy = |name: &str| {

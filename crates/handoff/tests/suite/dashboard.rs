@@ -29,7 +29,7 @@ fn script() -> Script {
     let script = json!({
         "scenarios": [
             {"match": "CREATE-FILE", "turns": [write, {"text": "Created hello.txt."}]},
-            {"match": "ASK-TOUCH", "turns": [touch, {"text": "finished after the permission answer"}]},
+            {"match": "ASK-TOUCH", "turns": [touch, {"text": "finished after the permission answer, as the owner decided"}]},
             {"match": "HANG", "turns": [{"hang": true}]}
         ],
         "default": {"text": "No scenario matched."},

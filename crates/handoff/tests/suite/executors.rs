@@ -102,13 +102,13 @@ pub(super) fn script(agent: &Agent) -> Script {
             {"match": "CREATE-FILE", "turns": [write("hello.txt", "hello from opencode\n"), {"text": "Created hello.txt."}]},
             // Codex hands the step back after at most 30 s; repeating it keeps the agent busy until
             // the release on a loaded machine too (once released, a repeat returns at once).
-            {"match": "WAIT-FOR-NAME", "turns": [bash(WAIT_FOR_RELEASE), bash(WAIT_FOR_RELEASE), bash(WAIT_FOR_RELEASE), bash(WAIT_FOR_RELEASE), {"text": "nobody told me a name"}]},
+            {"match": "WAIT-FOR-NAME", "turns": [bash(WAIT_FOR_RELEASE), bash(WAIT_FOR_RELEASE), bash(WAIT_FOR_RELEASE), bash(WAIT_FOR_RELEASE), {"text": "nobody told me a name, and there is nothing to change in the files"}]},
             {"match": "NAME-IS-NOTES", "turns": [write("notes.txt", "named by a message\n"), {"text": "Wrote notes.txt as asked."}]},
             {"match": "HANG", "turns": [{"hang": true}]},
             {"match": "BAD-REQUEST", "turns": [{"error": {"status": 400, "type": "invalid_request_error", "message": "mock-model rejects this request"}}]},
             {"match": "SERVER-ERROR", "turns": [{"error": {"status": 500, "type": "server_error", "message": "upstream exploded"}}]},
-            {"match": "PRINT-ENV", "turns": [bash("echo handoff-vars=[$(env | grep ^HANDOFF_ | cut -d= -f1 | sort | tr '\\n' ' ')] path-vars=$(env | grep -c ^PATH=)"), {"text": "counted"}]},
-            {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer"}]},
+            {"match": "PRINT-ENV", "turns": [bash("echo handoff-vars=[$(env | grep ^HANDOFF_ | cut -d= -f1 | sort | tr '\\n' ' ')] path-vars=$(env | grep -c ^PATH=)"), {"text": "counted, and there is nothing to change in the files"}]},
+            {"match": "ASK-TOUCH", "turns": [bash("touch {{cwd}}/approved.txt"), {"text": "finished after the permission answer, as the owner decided"}]},
             {"match": "ISOLATE-A", "turns": [write("only-a.txt", "a\n"), {"text": "a done"}]},
             {"match": "ISOLATE-B", "turns": [write("only-b.txt", "b\n"), {"text": "b done"}]},
             // OpenCode's question tool.
@@ -117,10 +117,10 @@ pub(super) fn script(agent: &Agent) -> Script {
                     "question": "Which colour?", "header": "Colour",
                     "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
                 }]}}]},
-                {"text": "going with the answer"}
+                {"text": "going with the answer, and there is nothing to change in the files"}
             ]}
         ],
-        "default": {"text": "No scenario matched."},
+        "default": {"text": "No scenario matched: the script's default reply, nothing to change"},
         "untooled": {"text": "Scripted title"}
     });
     Script::from_json(&script.to_string()).unwrap()

@@ -5,15 +5,15 @@
 //! sleeping past the task's deadline is killed at the deadline with nothing left running, and
 //! the task does not end `completed`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use handoff_scripted_model::Script;
+use handoff_scripted_model::{Script, ScriptedModel};
 use serde_json::{Value, json};
 
 use super::{
     completion::{Scripted, completion, judged_env, scripted},
     executors::{AGENT, OPENCODE, events, wait_end},
-    harness::start,
+    harness::{Server, start},
     mcp::{calls, task_id},
     wait::{PATIENCE, wait_until},
 };
@@ -38,6 +38,20 @@ fn script() -> Script {
         "untooled": {"text": "Scripted title"}
     });
     Script::from_json(&script.to_string()).unwrap()
+}
+
+/// Handoff on OpenCode and the scripted model (as coder and judge), taking task directories
+/// under the returned folder (`<state>/projects`).
+pub(super) fn with_projects(model: &ScriptedModel, state: &Path) -> (PathBuf, Server) {
+    let roots = state.join("projects");
+    std::fs::create_dir_all(&roots).unwrap();
+    let mut env = judged_env(&OPENCODE, model, state);
+    env.push((
+        "HANDOFF_WORKDIR_ROOTS".to_owned(),
+        roots.canonicalize().unwrap().display().to_string(),
+    ));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    (roots, start(&env))
 }
 
 /// A caller-chosen task directory under `roots` holding `files`.
@@ -83,15 +97,7 @@ fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_complete
         state,
         model,
     } = scripted(script());
-    let roots = state.path().join("projects");
-    std::fs::create_dir_all(&roots).unwrap();
-    let mut env = judged_env(&OPENCODE, &model, state.path());
-    env.push((
-        "HANDOFF_WORKDIR_ROOTS".to_owned(),
-        roots.canonicalize().unwrap().display().to_string(),
-    ));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = start(&env);
+    let (roots, server) = with_projects(&model, state.path());
 
     let tamper = project(
         &roots,

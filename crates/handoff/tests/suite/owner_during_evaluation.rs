@@ -68,7 +68,9 @@ fn messages_and_cancels_reach_a_task_under_evaluation() {
         state,
         model,
     } = scripted(script());
-    let env = handoff_env(&OPENCODE, &model.base_url(), state.path());
+    let mut env = handoff_env(&OPENCODE, &model.base_url(), state.path());
+    // Held only when the run is evaluated, not in its run before the task starts.
+    env.push(("HANDOFF_VERIFY_BEFORE_SECS".to_owned(), "0".to_owned()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
     let checks = json!({"policy": "checks", "verify_commands": [HELD]});

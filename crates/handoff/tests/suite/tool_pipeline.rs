@@ -27,19 +27,19 @@ fn write(file: &str, content: &str) -> Value {
 fn script() -> Script {
     let script = json!({
         "scenarios": [
-            {"match": "RM-DENIED", "turns": [write("keep.txt", "keep me\n"), bash("rm -rf {{cwd}}/keep.txt"), {"text": "finished after rm"}]},
-            {"match": "COMPOUND", "turns": [write("x.txt", "x\n"), bash("git status && rm {{cwd}}/x.txt"), {"text": "finished after compound"}]},
-            {"match": "LS-PLAIN", "turns": [bash("ls {{cwd}}"), {"text": "listed"}]},
-            {"match": "LS-SECRET", "turns": [bash("ls {{cwd}}/secret-notes"), {"text": "tried the secret"}]},
-            {"match": "CURL-HOOK", "turns": [bash("curl -s http://127.0.0.1:9/blocked"), {"text": "tried curl"}]},
+            {"match": "RM-DENIED", "turns": [write("keep.txt", "keep me\n"), bash("rm -rf {{cwd}}/keep.txt"), {"text": "finished after rm, and there is nothing to change in the files"}]},
+            {"match": "COMPOUND", "turns": [write("x.txt", "x\n"), bash("git status && rm {{cwd}}/x.txt"), {"text": "finished after compound, and there is nothing to change in the files"}]},
+            {"match": "LS-PLAIN", "turns": [bash("ls {{cwd}}"), {"text": "listed, and there is nothing to change in the files"}]},
+            {"match": "LS-SECRET", "turns": [bash("ls {{cwd}}/secret-notes"), {"text": "tried the secret, and there is nothing to change in the files"}]},
+            {"match": "CURL-HOOK", "turns": [bash("curl -s http://127.0.0.1:9/blocked"), {"text": "tried curl; the hook decided whether it could run"}]},
             {"match": "LOOP", "turns": [
                 bash("echo same-step"), bash("echo same-step"), bash("echo same-step"),
                 bash("echo same-step"), bash("echo same-step"), bash("echo same-step"),
                 bash("echo same-step"), bash("echo same-step"), bash("echo same-step"),
-                {"text": "never reached"}
+                {"text": "never reached, and there is nothing to change in the files"}
             ]}
         ],
-        "default": {"text": "No scenario matched."},
+        "default": {"text": "No scenario matched: the script's default reply, nothing to change"},
         "untooled": {"text": "Scripted title"}
     });
     Script::from_json(&script.to_string()).unwrap()
