@@ -98,11 +98,12 @@ pub(crate) async fn run_before(d: &Driver<'_>) -> Result<Vec<(String, u64)>, Eng
     let mut counts = Vec::new();
     for command in &settings.verify_commands {
         let started = std::time::Instant::now();
-        let run = d
-            .plan
-            .checks
-            .run(task.id.as_str(), Path::new(&task.workdir), command, limit)
-            .await;
+        let checks = &d.plan.checks;
+        let run = tokio::select! {
+            run = checks.run(task.id.as_str(), Path::new(&task.workdir), command, limit) => run,
+            // A cancel (or the deadline) wins: dropping the run kills its process group.
+            () = d.link.stopped() => return Ok(counts),
+        };
         let took = started.elapsed().as_secs_f64();
         let note = match run {
             Ok(run) => {

@@ -1,6 +1,7 @@
 //! The owner's word still counts while a finished turn is being evaluated: a cancel ends the
 //! evaluation at once (verify commands included), and a message is new input that resumes the
-//! session instead of being dropped. The verify command meets the test at two FIFOs, so the
+//! session instead of being dropped. A cancel also ends the verify commands' run before the
+//! task starts. The verify command meets the test at two FIFOs, so the
 //! evaluation is held exactly where the test wants it.
 
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use handoff_task::{MessageType, TaskStatus};
 use tempfile::TempDir;
 
 use super::{
+    common::{PATIENCE, alive, wait_until},
     rig::{Rig, owner, rig},
     scripted::HANG,
 };
@@ -171,4 +173,46 @@ async fn a_message_during_evaluation_resumes_the_session() {
         "{:#?}",
         history.events
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_ends_the_verify_commands_run_before_the_task_starts() {
+    let marks = TempDir::new().unwrap();
+    let pid_file = marks.path().join("verify.pid");
+    // Records its pid, then waits for a word that never comes: only a kill ends it.
+    let command = format!(
+        "echo $$ > {pid}; mkfifo {fifo}; read word < {fifo}",
+        pid = pid_file.display(),
+        fifo = marks.path().join("never").display(),
+    );
+    let commands = serde_json::json!([command]).to_string();
+    let rig = rig(
+        &[
+            ("HANDOFF_COMPLETION_POLICY", "checks"),
+            ("HANDOFF_VERIFY_COMMANDS", &commands),
+        ],
+        RESUMABLE,
+    )
+    .await;
+    let id = rig.submit_task().await;
+    let pid: i32 = wait_until(
+        "the verify command to run before the task",
+        HANG,
+        async || {
+            let text = std::fs::read_to_string(&pid_file).map_err(|e| e.to_string())?;
+            text.trim().parse::<i32>().map_err(|e| e.to_string())
+        },
+    )
+    .await;
+
+    let receipt = tokio::time::timeout(HANG, rig.control(&id, ControlAction::Cancel, "not now"))
+        .await
+        .expect("the cancel hung behind the verify command")
+        .unwrap()
+        .unwrap();
+    assert_eq!(receipt.task.status, TaskStatus::Cancelled);
+    wait_until("the verify command to be killed", PATIENCE, async || {
+        if alive(pid) { Err(pid) } else { Ok(()) }
+    })
+    .await;
 }
