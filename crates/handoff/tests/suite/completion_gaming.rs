@@ -18,17 +18,9 @@ use super::{
     completion::{Scripted, completion, scripted},
     executors::{AGENT, events, wait_end},
     harness::Server,
-    integrity::{project, with_projects},
+    integrity::{bash, failed_check, project, with_projects, write},
     mcp::{calls, task_id},
 };
-
-fn bash(command: &str) -> Value {
-    json!({"tool_calls": [{"name": "bash", "arguments": {"command": command, "description": "scripted step"}}]})
-}
-
-fn write(file: &str, content: &str) -> Value {
-    json!({"tool_calls": [{"name": "write", "arguments": {"filePath": format!("{{{{cwd}}}}/{file}"), "content": content}}]})
-}
 
 fn verdict(done: bool, reason: &str) -> Value {
     json!({"tool_calls": [{"name": "verdict", "arguments": {
@@ -86,19 +78,6 @@ fn script() -> Script {
         "untooled": {"text": "Scripted title"}
     });
     Script::from_json(&script.to_string()).unwrap()
-}
-
-/// The failed check named `name` of a completion, its detail.
-fn failed_check(done: &Value, name: &str) -> String {
-    let check = done["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no `{name}` check: {done:#}"));
-    assert_eq!(check["passed"], false, "{done:#}");
-    check["detail"].as_str().unwrap().to_owned()
 }
 
 /// Waits for `id` to end with `status`; returns its completion block.

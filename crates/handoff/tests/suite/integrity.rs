@@ -18,11 +18,11 @@ use super::{
     wait::{PATIENCE, wait_until},
 };
 
-fn bash(command: &str) -> Value {
+pub(super) fn bash(command: &str) -> Value {
     json!({"tool_calls": [{"name": "bash", "arguments": {"command": command, "description": "scripted step"}}]})
 }
 
-fn write(file: &str, content: &str) -> Value {
+pub(super) fn write(file: &str, content: &str) -> Value {
     json!({"tool_calls": [{"name": "write", "arguments": {"filePath": format!("{{{{cwd}}}}/{file}"), "content": content}}]})
 }
 
@@ -77,15 +77,15 @@ fn running(pid: i32) -> bool {
     })
 }
 
-/// The failed "protected files" check of a completion, its detail.
-fn protected_check(done: &Value) -> String {
+/// The failed check named `name` of a completion, its detail.
+pub(super) fn failed_check(done: &Value, name: &str) -> String {
     let check = done["checks"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["name"] == "protected files")
+        .find(|c| c["name"] == name)
         .cloned()
-        .unwrap_or_else(|| panic!("no protected-files check: {done:#}"));
+        .unwrap_or_else(|| panic!("no `{name}` check: {done:#}"));
     assert_eq!(check["passed"], false, "{done:#}");
     check["detail"].as_str().unwrap().to_owned()
 }
@@ -139,7 +139,7 @@ fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_complete
         events(&server, &tampered)
     );
     let done = completion(&server, &tampered);
-    let detail = protected_check(&done);
+    let detail = failed_check(&done, "protected files");
     assert!(
         detail.contains("check.sh")
             && detail.contains("-test \"$(cat answer.txt)\" = 42")
@@ -161,7 +161,7 @@ fn tampered_checks_empty_test_runs_and_checks_past_the_deadline_are_not_complete
         events(&server, &remade)
     );
     let done = completion(&server, &remade);
-    let detail = protected_check(&done);
+    let detail = failed_check(&done, "protected files");
     assert!(
         detail.contains("Makefile") && detail.contains("+\ttrue"),
         "{detail}"
