@@ -12,9 +12,6 @@ cd "$(dirname "$0")/.."
 # Module prefixes of the end-to-end suite (crates/handoff/tests/suite/) per tier.
 services=(suite::letta suite::matrix suite::synapse suite::scale_letta)
 scale=(suite::scale suite::postgres suite::pg_cluster)
-# Prefixes match as substrings: `suite::completion` takes completion, completion_truth and
-# completion_gaming.
-completion=(suite::completion suite::integrity suite::owner_during_evaluation)
 
 skips() {
   local prefix
@@ -25,13 +22,8 @@ tier() {
   case "$1" in
     # Real coding agents (OpenCode, Claude Code, Codex, ACP adapters) and real MCP clients.
     agents)
-      mapfile -t skip < <(skips "${services[@]}" "${scale[@]}" "${completion[@]}")
+      mapfile -t skip < <(skips "${services[@]}" "${scale[@]}")
       cargo test -p handoff --test all -- "${skip[@]}"
-      ;;
-    # Verified completion through the real OpenCode and the scripted coder and judge: its own
-    # process, so the longest tier (`agents`) does not also carry these minutes.
-    completion)
-      cargo test -p handoff --test all -- "${completion[@]}"
       ;;
     # The real Letta and Synapse.
     services)
@@ -50,7 +42,7 @@ tier() {
       return "$rc"
       ;;
     *)
-      echo "unknown tier '$1'; tiers: agents completion services scale crates" >&2
+      echo "unknown tier '$1'; tiers: agents services scale crates" >&2
       return 2
       ;;
   esac
@@ -60,7 +52,7 @@ every_test_is_in_one_tier() {
   local all listed
   all=$(cargo test -q -p handoff --test all -- --list 2>/dev/null | grep -c ': test$')
   listed=0
-  for name in agents completion services scale; do
+  for name in agents services scale; do
     listed=$((listed + $(tier_list "$name" | grep -c ': test$')))
   done
   if [ "$all" != "$listed" ]; then
@@ -73,17 +65,16 @@ every_test_is_in_one_tier() {
 tier_list() {
   case "$1" in
     agents)
-      mapfile -t skip < <(skips "${services[@]}" "${scale[@]}" "${completion[@]}")
+      mapfile -t skip < <(skips "${services[@]}" "${scale[@]}")
       cargo test -q -p handoff --test all -- "${skip[@]}" --list 2>/dev/null
       ;;
-    completion) cargo test -q -p handoff --test all -- "${completion[@]}" --list 2>/dev/null ;;
     services) cargo test -q -p handoff --test all -- "${services[@]}" --list 2>/dev/null ;;
     scale) cargo test -q -p handoff --test all -- "${scale[@]}" --skip suite::scale_letta --list 2>/dev/null ;;
   esac
 }
 
 case "${1:-}" in
-  --list) echo "agents completion services scale crates" ;;
+  --list) echo "agents services scale crates" ;;
   --check) every_test_is_in_one_tier ;;
   "") echo "usage: scripts/test-tier.sh NAME | --list | --check" >&2; exit 2 ;;
   *) tier "$1" ;;
