@@ -26,6 +26,7 @@ const MAX_TEST_FILES: usize = 300;
 const MAX_TEST_BYTES: u64 = 256 * 1024;
 /// Directory entries looked at while searching for test files, at most.
 const MAX_ENTRIES: usize = 50_000;
+
 /// Whether a changed file needs its own diff: a test file, a Rust file, a fixture by place, or a
 /// data file a test might read.
 fn candidate(path: &str) -> bool {
