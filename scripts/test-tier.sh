@@ -9,9 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Module prefixes of the end-to-end suite (crates/handoff/tests/suite/) per tier.
+# Module prefixes of the end-to-end suite (crates/handoff/tests/suite/) per tier. `scale` also
+# runs the Claude Code and Codex sessions: it ends minutes before `agents`, and these start no
+# OpenCode, so they shorten the longest tier without adding OpenCode processes beside its own.
 services=(suite::letta suite::matrix suite::synapse suite::scale_letta)
-scale=(suite::scale suite::postgres suite::pg_cluster)
+scale=(suite::scale suite::postgres suite::pg_cluster suite::agent_homes
+  suite::executors::claude_code suite::executors::codex
+  suite::completion::claude_code suite::completion::codex)
 
 skips() {
   local prefix
@@ -29,7 +33,7 @@ tier() {
     services)
       cargo test -p handoff --test all -- "${services[@]}"
       ;;
-    # Several instances on the shared PostgreSQL, faults included.
+    # Several instances on the shared PostgreSQL, faults included; Claude Code and Codex.
     scale)
       cargo test -p handoff --test all -- "${scale[@]}" --skip suite::scale_letta
       ;;

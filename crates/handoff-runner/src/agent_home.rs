@@ -5,15 +5,17 @@
 //! credentials), writable in its sandbox; a continuation reuses its run's home, and the home
 //! goes once nothing can continue the run.
 //!
-//! Used by every executor whose agent keeps such state (`opencode acp`, `opencode run`).
+//! Used by every executor whose agent keeps such state (`opencode acp`, `opencode run`,
+//! Claude Code, Codex).
 //!
 //! Durable: the home directories, until their run is released. In memory: nothing.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use tokio::sync::mpsc;
 
-use crate::{CommandExecutor, RunSpec, RunnerError};
+use crate::{CommandExecutor, RunEvent, RunSpec, RunnerError};
 
 /// The key of a run's state that names its home.
 pub(crate) const STATE_KEY: &str = "agent_home";
@@ -147,12 +149,42 @@ fn copy_seed(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// `events` of a run in `home` that nothing will continue: the home goes once the run ends,
+/// before its end is told (so no later task finds anything of it). Without a home, `events`.
+pub(crate) fn discard_at_end(
+    mut events: mpsc::Receiver<RunEvent>,
+    home: Option<PathBuf>,
+) -> mpsc::Receiver<RunEvent> {
+    let Some(home) = home else {
+        return events;
+    };
+    let (tx, rx) = mpsc::channel(256);
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if matches!(event, RunEvent::Finished(_)) {
+                let home = home.clone();
+                let _ = tokio::task::spawn_blocking(move || remove(&home)).await;
+            }
+            // Read on when nobody listens: the home still goes when the run ends.
+            let _ = tx.send(event).await;
+        }
+    });
+    rx
+}
+
 /// The home a run recorded in its `state`.
 pub(crate) fn of_state(state: &Value) -> Option<PathBuf> {
     state
         .get(STATE_KEY)
         .and_then(Value::as_str)
         .map(PathBuf::from)
+}
+
+/// Removes the home a run recorded in its `state`, if any (nothing will continue the run).
+pub(crate) fn release(state: &Value) {
+    if let Some(home) = of_state(state) {
+        remove(&home);
+    }
 }
 
 /// Removes a home (a run that nothing can continue any more).
@@ -217,5 +249,36 @@ mod tests {
             of_state(&serde_json::json!({ STATE_KEY: "/x/y" })),
             Some(PathBuf::from("/x/y"))
         );
+    }
+
+    #[tokio::test]
+    async fn a_discarded_home_is_gone_before_the_end_is_told_and_a_kept_one_stays() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("run");
+        std::fs::create_dir_all(home.join("claude/projects")).unwrap();
+        let line = RunEvent::Output {
+            stream: crate::OutputStream::Stdout,
+            line: "working".into(),
+        };
+        let end = RunEvent::Finished(crate::RunOutcome::default());
+
+        let (tx, rx) = mpsc::channel(4);
+        let mut events = discard_at_end(rx, Some(home.clone()));
+        tx.send(line.clone()).await.unwrap();
+        assert_eq!(events.recv().await, Some(line.clone()));
+        assert!(home.is_dir(), "the run still works in its home");
+        tx.send(end.clone()).await.unwrap();
+        assert_eq!(events.recv().await, Some(end.clone()));
+        assert!(!home.exists(), "told of the end, the home is already gone");
+
+        // A continuable run (no home to discard) keeps it.
+        std::fs::create_dir_all(&home).unwrap();
+        let (tx, rx) = mpsc::channel(4);
+        let mut events = discard_at_end(rx, None);
+        tx.send(end.clone()).await.unwrap();
+        assert_eq!(events.recv().await, Some(end));
+        assert!(home.is_dir());
+        release(&serde_json::json!({ STATE_KEY: home }));
+        assert!(!home.exists(), "released, it goes");
     }
 }

@@ -1,17 +1,21 @@
 //! Which executors this configuration offers, built from the typed config.
 
-use std::{path::PathBuf, sync::Arc};
+use std::sync::Arc;
 
 use handoff_config::{AcpExecutorConfig, CommandExecutorConfig, Config, OpenCodeExecutorConfig};
 use handoff_isolation::{EnvPolicy, IsolationLevel, Isolator};
 use handoff_runner::{
-    AcpConfig, AcpExecutor, AgentHomes, CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig,
-    CodexExecutor, CommandConfig, CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig,
+    AcpConfig, AcpExecutor, CheckRunner, ClaudeConfig, ClaudeExecutor, CodexConfig, CodexExecutor,
+    CommandConfig, CommandExecutor, ExecutorRegistry, Isolation, OpenCodeCliConfig,
     OpenCodeCliExecutor, OpenCodeConfig, OpenCodeExecutor, OpenCodeServer, PoolSettings, PromptVia,
     RunnerError,
 };
 
-use crate::{isolation::isolation, program::find_program};
+use crate::{
+    agent_homes::{absolute, claude_homes, codex_homes, opencode_homes},
+    isolation::isolation,
+    program::find_program,
+};
 
 /// The executors, plus the OpenCode one by itself (its managed server needs starting and
 /// stopping) and a line per executor for `health`.
@@ -97,6 +101,7 @@ fn claude_and_codex(
                 max_retries: claude.max_retries,
                 env: Vec::new(),
                 isolation: confine(claude.isolation),
+                homes: Some(claude_homes(config)),
             })?));
         }
         None => {
@@ -118,6 +123,7 @@ fn claude_and_codex(
                 max_retries: codex.max_retries,
                 env: Vec::new(),
                 isolation: confine(codex.isolation),
+                homes: Some(codex_homes(config)),
             })?));
         }
         None => {
@@ -199,46 +205,6 @@ fn opencode_executors(
 fn opencode_acp_isolation(config: &Config, isolator: &Arc<Isolator>) -> Option<Isolation> {
     let level = crate::isolation::opencode_acp_level(config, isolator);
     Some(isolation(config, isolator, Some(level)))
-}
-
-/// Each OpenCode agent process (`opencode acp`, `opencode run`) of executor `executor` keeps
-/// everything it writes in a home of its own: its database (every session it ran), logs and
-/// cache. So no task's shell reads another task's conversation, and nothing one task plants
-/// (a provider package in the cache) is loaded by another's agent. Copied in: the user's
-/// provider credentials (`opencode auth login`) and OpenCode's cache (what the user's own
-/// OpenCode downloaded; a run's own downloads go with its home).
-fn opencode_homes(config: &Config, executor: &str) -> AgentHomes {
-    let credentials = xdg_dir("XDG_DATA_HOME", ".local/share").map(|data| {
-        (
-            data.join("opencode/auth.json"),
-            PathBuf::from("data/opencode/auth.json"),
-        )
-    });
-    let cache = xdg_dir("XDG_CACHE_HOME", ".cache")
-        .map(|cache| (cache.join("opencode"), PathBuf::from("cache/opencode")));
-    AgentHomes {
-        root: absolute(&config.data_dir.join("agent-homes").join(executor)),
-        vars: vec![
-            ("XDG_DATA_HOME".to_owned(), "data".to_owned()),
-            ("XDG_STATE_HOME".to_owned(), "state".to_owned()),
-            ("XDG_CACHE_HOME".to_owned(), "cache".to_owned()),
-        ],
-        seed: credentials.into_iter().chain(cache).collect(),
-    }
-}
-
-/// `path` made absolute against the working directory (binds and stored task directories
-/// must not depend on it later).
-fn absolute(path: &std::path::Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
-}
-
-/// An XDG base directory as Handoff's own environment (which the agent inherits) names it.
-fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))
 }
 
 /// The name of the built-in ACP executor that runs `opencode acp` per task.

@@ -3,6 +3,7 @@
 //! HTTP health endpoints and the live web dashboard at `/`.
 #![deny(clippy::print_stdout)]
 
+mod agent_homes;
 mod app;
 mod call_id;
 mod conn;

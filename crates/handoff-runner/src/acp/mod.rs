@@ -207,17 +207,13 @@ impl Executor for AcpExecutor {
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
         let stopped = abandon_state(state).await;
-        if let Some(dir) = agent_home::of_state(state) {
-            agent_home::remove(&dir);
-        }
+        agent_home::release(state);
         stopped
     }
 
     /// Nothing will continue the run: its agent's home goes.
     async fn release(&self, state: &Value) -> Result<(), RunnerError> {
-        if let Some(dir) = agent_home::of_state(state) {
-            agent_home::remove(&dir);
-        }
+        agent_home::release(state);
         Ok(())
     }
 }

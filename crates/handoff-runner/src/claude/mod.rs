@@ -1,7 +1,9 @@
 //! The `claude` executor: one long-lived `claude -p` process per task speaking stream-json on
 //! stdin/stdout — the prompt and follow-up messages as user lines, permission prompts as
 //! `can_use_tool` control requests answered on stdin, an interrupt before the process is
-//! stopped. Process handling (group, signals, pause) is the `command` executor's.
+//! stopped. Process handling (group, signals, pause) is the `command` executor's. With homes
+//! configured, each run keeps Claude Code's state (`CLAUDE_CONFIG_DIR`: transcripts, shell
+//! snapshots, settings) in a home of its own, reused by its `--resume` runs.
 
 mod control;
 mod driver;
@@ -13,8 +15,10 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::{
-    Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat, PromptVia, Run, RunSpec,
-    RunnerError, command::abandon_state,
+    AgentHomes, Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat, PromptVia,
+    Run, RunSpec, RunnerError,
+    agent_home::{self, Launcher},
+    command::abandon_state,
 };
 
 /// The executor's name.
@@ -33,12 +37,14 @@ pub struct ClaudeConfig {
     pub env: Vec<(String, String)>,
     /// How its processes are confined.
     pub isolation: Option<crate::Isolation>,
+    /// Where each run keeps Claude Code's state, when not in the user's shared home.
+    pub homes: Option<AgentHomes>,
 }
 
 /// Runs tasks with Claude Code.
 #[derive(Debug)]
 pub struct ClaudeExecutor {
-    process: CommandExecutor,
+    launcher: Launcher,
     /// The process settings, for the `--resume` runs that continue a session.
     base: CommandConfig,
 }
@@ -83,23 +89,33 @@ impl ClaudeExecutor {
             message_format: MessageFormat::Raw,
             isolation: config.isolation.clone(),
         };
-        let process = CommandExecutor::new(base.clone())?;
-        Ok(Self { process, base })
+        let launcher = Launcher {
+            process: CommandExecutor::new(base.clone())?,
+            homes: config.homes,
+        };
+        // No run of this executor outlives the process that started it.
+        launcher.clear_homes();
+        Ok(Self { launcher, base })
     }
 
-    /// Runs `process` for `spec` with `prompt` as its first user line.
+    /// Runs `launcher`'s process for `spec` with `prompt` as its first user line, in `home`
+    /// (a continued run's) or a new one.
     async fn run(
-        process: &CommandExecutor,
+        launcher: &Launcher,
         spec: RunSpec,
         prompt: &str,
+        home: Option<&std::path::Path>,
     ) -> Result<Run, RunnerError> {
+        let continuable = spec.continuable;
         let spec = RunSpec {
             prompt: user_line(prompt),
             ..spec
         };
-        let spawned = process.spawn(&spec).await?;
+        let spawned = launcher.spawn(&spec, home).await?;
+        let discard = agent_home::of_state(&spawned.state).filter(|_| !continuable);
         let shared = Arc::new(driver::Shared::new(spawned.control));
         let events = driver::start(shared.clone(), spawned.events);
+        let events = agent_home::discard_at_end(events, discard);
         Ok(Run {
             events,
             control: Box::new(control::ClaudeControl::new(shared)),
@@ -134,16 +150,16 @@ impl Executor for ClaudeExecutor {
     }
 
     fn unavailable(&self) -> Option<String> {
-        self.process.unavailable_reason()
+        self.launcher.process.unavailable_reason()
     }
 
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
         let prompt = spec.prompt.clone();
-        Self::run(&self.process, spec, &prompt).await
+        Self::run(&self.launcher, spec, &prompt, None).await
     }
 
     /// A new `claude -p --resume <session>` process continues the session Claude Code keeps on
-    /// disk (`session_id` in `state`, as its init line reported it).
+    /// disk (`session_id` in `state`, as its init line reported it), in the run's home.
     async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
         let session = state
             .get("session_id")
@@ -157,12 +173,24 @@ impl Executor for ClaudeExecutor {
         config
             .argv
             .extend(["--resume".to_owned(), session.to_owned()]);
-        let process = CommandExecutor::new(config)?;
-        Self::run(&process, spec, prompt).await
+        let launcher = Launcher {
+            process: CommandExecutor::new(config)?,
+            homes: self.launcher.homes.clone(),
+        };
+        let home = agent_home::of_state(state);
+        Self::run(&launcher, spec, prompt, home.as_deref()).await
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        abandon_state(state).await
+        let stopped = abandon_state(state).await;
+        agent_home::release(state);
+        stopped
+    }
+
+    /// Nothing will continue the run: its home goes.
+    async fn release(&self, state: &Value) -> Result<(), RunnerError> {
+        agent_home::release(state);
+        Ok(())
     }
 }
 

@@ -2,7 +2,9 @@
 //! JSON-RPC 2.0 over stdin/stdout — a thread in the task directory, the prompt as its first
 //! turn, follow-up messages folded into the running turn, command and patch approvals answered
 //! by Handoff's policy, an interrupt before the process is stopped. Process handling (group,
-//! signals, pause) is the `command` executor's, the JSON-RPC plumbing `agent_process`'s.
+//! signals, pause) is the `command` executor's, the JSON-RPC plumbing `agent_process`'s. With
+//! homes configured, each run keeps Codex's state (`CODEX_HOME`: sessions, history, logs) in
+//! a home of its own, seeded from the configured home and reused by its resumed runs.
 
 mod control;
 mod driver;
@@ -16,7 +18,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    Capabilities, CommandExecutor, Executor, Run, RunSpec, RunnerError, agent_process,
+    AgentHomes, Capabilities, Executor, Run, RunSpec, RunnerError,
+    agent_home::{self, Launcher},
+    agent_process,
     command::abandon_state,
 };
 
@@ -33,7 +37,8 @@ pub struct CodexConfig {
     pub binary: String,
     /// Model for every thread; Codex's configured model when unset.
     pub model: Option<String>,
-    /// `CODEX_HOME` for the processes; inherited when unset.
+    /// `CODEX_HOME` for the processes; inherited when unset. With `homes`, a run's own home
+    /// sets `CODEX_HOME` instead (seeded from this one).
     pub home: Option<PathBuf>,
     /// Provider retries before Codex gives up (applied to a provider defined in Codex's config;
     /// built-in providers keep Codex's own bound).
@@ -42,12 +47,14 @@ pub struct CodexConfig {
     pub env: Vec<(String, String)>,
     /// How its processes are confined.
     pub isolation: Option<crate::Isolation>,
+    /// Where each run keeps Codex's state, when not in one shared `CODEX_HOME`.
+    pub homes: Option<AgentHomes>,
 }
 
 /// Runs tasks with Codex.
 #[derive(Debug)]
 pub struct CodexExecutor {
-    process: CommandExecutor,
+    launcher: Launcher,
     model: Option<String>,
     max_retries: u32,
 }
@@ -67,9 +74,14 @@ impl CodexExecutor {
         }
         env.extend(config.env);
         let argv = vec![config.binary, "app-server".to_owned()];
-        let process = agent_process::launcher(argv, env, config.isolation)?;
+        let launcher = Launcher {
+            process: agent_process::launcher(argv, env, config.isolation)?,
+            homes: config.homes,
+        };
+        // No run of this executor outlives the process that started it.
+        launcher.clear_homes();
         Ok(Self {
-            process,
+            launcher,
             model: config.model,
             max_retries: config.max_retries,
         })
@@ -87,15 +99,15 @@ impl Executor for CodexExecutor {
     }
 
     fn unavailable(&self) -> Option<String> {
-        self.process.unavailable_reason()
+        self.launcher.process.unavailable_reason()
     }
 
     async fn start(&self, spec: RunSpec) -> Result<Run, RunnerError> {
-        self.run(spec, None).await
+        self.run(spec, None, None).await
     }
 
     /// A new app-server process resumes the thread Codex stored (`session_id` in `state`: the
-    /// thread id its first run reported) and runs `prompt` as the next turn.
+    /// thread id its first run reported) and runs `prompt` as the next turn, in the run's home.
     async fn resume(&self, spec: RunSpec, state: &Value, prompt: &str) -> Result<Run, RunnerError> {
         let thread = agent_process::stored_session(
             state,
@@ -106,17 +118,32 @@ impl Executor for CodexExecutor {
             prompt: prompt.to_owned(),
             ..spec
         };
-        self.run(spec, Some(thread)).await
+        let home = agent_home::of_state(state);
+        self.run(spec, Some(thread), home.as_deref()).await
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        abandon_state(state).await
+        let stopped = abandon_state(state).await;
+        agent_home::release(state);
+        stopped
+    }
+
+    /// Nothing will continue the run: its home goes.
+    async fn release(&self, state: &Value) -> Result<(), RunnerError> {
+        agent_home::release(state);
+        Ok(())
     }
 }
 
 impl CodexExecutor {
-    /// One app-server process for `spec`: a new thread, or `resume_thread` continued.
-    async fn run(&self, spec: RunSpec, resume_thread: Option<String>) -> Result<Run, RunnerError> {
+    /// One app-server process for `spec`: a new thread, or `resume_thread` continued in `home`.
+    async fn run(
+        &self,
+        spec: RunSpec,
+        resume_thread: Option<String>,
+        home: Option<&std::path::Path>,
+    ) -> Result<Run, RunnerError> {
+        let continuable = spec.continuable;
         let settings = driver::Settings {
             prompt: spec.prompt.clone(),
             cwd: spec.workdir.to_string_lossy().into_owned(),
@@ -129,9 +156,11 @@ impl CodexExecutor {
             prompt: protocol::initialize(),
             ..spec
         };
-        let spawned = self.process.spawn(&spec).await?;
+        let spawned = self.launcher.spawn(&spec, home).await?;
+        let discard = agent_home::of_state(&spawned.state).filter(|_| !continuable);
         let shared = Arc::new(driver::Shared::new(spawned.control, "Codex"));
         let events = driver::start(shared.clone(), settings, spawned.events);
+        let events = agent_home::discard_at_end(events, discard);
         Ok(agent_process::run(shared, events, spawned.state))
     }
 }

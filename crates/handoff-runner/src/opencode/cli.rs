@@ -113,9 +113,7 @@ impl Executor for OpenCodeCliExecutor {
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
         let stopped = abandon_state(state).await;
-        if let Some(home) = agent_home::of_state(state) {
-            agent_home::remove(&home);
-        }
+        agent_home::release(state);
         stopped
     }
 }

@@ -1077,7 +1077,12 @@ fn what_one_tasks_agent_writes_no_other_tasks_agent_sees() {
 }
 
 /// Every file named `name` under `root`.
-fn find_named(root: &Path, name: &str) -> Vec<std::path::PathBuf> {
+pub(super) fn find_named(root: &Path, name: &str) -> Vec<std::path::PathBuf> {
+    find_matching(root, |file| file == name)
+}
+
+/// Every file under `root` whose name `matches`.
+pub(super) fn find_matching(root: &Path, matches: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut dirs = vec![root.to_owned()];
     while let Some(dir) = dirs.pop() {
@@ -1085,7 +1090,7 @@ fn find_named(root: &Path, name: &str) -> Vec<std::path::PathBuf> {
             let path = entry.path();
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 dirs.push(path);
-            } else if entry.file_name() == name {
+            } else if matches(&entry.file_name().to_string_lossy()) {
                 found.push(path);
             }
         }

@@ -24,13 +24,13 @@ pub(super) const AGENT: &str = "agent-e2e";
 /// What differs between the coding agents.
 pub(super) struct Agent {
     /// Handoff's executor name.
-    executor: &'static str,
+    pub(super) executor: &'static str,
     /// The tool a shell step shows up as in the task's tool events.
     bash_tool: &'static str,
     /// The tool a file write shows up as in the task's tool events.
     write_tool: &'static str,
     /// The scripted model's tool call running a shell command.
-    bash_call: fn(&str) -> Value,
+    pub(super) bash_call: fn(&str) -> Value,
     /// The scripted model's tool call writing a file (named relative to the task directory).
     pub(super) write_call: fn(&str, &str) -> Value,
     /// Words the error of a task whose provider keeps answering 500 must contain.

@@ -1,4 +1,5 @@
 mod acp;
+mod agent_homes;
 mod claude_client;
 mod cli;
 mod cli_client;
