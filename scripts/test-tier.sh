@@ -9,12 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Module prefixes of the end-to-end suite (crates/handoff/tests/suite/) per tier. `scale` also
-# runs the Claude Code and Codex sessions: it ends minutes before `agents`, and these start no
-# OpenCode, so they shorten the longest tier without adding OpenCode processes beside its own.
+# Module prefixes of the end-to-end suite (crates/handoff/tests/suite/) per tier.
 services=(suite::letta suite::matrix suite::synapse suite::scale_letta)
-scale=(suite::scale suite::postgres suite::pg_cluster suite::agent_homes
-  suite::executors::claude_code suite::executors::codex
+scale=(suite::scale suite::postgres suite::pg_cluster)
+# The Claude Code and Codex sessions run in the `scale` tier's process once its own tests are
+# done: that tier ends minutes before `agents`, and these start no OpenCode. Run after the
+# several-instance tests, never beside them, they shorten the longest tier without adding a
+# process or load to any test.
+after_scale=(suite::agent_homes suite::executors::claude_code suite::executors::codex
   suite::completion::claude_code suite::completion::codex)
 
 skips() {
@@ -26,16 +28,19 @@ tier() {
   case "$1" in
     # Real coding agents (OpenCode, Claude Code, Codex, ACP adapters) and real MCP clients.
     agents)
-      mapfile -t skip < <(skips "${services[@]}" "${scale[@]}")
+      mapfile -t skip < <(skips "${services[@]}" "${scale[@]}" "${after_scale[@]}")
       cargo test -p handoff --test all -- "${skip[@]}"
       ;;
     # The real Letta and Synapse.
     services)
       cargo test -p handoff --test all -- "${services[@]}"
       ;;
-    # Several instances on the shared PostgreSQL, faults included; Claude Code and Codex.
+    # Several instances on the shared PostgreSQL, faults included; then Claude Code and Codex.
     scale)
-      cargo test -p handoff --test all -- "${scale[@]}" --skip suite::scale_letta
+      local rc=0
+      cargo test -p handoff --test all -- "${scale[@]}" --skip suite::scale_letta || rc=$?
+      cargo test -p handoff --test all -- "${after_scale[@]}" || rc=$?
+      return "$rc"
       ;;
     # Every other crate's tests, and the rest of the `handoff` crate's.
     crates)
@@ -69,11 +74,14 @@ every_test_is_in_one_tier() {
 tier_list() {
   case "$1" in
     agents)
-      mapfile -t skip < <(skips "${services[@]}" "${scale[@]}")
+      mapfile -t skip < <(skips "${services[@]}" "${scale[@]}" "${after_scale[@]}")
       cargo test -q -p handoff --test all -- "${skip[@]}" --list 2>/dev/null
       ;;
     services) cargo test -q -p handoff --test all -- "${services[@]}" --list 2>/dev/null ;;
-    scale) cargo test -q -p handoff --test all -- "${scale[@]}" --skip suite::scale_letta --list 2>/dev/null ;;
+    scale)
+      cargo test -q -p handoff --test all -- "${scale[@]}" --skip suite::scale_letta --list 2>/dev/null
+      cargo test -q -p handoff --test all -- "${after_scale[@]}" --list 2>/dev/null
+      ;;
   esac
 }
 

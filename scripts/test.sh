@@ -72,20 +72,9 @@ trap stop_servers EXIT
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
-# clippy checks in a target directory of its own (it never waits for the test binaries' lock
-# nor rebuilds them), from now on at the idle scheduling class: it gets only what the build
-# and the tiers leave of the CPU — the build's single-threaded links, the tiers' waits on
-# agents — so it never slows a test. Its result is reported like a tier's.
-cargo fetch --quiet
-clippy_dir=$(mktemp -d)
-(
-  clippy_start=$(date +%s)
-  rc=0
-  CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/clippy" chrt --idle 0 \
-    cargo clippy --workspace --all-targets -- -D warnings >"$clippy_dir/clippy.log" 2>&1 || rc=$?
-  echo "$rc $(($(date +%s) - clippy_start))" >"$clippy_dir/clippy.rc"
-) &
-echo "== cargo test --no-run (every test binary, built once; services, installs and clippy beside it)"
+# The test build comes first: the services and installs come up beside it, and clippy runs
+# later, beside the last tier's waits (see below), so neither adds its minutes to the run.
+echo "== cargo test --no-run (every test binary, built once)"
 cargo test --workspace --no-run
 if ! wait "$letta_up"; then
   cat "$letta_log"
@@ -138,8 +127,23 @@ for name in $(scripts/test-tier.sh --list); do
     echo "$rc $(($(date +%s) - tier_start))" >"$tiers_dir/$name.rc"
   ) &
 done
+# clippy waits until only the agents tier is left: the other tiers' tests (PostgreSQL's among
+# them) must not share the disk and CPU with a whole check of the workspace. It runs at the
+# idle scheduling class (chrt --idle), so it takes only the CPU the agents tier's waits on its
+# agents leave and never slows a test, in a target directory of its own, so it never waits for
+# the test binaries' lock nor rebuilds them.
+(
+  for name in $(scripts/test-tier.sh --list); do
+    [ "$name" = agents ] && continue
+    until [ -f "$tiers_dir/$name.rc" ]; do sleep 5; done
+  done
+  clippy_start=$(date +%s)
+  rc=0
+  CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/clippy" chrt --idle 0 \
+    cargo clippy --workspace --all-targets -- -D warnings >"$tiers_dir/clippy.log" 2>&1 || rc=$?
+  echo "$rc $(($(date +%s) - clippy_start))" >"$tiers_dir/clippy.rc"
+) &
 wait
-mv "$clippy_dir/clippy.log" "$clippy_dir/clippy.rc" "$tiers_dir/"
 failed=()
 for name in $(scripts/test-tier.sh --list) clippy; do
   read -r rc took <"$tiers_dir/$name.rc"

@@ -300,6 +300,12 @@ fn report_executors(
     }
     if !default_ready {
         summary = format!("the default executor `{default}` is not available; {summary}");
+        // The operator reads the log at start, long before a refused task would tell them.
+        tracing::warn!(
+            executor = %default,
+            "the default executor is not available: tasks that name no executor are refused \
+             until it is set up (`handoff doctor` says what is missing)"
+        );
     }
     // OpenCode without a model falls back to a hosted one and fails only after minutes of
     // retries: say so now, where the operator looks.

@@ -80,6 +80,13 @@ pub enum ToolError {
         /// What is not supported.
         message: String,
     },
+    /// The server is not set up for this (its default executor is not installed): only its
+    /// operator can change that, so the fix names no other way for the caller.
+    #[error("{}", clip(.message, TEXT_CHARS))]
+    NotSetUp {
+        /// What is missing, and what the operator must do.
+        message: String,
+    },
     /// A failure inside Handoff; details are logged, not leaked.
     #[error("internal error: {}", clip(.message, TEXT_CHARS))]
     Internal {
@@ -100,7 +107,7 @@ impl ToolError {
             ToolError::NotFound { .. } => codes::NOT_FOUND,
             ToolError::Busy { code, .. } => code,
             ToolError::Conflict { .. } => codes::CONFLICT,
-            ToolError::Unsupported { .. } => codes::UNSUPPORTED,
+            ToolError::Unsupported { .. } | ToolError::NotSetUp { .. } => codes::UNSUPPORTED,
             ToolError::Internal { .. } => codes::INTERNAL,
         }
     }

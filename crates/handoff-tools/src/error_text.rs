@@ -49,11 +49,15 @@ impl ToolError {
                 .to_owned(),
             ToolError::NotFound { what } => not_found_fix(what),
             ToolError::Busy { retry_after, .. } => {
-                let wait = retry_after.map_or(1, |d| d.as_secs().max(1));
-                format!("wait {wait} s, then call again with the same arguments.")
+                let wait = retry_after.map_or_else(|| "1 s".to_owned(), wait_text);
+                format!("wait {wait}, then call again with the same arguments.")
             }
             ToolError::Conflict { .. } => "the request does not fit the task's state now: \
                  get_task_status shows it."
+                .to_owned(),
+            ToolError::NotSetUp { .. } => "the server is not set up for this yet; its operator \
+                 must fix it (`handoff doctor` on the server says what is missing), and the same \
+                 call fails the same way until then."
                 .to_owned(),
             ToolError::Unsupported { .. } => "this cannot be done here; do it another way \
                  (cancel instead of pause, or another executor)."
@@ -77,6 +81,17 @@ fn not_found_fix(what: &str) -> String {
         "check the id you sent"
     };
     format!("it does not exist or is not yours: {listed}.")
+}
+
+/// A wait as the fix says it: milliseconds under a second, else whole seconds rounded up (a
+/// caller that waits what it reads is never early).
+fn wait_text(wait: std::time::Duration) -> String {
+    let ms = wait.as_millis();
+    if ms < 1_000 {
+        format!("{} ms", ms.max(1))
+    } else {
+        format!("{} s", ms.div_ceil(1_000))
+    }
 }
 
 #[cfg(test)]
@@ -123,7 +138,19 @@ mod tests {
             text.starts_with("Error QUEUE_FULL: the queue is full"),
             "{text}"
         );
-        assert!(text.ends_with("Fix: wait 2 s, then call again with the same arguments."));
+        // Never less than asked: 2.5 s is 3 s, and under a second it is said in milliseconds,
+        // as the message says it.
+        assert!(text.ends_with("Fix: wait 3 s, then call again with the same arguments."));
+        let error = ToolError::Busy {
+            code: codes::RATE_LIMITED,
+            message: "too many submissions from agent a; retry in 102ms".into(),
+            retry_after: Some(Duration::from_millis(102)),
+        };
+        assert!(
+            error
+                .text()
+                .ends_with("Fix: wait 102 ms, then call again with the same arguments.")
+        );
     }
 
     #[test]
@@ -152,6 +179,9 @@ mod tests {
                 message: huge.clone(),
             },
             ToolError::Unsupported {
+                message: huge.clone(),
+            },
+            ToolError::NotSetUp {
                 message: huge.clone(),
             },
             ToolError::Internal { message: huge },

@@ -123,10 +123,11 @@ pub struct RunArgs {
     /// The executor to run it (default: the server's).
     #[arg(long)]
     pub executor: Option<String>,
-    /// Follow the task to its end (the default on a terminal).
+    /// Follow the task to its end: the default, on a terminal or not (kept for scripts that
+    /// name it).
     #[arg(long, conflicts_with = "no_wait")]
     pub wait: bool,
-    /// Print the task id and return at once (the default when not on a terminal).
+    /// Print the task id and return at once.
     #[arg(long)]
     pub no_wait: bool,
     /// Print JSON (the submission, or with --wait the final status) instead of lines.

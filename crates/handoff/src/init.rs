@@ -11,6 +11,7 @@ use std::{
 use anyhow::{Context, bail};
 
 use crate::cli::InitArgs;
+use crate::client::terminal::print_line;
 
 /// Owner read/write only: the file may hold secrets.
 const MODE: u32 = 0o600;
@@ -27,7 +28,6 @@ pub fn exit_code(result: anyhow::Result<()>) -> std::process::ExitCode {
 }
 
 /// Writes the file and says where; refuses a directory, and an existing file without `--force`.
-#[allow(clippy::print_stdout)]
 pub fn run(args: &InitArgs) -> anyhow::Result<()> {
     let path = &args.path;
     if path.is_dir() {
@@ -43,12 +43,12 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
     } else {
         create_new(path, &text)?;
     }
-    println!(
+    print_line(&format!(
         "wrote {} (mode 0600): every setting commented out at its default, and a provider \
          example; check it with `handoff config --config {}`",
         path.display(),
         path.display()
-    );
+    ));
     Ok(())
 }
 

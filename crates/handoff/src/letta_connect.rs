@@ -8,9 +8,9 @@ use handoff_letta::connect::{
 };
 
 use crate::cli::{ConnectArgs, ConnectMode};
+use crate::client::terminal::{json_visible, print_line, visible};
 
 /// Runs one connect or remove; prints what it did even when it stops half-way.
-#[allow(clippy::print_stdout)]
 pub fn run(config: &Config, args: ConnectArgs) -> anyhow::Result<()> {
     let json = args.json;
     let options = match ConnectOptions::resolve(config, request(args)) {
@@ -18,7 +18,7 @@ pub fn run(config: &Config, args: ConnectArgs) -> anyhow::Result<()> {
         Err(error) => {
             if json {
                 let value = serde_json::json!({"ok": false, "error": error.to_string()});
-                println!("{}", serde_json::to_string_pretty(&value)?);
+                print_line(&json_visible(&serde_json::to_string_pretty(&value)?));
             }
             return Err(error.into());
         }
@@ -33,13 +33,13 @@ pub fn run(config: &Config, args: ConnectArgs) -> anyhow::Result<()> {
     let error = outcome.as_ref().err().map(ToString::to_string);
     if json {
         let value = report.to_json(error.as_deref());
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        print_line(&json_visible(&serde_json::to_string_pretty(&value)?));
     } else {
         for action in &report.actions {
-            println!("{}", action.message);
+            print_line(&visible(&action.message));
         }
         if error.is_none() {
-            println!("{}", report.summary());
+            print_line(&visible(&report.summary()));
         }
     }
     outcome.map_err(Into::into)

@@ -16,6 +16,7 @@ use handoff_tools::AgentId;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{BenchArgs, Cli, Command, LettaCommand, ServeArgs};
+use crate::client::terminal::print_line;
 
 fn main() -> ExitCode {
     // The isolation launcher runs between fork and the agent: no config, no logging, no clap.
@@ -89,14 +90,13 @@ fn isolate(args: &[std::ffi::OsString]) -> ExitCode {
 }
 
 /// Prints every check; fails when a required one does.
-#[allow(clippy::print_stdout)]
 fn doctor(config: &Config, json: bool) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let checks = runtime.block_on(handoff_server::doctor::diagnose(config));
     if json {
-        println!("{}", serde_json::to_string_pretty(&checks)?);
+        print_line(&serde_json::to_string_pretty(&checks)?);
     } else {
         for check in &checks {
             let mark = match (check.ok, check.required) {
@@ -104,9 +104,9 @@ fn doctor(config: &Config, json: bool) -> anyhow::Result<()> {
                 (false, true) => "MISSING",
                 (false, false) => "absent ",
             };
-            println!("{mark} {:18} {}", check.name, check.detail);
+            print_line(&format!("{mark} {:18} {}", check.name, check.detail));
             if let Some(fix) = &check.fix {
-                println!("        {:18} fix: {fix}", "");
+                print_line(&format!("        {:18} fix: {fix}", ""));
             }
         }
     }
@@ -122,10 +122,9 @@ fn doctor(config: &Config, json: bool) -> anyhow::Result<()> {
     }
 }
 
-#[allow(clippy::print_stdout)]
 fn print_config(config: &Config, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&config.effective)?);
+        print_line(&serde_json::to_string_pretty(&config.effective)?);
         return Ok(());
     }
     let width = config
@@ -135,10 +134,10 @@ fn print_config(config: &Config, json: bool) -> anyhow::Result<()> {
         .max()
         .unwrap_or(0);
     for setting in &config.effective {
-        println!(
+        print_line(&format!(
             "{:width$} = {}    # {}",
             setting.key, setting.value, setting.source
-        );
+        ));
     }
     Ok(())
 }

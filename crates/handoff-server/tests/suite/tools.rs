@@ -244,6 +244,12 @@ async fn without_its_default_executor_the_server_is_not_ready_and_says_who_must_
     assert!(text.contains("npm install -g opencode-ai"), "{text}");
     assert!(text.contains("handoff doctor"), "{text}");
     assert!(!text.contains("/executor"), "{text}");
+    // The fix agrees with the message: the operator's to do, no other way for the caller.
+    assert!(
+        text.contains("Fix: the server is not set up for this yet; its operator must fix it"),
+        "{text}"
+    );
+    assert!(!text.contains("do it another way"), "{text}");
 
     // Naming a missing executor is the caller's argument, and says how it would be installed.
     let named = json!({"task_description": "x", "executor": "claude"});

@@ -36,7 +36,7 @@ pub(super) fn tool_error(tool: &str, error: EngineError) -> ToolError {
             tool: tool.to_owned(),
             reason,
         },
-        EngineError::Unavailable(message) => ToolError::Unsupported { message },
+        EngineError::Unavailable(message) => ToolError::NotSetUp { message },
         EngineError::Runner(RunnerError::Unsupported { .. }) => {
             ToolError::Unsupported { message: text }
         }

@@ -1,6 +1,6 @@
 //! Following a task live: `get_task_history` polled from the last event seen (only new events
-//! come back), events printed as lines above a progress line (state, elapsed time, the agent's
-//! latest tool call) until the task ends or the user interrupts.
+//! come back), events printed as lines above a progress line (state, the task's age, the
+//! agent's latest tool call) until the task ends or the user interrupts.
 
 use super::terminal::{self, outln};
 use std::{future::Future, time::Duration};
@@ -149,13 +149,17 @@ pub struct LiveSink {
     quiet: bool,
     /// The agent's latest tool call.
     tool: Option<String>,
+    /// Whether the directory the task works in was printed (once it started: a task that
+    /// takes an agent started ahead of it moves into that agent's directory).
+    told_workdir: bool,
 }
 
 impl LiveSink {
     /// A sink for task `id` whose progress line shows on stderr when it is a terminal.
     pub fn new(id: &str, quiet: bool) -> Self {
         let bar = ProgressBar::new_spinner();
-        if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix} {elapsed} {wide_msg}") {
+        // The time shown is the task's age, from the server's record, not since following began.
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix} {wide_msg}") {
             bar.set_style(style);
         }
         bar.set_prefix(id.to_owned());
@@ -165,6 +169,7 @@ impl LiveSink {
             origin_ms: None,
             quiet,
             tool: None,
+            told_workdir: false,
         }
     }
 
@@ -185,16 +190,24 @@ impl Sink for LiveSink {
         if let Some(tool) = events.iter().rev().find(|e| e.kind == EventKind::Tool) {
             self.tool = Some(terminal::visible(&render::one_line(&tool.message, 120)).into_owned());
         }
-        if !self.quiet && !events.is_empty() {
+        let tell_workdir = !self.told_workdir && task.started_at_ms.is_some();
+        if !self.quiet && (tell_workdir || !events.is_empty()) {
             self.bar.suspend(|| {
+                if tell_workdir {
+                    outln!("{} works in {}", task.task_id, task.workdir);
+                }
                 for event in events {
                     outln!("{}", render::event_line(event, origin));
                 }
             });
         }
+        self.told_workdir |= tell_workdir;
         self.bar.set_prefix(format!(
-            "{} {} ({})",
-            task.task_id, task.status, task.executor
+            "{} {} ({}) {}",
+            task.task_id,
+            task.status,
+            task.executor,
+            render::duration(age_ms(task)),
         ));
         self.bar.set_message(
             self.tool
@@ -203,6 +216,11 @@ impl Sink for LiveSink {
                 .unwrap_or_default(),
         );
     }
+}
+
+/// How long the task has existed: until its end once it ended, else until now.
+fn age_ms(task: &TaskView) -> i64 {
+    task.completed_at_ms.unwrap_or_else(render::now_ms) - task.created_at_ms
 }
 
 /// Completes on Ctrl-C (never, when no handler can be installed). Until it is first polled,

@@ -18,7 +18,7 @@ mod render;
 mod run;
 mod settings;
 mod steer;
-mod terminal;
+pub(crate) mod terminal;
 mod workdir;
 
 use self::terminal::errln;

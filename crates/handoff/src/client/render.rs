@@ -12,7 +12,7 @@ use super::{ClientError, terminal::visible};
 pub fn print_json(value: &impl Serialize) -> Result<(), ClientError> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| ClientError::BadReply(format!("cannot print JSON: {e}")))?;
-    println!("{}", super::terminal::json_visible(&text));
+    super::terminal::print_line(&super::terminal::json_visible(&text));
     Ok(())
 }
 

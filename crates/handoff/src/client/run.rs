@@ -1,20 +1,26 @@
-//! `handoff run`: submit a task and, with `--wait`, follow it to its end: events, the agent's
-//! final answer, the diff stat, and an exit code that is the outcome. Ctrl-C on a terminal
+//! `handoff run`: submit a task (retrying a refusal Handoff says to retry) and, unless
+//! `--no-wait`, follow it to its end — whatever stdout is, so a script gets the outcome as the
+//! exit code: events, the agent's final answer, the diff stat. Ctrl-C on a terminal
 //! asks whether to cancel the task or detach; elsewhere it detaches.
 
 use super::terminal::{err, errln, outln};
-use std::io::{BufRead, IsTerminal, Write};
+use std::{
+    io::{BufRead, IsTerminal, Write},
+    time::{Duration, Instant},
+};
 
 use handoff_protocol::{
     ArtifactKind, TaskId, TaskStatus,
+    codes::is_retryable,
     tasks::{
-        ControlAction, ExecuteTaskArgs, GetTaskHistoryArgs, GetTaskStatusArgs, SendTaskControlArgs,
+        ControlAction, ExecuteTaskArgs, ExecuteTaskOutput, GetTaskHistoryArgs, GetTaskStatusArgs,
+        SendTaskControlArgs,
     },
 };
 
 use super::{
     ClientError, Exit,
-    connection::Connection,
+    connection::{Connection, Reply},
     diffstat,
     follow::{Followed, Follower, LiveSink, ctrl_c, follow},
     render,
@@ -30,20 +36,24 @@ pub async fn run(conn: &Connection, args: &RunArgs) -> Result<Exit, ClientError>
         workdir,
         ..ExecuteTaskArgs::default()
     };
-    let submitted = conn.call(&submit).await?;
-    let wait = args.wait || (!args.no_wait && std::io::stdout().is_terminal());
+    let submitted = submit_patiently(conn, &submit).await?;
     let task = &submitted.value;
-    if !wait {
+    if args.no_wait {
         if args.json {
             render::print_json(&submitted.raw)?;
         } else {
-            outln!(
-                "{} {} ({}, in {})",
-                task.task_id,
-                task.status,
-                task.executor,
-                task.workdir
-            );
+            // A directory the caller did not choose is settled when the task starts (a task
+            // may move into the directory of an agent started ahead of it).
+            match &args.dir {
+                Some(_) => outln!(
+                    "{} {} ({}, in {})",
+                    task.task_id,
+                    task.status,
+                    task.executor,
+                    task.workdir
+                ),
+                None => outln!("{} {} ({})", task.task_id, task.status, task.executor),
+            }
             errln!("follow it with `handoff logs {} -f`", task.task_id);
         }
         return Ok(Exit::Ok);
@@ -54,6 +64,51 @@ pub async fn run(conn: &Connection, args: &RunArgs) -> Result<Exit, ClientError>
         outln!("{} {} ({})", task.task_id, task.status, task.executor);
     }
     wait_for_end(conn, id, args.json).await
+}
+
+/// How long `run` keeps retrying a submission Handoff refused for its load (rate limit, full
+/// queue, store unreachable) before it gives up with the refusal.
+const SUBMIT_PATIENCE: Duration = Duration::from_secs(120);
+/// The longest single wait between two attempts, whatever the server suggests.
+const LONGEST_WAIT: Duration = Duration::from_secs(10);
+
+/// Submits `args`; a refusal Handoff says to retry (`RATE_LIMITED`, `QUEUE_FULL`,
+/// `UNAVAILABLE`) is retried after the `retry_after_ms` it names, for up to
+/// [`SUBMIT_PATIENCE`]. Nothing else is retried.
+async fn submit_patiently(
+    conn: &Connection,
+    args: &ExecuteTaskArgs,
+) -> Result<Reply<ExecuteTaskOutput>, ClientError> {
+    let started = Instant::now();
+    let mut attempt: u32 = 0;
+    loop {
+        let refusal = match conn.call(args).await {
+            Err(ClientError::Tool {
+                body: Some(body), ..
+            }) if is_retryable(&body.code) => body,
+            other => return other,
+        };
+        attempt += 1;
+        let wait = retry_wait(refusal.retry_after_ms, attempt);
+        if started.elapsed() + wait > SUBMIT_PATIENCE {
+            return conn.call(args).await;
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// The wait before attempt `attempt + 1`: what the server asked, at least 50 ms and at most
+/// [`LONGEST_WAIT`], plus up to half again so that many refused clients do not all come back
+/// at the same instant.
+fn retry_wait(retry_after_ms: Option<u64>, attempt: u32) -> Duration {
+    let asked = Duration::from_millis(retry_after_ms.unwrap_or(1_000))
+        .clamp(Duration::from_millis(50), LONGEST_WAIT);
+    // Spread from the clock's nanoseconds and the process id: no generator needed for this.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let spread = (nanos ^ std::process::id().wrapping_mul(2_654_435_761) ^ attempt) % 1_000;
+    asked + asked.mul_f64(f64::from(spread) / 2_000.0)
 }
 
 /// A directory as the absolute path the server needs.

@@ -68,25 +68,56 @@ pub fn print_content(text: &str) {
     let _ = result.and_then(|()| stdout.flush());
 }
 
-/// `println!` with the line shown through [`visible`].
+/// Writes `line` and a newline to stdout as it is. A closed pipe (`handoff tasks | head`)
+/// ends the program quietly with exit 0: the reader took all it wanted. Any other failure
+/// to write ends it with exit 2 and says why on stderr.
+pub fn print_line(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_all(line.as_bytes())
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush());
+    match written {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "cannot write the output: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Writes `text` to stderr; a stderr nobody reads is no reason to stop.
+pub fn print_err(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// `println!` with the line shown through [`visible`], ending quietly on a closed pipe.
 macro_rules! outln {
-    () => { println!() };
+    () => { $crate::client::terminal::print_line("") };
     ($($arg:tt)*) => {
-        println!("{}", $crate::client::terminal::visible(&format!($($arg)*)))
+        $crate::client::terminal::print_line(
+            &$crate::client::terminal::visible(&format!($($arg)*)),
+        )
     };
 }
 
 /// `eprintln!` with the line shown through [`visible`].
 macro_rules! errln {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::client::terminal::visible(&format!($($arg)*)))
+        $crate::client::terminal::print_err(&format!(
+            "{}\n",
+            $crate::client::terminal::visible(&format!($($arg)*)),
+        ))
     };
 }
 
 /// `eprint!` with the text shown through [`visible`].
 macro_rules! err {
     ($($arg:tt)*) => {
-        eprint!("{}", $crate::client::terminal::visible(&format!($($arg)*)))
+        $crate::client::terminal::print_err(
+            &$crate::client::terminal::visible(&format!($($arg)*)),
+        )
     };
 }
 

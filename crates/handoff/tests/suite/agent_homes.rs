@@ -12,7 +12,9 @@ use serde_json::json;
 
 use super::{
     acp::{find_matching, find_named},
-    executors::{AGENT, Agent, CLAUDE, CODEX, events, handoff_env, wait_end, workdir},
+    executors::{
+        AGENT, Agent, CLAUDE, CODEX, WAIT_FOR_RELEASE, events, handoff_env, wait_end, workdir,
+    },
     harness::{Server, start},
     mcp::{call, ok, task_id},
     wait::wait_until,
@@ -23,10 +25,6 @@ const PLANTED: &str = "PLANTED-BY-TASK-ONE";
 
 /// Longer than a task may run here (`HANDOFF_TASK_TIMEOUT_MS`, 180 s).
 const LIMIT: Duration = Duration::from_secs(240);
-
-/// The agent's step that waits for the test's release (at most 120 s); not a bare `sleep`,
-/// which Claude Code refuses.
-const WAIT_FOR_RELEASE: &str = "python3 -c \"import os, time; [time.sleep(0.2) for _ in range(600) if not os.path.exists('{{cwd}}/release')]\"";
 
 #[test]
 fn each_claude_code_run_keeps_its_state_in_a_home_of_its_own() {

@@ -118,6 +118,14 @@ fn sigterm_shuts_down_gracefully() {
     assert!(exit.success(), "exit status {exit}");
 }
 
+/// An operator learns at start that tasks will be refused, not from the first refused task.
+#[test]
+fn serve_says_at_start_when_its_default_executor_is_missing() {
+    let server = start(&[("HANDOFF_OPENCODE_BINARY", "/nonexistent/opencode")]);
+    // Logged before the server listens, which `start` waited for.
+    assert!(server.has_logged("the default executor is not available"));
+}
+
 #[test]
 fn doctor_reports_what_is_missing_and_how_to_fix_it() {
     let dir = tempfile::tempdir().unwrap();

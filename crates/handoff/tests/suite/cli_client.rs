@@ -171,11 +171,13 @@ impl Live {
 }
 
 fn finish(mut child: Child, args: &[&str]) -> Output {
-    let mut out = child.stdout.take().unwrap();
+    let out = child.stdout.take();
     let mut err = child.stderr.take().unwrap();
     let stdout = std::thread::spawn(move || {
         let mut bytes = Vec::new();
-        let _ = out.read_to_end(&mut bytes);
+        if let Some(mut out) = out {
+            let _ = out.read_to_end(&mut bytes);
+        }
         bytes
     });
     let stderr = std::thread::spawn(move || {
@@ -698,4 +700,65 @@ fn nothing_a_task_says_reaches_the_terminal_as_a_control_sequence() {
         logs.to_string().contains("\\u001b]0;retitled"),
         "the JSON keeps the output: {logs}"
     );
+}
+
+/// What scripts rely on: `run` with stdout in a pipe still waits and exits with the outcome
+/// (and says where the task works); a closed pipe ends any command quietly with 0; a burst of
+/// submissions past the rate limit all get in, each retried after the wait Handoff names.
+#[test]
+fn scripts_can_rely_on_exit_codes_closed_pipes_and_rate_limits() {
+    let mut env = SCRIPT_EXECUTOR.to_vec();
+    // 10 a second after a burst of 5: the 50 below need ~5 s of retries.
+    env.extend([
+        ("HANDOFF_SUBMISSIONS_PER_MINUTE", "600"),
+        ("HANDOFF_SUBMISSION_BURST", "5"),
+    ]);
+    let server = start(&env);
+    let client = Client::new(&server.url, Some("agent-script"));
+
+    let failed = client.run(&["run", "exit 3"]);
+    assert_eq!(failed.status.code(), Some(1), "{}", shown(&failed));
+    let done = client.run(&["run", "echo from-a-script"]);
+    assert_eq!(done.status.code(), Some(0), "{}", shown(&done));
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert!(stdout.contains("completed in"), "{stdout}");
+    let workdir = stdout
+        .lines()
+        .find_map(|l| l.split_once(" works in ").map(|(_, dir)| dir.to_owned()))
+        .unwrap_or_else(|| panic!("no directory: {stdout}"));
+    assert!(PathBuf::from(&workdir).is_dir(), "{workdir}");
+
+    // Nobody reads stdout: every write fails with EPIPE.
+    let id = stdout.split_whitespace().next().unwrap().to_owned();
+    for args in [vec!["tasks"], vec!["tasks", "--json"], vec!["logs", &id]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut command = client.command(&args);
+        command.stdout(writer);
+        let output = finish(command.spawn().unwrap(), &args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            shown(&output)
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+
+    let burst: Vec<Child> = (0..50)
+        .map(|i| {
+            let text = format!("echo burst {i}");
+            client
+                .command(&["run", "--no-wait", &text])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in burst {
+        let output = finish(child, &["run", "--no-wait"]);
+        assert_eq!(output.status.code(), Some(0), "{}", shown(&output));
+    }
+    let listed = client.json(&["tasks", "--limit", "100"]);
+    assert_eq!(listed["tasks"].as_array().unwrap().len(), 52, "{listed}");
 }

@@ -90,7 +90,7 @@ pub(super) const CODEX: Agent = Agent {
 /// A slow step that ends when the test says so (at most 120 s): the file `release` appears.
 /// Not a bare `sleep` (Claude Code refuses those); its `time.sleep` is the agent's step looking
 /// again for the file, not a wait of the test.
-const WAIT_FOR_RELEASE: &str = "python3 -c \"import os, time; [time.sleep(0.2) for _ in range(600) if not os.path.exists('{{cwd}}/release')]\"";
+pub(super) const WAIT_FOR_RELEASE: &str = "python3 -c \"import os, time; [time.sleep(0.2) for _ in range(600) if not os.path.exists('{{cwd}}/release')]\"";
 
 /// Scenario texts the scripted model answers; each task's prompt names one.
 pub(super) fn script(agent: &Agent) -> Script {

@@ -72,6 +72,12 @@ impl Server {
         }
     }
 
+    /// Whether one of the last lines the server logged (start-up included) contains `text`.
+    pub fn has_logged(&self, text: &str) -> bool {
+        let tail = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        tail.iter().any(|line| line.contains(text))
+    }
+
     /// SIGKILLs the server (no cleanup runs) and hands back its directory for a restart.
     pub fn kill9(mut self) -> tempfile::TempDir {
         let _ = self.child.kill();
