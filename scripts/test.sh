@@ -76,26 +76,9 @@ cargo fmt --all -- --check
 # later, beside the last tier's waits (see below), so neither adds its minutes to the run.
 echo "== cargo test --no-run (every test binary, built once)"
 cargo test --workspace --no-run
-if ! wait "$letta_up"; then
-  cat "$letta_log"
-  echo "the Letta server did not start: the Letta tests need it" >&2
-  exit 1
-fi
-grep '^letta-up: .* bring-up took' "$letta_log" || true
-HANDOFF_TEST_LETTA_URL=$(sed -n 's/^LETTA_URL=//p' "$letta_log" | tail -1)
-export HANDOFF_TEST_LETTA_URL
-echo "== Letta at $HANDOFF_TEST_LETTA_URL"
-
-if ! wait "$matrix_up"; then
-  cat "$matrix_log"
-  echo "Synapse did not start: the Matrix tests need it" >&2
-  exit 1
-fi
-HANDOFF_TEST_SYNAPSE_URL=$(sed -n 's/^SYNAPSE_URL=//p' "$matrix_log" | tail -1)
-HANDOFF_TEST_SYNAPSE_SECRET_FILE=$(sed -n 's/^SYNAPSE_SECRET_FILE=//p' "$matrix_log" | tail -1)
-export HANDOFF_TEST_SYNAPSE_URL HANDOFF_TEST_SYNAPSE_SECRET_FILE
-echo "== Synapse at $HANDOFF_TEST_SYNAPSE_URL"
-
+# The end-to-end tiers run this binary directly (scripts/test-tier.sh says why).
+HANDOFF_TEST_ALL_BIN=$(scripts/test-tier.sh --all-binary)
+export HANDOFF_TEST_ALL_BIN
 if ! wait "$pg_up"; then
   cat "$pg_log"
   echo "PostgreSQL did not start: the PgStore tests need it" >&2
@@ -115,26 +98,53 @@ grep '^== ' "$clients_log" || true
 scripts/test-tier.sh --check
 
 # The tiers run at once, each its own process (scripts/test-tier.sh says why); each one's output
-# is shown whole when it ends, so a failure reads as it would alone.
+# is shown whole when it ends, so a failure reads as it would alone. Those that need neither
+# Letta nor Synapse start at once; `services` starts when both are up (Letta's cold install
+# often outlasts the build).
 echo "== cargo test, in tiers at once: $(scripts/test-tier.sh --list)"
 tiers_dir=$(mktemp -d)
 started_at=$(date +%s)
-for name in $(scripts/test-tier.sh --list); do
+start_tier() {
   (
     tier_start=$(date +%s)
     rc=0
-    scripts/test-tier.sh "$name" >"$tiers_dir/$name.log" 2>&1 || rc=$?
-    echo "$rc $(($(date +%s) - tier_start))" >"$tiers_dir/$name.rc"
+    scripts/test-tier.sh "$1" >"$tiers_dir/$1.log" 2>&1 || rc=$?
+    echo "$rc $(($(date +%s) - tier_start))" >"$tiers_dir/$1.rc"
   ) &
+}
+for name in $(scripts/test-tier.sh --list); do
+  [ "$name" = services ] || start_tier "$name"
 done
-# clippy waits until only the agents tier is left: the other tiers' tests (PostgreSQL's among
-# them) must not share the disk and CPU with a whole check of the workspace. It runs at the
-# idle scheduling class (chrt --idle), so it takes only the CPU the agents tier's waits on its
-# agents leave and never slows a test, in a target directory of its own, so it never waits for
-# the test binaries' lock nor rebuilds them.
+if ! wait "$letta_up"; then
+  cat "$letta_log"
+  echo "the Letta server did not start: the Letta tests need it" | tee "$tiers_dir/services.log" >&2
+  echo "1 0" >"$tiers_dir/services.rc"
+  services_down=1
+fi
+grep '^letta-up: .* bring-up took' "$letta_log" || true
+HANDOFF_TEST_LETTA_URL=$(sed -n 's/^LETTA_URL=//p' "$letta_log" | tail -1)
+export HANDOFF_TEST_LETTA_URL
+echo "== Letta at $HANDOFF_TEST_LETTA_URL"
+
+if ! wait "$matrix_up"; then
+  cat "$matrix_log"
+  echo "Synapse did not start: the Matrix tests need it" | tee -a "$tiers_dir/services.log" >&2
+  echo "1 0" >"$tiers_dir/services.rc"
+  services_down=1
+fi
+HANDOFF_TEST_SYNAPSE_URL=$(sed -n 's/^SYNAPSE_URL=//p' "$matrix_log" | tail -1)
+HANDOFF_TEST_SYNAPSE_SECRET_FILE=$(sed -n 's/^SYNAPSE_SECRET_FILE=//p' "$matrix_log" | tail -1)
+export HANDOFF_TEST_SYNAPSE_URL HANDOFF_TEST_SYNAPSE_SECRET_FILE
+echo "== Synapse at $HANDOFF_TEST_SYNAPSE_URL"
+[ "${services_down:-0}" = 1 ] || start_tier services
+
+# clippy waits until `scale` and `crates` are done: their tests (PostgreSQL's among them) must
+# not share the disk and CPU with a whole check of the workspace. It runs at the idle scheduling
+# class (chrt --idle), so it takes only the CPU that `agents` and `services` leave while they
+# wait on agents, Letta and Synapse, and never slows a test; in a target directory of its own,
+# so it never waits for the test binaries' lock nor rebuilds them.
 (
-  for name in $(scripts/test-tier.sh --list); do
-    [ "$name" = agents ] && continue
+  for name in scale crates; do
     until [ -f "$tiers_dir/$name.rc" ]; do sleep 5; done
   done
   clippy_start=$(date +%s)

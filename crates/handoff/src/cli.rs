@@ -177,6 +177,10 @@ pub struct LogsArgs {
     /// Keep printing new events until the task ends.
     #[arg(short, long)]
     pub follow: bool,
+    /// Every event: also each step of a tool call and the requests the policy allowed (by
+    /// default one line per tool call).
+    #[arg(long)]
+    pub all: bool,
     /// Print JSON (with -f: one event per line) instead of lines.
     #[arg(long)]
     pub json: bool,

@@ -187,6 +187,12 @@ impl agent_process::Driver for Driver {
                     self.emit(RunEvent::InputRequested(request)).await;
                 }
                 Signal::Unsupported(id) => self.shared.link.write(&jsonrpc::unsupported(&id)).await,
+                Signal::Acknowledged(id) => {
+                    self.shared
+                        .link
+                        .write(&jsonrpc::response(&id, Value::Null))
+                        .await;
+                }
                 Signal::Response(id, result) => self.response(&id, result).await,
             }
         }

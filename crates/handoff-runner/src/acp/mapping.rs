@@ -22,6 +22,8 @@ pub(crate) enum Signal {
     Input(InputRequest),
     /// A request Handoff does not serve; it gets an error answer.
     Unsupported(Value),
+    /// A request answered with an empty result and nothing done: its id.
+    Acknowledged(Value),
     /// The answer to one of Handoff's requests: its id, then the result or the error message.
     Response(String, Result<Value, String>),
 }
@@ -65,6 +67,17 @@ impl Reader {
                 out.push(Signal::Input(permission(id, params)));
                 out
             }
+            // OpenCode sends the content of every edit it was allowed to make to the client, to
+            // update an editor's buffer, whatever the client declared (Handoff declares no
+            // `fs`). Handoff has no buffers: nothing to update, and the agent writes the file
+            // itself, inside its confinement. Written here it would be written unconfined, so
+            // the request is acknowledged and nothing is written; refused, OpenCode prints a
+            // stack trace per edit into the task's output.
+            Incoming::Request {
+                method: "fs/write_text_file",
+                id,
+                ..
+            } => vec![Signal::Acknowledged(id.clone())],
             Incoming::Request { id, .. } => vec![Signal::Unsupported(id.clone())],
             Incoming::Notification {
                 method: "session/update",

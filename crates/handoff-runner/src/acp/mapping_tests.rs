@@ -141,6 +141,16 @@ fn plans_become_todos_and_unknown_requests_are_refused() {
         "method": "fs/read_text_file", "params": {"path": "/etc/passwd"}}),
     );
     assert_eq!(said, vec![Signal::Unsupported(json!(5))]);
+    // OpenCode's copy of an allowed edit for an editor's buffer: acknowledged, never written
+    // (the path is the agent's to name; Handoff writes nothing for it).
+    let outside = std::env::temp_dir().join("handoff-acp-never-written.txt");
+    let said = read(
+        &mut reader,
+        json!({"jsonrpc": "2.0", "id": 6, "method": "fs/write_text_file",
+        "params": {"sessionId": "s", "path": outside, "content": "x"}}),
+    );
+    assert_eq!(said, vec![Signal::Acknowledged(json!(6))]);
+    assert!(!outside.exists());
     // Replayed history of a loaded session is not reported again.
     reader.replaying = true;
     let replay = read(

@@ -147,6 +147,8 @@ pub struct LiveSink {
     origin_ms: Option<i64>,
     /// Print nothing but the progress line (`--json` prints one document at the end).
     quiet: bool,
+    /// Which events get a line; `None`: every one (`--all`).
+    lines: Option<render::Lines>,
     /// The agent's latest tool call.
     tool: Option<String>,
     /// Whether the directory the task works in was printed (once it started: a task that
@@ -155,8 +157,9 @@ pub struct LiveSink {
 }
 
 impl LiveSink {
-    /// A sink for task `id` whose progress line shows on stderr when it is a terminal.
-    pub fn new(id: &str, quiet: bool) -> Self {
+    /// A sink for task `id` whose progress line shows on stderr when it is a terminal; `all`
+    /// prints every event, not only [`render::Lines`]' choice.
+    pub fn new(id: &str, quiet: bool, all: bool) -> Self {
         let bar = ProgressBar::new_spinner();
         // The time shown is the task's age, from the server's record, not since following began.
         if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix} {wide_msg}") {
@@ -168,6 +171,7 @@ impl LiveSink {
             bar,
             origin_ms: None,
             quiet,
+            lines: (!all).then(render::Lines::default),
             tool: None,
             told_workdir: false,
         }
@@ -192,11 +196,16 @@ impl Sink for LiveSink {
         }
         let tell_workdir = !self.told_workdir && task.started_at_ms.is_some();
         if !self.quiet && (tell_workdir || !events.is_empty()) {
+            let lines = &mut self.lines;
+            let shown: Vec<&EventView> = events
+                .iter()
+                .filter(|e| lines.as_mut().is_none_or(|l| l.keep(e)))
+                .collect();
             self.bar.suspend(|| {
                 if tell_workdir {
                     outln!("{} works in {}", task.task_id, task.workdir);
                 }
-                for event in events {
+                for event in shown {
                     outln!("{}", render::event_line(event, origin));
                 }
             });

@@ -1,4 +1,6 @@
-//! `handoff logs ID [-f]`: a task's events, and following them live.
+//! `handoff logs ID [-f] [--all]`: a task's events, and following them live: one line per tool
+//! call and none for a request the policy allowed ([`render::Lines`]) unless `--all`; `--json`
+//! always has every event.
 
 use super::terminal::outln;
 use handoff_protocol::{EventView, TaskView, tasks::GetTaskHistoryOutput};
@@ -15,7 +17,7 @@ use crate::cli::LogsArgs;
 pub async fn logs(conn: &Connection, args: &LogsArgs) -> Result<Exit, ClientError> {
     let mut follower = Follower::new(task_id(&args.id)?);
     if args.follow {
-        return follow_logs(conn, follower, args.json).await;
+        return follow_logs(conn, follower, args.json, args.all).await;
     }
     let (task, events) = follower.poll(conn).await?;
     if args.json {
@@ -30,7 +32,8 @@ pub async fn logs(conn: &Connection, args: &LogsArgs) -> Result<Exit, ClientErro
         render::print_json(&whole)?;
         return Ok(Exit::Ok);
     }
-    for event in &events {
+    let mut lines = render::Lines::default();
+    for event in events.iter().filter(|e| args.all || lines.keep(e)) {
         outln!("{}", render::event_line(event, task.created_at_ms));
     }
     Ok(Exit::Ok)
@@ -41,6 +44,7 @@ async fn follow_logs(
     conn: &Connection,
     mut follower: Follower,
     json: bool,
+    all: bool,
 ) -> Result<Exit, ClientError> {
     if json {
         let mut sink = JsonLines;
@@ -49,7 +53,7 @@ async fn follow_logs(
             Followed::Interrupted => Ok(Exit::Detached),
         };
     }
-    let mut sink = LiveSink::new(follower.id().as_str(), false);
+    let mut sink = LiveSink::new(follower.id().as_str(), false, all);
     let followed = follow(conn, &mut follower, &mut sink, ctrl_c()).await?;
     sink.finish();
     match followed {

@@ -82,16 +82,17 @@ async fn submit_patiently(
     let started = Instant::now();
     let mut attempt: u32 = 0;
     loop {
-        let refusal = match conn.call(args).await {
+        let result = conn.call(args).await;
+        let retry_after_ms = match &result {
             Err(ClientError::Tool {
                 body: Some(body), ..
-            }) if is_retryable(&body.code) => body,
-            other => return other,
+            }) if is_retryable(&body.code) => body.retry_after_ms,
+            _ => return result,
         };
         attempt += 1;
-        let wait = retry_wait(refusal.retry_after_ms, attempt);
+        let wait = retry_wait(retry_after_ms, attempt);
         if started.elapsed() + wait > SUBMIT_PATIENCE {
-            return conn.call(args).await;
+            return result;
         }
         tokio::time::sleep(wait).await;
     }
@@ -127,7 +128,7 @@ fn absolute(dir: &std::path::Path) -> Result<String, ClientError> {
 /// Follows task `id` until it ends, or until the user detaches.
 async fn wait_for_end(conn: &Connection, id: TaskId, json: bool) -> Result<Exit, ClientError> {
     let mut follower = Follower::new(id);
-    let mut sink = LiveSink::new(follower.id().as_str(), json);
+    let mut sink = LiveSink::new(follower.id().as_str(), json, false);
     let mut cancelling = false;
     let task = loop {
         match follow(conn, &mut follower, &mut sink, ctrl_c()).await? {
@@ -217,4 +218,28 @@ async fn diff_text(conn: &Connection, follower: &Follower) -> Result<Option<Stri
         .find(|a| a.kind == ArtifactKind::Diff)
         .map(|a| a.content)
         .filter(|c| !c.trim().is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_waits_what_was_asked_within_bounds_and_spread() {
+        for attempt in 1..20 {
+            let wait = retry_wait(Some(102), attempt);
+            assert!(
+                wait >= Duration::from_millis(102) && wait <= Duration::from_millis(153),
+                "{wait:?}"
+            );
+            let long = retry_wait(Some(600_000), attempt);
+            assert!(
+                long >= LONGEST_WAIT && long <= LONGEST_WAIT * 3 / 2,
+                "{long:?}"
+            );
+            let tiny = retry_wait(Some(0), attempt);
+            assert!(tiny >= Duration::from_millis(50), "{tiny:?}");
+        }
+        assert!(retry_wait(None, 1) >= Duration::from_secs(1));
+    }
 }

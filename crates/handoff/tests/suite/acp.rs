@@ -473,6 +473,17 @@ fn acp_end_to_end(agent: &AcpAgent) {
             && e["data"]["status"] == "completed"),
         "no completed edit tool event: {history:#?}"
     );
+    // Nothing the agent asked of Handoff was refused: OpenCode reports every allowed edit to the
+    // client (`fs/write_text_file`) and printed a stack trace into the output when refused.
+    let refused: Vec<&Value> = history
+        .iter()
+        .filter(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not supported by Handoff"))
+        })
+        .collect();
+    assert!(refused.is_empty(), "{refused:#?}");
     // It ran at its isolation level, and the agent said who it is.
     assert!(
         history.iter().any(|e| e["message"] == "process started"
@@ -937,6 +948,53 @@ fn wait_pool_ready(server: &Server) {
             r#"handoff_executor_pool_ready{executor="opencode-acp"}"#,
         ) >= 1.0
     });
+}
+
+/// What a person reads of a task that wrote three files with the real `opencode acp`: one
+/// line per tool call in `handoff logs` (not one per step, nor a line per policy decision), and
+/// no stack trace — OpenCode sends every allowed edit to the client (`fs/write_text_file`),
+/// and printed one into the task's output per edit when Handoff refused it.
+#[test]
+fn handoff_logs_shows_one_line_per_tool_call_of_opencode_acp() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let write = |file: &str| json!({"tool_calls": [(OPENCODE_ACP.write_call)(file, "one line\n")]});
+    let model = scripted(
+        &runtime,
+        json!([{"match": "THREE-FILES", "turns": [write("a.txt"), write("b.txt"), write("c.txt"),
+            {"text": "Wrote a.txt, b.txt and c.txt as asked."}]}]),
+    );
+    let env = acp_env(&OPENCODE_ACP, &model.base_url(), state.path());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = start(&env);
+    let id = task_id(&call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": "THREE-FILES please", "executor": OPENCODE_ACP.executor,
+            "completion": {"policy": "none"}}),
+    ));
+    let done = wait_end(&server, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+
+    let logs = std::process::Command::new(super::harness::BIN)
+        .args(["logs", &id])
+        .env("HANDOFF_URL", &server.url)
+        .env("HANDOFF_AGENT", AGENT)
+        .env_remove("HANDOFF_TOKEN")
+        .env("XDG_CONFIG_HOME", state.path().join("client-config"))
+        .output()
+        .unwrap();
+    assert!(logs.status.success(), "{logs:?}");
+    let text = String::from_utf8_lossy(&logs.stdout);
+    let tools: Vec<&str> = text.lines().filter(|l| l.contains(" tool ")).collect();
+    assert_eq!(tools.len(), 3, "one line per tool call:\n{text}");
+    // Refused, OpenCode printed its own minified source (`2 | // @bun`, `/$bunfs/root/…`).
+    for refused in ["not supported by Handoff", "@bun", "$bunfs"] {
+        assert!(!text.contains(refused), "{refused:?} in:\n{text}");
+    }
+    drop(server);
+    runtime.block_on(model.shutdown());
 }
 
 /// Marks a file planted by the first task's agent.
