@@ -72,10 +72,18 @@ trap stop_servers EXIT
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
-# The test build comes first: the services and installs come up beside it, and clippy runs
-# later, beside the last tier's waits (see below), so neither adds its minutes to the run.
-echo "== cargo test --no-run (every test binary, built once)"
-cargo test --workspace --no-run
+# The test build comes first; the services and installs come up beside it. It is also the lint:
+# clippy-driver wraps rustc for the workspace's own crates (what `cargo clippy` does, with
+# codegen kept), so every target, benches included, is built once and checked with
+# `clippy -D warnings` in the same pass, and no second check of every dependency runs after the
+# tests (that took 5-6 minutes at the end of each run). Every cargo command below, the `crates`
+# tier's included, runs with the same wrapper, so none rebuilds what this one built.
+RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver)
+# clippy-driver reads its arguments from CLIPPY_ARGS, separated as `cargo clippy` separates them.
+CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+echo "== cargo test --no-run with clippy -D warnings (every target of the workspace, built and linted once)"
+cargo test --workspace --all-targets --no-run
 # The end-to-end tiers run this binary directly (scripts/test-tier.sh says why).
 HANDOFF_TEST_ALL_BIN=$(scripts/test-tier.sh --all-binary)
 export HANDOFF_TEST_ALL_BIN
@@ -138,24 +146,9 @@ export HANDOFF_TEST_SYNAPSE_URL HANDOFF_TEST_SYNAPSE_SECRET_FILE
 echo "== Synapse at $HANDOFF_TEST_SYNAPSE_URL"
 [ "${services_down:-0}" = 1 ] || start_tier services
 
-# clippy waits until `scale` and `crates` are done: their tests (PostgreSQL's among them) must
-# not share the disk and CPU with a whole check of the workspace. It runs at the idle scheduling
-# class (chrt --idle), so it takes only the CPU that `agents` and `services` leave while they
-# wait on agents, Letta and Synapse, and never slows a test; in a target directory of its own,
-# so it never waits for the test binaries' lock nor rebuilds them.
-(
-  for name in scale crates; do
-    until [ -f "$tiers_dir/$name.rc" ]; do sleep 5; done
-  done
-  clippy_start=$(date +%s)
-  rc=0
-  CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/clippy" chrt --idle 0 \
-    cargo clippy --workspace --all-targets -- -D warnings >"$tiers_dir/clippy.log" 2>&1 || rc=$?
-  echo "$rc $(($(date +%s) - clippy_start))" >"$tiers_dir/clippy.rc"
-) &
 wait
 failed=()
-for name in $(scripts/test-tier.sh --list) clippy; do
+for name in $(scripts/test-tier.sh --list); do
   read -r rc took <"$tiers_dir/$name.rc"
   echo "== tier $name: exit $rc after ${took}s"
   cat "$tiers_dir/$name.log"

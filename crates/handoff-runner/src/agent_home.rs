@@ -180,6 +180,14 @@ pub(crate) fn of_state(state: &Value) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// Abandons a run (its process group stopped, as [`crate::command::abandon_state`] does) and
+/// removes its home: nothing will continue it.
+pub(crate) async fn abandon(state: &Value) -> Result<(), RunnerError> {
+    let stopped = crate::command::abandon_state(state).await;
+    release(state);
+    stopped
+}
+
 /// Removes the home a run recorded in its `state`, if any (nothing will continue the run).
 pub(crate) fn release(state: &Value) {
     if let Some(home) = of_state(state) {

@@ -24,7 +24,7 @@ pub(crate) fn opencode_homes(config: &Config, executor: &str) -> AgentHomes {
     let cache = xdg_dir("XDG_CACHE_HOME", ".cache")
         .map(|cache| (cache.join("opencode"), PathBuf::from("cache/opencode")));
     AgentHomes {
-        root: absolute(&config.data_dir.join("agent-homes").join(executor)),
+        root: homes_root(config, executor),
         vars: xdg_homes().collect(),
         seed: credentials.into_iter().chain(cache).collect(),
     }
@@ -61,7 +61,8 @@ pub(crate) fn claude_homes(config: &Config) -> AgentHomes {
         (Some(dir), _) => Some(dir.join(".claude.json")),
         (None, Some(home)) => Some(home.join(".claude.json")),
         (None, None) => None,
-    };
+    }
+    .map(|file| (file, PathBuf::from("claude/.claude.json")));
     let kept = [
         ".credentials.json",
         "settings.json",
@@ -71,26 +72,13 @@ pub(crate) fn claude_homes(config: &Config) -> AgentHomes {
         "skills",
         "output-styles",
     ];
-    let seed = source
-        .iter()
-        .flat_map(|dir| {
-            kept.iter()
-                .map(move |name| (dir.join(name), Path::new("claude").join(name)))
-        })
-        .chain(global.map(|file| (file, PathBuf::from("claude/.claude.json"))))
-        .collect();
-    AgentHomes {
-        root: absolute(
-            &config
-                .data_dir
-                .join("agent-homes")
-                .join(handoff_runner::CLAUDE),
-        ),
-        vars: std::iter::once(("CLAUDE_CONFIG_DIR".to_owned(), "claude".to_owned()))
-            .chain(xdg_homes())
-            .collect(),
-        seed,
-    }
+    config_homes(
+        config,
+        (handoff_runner::CLAUDE, "CLAUDE_CONFIG_DIR"),
+        source,
+        &kept,
+        global,
+    )
 }
 
 /// Each Codex run keeps its state in a home of its own (`CODEX_HOME`): its sessions (every
@@ -119,25 +107,46 @@ pub(crate) fn codex_homes(config: &Config) -> AgentHomes {
         "skills",
         "rules",
     ];
+    config_homes(
+        config,
+        (handoff_runner::CODEX, "CODEX_HOME"),
+        source,
+        &kept,
+        None,
+    )
+}
+
+/// The homes of an agent whose own directory variable (`agent`: the executor's name, which
+/// also names the home's subdirectory, and the variable) points into the home, beside
+/// [`xdg_homes`]; seeded with the entries `kept` of the user's directory `source`, and `extra`.
+fn config_homes(
+    config: &Config,
+    agent: (&str, &str),
+    source: Option<PathBuf>,
+    kept: &[&str],
+    extra: Option<(PathBuf, PathBuf)>,
+) -> AgentHomes {
+    let (executor, var) = agent;
     let seed = source
         .iter()
         .flat_map(|dir| {
             kept.iter()
-                .map(move |name| (dir.join(name), Path::new("codex").join(name)))
+                .map(move |name| (dir.join(name), Path::new(executor).join(name)))
         })
+        .chain(extra)
         .collect();
     AgentHomes {
-        root: absolute(
-            &config
-                .data_dir
-                .join("agent-homes")
-                .join(handoff_runner::CODEX),
-        ),
-        vars: std::iter::once(("CODEX_HOME".to_owned(), "codex".to_owned()))
+        root: homes_root(config, executor),
+        vars: std::iter::once((var.to_owned(), executor.to_owned()))
             .chain(xdg_homes())
             .collect(),
         seed,
     }
+}
+
+/// Where the homes of `executor`'s agents are made.
+fn homes_root(config: &Config, executor: &str) -> PathBuf {
+    absolute(&config.data_dir.join("agent-homes").join(executor))
 }
 
 /// `path` made absolute against the working directory (binds and stored task directories

@@ -29,7 +29,6 @@ use crate::{
     Capabilities, Executor, Run, RunSpec, RunnerError,
     agent_home::{self, AgentHomes, Launcher},
     agent_process,
-    command::abandon_state,
 };
 
 /// How long after `session/cancel` the agent gets to end its turn before it is signalled.
@@ -206,9 +205,7 @@ impl Executor for AcpExecutor {
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        let stopped = abandon_state(state).await;
-        agent_home::release(state);
-        stopped
+        agent_home::abandon(state).await
     }
 
     /// Nothing will continue the run: its agent's home goes.

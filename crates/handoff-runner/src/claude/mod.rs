@@ -18,7 +18,6 @@ use crate::{
     AgentHomes, Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat, PromptVia,
     Run, RunSpec, RunnerError,
     agent_home::{self, Launcher},
-    command::abandon_state,
 };
 
 /// The executor's name.
@@ -182,9 +181,7 @@ impl Executor for ClaudeExecutor {
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        let stopped = abandon_state(state).await;
-        agent_home::release(state);
-        stopped
+        agent_home::abandon(state).await
     }
 
     /// Nothing will continue the run: its home goes.

@@ -21,7 +21,6 @@ use crate::{
     AgentHomes, Capabilities, Executor, Run, RunSpec, RunnerError,
     agent_home::{self, Launcher},
     agent_process,
-    command::abandon_state,
 };
 
 /// The executor's name.
@@ -123,9 +122,7 @@ impl Executor for CodexExecutor {
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        let stopped = abandon_state(state).await;
-        agent_home::release(state);
-        stopped
+        agent_home::abandon(state).await
     }
 
     /// Nothing will continue the run: its home goes.

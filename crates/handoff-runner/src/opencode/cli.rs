@@ -16,7 +16,6 @@ use crate::{
     AgentHomes, Capabilities, CommandConfig, CommandExecutor, Executor, MessageFormat,
     OutputStream, PromptVia, Run, RunEvent, RunOutcome, RunSpec, RunnerError,
     agent_home::{self, Launcher},
-    command::abandon_state,
 };
 
 /// The executor's name.
@@ -112,9 +111,7 @@ impl Executor for OpenCodeCliExecutor {
     }
 
     async fn abandon(&self, state: &Value) -> Result<(), RunnerError> {
-        let stopped = abandon_state(state).await;
-        agent_home::release(state);
-        stopped
+        agent_home::abandon(state).await
     }
 }
 

@@ -693,15 +693,7 @@ fn an_acp_agent_is_given_its_configured_mcp_servers() {
     env.push(("HANDOFF_DEFAULT_EXECUTOR".to_owned(), "codex".to_owned()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
-    let id = task_id(&call(
-        &server,
-        AGENT,
-        "execute_task",
-        json!({"task_description": "LIST-TOOLS please", "executor": OPENCODE_ACP.executor,
-            "completion": {"policy": "none"}}),
-    ));
-    let done = wait_end(&server, &id);
-    assert_eq!(done["status"], "completed", "{done}");
+    completed_on(&server, OPENCODE_ACP.executor, "LIST-TOOLS please");
     assert!(
         std::fs::read_to_string(&started).is_ok_and(|s| s.contains("started")),
         "the agent never started the configured MCP server"
@@ -967,15 +959,7 @@ fn handoff_logs_shows_one_line_per_tool_call_of_opencode_acp() {
     let env = acp_env(&OPENCODE_ACP, &model.base_url(), state.path());
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
-    let id = task_id(&call(
-        &server,
-        AGENT,
-        "execute_task",
-        json!({"task_description": "THREE-FILES please", "executor": OPENCODE_ACP.executor,
-            "completion": {"policy": "none"}}),
-    ));
-    let done = wait_end(&server, &id);
-    assert_eq!(done["status"], "completed", "{done}");
+    let id = completed_on(&server, OPENCODE_ACP.executor, "THREE-FILES please");
 
     let logs = std::process::Command::new(super::harness::BIN)
         .args(["logs", &id])
@@ -995,6 +979,19 @@ fn handoff_logs_shows_one_line_per_tool_call_of_opencode_acp() {
     }
     drop(server);
     runtime.block_on(model.shutdown());
+}
+
+/// Submits `text` to `executor` without verified completion and waits until it completed; its id.
+fn completed_on(server: &Server, executor: &str, text: &str) -> String {
+    let id = task_id(&call(
+        server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": text, "executor": executor, "completion": {"policy": "none"}}),
+    ));
+    let done = wait_end(server, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    id
 }
 
 /// Marks a file planted by the first task's agent.
