@@ -78,7 +78,10 @@ cargo fmt --all -- --check
 # `clippy -D warnings` in the same pass, and no second check of every dependency runs after the
 # tests (that took 5-6 minutes at the end of each run). Every cargo command below, the `crates`
 # tier's included, runs with the same wrapper, so none rebuilds what this one built.
-RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver)
+if ! RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver); then
+  echo "clippy-driver not found: the build is also the lint (rustup component add clippy)" >&2
+  exit 1
+fi
 # clippy-driver reads its arguments from CLIPPY_ARGS, separated as `cargo clippy` separates them.
 CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
