@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::{
     executors::{
-        AGENT, OPENCODE, answer, events, handoff_env, require_ripgrep, wait_end,
+        AGENT, OPENCODE, answer, events, handoff_env, has_ended, require_ripgrep, status, wait_end,
         wait_hang_reached_model, workdir,
     },
     harness::{Server, metric, require, start},
@@ -329,14 +329,8 @@ fn pause_holds(server: &Server, model: &ScriptedModel, paused: &str) {
         asked_before,
         "a model request while paused"
     );
-    let status = ok(&call(
-        server,
-        AGENT,
-        "get_task_status",
-        json!({"task_id": paused}),
-    ))
-    .clone();
-    assert_eq!(status["status"], "paused", "{status}");
+    let now = status(server, paused);
+    assert_eq!(now["status"], "paused", "{now}");
     eprintln!(
         "paused for {} ms without progress",
         paused_for.elapsed().as_millis()
@@ -923,7 +917,7 @@ fn as_a_new_user(model: &ScriptedModel, state: &Path, extra: &[(&str, &str)]) ->
 
 /// Submits `text` without completion checks: confinement and the pool are the point of these
 /// tests, and the evaluator's continuation would only start a second agent. Its task id.
-fn submit_unchecked(server: &Server, text: &str) -> String {
+pub(super) fn submit_unchecked(server: &Server, text: &str) -> String {
     task_id(&call(
         server,
         AGENT,
@@ -1069,16 +1063,9 @@ fn what_one_tasks_agent_writes_no_other_tasks_agent_sees() {
         "the first agent to plant, or its task to end",
         LIMIT,
         || {
-            let status = ok(&call(
-                &server,
-                AGENT,
-                "get_task_status",
-                json!({"task_id": one}),
-            ))
-            .clone();
+            let status = status(&server, &one);
             let dir = PathBuf::from(status["workdir"].as_str().unwrap_or_default());
-            let ended = !matches!(status["status"].as_str(), Some("queued" | "running"));
-            if dir.join("count").exists() || ended {
+            if dir.join("count").exists() || has_ended(&status) {
                 Ok(dir)
             } else {
                 Err(status["status"].clone())

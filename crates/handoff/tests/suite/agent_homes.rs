@@ -11,12 +11,12 @@ use handoff_scripted_model::{Script, ScriptedModel};
 use serde_json::json;
 
 use super::{
-    acp::{find_matching, find_named},
+    acp::{find_matching, find_named, submit_unchecked},
     executors::{
-        AGENT, Agent, CLAUDE, CODEX, WAIT_FOR_RELEASE, events, handoff_env, wait_end, workdir,
+        Agent, CLAUDE, CODEX, WAIT_FOR_RELEASE, events, handoff_env, has_ended, status, wait_end,
+        workdir,
     },
     harness::{Server, start},
-    mcp::{call, ok, task_id},
     wait::wait_until,
 };
 
@@ -85,10 +85,10 @@ fn state_kept_apart(agent: &Agent, var: &str, shared_homes: &[&str]) {
     let server = start(&env);
     let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
 
-    let one = submit(&server, "PLANT where your state lives");
+    let one = submit_unchecked(&server, "PLANT where your state lives");
     let one_dir = workdir(&server, &one);
     wait_until("the first agent to plant", LIMIT, || {
-        one_dir.join("planted.txt").exists() || is_over(&server, &one)
+        one_dir.join("planted.txt").exists() || has_ended(&status(&server, &one))
     });
     let one_home = read(&one_dir.join("home.txt")).trim().to_owned();
     let planted = read(&one_dir.join("planted.txt"));
@@ -128,31 +128,9 @@ fn state_kept_apart(agent: &Agent, var: &str, shared_homes: &[&str]) {
     runtime.block_on(model.shutdown());
 }
 
-/// Submits `text` without verified completion (the test judges the runs itself).
-fn submit(server: &Server, text: &str) -> String {
-    task_id(&call(
-        server,
-        AGENT,
-        "execute_task",
-        json!({"task_description": text, "completion": {"policy": "none"}}),
-    ))
-}
-
-/// Whether task `id` is no longer queued or running.
-fn is_over(server: &Server, id: &str) -> bool {
-    let status = ok(&call(
-        server,
-        AGENT,
-        "get_task_status",
-        json!({"task_id": id}),
-    ))
-    .clone();
-    !matches!(status["status"].as_str(), Some("queued" | "running"))
-}
-
 /// Runs a LOOK task to its end: it found no marker, and its home is not `other`'s. Its home.
 fn look(server: &Server, other: &str) -> String {
-    let id = submit(server, "LOOK for what others planted");
+    let id = submit_unchecked(server, "LOOK for what others planted");
     let done = wait_end(server, &id);
     assert_eq!(done["status"], "completed", "{done}");
     let dir = workdir(server, &id);

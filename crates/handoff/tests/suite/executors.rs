@@ -225,15 +225,24 @@ pub(super) fn wait_end(server: &Server, id: &str) -> Value {
     )
 }
 
-pub(super) fn workdir(server: &Server, id: &str) -> PathBuf {
-    let status = ok(&call(
+/// Task `id`'s `get_task_status` answer.
+pub(super) fn status(server: &Server, id: &str) -> Value {
+    ok(&call(
         server,
         AGENT,
         "get_task_status",
         json!({"task_id": id}),
     ))
-    .clone();
-    PathBuf::from(status["workdir"].as_str().unwrap())
+    .clone()
+}
+
+/// Whether a `get_task_status` answer says the task is no longer queued or running.
+pub(super) fn has_ended(status: &Value) -> bool {
+    !matches!(status["status"].as_str(), Some("queued" | "running"))
+}
+
+pub(super) fn workdir(server: &Server, id: &str) -> PathBuf {
+    PathBuf::from(status(server, id)["workdir"].as_str().unwrap())
 }
 
 pub(super) fn events(server: &Server, id: &str) -> Vec<Value> {
