@@ -114,33 +114,13 @@ fn a_runs_a_task(letta: &Letta, server: &Server, model: &ScriptedModel, a: &str)
     assert_eq!(block["limit"], LIMIT);
     let block_id = block["id"].as_str().unwrap().to_owned();
 
-    let messages = turn.recv_timeout(Duration::from_secs(300)).unwrap();
-    let returns = tool_returns(&messages);
-    assert_eq!(
-        returns.len(),
-        2,
-        "execute_task then get_task_status: {messages:#}"
-    );
-    for (call, status, text) in &returns {
-        assert_eq!(status, "success", "{call}: {text}");
-        assert!(text.contains(&task), "{call}'s text names the task: {text}");
-        // Letta passes only the text on: it must say what to do next, and A will be told.
-        assert!(text.contains("no need to poll"), "{call}: {text}");
-        assert!(text.contains(&label), "{call} names the block: {text}");
-    }
-    // The model read execute_task's text and used the id it found there.
-    let asked = model
-        .requests()
-        .into_iter()
-        .find(|r| r.scenario.as_deref() == Some("NETNS-A-RUN") && r.turn == 1)
-        .expect("the model's second turn");
-    assert!(asked.body.to_string().contains(&task), "{}", asked.body);
-
-    eventually("completed in the block", LETTA_PATIENCE, || {
-        let value: Value = serde_json::from_str(letta.block(&block_id)?["value"].as_str()?).ok()?;
-        (value["status"] == "completed").then_some(())
+    // Watched from now on: on a loaded machine the turn can outlast the block's whole life.
+    let completed = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| completed_in_block(letta, &block_id));
+        the_turn_used_the_tools(&turn, model, &task, &label);
+        watcher.join().expect("the block watcher")
     });
-    let completed = started.elapsed();
+    let completed = completed.duration_since(started);
     eventually("the notification", LETTA_PATIENCE, || {
         (letta.notifications(a, &task) == 1).then_some(())
     });
@@ -167,6 +147,51 @@ fn a_runs_a_task(letta: &Letta, server: &Server, model: &ScriptedModel, a: &str)
     });
     assert_eq!(letta.notifications(a, &task), 1, "exactly one notification");
     task
+}
+
+/// Asserts that A's turn made two successful tool calls whose texts name the task and its block,
+/// and that the model read the task's id from execute_task's text.
+fn the_turn_used_the_tools(
+    turn: &mpsc::Receiver<Value>,
+    model: &ScriptedModel,
+    task: &str,
+    label: &str,
+) {
+    let messages = turn.recv_timeout(Duration::from_secs(300)).unwrap();
+    let returns = tool_returns(&messages);
+    assert_eq!(
+        returns.len(),
+        2,
+        "execute_task then get_task_status: {messages:#}"
+    );
+    for (call, status, text) in &returns {
+        assert_eq!(status, "success", "{call}: {text}");
+        assert!(text.contains(task), "{call}'s text names the task: {text}");
+        // Letta passes only the text on: it must say what to do next, and A will be told.
+        assert!(text.contains("no need to poll"), "{call}: {text}");
+        assert!(text.contains(label), "{call} names the block: {text}");
+    }
+    // The model read execute_task's text and used the id it found there.
+    let asked = model
+        .requests()
+        .into_iter()
+        .find(|r| r.scenario.as_deref() == Some("NETNS-A-RUN") && r.turn == 1)
+        .expect("the model's second turn");
+    assert!(asked.body.to_string().contains(task), "{}", asked.body);
+}
+
+/// When the block first said `completed`, read every second from its attachment on; fails if the
+/// block went away before it said so.
+fn completed_in_block(letta: &Letta, block_id: &str) -> Instant {
+    let seen = eventually("completed in the block", LETTA_PATIENCE, || {
+        let (status, block) = letta.get(&format!("/v1/blocks/{block_id}"));
+        if status == 404 {
+            return Some(Err("the block was gone before it said completed"));
+        }
+        let value: Value = serde_json::from_str(block["value"].as_str()?).ok()?;
+        (value["status"] == "completed").then_some(Ok(Instant::now()))
+    });
+    seen.unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// B goes through the same registration: its task is its own (Letta's `X-Agent-Id`), and its
@@ -508,11 +533,6 @@ impl Letta {
             .iter()
             .filter_map(|b| b["label"].as_str().map(str::to_owned))
             .collect()
-    }
-
-    fn block(&self, id: &str) -> Option<Value> {
-        let (status, block) = self.get(&format!("/v1/blocks/{id}"));
-        (status == 200).then_some(block)
     }
 
     /// How many of the agent's messages are Handoff's notification about `task`.
