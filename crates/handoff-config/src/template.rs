@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::{
     SettingSpec,
+    init_provider::InitProvider,
     sections::{UNSET, defaults, sections, split_key},
 };
 
@@ -35,89 +36,113 @@ const HEADER: &str = "\
 struct Example {
     table: &'static str,
     title: &'static str,
-    lines: &'static [&'static str],
+    lines: Vec<String>,
 }
 
-const EXAMPLES: &[Example] = &[
-    Example {
-        table: "executors.opencode",
-        title: "OpenCode on an OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, LM Studio or a \
-                hosted /v1 API). OpenCode reads the key from OPENAI_API_KEY in Handoff's \
-                environment ({env:...}); the `process` isolation level passes only allow-listed \
-                variables to it, and OPENAI_* is on that list (others: runner.env_allow). Without \
-                a provider OpenCode falls back to its own hosted default model.",
-        lines: &[
-            "model = \"local/qwen2.5-coder:14b\"",
-            "config = '''",
-            "{",
-            "  \"provider\": {",
-            "    \"local\": {",
-            "      \"npm\": \"@ai-sdk/openai-compatible\",",
-            "      \"name\": \"Local\",",
-            "      \"options\": {\"baseURL\": \"http://127.0.0.1:11434/v1\", \"apiKey\": \"{env:OPENAI_API_KEY}\"},",
-            "      \"models\": {\"qwen2.5-coder:14b\": {\"name\": \"Qwen2.5 Coder 14B\", \"tool_call\": true}}",
-            "    }",
-            "  },",
-            "  \"small_model\": \"local/qwen2.5-coder:14b\"",
-            "}",
-            "'''",
-        ],
-    },
-    Example {
-        table: "evaluator",
-        title: "the judge on the same OpenAI-compatible endpoint. It judges the tasks that ask \
-                for it (execute_task {completion: {policy: \"judge\"}}), or every task with \
-                completion.policy = \"judge\".",
-        lines: &[
-            "provider = \"openai_compatible\"",
-            "model = \"qwen2.5-coder:14b\"",
-            "base_url = \"http://127.0.0.1:11434/v1\"",
-            "api_key_env = \"OPENAI_API_KEY\"",
-        ],
-    },
-];
+/// The provider examples, with `provider`'s values.
+fn examples(provider: &InitProvider) -> [Example; 2] {
+    [
+        Example {
+            table: "executors.opencode",
+            title: "OpenCode on an OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, LM Studio \
+                    or a hosted /v1 API). OpenCode reads the key from the variable named in \
+                    {env:...} in Handoff's environment; the `process` and `sandbox` isolation \
+                    levels pass only allow-listed variables to it, OPENAI_* among them (others: \
+                    runner.env_allow). Without a provider OpenCode falls back to its own hosted \
+                    default model. `handoff init --provider URL --model NAME [--key-env VAR]` \
+                    writes these lines for you.",
+            lines: provider.opencode_lines(),
+        },
+        Example {
+            table: "evaluator",
+            title: "the judge on the same OpenAI-compatible endpoint. It judges the tasks that \
+                    ask for it (execute_task {completion: {policy: \"judge\"}}), or every task \
+                    with completion.policy = \"judge\".",
+            lines: provider.evaluator_lines(),
+        },
+    ]
+}
 
-/// The whole commented `handoff.toml`.
+/// The whole commented `handoff.toml`, with the provider examples commented out.
 pub fn init_toml() -> String {
+    render(None)
+}
+
+/// The commented `handoff.toml` with `provider` set: its examples are written as settings, and
+/// its key variable is allowed through to isolated executors.
+pub fn init_toml_with_provider(provider: &InitProvider) -> String {
+    render(Some(provider))
+}
+
+fn render(provider: Option<&InitProvider>) -> String {
     let defaults = defaults();
+    let example = InitProvider::example();
+    let examples = examples(provider.unwrap_or(&example));
+    let allow = provider.and_then(InitProvider::env_allow);
     let mut out = String::from(HEADER);
     for section in sections() {
         out.push('\n');
-        if section.table.is_empty() {
-            comment(&mut out, section.about);
-        } else {
-            comment(&mut out, section.about);
+        comment(&mut out, section.about);
+        if !section.table.is_empty() {
             let _ = writeln!(out, "[{}]", section.table);
         }
         for spec in &section.settings {
-            let default = defaults.get(spec.key).map_or(UNSET, String::as_str);
-            setting(&mut out, spec, default);
+            let (_, name) = split_key(spec.key);
+            let line = match allow {
+                Some(variable) if spec.key == "runner.env_allow" => {
+                    format!("{name} = {}", toml_list(variable))
+                }
+                _ => {
+                    let default = defaults.get(spec.key).map_or(UNSET, String::as_str);
+                    let value = toml_literal(default).unwrap_or_else(|| UNSET.to_owned());
+                    format!("# {name} = {value}")
+                }
+            };
+            setting(&mut out, spec, &line);
         }
-        for example in EXAMPLES.iter().filter(|e| e.table == section.table) {
-            out.push('\n');
-            comment(&mut out, &format!("Example: {}", example.title));
-            let _ = writeln!(
-                out,
-                "{EXAMPLE_BEGIN} uncomment every line down to \"{EXAMPLE_END}\""
-            );
-            for line in example.lines {
-                let _ = writeln!(out, "# {line}");
-            }
-            let _ = writeln!(out, "{EXAMPLE_END}");
+        for example in examples.iter().filter(|e| e.table == section.table) {
+            write_example(&mut out, example, provider.is_some());
         }
     }
     out
 }
 
-fn setting(out: &mut String, spec: &SettingSpec, default: &str) {
-    let (_, name) = split_key(spec.key);
+/// An example block: commented out, or written as settings when `init` was given a provider.
+fn write_example(out: &mut String, example: &Example, given: bool) {
+    out.push('\n');
+    if given {
+        comment(
+            out,
+            &format!("Written by `handoff init --provider`: {}", example.title),
+        );
+        for line in &example.lines {
+            let _ = writeln!(out, "{line}");
+        }
+        return;
+    }
+    comment(out, &format!("Example: {}", example.title));
+    let _ = writeln!(
+        out,
+        "{EXAMPLE_BEGIN} uncomment every line down to \"{EXAMPLE_END}\""
+    );
+    for line in &example.lines {
+        let _ = writeln!(out, "# {line}");
+    }
+    let _ = writeln!(out, "{EXAMPLE_END}");
+}
+
+fn toml_list(item: &str) -> String {
+    toml::Value::Array(vec![toml::Value::String(item.to_owned())]).to_string()
+}
+
+/// A setting's description and environment names, then its line.
+fn setting(out: &mut String, spec: &SettingSpec, line: &str) {
     out.push('\n');
     comment(out, spec.doc);
     let names: Vec<&str> = spec.env.iter().map(|alias| alias.name).collect();
     let secret = if spec.secret { " Secret." } else { "" };
     comment(out, &format!("Environment: {}.{secret}", names.join(", ")));
-    let value = toml_literal(default).unwrap_or_else(|| UNSET.to_owned());
-    let _ = writeln!(out, "# {name} = {value}");
+    let _ = writeln!(out, "{line}");
 }
 
 /// Writes `text` as `# ` comment lines wrapped at [`WIDTH`].
@@ -271,13 +296,10 @@ mod tests {
     fn the_provider_examples_resolve() {
         let config = load(&with_examples(&init_toml())).unwrap();
         let opencode = &config.executors.opencode;
-        assert_eq!(opencode.model.as_deref(), Some("local/qwen2.5-coder:14b"));
+        assert_eq!(opencode.model.as_deref(), Some("main/qwen2.5-coder:14b"));
         let json: serde_json::Value =
             serde_json::from_str(opencode.config_json.as_deref().unwrap()).unwrap();
-        assert_eq!(
-            json["provider"]["local"]["npm"],
-            "@ai-sdk/openai-compatible"
-        );
+        assert_eq!(json["provider"]["main"]["npm"], "@ai-sdk/openai-compatible");
         assert_eq!(config.evaluator.model.as_deref(), Some("qwen2.5-coder:14b"));
         assert_eq!(
             config.evaluator.base_url.as_deref(),
@@ -287,6 +309,51 @@ mod tests {
         let judged =
             with_examples(&init_toml()).replace("# policy = \"checks\"", "policy = \"judge\"");
         assert!(load(&judged).is_ok());
+    }
+
+    #[test]
+    fn a_given_provider_is_set_and_everything_else_stays_default() {
+        let provider =
+            InitProvider::new("http://127.0.0.1:9/v1", "coder:7b", Some("MY_PROVIDER_KEY"))
+                .unwrap();
+        let text = init_toml_with_provider(&provider);
+        let block = format!("\n{EXAMPLE_BEGIN} uncomment");
+        assert!(!text.contains(&block), "nothing left to uncomment");
+        let config = load(&text).unwrap();
+        let opencode = &config.executors.opencode;
+        assert_eq!(opencode.model.as_deref(), Some("main/coder:7b"));
+        let json: serde_json::Value =
+            serde_json::from_str(opencode.config_json.as_deref().unwrap()).unwrap();
+        let options = &json["provider"]["main"]["options"];
+        assert_eq!(options["baseURL"], "http://127.0.0.1:9/v1");
+        assert_eq!(options["apiKey"], "{env:MY_PROVIDER_KEY}");
+        assert_eq!(
+            config.evaluator.base_url.as_deref(),
+            Some("http://127.0.0.1:9/v1")
+        );
+        assert_eq!(
+            config.evaluator.api_key_env.as_deref(),
+            Some("MY_PROVIDER_KEY")
+        );
+        assert_eq!(config.runner.env_allow, ["MY_PROVIDER_KEY"]);
+        let from_file: std::collections::BTreeSet<&str> = config
+            .effective
+            .iter()
+            .filter(|s| s.source != Source::Default)
+            .map(|s| s.key)
+            .collect();
+        assert_eq!(
+            from_file,
+            std::collections::BTreeSet::from([
+                "executors.opencode.model",
+                "executors.opencode.config",
+                "evaluator.provider",
+                "evaluator.model",
+                "evaluator.api_key_env",
+                "evaluator.base_url",
+                "runner.env_allow"
+            ])
+        );
     }
 
     #[test]

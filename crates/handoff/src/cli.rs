@@ -389,6 +389,17 @@ pub struct InitArgs {
     /// Overwrite the file if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Set a model provider: an OpenAI-compatible base URL (Ollama, vLLM, llama.cpp, a hosted
+    /// /v1 API) for OpenCode and the completion judge.
+    #[arg(long, value_name = "URL", requires = "model")]
+    pub provider: Option<String>,
+    /// The model the provider serves, for every task and the judge.
+    #[arg(long, value_name = "NAME", requires = "provider")]
+    pub model: Option<String>,
+    /// The environment variable holding the provider's API key (none for a keyless local
+    /// server); it is read when Handoff starts, never written to the file.
+    #[arg(long, value_name = "VAR", requires = "provider")]
+    pub key_env: Option<String>,
 }
 
 /// Options of `handoff bench`.

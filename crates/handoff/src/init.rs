@@ -1,5 +1,6 @@
 //! `handoff init`: writes a commented `handoff.toml` (every setting at its default, a provider
-//! example), readable by its owner only since it may come to hold tokens and passwords.
+//! example, or with `--provider` a provider set), readable by its owner only since it may come
+//! to hold tokens and passwords.
 
 use std::{
     fs::OpenOptions,
@@ -9,6 +10,7 @@ use std::{
 };
 
 use anyhow::{Context, bail};
+use handoff_config::InitProvider;
 
 use crate::cli::InitArgs;
 use crate::client::terminal::print_line;
@@ -37,16 +39,33 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
             path.join("handoff.toml").display()
         );
     }
-    let text = handoff_config::init_toml();
+    let provider = match (&args.provider, &args.model) {
+        (Some(url), Some(model)) => Some(InitProvider::new(url, model, args.key_env.as_deref())?),
+        _ => None,
+    };
+    let text = match &provider {
+        Some(provider) => handoff_config::init_toml_with_provider(provider),
+        None => handoff_config::init_toml(),
+    };
     if args.force {
         replace(path, &text)?;
     } else {
         create_new(path, &text)?;
     }
+    let what = match &provider {
+        Some(provider) => format!(
+            "tasks use {} through OpenCode, the judge the same model",
+            provider.opencode_model()
+        ),
+        None => "every setting commented out at its default, and a provider example".into(),
+    };
+    let check = if path == Path::new("handoff.toml") {
+        "handoff doctor".to_owned()
+    } else {
+        format!("handoff doctor --config {}", path.display())
+    };
     print_line(&format!(
-        "wrote {} (mode 0600): every setting commented out at its default, and a provider \
-         example; check it with `handoff config --config {}`",
-        path.display(),
+        "wrote {} (mode 0600): {what}; check it with `{check}`",
         path.display()
     ));
     Ok(())

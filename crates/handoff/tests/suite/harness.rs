@@ -127,7 +127,8 @@ pub fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Server {
 
 /// Starts `handoff serve --host HOST --port 0` in `dir`.
 pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Server {
-    let mut child = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .args(["serve", "--host", host, "--port", "0"])
         .current_dir(dir.path())
         .env("HANDOFF_DATA_DIR", dir.path().join("data"))
@@ -135,7 +136,14 @@ pub fn start_on(dir: tempfile::TempDir, host: &str, env: &[(&str, &str)]) -> Ser
         // No agent started ahead of tasks where an `opencode` happens to be on PATH; a test
         // about the pool sets it.
         .env("HANDOFF_OPENCODE_POOL", "0")
-        .envs(env.iter().copied())
+        .envs(env.iter().copied());
+    spawn_server(command, dir, host)
+}
+
+/// Spawns `command`, a Handoff server listening on `host` whose log goes to stderr, and waits
+/// for its "listening" line; `dir` is kept until the server is gone.
+pub fn spawn_server(mut command: Command, dir: tempfile::TempDir, host: &str) -> Server {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

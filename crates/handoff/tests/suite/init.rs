@@ -78,7 +78,7 @@ fn the_uncommented_provider_example_resolves() {
             .unwrap()
     };
     let (model, source) = value("executors.opencode.model");
-    assert_eq!(model, "local/qwen2.5-coder:14b");
+    assert_eq!(model, "main/qwen2.5-coder:14b");
     assert_eq!(source, "executors.opencode.model in handoff.toml");
     let (config, _) = value("executors.opencode.config");
     assert!(
@@ -134,4 +134,72 @@ fn init_keeps_an_existing_file_unless_forced_and_refuses_a_directory() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn init_with_a_provider_sets_it_and_refuses_bad_flags_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "init",
+        "--provider",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "coder:7b",
+        "--key-env",
+        "MY_PROVIDER_KEY",
+    ];
+    let out = handoff(dir.path(), &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("main/coder:7b"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = handoff(dir.path(), &["config", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let settings: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let value = |key: &str| settings.iter().find(|s| s["key"] == key).unwrap()["value"].clone();
+    assert_eq!(value("executors.opencode.model"), "main/coder:7b");
+    assert_eq!(value("evaluator.base_url"), "http://127.0.0.1:9/v1");
+    assert_eq!(value("evaluator.api_key_env"), "MY_PROVIDER_KEY");
+
+    let other = tempfile::tempdir().unwrap();
+    let refusals = [
+        (
+            vec!["--provider", "ftp://host/v1", "--model", "m"],
+            "--provider",
+        ),
+        (
+            vec!["--provider", "http://u:hunter2@host/v1", "--model", "m"],
+            "--provider",
+        ),
+        (
+            vec!["--provider", "http://host/v1", "--model", "a b"],
+            "--model",
+        ),
+        (
+            vec![
+                "--provider",
+                "http://host/v1",
+                "--model",
+                "m",
+                "--key-env",
+                "HANDOFF_AUTH_TOKEN",
+            ],
+            "--key-env",
+        ),
+        (vec!["--provider", "http://host/v1"], "--model"),
+        (vec!["--model", "m"], "--provider"),
+    ];
+    for (flags, named) in refusals {
+        let out = handoff(other.path(), &[&["init"], flags.as_slice()].concat());
+        let stderr = text(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{flags:?}");
+        assert!(stderr.contains(named), "{flags:?}: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+        assert!(
+            !other.path().join("handoff.toml").exists(),
+            "{flags:?} wrote a file"
+        );
+    }
 }

@@ -31,6 +31,7 @@ mod pg_cluster;
 mod postgres;
 mod process;
 mod raw_mcp;
+mod readme;
 mod scale;
 mod scale_agents;
 mod scale_commands;
