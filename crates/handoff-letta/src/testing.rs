@@ -5,6 +5,8 @@ use std::{process::Command, sync::OnceLock, time::Duration};
 
 use serde_json::{Value, json};
 
+pub use crate::client::time_millis;
+
 /// The base URL of a real Letta server: `HANDOFF_TEST_LETTA_URL` when set (`scripts/test.sh`
 /// starts one), else the one `scripts/letta/up.sh` starts (or finds running) now. Panics with
 /// the script's output when it cannot: these tests need the real server.

@@ -19,6 +19,7 @@ const CLOSE: &str = "}}";
 /// `turn` with every `{{capture:…}}` in its text and tool call arguments resolved against `body`.
 pub(crate) fn resolve_turn(turn: &Turn, body: &Value) -> Turn {
     let has_placeholder = turn.text.as_deref().is_some_and(|t| t.contains(OPEN))
+        || turn.until_file.as_deref().is_some_and(|t| t.contains(OPEN))
         || turn
             .tool_calls
             .iter()
@@ -30,6 +31,7 @@ pub(crate) fn resolve_turn(turn: &Turn, body: &Value) -> Turn {
     collect_strings(body, &mut strings);
     let mut resolved = turn.clone();
     resolved.text = turn.text.as_deref().map(|t| substitute(t, &strings));
+    resolved.until_file = turn.until_file.as_deref().map(|t| substitute(t, &strings));
     for call in &mut resolved.tool_calls {
         call.arguments = map_strings(&call.arguments, &|s| substitute(s, &strings));
     }

@@ -65,6 +65,11 @@ pub struct Turn {
     /// Wait this long before answering.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
+    /// Wait until this file exists before answering (looked for every 100 ms, for at most
+    /// ten minutes): a test holds the reply until it says so. `{{capture:…}}` is substituted,
+    /// so the conversation can name the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_file: Option<String>,
     /// Send the start of the reply, then never finish it (until the client goes away or the
     /// server shuts down).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -244,6 +244,11 @@ async fn respond<W: Wire>(
             return shutting_down::<W>();
         }
     }
+    if let Some(path) = &turn.until_file
+        && !held_until(std::path::Path::new(path), &state.shutdown).await
+    {
+        return shutting_down::<W>();
+    }
     if let Some(error) = &turn.error {
         return error_response::<W>(error);
     }
@@ -261,6 +266,21 @@ async fn respond<W: Wire>(
     } else {
         Json(W::json(&reply, &ctx)).into_response()
     }
+}
+
+/// The longest a reply is held for its file.
+const HOLD_CAP: Duration = Duration::from_secs(600);
+
+/// Waits until `path` exists (at most [`HOLD_CAP`]); false if the server shuts down first.
+async fn held_until(path: &std::path::Path, shutdown: &Shutdown) -> bool {
+    let give_up = tokio::time::Instant::now() + HOLD_CAP;
+    while !path.exists() && tokio::time::Instant::now() < give_up {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            () = shutdown.clone().wait() => return false,
+        }
+    }
+    true
 }
 
 fn error_response<W: Wire>(error: &ErrorReply) -> Response {

@@ -21,6 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use retry::Backoff;
 pub use tool_wire::{AgentSecret, LettaAgent, LettaTool, McpServer, NewTool};
+#[cfg(feature = "test-support")]
+pub use wire::time_millis;
 pub use wire::{Block, Health, NewBlock, NewMessage, Run};
 
 use crate::{LettaError, error::Transient};

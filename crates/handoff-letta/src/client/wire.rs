@@ -78,15 +78,19 @@ pub struct Run {
 impl Run {
     /// `created_at` as Unix ms, when it parses.
     pub fn created_at_millis(&self) -> Option<i64> {
-        let text = self.created_at.as_deref()?;
-        chrono::DateTime::parse_from_rfc3339(text)
-            .map(|t| t.timestamp_millis())
-            .or_else(|_| {
-                chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
-                    .map(|t| t.and_utc().timestamp_millis())
-            })
-            .ok()
+        time_millis(self.created_at.as_deref()?)
     }
+}
+
+/// A time Letta wrote (ISO 8601, with or without a zone: without means UTC) as Unix ms.
+pub fn time_millis(text: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.timestamp_millis())
+        .or_else(|_| {
+            chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
+                .map(|t| t.and_utc().timestamp_millis())
+        })
+        .ok()
 }
 
 /// Letta's error detail from a body, or the body itself, clipped for messages.

@@ -159,6 +159,17 @@ fn body(prefix: &str, tool: &str, params: &[Param]) -> String {
         .replace("@META@", &super::handoff::meta().to_string())
         .replace("@PROTOCOL@", &literal(super::handoff::PROTOCOL))
         .replace("@TIMEOUT@", &CALL_TIMEOUT_SECS.to_string())
+        .replace("@NAMES@", &literal(&names_pattern()))
+        .replace("@PREFIX@", &literal(&format!("{prefix}_")))
+}
+
+/// A regular expression matching Handoff's tool names as whole words: Handoff's texts name its
+/// tools as an MCP client sees them, and the agent sees them under the prefix.
+fn names_pattern() -> String {
+    format!(
+        "(?<![A-Za-z0-9_])({})(?![A-Za-z0-9_])",
+        super::TOOLS.join("|")
+    )
 }
 
 /// The function body after the docstring (placeholders `@…@` filled by [`body`]).
@@ -208,14 +219,24 @@ const BODY: &str = r#"    _args = {_k: _v for _k, _v in [@PAIRS@] if _v is not N
             _message = _json.loads(_text)
         except ValueError:
             raise RuntimeError("Handoff did not answer with JSON-RPC: " + _text[:500])
+    import re as _re
+    _names = _re.compile(@NAMES@)
+
+    def _as_seen(_text):
+        return _names.sub(lambda _m: @PREFIX@ + _m.group(1), _text)
+
+    def _one_line(_text):
+        # Letta shows the model only an error's first line: the whole error goes on one.
+        return " ".join(_l.strip() for _l in _as_seen(_text).splitlines() if _l.strip())
+
     if _message.get("error"):
         _error_body = _message["error"]
-        raise RuntimeError("Handoff refused the call: " + str(_error_body.get("message", _error_body)))
+        raise RuntimeError(_one_line("Handoff refused the call: " + str(_error_body.get("message", _error_body))))
     _result = _message.get("result") or {}
     _content = "\n".join(_p.get("text", "") for _p in _result.get("content", []) if _p.get("type") == "text")
     if _result.get("isError"):
-        raise RuntimeError(_content or "Handoff reported an error without text")
-    return _content
+        raise RuntimeError(_one_line(_content) or "Handoff reported an error without text")
+    return _as_seen(_content)
 "#;
 
 /// The Python type of a (Letta-shaped, single-typed) property.

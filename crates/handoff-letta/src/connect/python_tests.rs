@@ -132,6 +132,11 @@ except RuntimeError as error:
     print("OK")
 "#
     );
+    assert_python_says_ok(&script);
+}
+
+/// Runs `script` in the real Python; it must print `OK`.
+fn assert_python_says_ok(script: &str) {
     let mut child = Command::new("python3")
         .arg("-")
         .stdin(std::process::Stdio::piped())
@@ -152,4 +157,50 @@ except RuntimeError as error:
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Against a loopback server answering as Handoff does: a three-line tool error reaches the
+/// model on one line, whole, and every text names the tools as the agent sees them.
+#[test]
+fn errors_come_whole_on_one_line_and_texts_use_the_agents_tool_names() {
+    let source = native_tool("handoff", &execute_task()).unwrap().source_code;
+    let script = format!(
+        r#"{source}
+
+import http.server, json, os, threading
+
+ANSWERS = [
+    {{"isError": True, "content": [{{"type": "text", "text": "agent_id: not the caller\nThe agent is decided by Letta.\nFix: call execute_task without agent_id"}}]}},
+    {{"content": [{{"type": "text", "text": "task_1 queued: no need to poll; get_task_status or list_tasks show it, handoff_get_task_status too"}}]}},
+]
+
+class Handoff(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        body = json.dumps({{"jsonrpc": "2.0", "id": 1, "result": ANSWERS.pop(0)}}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.HTTPServer(("127.0.0.1", 0), Handoff)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+os.environ["HANDOFF_MCP_URL"] = "http://127.0.0.1:%d/mcp" % server.server_address[1]
+os.environ["HANDOFF_MCP_TOKEN"] = "t"
+os.environ["LETTA_AGENT_ID"] = "agent-1"
+try:
+    handoff_execute_task(task_description="x")
+    raise AssertionError("no error")
+except RuntimeError as error:
+    assert str(error) == "agent_id: not the caller The agent is decided by Letta. Fix: call handoff_execute_task without agent_id", str(error)
+text = handoff_execute_task(task_description="y")
+assert text == "task_1 queued: no need to poll; handoff_get_task_status or handoff_list_tasks show it, handoff_get_task_status too", text
+print("OK")
+"#
+    );
+    assert_python_says_ok(&script);
 }

@@ -3,6 +3,8 @@
 //! unknown, Handoff waits for the agent's runs since the task ended to finish (an async send
 //! stores its message only when its run ends), then looks for the message in the agent's recent
 //! history (by its fixed `otid`, or its header line); only if it is not there is it sent again.
+//! Every send waits first for the agent's runs under way to end (up to [`IDLE_CAP`]): a message
+//! sent during a run starts a second run of the same agent beside it.
 //! Unless `letta.notify_sync` is on, a task whose final result reached the agent in its own
 //! `execute_task {sync: true}` call gets none: while that call still waits, the message waits
 //! too, and once it ended the store says whether the result went back in it.
@@ -31,6 +33,10 @@ const FLOOR: Duration = Duration::from_secs(2);
 /// The longest wait for the agent's runs to end before looking for an earlier attempt: a run
 /// that outlives it is the agent's own work, not a stuck notification.
 const QUIET_CAP: Duration = Duration::from_secs(120);
+
+/// The longest wait for the agent to be idle before a send: a run Letta never ended (a crash of
+/// Letta leaves it `running`) must not hold every notification of the agent for good.
+const IDLE_CAP: Duration = Duration::from_secs(600);
 
 /// How often the agent's active runs are listed while waiting for them: soon at first, then
 /// less often, so a long wait costs few calls from the shared budget.
@@ -114,12 +120,17 @@ async fn send_until_settled(
         let outcome = match earlier {
             Ok(true) => Ok(None),
             Ok(false) => {
-                // A retry is already stored as `sending` (the failure was saved with it).
-                if record.notify != NotifyState::Sending {
-                    record.notify = NotifyState::Sending;
-                    shared.save(record).await?;
+                match idle(shared, record, &agent).await {
+                    Ok(()) => {
+                        // A retry is already stored as `sending` (the failure was saved with it).
+                        if record.notify != NotifyState::Sending {
+                            record.notify = NotifyState::Sending;
+                            shared.save(record).await?;
+                        }
+                        send(shared, &agent, &message).await.map(Some)
+                    }
+                    Err(e) => Err(e),
                 }
-                send(shared, &agent, &message).await.map(Some)
             }
             Err(e) => Err(e),
         };
@@ -218,30 +229,71 @@ async fn landed(
     notice: &Notice,
     ended: i64,
 ) -> Result<bool, LettaError> {
-    quiet(shared, agent, ended.saturating_sub(CLOCK_SKEW_MS)).await?;
+    quiet(
+        shared,
+        agent,
+        ended.saturating_sub(CLOCK_SKEW_MS),
+        QUIET_CAP,
+    )
+    .await?;
     let messages = shared.client.recent_messages(agent, SEARCH_DEPTH).await?;
     Ok(messages
         .iter()
         .any(|m| is_notice(m, &notice.otid, &notice.header)))
 }
 
-/// Waits, up to [`QUIET_CAP`], until the agent has no run made since `since` (Unix ms) still
-/// waiting or under way. A server without the run list is not waited for.
-async fn quiet(shared: &Shared, agent: &str, since: i64) -> Result<(), LettaError> {
-    let give_up = tokio::time::Instant::now() + QUIET_CAP;
+/// Waits, up to [`IDLE_CAP`], until the agent has no run waiting or under way, and says so on
+/// the task when it has to wait.
+async fn idle(shared: &Shared, record: &WorkspaceRecord, agent: &str) -> Result<(), LettaError> {
+    if quiet(shared, agent, i64::MIN, Duration::ZERO).await? == Quiet::Idle {
+        return Ok(());
+    }
+    let message = "Letta: the agent is in a run; the notification waits for it to end".to_owned();
+    shared.note(&record.task_id, "notify_waits", message).await;
+    if quiet(shared, agent, i64::MIN, IDLE_CAP).await? == Quiet::StillBusy {
+        let message = format!(
+            "Letta: the agent was still in a run after {} s; notifying anyway",
+            IDLE_CAP.as_secs()
+        );
+        shared.note(&record.task_id, "notify_waits", message).await;
+    }
+    Ok(())
+}
+
+/// What a wait for the agent's runs found.
+#[derive(Debug, PartialEq, Eq)]
+enum Quiet {
+    /// No run of the kind waited for is waiting or under way (or Letta lists no runs).
+    Idle,
+    /// One still was when the wait's cap came.
+    StillBusy,
+}
+
+/// Waits, up to `cap`, until the agent has no run made since `since` (Unix ms) still waiting
+/// or under way. A server without the run list is not waited for.
+async fn quiet(
+    shared: &Shared,
+    agent: &str,
+    since: i64,
+    cap: Duration,
+) -> Result<Quiet, LettaError> {
+    let give_up = tokio::time::Instant::now() + cap;
     let mut polls = 0u32;
     loop {
         let runs = match shared.client.active_runs(agent).await {
             Ok(runs) => runs,
-            Err(e) if e.is_missing_route() => return Ok(()),
+            Err(e) if e.is_missing_route() => return Ok(Quiet::Idle),
             Err(e) => return Err(e),
         };
         // A run whose time does not parse might be ours: wait for it too.
         let busy = runs
             .iter()
             .any(|r| r.created_at_millis().is_none_or(|at| at >= since));
-        if !busy || tokio::time::Instant::now() >= give_up {
-            return Ok(());
+        if !busy {
+            return Ok(Quiet::Idle);
+        }
+        if tokio::time::Instant::now() >= give_up {
+            return Ok(Quiet::StillBusy);
         }
         polls += 1;
         tokio::select! {

@@ -63,6 +63,32 @@ async fn delays_before_answering() {
 }
 
 #[tokio::test]
+async fn a_reply_is_held_until_the_file_the_conversation_names_exists() {
+    let script = json!({"scenarios": [{"match": "HOLD-UNTIL", "turns": [
+        {"until_file": "{{capture:HOLD-UNTIL (/[A-Za-z0-9._/-]+)}}", "text": "released"}
+    ]}]});
+    let model = ScriptedModel::start(Script::from_json(&script.to_string()).unwrap(), None)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let release = dir.path().join("release");
+    let asked = chat(&format!("HOLD-UNTIL {}", release.display()), false);
+    let reply = tokio::spawn({
+        let url = format!("{}/v1/chat/completions", model.base_url());
+        async move { client().post(url).json(&asked).send().await.unwrap() }
+    });
+    // Held while the file is missing: the request is logged, the reply not sent.
+    while model.requests().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    assert!(!reply.is_finished());
+    std::fs::write(&release, "").unwrap();
+    let body: Value = reply.await.unwrap().json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "released");
+    model.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_hanging_stream_sends_its_start_and_ends_at_shutdown() {
     let model = start().await;
     let mut response = client()

@@ -746,3 +746,79 @@ fn notifications_work_without_workspace_blocks() {
         "no block calls at all"
     );
 }
+
+/// The agent's runs (newest first), as Letta lists them.
+fn runs_of(agent: &str) -> Vec<Value> {
+    let (status, runs) = letta("GET", &format!("/v1/runs/?agent_id={agent}&limit=50"), None);
+    assert_eq!(status, 200, "{runs}");
+    runs.as_array().cloned().unwrap_or_default()
+}
+
+/// A run's time field as Unix ms.
+fn run_time(run: &Value, field: &str) -> i64 {
+    let text = run[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{field}: {run}"));
+    handoff_letta::testing::time_millis(text).unwrap_or_else(|| panic!("{field}: {run}"))
+}
+
+#[test]
+fn a_busy_agent_is_notified_after_its_run_never_beside_it() {
+    let agent = create_agent("busy");
+    // The agent's own run, whose model reply the test holds until it creates `release`.
+    let hold = tempfile::tempdir().unwrap();
+    let release = hold.path().join("release");
+    let text = format!("HANDOFF-HOLD-UNTIL {}", release.display());
+    let (status, run) = letta(
+        "POST",
+        &format!("/v1/agents/{agent}/messages/async"),
+        Some(json!({"messages": [{"role": "user", "content": text}]})),
+    );
+    assert_eq!(status, 200, "{run}");
+    let busy = run["id"].as_str().unwrap().to_owned();
+
+    let server = start_with(&env(letta_url(), &[]));
+    let id = run_to_completion(
+        &server,
+        &agent,
+        json!({"task_description": "echo done while the agent is busy"}),
+        LETTA_PATIENCE,
+    );
+    eventually("the notification to wait", LETTA_PATIENCE, || {
+        history(&server, &agent, &id)["events"]
+            .to_string()
+            .contains("the notification waits for it to end")
+            .then_some(())
+    });
+    let runs: Vec<String> = runs_of(&agent)
+        .iter()
+        .map(|r| r["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        runs,
+        std::slice::from_ref(&busy),
+        "nothing sent while the agent's run goes on"
+    );
+
+    std::fs::write(&release, "").unwrap();
+    eventually("the notification", LETTA_PATIENCE, || {
+        history(&server, &agent, &id)["events"]
+            .to_string()
+            .contains("notification delivered")
+            .then_some(())
+    });
+    wait_runs_ended(&agent);
+    let runs = runs_of(&agent);
+    assert_eq!(
+        runs.len(),
+        2,
+        "the agent's run and the notification's: {runs:#?}"
+    );
+    let ended = runs.iter().find(|r| r["id"] == busy.as_str()).unwrap();
+    let notified = runs.iter().find(|r| r["id"] != busy.as_str()).unwrap();
+    assert!(
+        run_time(notified, "created_at") >= run_time(ended, "completed_at"),
+        "the notification's run began after the agent's run ended: {runs:#?}"
+    );
+    assert_eq!(notifications(&agent, &id), 1);
+}
