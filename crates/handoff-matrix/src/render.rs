@@ -3,7 +3,7 @@
 //! and the outcome with the diff stat and the agent's answer.
 
 use handoff_integration::PendingRequest;
-use handoff_task::{EventKind, Task, TaskEvent, TaskStatus};
+use handoff_task::{EventKind, EventLines, Task, TaskEvent, TaskStatus};
 
 use crate::{
     TaskView,
@@ -58,9 +58,12 @@ pub fn status(task: &Task) -> Vec<String> {
 
 /// What happened since `after` (an event seq), at most [`EVENT_LINES`] lines.
 pub fn progress(task: &Task, events: &[TaskEvent], after: i64) -> Option<Vec<String>> {
+    // The rule runs over the earlier events too, so a tool call told before `after` is not
+    // told again.
+    let mut lines = EventLines::default();
     let new: Vec<&TaskEvent> = events
         .iter()
-        .filter(|e| e.seq > after && worth_showing(e.kind))
+        .filter(|e| lines.keep(e.kind, &e.data) && e.seq > after && worth_showing(e.kind))
         .collect();
     if new.is_empty() {
         return None;

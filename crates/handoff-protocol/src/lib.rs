@@ -33,8 +33,8 @@ pub use command::TaskCommand;
 pub use error_body::{ERROR_META_KEY, ToolErrorBody, ToolErrorMeta};
 pub use handoff_task::{
     AgentId, Approval, ApprovalScope, ArtifactKind, AuditRecord, CompletionBudget,
-    CompletionPolicy, CompletionSpec, EventKind, ExitInfo, InvalidAgentId, InvalidTaskId,
-    MessageType, TaskId, TaskStatus,
+    CompletionPolicy, CompletionSpec, EventKind, EventLines, ExitInfo, InvalidAgentId,
+    InvalidTaskId, MessageType, ObserverId, TaskId, TaskStatus,
 };
 pub use notice::TaskNotice;
 pub use schema::{SchemaError, object_schema_for};

@@ -2,7 +2,7 @@
 //! here already; [`super::fit_value`] then prunes until the whole fits the block's limit.
 
 use handoff_integration::TaskOverview;
-use handoff_task::{EventKind, TaskStatus};
+use handoff_task::{EventKind, EventLines, TaskStatus};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -97,9 +97,12 @@ pub struct PendingEntry {
 impl WorkspaceValue {
     /// The value for `snapshot`, with every text clipped but nothing pruned yet.
     pub fn from_snapshot(s: &TaskOverview) -> Self {
+        // One line per tool call and no policy allow, as every surface shows events.
+        let mut lines = EventLines::default();
         let events: Vec<EventEntry> = s
             .recent_events
             .iter()
+            .filter(|e| lines.keep(e.kind, &e.data))
             .map(|e| EventEntry::Event {
                 seq: e.seq,
                 at: iso(e.at),
@@ -107,7 +110,8 @@ impl WorkspaceValue {
                 message: clip_chars(&e.message, EVENT_CHARS),
             })
             .collect();
-        let older = s.total_events.saturating_sub(events.len() as u64);
+        // Events left out as lesser steps are not "older events pruned".
+        let older = s.total_events.saturating_sub(s.recent_events.len() as u64);
         let mut value = Self {
             version: VALUE_VERSION,
             task_id: s.task.id.to_string(),
@@ -242,5 +246,49 @@ fn clip_json(v: &Value) -> Value {
             Value::Object(map.iter().map(|(k, v)| (k.clone(), clip_json(v))).collect())
         }
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use handoff_task::TaskStatus;
+    use serde_json::json;
+
+    use super::*;
+    use crate::fixtures::snapshot;
+
+    #[test]
+    fn a_tool_call_is_one_event_and_a_policy_allow_none() {
+        let mut overview = snapshot(TaskStatus::Running, "fix it", 4);
+        let steps = [
+            (
+                EventKind::Tool,
+                json!({"call_id": "a", "status": "pending", "input": {"command": "ls"}}),
+            ),
+            (
+                EventKind::Tool,
+                json!({"call_id": "a", "status": "running", "input": {"command": "ls"}}),
+            ),
+            (
+                EventKind::Input,
+                json!({"state": "answered", "decision": "allow", "by": "policy (rules)"}),
+            ),
+            (
+                EventKind::Tool,
+                json!({"call_id": "a", "status": "completed", "input": {"command": "ls"}}),
+            ),
+        ];
+        for (event, (kind, data)) in overview.recent_events.iter_mut().zip(steps) {
+            event.kind = kind;
+            event.data = data;
+        }
+        let value = WorkspaceValue::from_snapshot(&overview);
+        let kinds: Vec<String> = value
+            .recent_events
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap()["kind"].to_string())
+            .collect();
+        assert_eq!(kinds, ["\"tool\""], "{:?}", value.recent_events);
     }
 }

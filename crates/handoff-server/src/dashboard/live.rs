@@ -14,7 +14,7 @@ use axum::{
     },
 };
 use futures::{Stream, StreamExt, stream};
-use handoff_protocol::{TaskId, TaskNotice, TaskStatus};
+use handoff_protocol::{EventLines, TaskId, TaskNotice, TaskStatus};
 use http::HeaderMap;
 use maud::Markup;
 use serde_json::json;
@@ -135,6 +135,8 @@ struct TaskFollow {
     last_seq: u64,
     /// The state the outcome was last rendered for.
     rendered: Option<TaskStatus>,
+    /// The tool calls whose line the page has.
+    lines: EventLines,
     first: bool,
 }
 
@@ -156,7 +158,7 @@ impl TaskFollow {
                     let Some(last) = events.last() else { break };
                     self.last_seq = u64::try_from(last.seq).unwrap_or(self.last_seq);
                     out.extend(
-                        append("events", task_view::event_items(&events))
+                        append("events", task_view::event_items(&events, &mut self.lines))
                             .map(|e| e.id(self.last_seq.to_string())),
                     );
                     if self.last_seq >= total {
@@ -212,6 +214,7 @@ pub(crate) async fn task_events(
         viewer,
         last_seq: resume_point(&headers, query.as_deref()),
         rendered: None,
+        lines: EventLines::default(),
         first: true,
         id,
     };

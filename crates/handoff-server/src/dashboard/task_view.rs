@@ -2,7 +2,7 @@
 //! evaluator's verdict), its outcome (the agent's answer, verdicts, the diff) and its events.
 
 use handoff_protocol::{
-    EventKind, EventView, TaskStatus,
+    EventKind, EventLines, EventView, TaskStatus,
     tasks::{ArtifactView, GetTaskStatusOutput, PendingInputView},
 };
 use maud::{Markup, html};
@@ -149,10 +149,12 @@ pub(crate) fn outcome(id: &str, outcome: &Outcome) -> Markup {
     }
 }
 
-/// Events as list items, each with its number, time and kind.
-pub(crate) fn event_items(events: &[EventView]) -> Markup {
+/// Events as list items, each with its number, time and kind: those `lines` picks (one per
+/// tool call, no policy allow), as every surface shows them.
+pub(crate) fn event_items(events: &[EventView], lines: &mut EventLines) -> Markup {
+    let shown = events.iter().filter(|e| lines.keep(e.kind, &e.data));
     html! {
-        @for e in events {
+        @for e in shown {
             li id=(format!("ev-{}", e.seq)) class=(format!("ev k-{}", e.kind.as_str())) data-seq=(e.seq) {
                 span.seq { (e.seq) }
                 span.at { (when(e.at_ms)) }
@@ -199,7 +201,7 @@ pub(crate) fn task_page(
             section #outcome { (outcome(id, found)) }
             section.events {
                 h2 { "Events" }
-                ol #events { (event_items(events)) }
+                ol #events { (event_items(events, &mut EventLines::default())) }
             }
         }
     };

@@ -6,7 +6,7 @@ use super::terminal::{self, outln};
 use std::{future::Future, time::Duration};
 
 use handoff_protocol::{
-    EventKind, EventView, TaskId, TaskView,
+    EventKind, EventLines, EventView, TaskId, TaskView,
     tasks::{GetTaskHistoryArgs, GetTaskHistoryOutput},
 };
 use indicatif::{ProgressBar, ProgressStyle};
@@ -148,7 +148,7 @@ pub struct LiveSink {
     /// Print nothing but the progress line (`--json` prints one document at the end).
     quiet: bool,
     /// Which events get a line; `None`: every one (`--all`).
-    lines: Option<render::Lines>,
+    lines: Option<EventLines>,
     /// The agent's latest tool call.
     tool: Option<String>,
     /// Whether the directory the task works in was printed (once it started: a task that
@@ -158,7 +158,7 @@ pub struct LiveSink {
 
 impl LiveSink {
     /// A sink for task `id` whose progress line shows on stderr when it is a terminal; `all`
-    /// prints every event, not only [`render::Lines`]' choice.
+    /// prints every event, not only [`EventLines`]' choice.
     pub fn new(id: &str, quiet: bool, all: bool) -> Self {
         let bar = ProgressBar::new_spinner();
         // The time shown is the task's age, from the server's record, not since following began.
@@ -171,7 +171,7 @@ impl LiveSink {
             bar,
             origin_ms: None,
             quiet,
-            lines: (!all).then(render::Lines::default),
+            lines: (!all).then(EventLines::default),
             tool: None,
             told_workdir: false,
         }
@@ -199,7 +199,7 @@ impl Sink for LiveSink {
             let lines = &mut self.lines;
             let shown: Vec<&EventView> = events
                 .iter()
-                .filter(|e| lines.as_mut().is_none_or(|l| l.keep(e)))
+                .filter(|e| lines.as_mut().is_none_or(|l| l.keep(e.kind, &e.data)))
                 .collect();
             self.bar.suspend(|| {
                 if tell_workdir {

@@ -1,9 +1,9 @@
 //! `handoff logs ID [-f] [--all]`: a task's events, and following them live: one line per tool
-//! call and none for a request the policy allowed ([`render::Lines`]) unless `--all`; `--json`
+//! call and none for a request the policy allowed ([`EventLines`]) unless `--all`; `--json`
 //! always has every event.
 
 use super::terminal::outln;
-use handoff_protocol::{EventView, TaskView, tasks::GetTaskHistoryOutput};
+use handoff_protocol::{EventLines, EventView, TaskView, tasks::GetTaskHistoryOutput};
 
 use super::{
     ClientError, Exit,
@@ -32,8 +32,11 @@ pub async fn logs(conn: &Connection, args: &LogsArgs) -> Result<Exit, ClientErro
         render::print_json(&whole)?;
         return Ok(Exit::Ok);
     }
-    let mut lines = render::Lines::default();
-    for event in events.iter().filter(|e| args.all || lines.keep(e)) {
+    let mut lines = EventLines::default();
+    for event in events
+        .iter()
+        .filter(|e| args.all || lines.keep(e.kind, &e.data))
+    {
         outln!("{}", render::event_line(event, task.created_at_ms));
     }
     Ok(Exit::Ok)

@@ -72,55 +72,6 @@ pub fn event_line(event: &EventView, origin_ms: i64) -> String {
     out
 }
 
-/// Picks the events worth a line: one per tool call — its first step that says what it works
-/// on (or its end, if none did), and its failure if it fails — and no request the policy
-/// allowed without asking anyone. The history keeps every event (`--all`, `--json`).
-#[derive(Debug, Default)]
-pub struct Lines {
-    /// Tool calls that got their line.
-    told: std::collections::HashSet<String>,
-}
-
-impl Lines {
-    /// Whether `event` gets a line.
-    pub fn keep(&mut self, event: &EventView) -> bool {
-        let field = |key: &str| event.data.get(key).and_then(serde_json::Value::as_str);
-        match event.kind {
-            handoff_protocol::EventKind::Tool => {
-                let status = field("status");
-                let Some(call) = field("call_id") else {
-                    return status != Some("pending");
-                };
-                if self.told.contains(call) {
-                    return matches!(status, Some("error" | "failed"));
-                }
-                let ended = matches!(status, Some("completed" | "error" | "failed" | "cancelled"));
-                if ended || (status != Some("pending") && says_what(event)) {
-                    self.told.insert(call.to_owned());
-                    return true;
-                }
-                false
-            }
-            handoff_protocol::EventKind::Input => {
-                !(field("state") == Some("answered")
-                    && field("decision") == Some("allow")
-                    && field("by").is_some_and(|by| by.starts_with("policy")))
-            }
-            _ => true,
-        }
-    }
-}
-
-/// Whether a tool event says what the call works on (a title, or its input).
-fn says_what(event: &EventView) -> bool {
-    let title = event.data.get("title").and_then(serde_json::Value::as_str);
-    let input = event
-        .data
-        .get("input")
-        .and_then(serde_json::Value::as_object);
-    title.is_some_and(|t| !t.is_empty()) || input.is_some_and(|i| !i.is_empty())
-}
-
 /// The one-line state of a task: `task_… completed in 1m 52s` / `… failed after 3s: why`.
 pub fn outcome_line(task: &TaskView) -> String {
     let took = task.duration_ms.map(duration).unwrap_or_default();
@@ -180,56 +131,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn one_line_per_tool_call_and_none_for_a_policy_allow() {
-        let event = |kind: EventKind, data: serde_json::Value| EventView {
-            seq: 1,
-            at_ms: 0,
-            kind,
-            message: String::new(),
-            data,
-        };
-        let tool = |call: &str, status: &str, input: serde_json::Value| {
-            event(
-                EventKind::Tool,
-                json!({"call_id": call, "status": status, "input": input}),
-            )
-        };
-        let command = json!({"command": "cargo test"});
-        let none = json!({});
-        let mut lines = Lines::default();
-        let kept: Vec<bool> = [
-            tool("a", "pending", command.clone()),
-            tool("a", "running", command.clone()),
-            tool("a", "completed", command.clone()),
-            // A step that does not say what it works on waits for one that does, or the end.
-            tool("b", "running", none.clone()),
-            tool("b", "completed", json!({"filePath": "a.txt"})),
-            tool("c", "running", command),
-            tool("c", "error", none.clone()),
-            event(EventKind::Tool, json!({"status": "running"})),
-            event(EventKind::Tool, json!({"status": "pending"})),
-        ]
-        .iter()
-        .map(|e| lines.keep(e))
-        .collect();
-        assert_eq!(
-            kept,
-            [false, true, false, false, true, true, true, true, false]
-        );
-        let answered = |decision: &str, by: &str| {
-            event(
-                EventKind::Input,
-                json!({"state": "answered", "decision": decision, "by": by}),
-            )
-        };
-        assert!(!lines.keep(&answered("allow", "policy (rules)")));
-        assert!(lines.keep(&answered("deny", "policy (rules)")));
-        assert!(lines.keep(&answered("allow", "agent-a")));
-        assert!(lines.keep(&event(EventKind::Input, json!({"state": "pending"}))));
-        assert!(lines.keep(&event(EventKind::Text, json!({}))));
-    }
 
     #[test]
     fn durations_read_like_a_person_would_say_them() {

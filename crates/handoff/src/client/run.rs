@@ -34,6 +34,7 @@ pub async fn run(conn: &Connection, args: &RunArgs) -> Result<Exit, ClientError>
         task_description: args.text.clone(),
         executor: args.executor.clone(),
         workdir,
+        observers: (!args.observers.is_empty()).then(|| args.observers.clone()),
         ..ExecuteTaskArgs::default()
     };
     let submitted = submit_patiently(conn, &submit).await?;
