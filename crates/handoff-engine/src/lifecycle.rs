@@ -34,7 +34,7 @@ pub(crate) async fn drive(
         return;
     }
     let (task, claim) = match resumed {
-        None => crate::pooled::claim(&inner, &plan, task).await,
+        None => crate::pooled::claim(&inner, &plan, &link, task).await,
         Some(_) => (task, None),
     };
     tracing::info!(task = %task.id, agent = %task.agent_id, executor = %task.executor, resumed = resumed.is_some(), "task running");

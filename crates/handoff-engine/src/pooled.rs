@@ -9,7 +9,7 @@ use handoff_runner::Claim;
 use handoff_task::{CompletionPolicy, EventKind, NewEvent, Task};
 use serde_json::json;
 
-use crate::{plan::RunPlan, state::EngineState};
+use crate::{plan::RunPlan, state::EngineState, supervisor::RunLink};
 
 /// The task as it runs, and the agent it claimed, if it took one. A task keeps its own
 /// directory when it chose one, already has one (a re-queued run), runs under the manager
@@ -17,6 +17,7 @@ use crate::{plan::RunPlan, state::EngineState};
 pub(crate) async fn claim(
     inner: &Arc<EngineState>,
     plan: &RunPlan,
+    link: &RunLink,
     mut task: Task,
 ) -> (Task, Option<Claim>) {
     if task.options.caller_workdir
@@ -25,7 +26,15 @@ pub(crate) async fn claim(
     {
         return (task, None);
     }
-    let Some(claim) = plan.executor.as_ref().and_then(|executor| executor.claim()) else {
+    let Some(executor) = plan.executor.as_ref() else {
+        return (task, None);
+    };
+    // A claim may wait for an agent still starting; a cancel or pause meanwhile ends the wait.
+    let claimed = tokio::select! {
+        claim = executor.claim() => claim,
+        () = link.stopped() => None,
+    };
+    let Some(claim) = claimed else {
         return (task, None);
     };
     let workdir = claim.workdir().display().to_string();

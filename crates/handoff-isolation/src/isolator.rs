@@ -190,7 +190,7 @@ impl Isolator {
                         .first()
                         .map(PathBuf::from)
                         .into_iter()
-                        .chain(program_path(program)),
+                        .chain(program_paths(program)),
                 ),
             }),
             _ => None,
@@ -273,9 +273,10 @@ impl Isolator {
     }
 }
 
-/// Where `program` lives, resolved through `PATH` and symlinks (npm's `.bin` links point into
-/// the package).
-fn program_path(program: &OsString) -> Option<PathBuf> {
+/// Where `program` lives: the path found through `PATH`, each link it goes through and the
+/// file it ends at (npm's `.bin` links point into the package; a link may live in another
+/// directory than its target, and the sandbox needs every one of them).
+fn program_paths(program: &OsString) -> Vec<PathBuf> {
     let path = PathBuf::from(program);
     let found = if path.components().count() > 1 {
         Some(path)
@@ -285,8 +286,24 @@ fn program_path(program: &OsString) -> Option<PathBuf> {
                 .map(|dir| dir.join(program))
                 .find(|candidate| candidate.is_file())
         })
-    }?;
-    Some(std::fs::canonicalize(&found).unwrap_or(found))
+    };
+    let Some(found) = found else {
+        return Vec::new();
+    };
+    let mut paths = vec![found.clone()];
+    let mut hop = found.clone();
+    // Linux gives up after 40 links; so does this.
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&hop) else {
+            break;
+        };
+        hop = hop.parent().map_or(target.clone(), |dir| dir.join(&target));
+        paths.push(hop.clone());
+    }
+    if let Ok(real) = std::fs::canonicalize(&found) {
+        paths.push(real);
+    }
+    paths
 }
 
 /// For each path under `/tmp`, its top directory there (`/tmp/<name>`): all of it may be needed
@@ -308,6 +325,29 @@ fn under_tmp(paths: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_is_found_with_every_link_on_its_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("package/bin/agent.js");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, "#!/bin/sh\n").unwrap();
+        let links = dir.path().join("links");
+        std::fs::create_dir(&links).unwrap();
+        std::os::unix::fs::symlink("../package/bin/agent.js", links.join("middle")).unwrap();
+        std::os::unix::fs::symlink(links.join("middle"), links.join("agent")).unwrap();
+        let paths = program_paths(&links.join("agent").into_os_string());
+        assert_eq!(paths[0], links.join("agent"));
+        assert_eq!(paths[1], links.join("middle"));
+        assert_eq!(
+            std::fs::canonicalize(paths.last().unwrap()).unwrap(),
+            std::fs::canonicalize(&real).unwrap()
+        );
+        assert!(
+            program_paths(&"/nowhere/agent".into()).len() == 1,
+            "a missing program is its path"
+        );
+    }
 
     #[test]
     fn programs_under_tmp_are_exposed_by_their_top_directory() {

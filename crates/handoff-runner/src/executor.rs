@@ -204,7 +204,7 @@ pub trait Executor: Send + Sync + 'static {
     /// yet: the task takes [`Claim::workdir`] as its directory and starts with
     /// [`Executor::start_claimed`]. `None` without a pool or when no agent waits. A claim
     /// dropped unused stops its agent.
-    fn claim(&self) -> Option<Claim> {
+    async fn claim(&self) -> Option<Claim> {
         None
     }
 

@@ -21,6 +21,7 @@
 mod acp;
 mod agent_home;
 mod agent_process;
+mod agent_stderr;
 mod checks;
 mod claude;
 mod codex;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use handoff_config::CliOverride;
+use handoff_protocol::ObserverId;
 
 /// Handoff: hand development tasks from AI agents to coding agents over MCP.
 #[derive(Debug, Parser)]
@@ -123,6 +124,10 @@ pub struct RunArgs {
     /// The executor to run it (default: the server's).
     #[arg(long)]
     pub executor: Option<String>,
+    /// Who else follows the task: an agent id, or a person in Matrix (`@name:server`, invited
+    /// to the task's room when the server has Matrix); repeat for several (at most 16).
+    #[arg(long = "observer", value_name = "ID", value_parser = parse_observer)]
+    pub observers: Vec<ObserverId>,
     /// Follow the task to its end: the default, on a terminal or not (kept for scripts that
     /// name it).
     #[arg(long, conflicts_with = "no_wait")]
@@ -478,6 +483,12 @@ impl Cli {
         }
         out
     }
+}
+
+/// An observer as `--observer` takes it: checked here, so a typo is named before anything is
+/// sent.
+fn parse_observer(value: &str) -> Result<ObserverId, String> {
+    ObserverId::parse(value).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -137,6 +137,9 @@ impl AcpExecutor {
     }
 }
 
+/// The longest a task waits for an agent the pool is starting before it starts its own.
+const POOL_PATIENCE: Duration = Duration::from_secs(60);
+
 #[async_trait]
 impl Executor for AcpExecutor {
     fn name(&self) -> &str {
@@ -155,8 +158,11 @@ impl Executor for AcpExecutor {
         self.run(spec, None, None).await
     }
 
-    fn claim(&self) -> Option<Claim> {
-        self.pool.as_ref()?.claim()
+    /// A waiting agent, or the one starting now once it is ready (within [`POOL_PATIENCE`]):
+    /// it is ready sooner than one started for the task, and two starting at once slow each
+    /// other (the first task after Handoff starts finds its agent still starting).
+    async fn claim(&self) -> Option<Claim> {
+        self.pool.as_ref()?.claim_waiting(POOL_PATIENCE).await
     }
 
     /// The claimed agent opens the task's session in its directory (`spec.workdir`); a claim

@@ -29,6 +29,7 @@ use super::protocol;
 use crate::agent_home::{self as home, Launcher};
 use crate::{
     RunEvent, RunSpec,
+    agent_stderr::StderrTail,
     command::CommandControl,
     json_lines::{Said, sort},
 };
@@ -39,7 +40,7 @@ const DIR_PREFIX: &str = "pool-";
 /// How long a pooled agent may take to pass `initialize` and its warm-up session.
 const START_LIMIT: Duration = Duration::from_secs(180);
 
-/// At most this many of an agent's early events (its start, its stderr) are kept for the task.
+/// At most this many of an agent's early events (its start) are kept for the task.
 const PREFACE_LIMIT: usize = 64;
 
 /// How many started agents one executor keeps waiting, and where their directories go.
@@ -137,6 +138,8 @@ pub(crate) struct Pool {
     /// Consecutive failed starts; each one doubles the wait before the next (at most 64 s).
     failures: AtomicU32,
     closed: AtomicBool,
+    /// Wakes claims waiting for an agent that is starting, when its start ends.
+    arrived: tokio::sync::Notify,
 }
 
 impl Pool {
@@ -163,6 +166,7 @@ impl Pool {
             starting: AtomicUsize::new(0),
             failures: AtomicU32::new(0),
             closed: AtomicBool::new(false),
+            arrived: tokio::sync::Notify::new(),
         }
     }
 
@@ -198,6 +202,31 @@ impl Pool {
         claim
     }
 
+    /// A waiting agent; while none waits but one is starting (and starts have not been
+    /// failing), waits up to `limit` for it.
+    pub async fn claim_waiting(self: &Arc<Self>, limit: Duration) -> Option<Claim> {
+        let give_up = tokio::time::Instant::now() + limit;
+        loop {
+            // Registered before looking, so an agent that arrives in between still wakes us.
+            let arrived = self.arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            if let Some(claim) = self.claim() {
+                return Some(claim);
+            }
+            // A pool whose starts fail is not waited for: its next start is backing off.
+            if self.starting.load(Ordering::SeqCst) == 0
+                || self.closed.load(Ordering::SeqCst)
+                || self.failures.load(Ordering::SeqCst) > 0
+            {
+                return None;
+            }
+            if tokio::time::timeout_at(give_up, arrived).await.is_err() {
+                return None;
+            }
+        }
+    }
+
     /// Starts agents until as many wait or start as the pool keeps.
     pub fn fill(self: &Arc<Self>) {
         loop {
@@ -226,6 +255,7 @@ impl Pool {
         self.closed.store(true, Ordering::SeqCst);
         let waiting: Vec<Claim> = self.lock().drain(..).collect();
         drop(waiting);
+        self.arrived.notify_waiters();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Claim>> {
@@ -239,11 +269,11 @@ impl Pool {
         }
         if self.closed.load(Ordering::SeqCst) {
             self.starting.fetch_sub(1, Ordering::SeqCst);
+            self.arrived.notify_waiters();
             return;
         }
         let started = tokio::time::timeout(START_LIMIT, self.start_agent()).await;
         let started = started.unwrap_or_else(|_| Err("it did not start in time".to_owned()));
-        self.starting.fetch_sub(1, Ordering::SeqCst);
         match started {
             Ok(claim) if !self.closed.load(Ordering::SeqCst) => {
                 self.failures.store(0, Ordering::SeqCst);
@@ -255,6 +285,9 @@ impl Pool {
                 tracing::warn!(agent = %self.agent, error = %e, "a pooled agent did not start");
             }
         }
+        // Counted as starting until it waits (or failed), so a claim never sees neither.
+        self.starting.fetch_sub(1, Ordering::SeqCst);
+        self.arrived.notify_waiters();
         self.fill();
     }
 
@@ -316,6 +349,7 @@ impl Pool {
 /// Reads the agent's answers up to `initialize`'s and then the warm-up session's; keeps what
 /// else it said for the task.
 async fn handshake(parts: &mut Parts, agent: &str, scratch: &str) -> Result<(), String> {
+    let mut stderr = StderrTail::new(agent);
     loop {
         match sort(parts.events.recv().await, agent) {
             Said::Json(value) => match value.get("id").and_then(Value::as_str) {
@@ -341,7 +375,10 @@ async fn handshake(parts: &mut Parts, agent: &str, scratch: &str) -> Result<(), 
                 _ => {}
             },
             Said::Other(event) => {
-                if parts.preface.len() < PREFACE_LIMIT {
+                // Its stderr goes to the log, as a task's agent's does.
+                if let Some(event) = stderr.take(event)
+                    && parts.preface.len() < PREFACE_LIMIT
+                {
                     parts.preface.push(event);
                 }
             }

@@ -131,3 +131,51 @@ async fn an_agent_that_dies_before_it_is_ready_is_never_handed_out() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[tokio::test]
+async fn a_claim_waits_for_the_agent_starting_rather_than_start_another() {
+    let root = tempfile::tempdir().unwrap();
+    let sessions = root.path().join("sessions.txt");
+    let release = root.path().join("release");
+    // The agent answers nothing until the test creates `release`.
+    let held = format!(
+        "import os, time\nwhile not os.path.exists({:?}): time.sleep(0.05)\n{AGENT}",
+        release.display().to_string()
+    );
+    let pool = pool(root.path(), &sessions, &held, false);
+    pool.fill();
+    assert_eq!(pool.starting(), 1);
+    let claim = tokio::spawn({
+        let pool = Arc::clone(&pool);
+        async move {
+            pool.claim_waiting(std::time::Duration::from_secs(120))
+                .await
+        }
+    });
+    tokio::task::yield_now().await;
+    assert!(
+        !claim.is_finished(),
+        "the claim waits for the starting agent"
+    );
+    assert_eq!(pool.starting(), 1, "no second agent is started for it");
+    std::fs::write(&release, "").unwrap();
+    let claim = claim.await.unwrap().expect("the agent that was starting");
+    assert!(claim.workdir().is_dir());
+    drop(claim);
+    pool.close();
+}
+
+#[tokio::test]
+async fn a_claim_waiting_for_an_agent_that_dies_gets_none() {
+    let root = tempfile::tempdir().unwrap();
+    let sessions = root.path().join("sessions.txt");
+    let pool = pool(root.path(), &sessions, "import sys; sys.exit(3)", false);
+    pool.fill();
+    // Not the whole patience: the first failed start ends the wait.
+    let claim = pool
+        .claim_waiting(std::time::Duration::from_secs(600))
+        .await;
+    assert!(claim.is_none());
+    assert!(pool.failed_starts() >= 1);
+    pool.close();
+}

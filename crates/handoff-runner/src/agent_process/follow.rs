@@ -1,6 +1,6 @@
-//! Following an agent process: its stdout lines that are JSON go to the driver, anything else
-//! (stderr, other stdout, Handoff's own notes) is passed on, and its end is the driver's last
-//! word.
+//! Following an agent process: its stdout lines that are JSON go to the driver, its stderr to
+//! the log (the last lines explain a failure), anything else (other stdout, Handoff's own
+//! notes) is passed on, and its end is the driver's last word.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 
 use crate::{
     RunEvent, RunOutcome,
+    agent_stderr::StderrTail,
     json_lines::{Said, sort},
 };
 
@@ -34,12 +35,24 @@ pub(crate) trait Driver: Send + Sync + Sized + 'static {
 
 /// Feeds `driver` the process's events until it ends.
 pub(crate) async fn follow<D: Driver>(mut driver: D, mut inner: mpsc::Receiver<RunEvent>) {
+    let mut stderr = StderrTail::new(driver.agent());
     loop {
         let said = sort(inner.recv().await, driver.agent());
         match said {
             Said::Json(value) => driver.message(&value).await,
-            Said::Other(event) => driver.emit(event).await,
-            Said::Ended(outcome) => return driver.finish(outcome).await,
+            Said::Other(event) => {
+                if let Some(event) = stderr.take(event) {
+                    driver.emit(event).await;
+                }
+            }
+            Said::Ended(outcome) => {
+                if !outcome.success
+                    && let Some(note) = stderr.failure_note()
+                {
+                    driver.emit(note).await;
+                }
+                return driver.finish(outcome).await;
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ use tokio::{sync::mpsc, time::Instant};
 use super::mapping::{Signal, StreamReader};
 use crate::{
     RunEvent, RunOutcome,
+    agent_stderr::StderrTail,
     command::CommandControl,
     json_lines::{Said, sort},
 };
@@ -89,6 +90,7 @@ struct Driver {
 
 impl Driver {
     async fn run(mut self, mut inner: mpsc::Receiver<RunEvent>) {
+        let mut stderr = StderrTail::new("Claude Code");
         loop {
             let close_at = self.close_at;
             let event = tokio::select! {
@@ -101,8 +103,19 @@ impl Driver {
             };
             match sort(event, "Claude Code") {
                 Said::Json(value) => self.line(&value).await,
-                Said::Other(event) => self.emit(event).await,
-                Said::Ended(outcome) => return self.finish(outcome).await,
+                Said::Other(event) => {
+                    if let Some(event) = stderr.take(event) {
+                        self.emit(event).await;
+                    }
+                }
+                Said::Ended(outcome) => {
+                    if !outcome.success
+                        && let Some(note) = stderr.failure_note()
+                    {
+                        self.emit(note).await;
+                    }
+                    return self.finish(outcome).await;
+                }
             }
         }
     }

@@ -761,4 +761,27 @@ fn scripts_can_rely_on_exit_codes_closed_pipes_and_rate_limits() {
     }
     let listed = client.json(&["tasks", "--limit", "100"]);
     assert_eq!(listed["tasks"].as_array().unwrap().len(), 52, "{listed}");
+
+    // An observer named on the command line reads the task; a malformed one is named and
+    // nothing is submitted.
+    let args = ["run", "--observer", "agent-watcher", "echo observed"];
+    let observed = client.run(&args);
+    assert_eq!(observed.status.code(), Some(0), "{}", shown(&observed));
+    let id = String::from_utf8_lossy(&observed.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let watcher = Client::new(&server.url, Some("agent-watcher"));
+    let seen = watcher.json(&["show", &id]);
+    assert_eq!(seen["status"], "completed", "{seen}");
+    let refused = client.run(&["run", "--observer", "not an id", "echo never"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", shown(&refused));
+    assert!(
+        shown(&refused).contains("--observer"),
+        "{}",
+        shown(&refused)
+    );
+    let listed = client.json(&["tasks", "--limit", "100"]);
+    assert_eq!(listed["tasks"].as_array().unwrap().len(), 53, "{listed}");
 }
