@@ -165,6 +165,11 @@ fn the_readmes_first_task_completes_as_written() {
         "the changed file is listed: {out}"
     );
     assert!(out.contains("Wrote hello.py"), "the answer is shown: {out}");
+    // The first task after start takes the agent the pool was starting, not one of its own.
+    assert!(
+        out.contains("took an agent started ahead of the task"),
+        "{out}"
+    );
 
     let asked: Vec<_> = model
         .requests()
