@@ -8,6 +8,7 @@
 
 mod acp;
 mod acp_mcp;
+mod agent_token;
 mod auth;
 mod completion;
 mod docs;
@@ -29,6 +30,7 @@ mod template;
 mod tools;
 
 pub use acp::{AcpExecutorConfig, AcpExecutors, MAX_POOL};
+pub use agent_token::{DERIVED_TOKEN_PREFIX, derived_agent_token};
 pub use auth::{TokenGrant, TokenGrants, TokenRole};
 pub use completion::{Commands, CompletionConfig, EvaluatorConfig};
 pub use docs::{REGENERATE, configuration_markdown};

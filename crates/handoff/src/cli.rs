@@ -375,9 +375,9 @@ pub struct ConnectArgs {
     /// letta.tool_prefix, `handoff`); one per Handoff sharing a Letta organisation.
     #[arg(long)]
     pub prefix: Option<String>,
-    /// Native mode: let an agent without a token of its own in auth.tokens get the gateway
-    /// token in its secrets. Code in its tool sandbox can read it and act as any agent, so only
-    /// when every agent on this Letta server is trusted alike.
+    /// Native mode: put the gateway token itself in the agents' secrets instead of a token
+    /// derived for each agent. Code in their tool sandbox can read it and act as any agent, so
+    /// only when every agent on this Letta server is trusted alike.
     #[arg(long)]
     pub allow_gateway_token: bool,
     /// Print one JSON summary instead of a line per action.

@@ -94,21 +94,24 @@ fn doctor(config: &Config, json: bool) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let checks = runtime.block_on(handoff_server::doctor::diagnose(config));
+    // Lines as each check is done (some take seconds); JSON once, whole.
+    let show = |check: &handoff_server::doctor::Check| {
+        if json {
+            return;
+        }
+        let mark = match (check.ok, check.required) {
+            (true, _) => "ok     ",
+            (false, true) => "MISSING",
+            (false, false) => "absent ",
+        };
+        print_line(&format!("{mark} {:18} {}", check.name, check.detail));
+        if let Some(fix) = &check.fix {
+            print_line(&format!("        {:18} fix: {fix}", ""));
+        }
+    };
+    let checks = runtime.block_on(handoff_server::doctor::diagnose_with(config, show));
     if json {
         print_line(&serde_json::to_string_pretty(&checks)?);
-    } else {
-        for check in &checks {
-            let mark = match (check.ok, check.required) {
-                (true, _) => "ok     ",
-                (false, true) => "MISSING",
-                (false, false) => "absent ",
-            };
-            print_line(&format!("{mark} {:18} {}", check.name, check.detail));
-            if let Some(fix) = &check.fix {
-                print_line(&format!("        {:18} fix: {fix}", ""));
-            }
-        }
     }
     let missing: Vec<&str> = checks
         .iter()

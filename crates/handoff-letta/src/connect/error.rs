@@ -60,7 +60,7 @@ pub enum ConnectError {
     },
     /// Native mode and an agent with no token of its own.
     #[error(
-        "agent {agent} has no token of its own: native tools keep their token in the agent's secrets, where code in its tool sandbox can read it, so the gateway token (which may act as any agent) is not put there. Add {{\"token\": …, \"role\": \"agent\", \"agent_id\": \"{agent}\"}} to auth.tokens (HANDOFF_AUTH_TOKENS), or pass --allow-gateway-token if every agent on this Letta server is trusted alike"
+        "agent {agent} has no token to present: Handoff takes tokens but has no gateway token to derive one for it from. Set HANDOFF_AUTH_TOKEN (server.auth_token), from which every agent gets a token of its own that speaks for it only, or add {{\"token\": …, \"role\": \"agent\", \"agent_id\": \"{agent}\"}} to auth.tokens (HANDOFF_AUTH_TOKENS)"
     )]
     NoAgentToken {
         /// The agent.

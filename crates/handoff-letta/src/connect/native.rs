@@ -22,7 +22,7 @@ pub(crate) async fn connect(
         return Ok(());
     };
     let token = options.token_for(&first.id)?;
-    let listed = handoff::list_tools(endpoint, token, &first.id).await?;
+    let listed = handoff::list_tools(endpoint, &token, &first.id).await?;
     if !listed.iter().any(|t| t.name == names::EXECUTE_TASK) {
         return Err(ConnectError::NoTools {
             url: endpoint.to_owned(),
@@ -45,8 +45,15 @@ pub(crate) async fn connect(
         }
     }
     for agent in agents {
-        let token = options.token_for(&agent.id)?.expose();
-        ensure_secrets(client, &options.prefix, agent, [endpoint, token], report).await?;
+        let token = options.token_for(&agent.id)?;
+        ensure_secrets(
+            client,
+            &options.prefix,
+            agent,
+            [endpoint, token.expose()],
+            report,
+        )
+        .await?;
         for tool in &tools {
             attach::ensure_attached(client, agent, tool, report).await?;
         }

@@ -1,7 +1,7 @@
 //! From the configuration and the command line to what `connect` does, checked before any call
 //! to Letta: the mode, where Letta reaches Handoff, the tokens it presents, the prefix.
 
-use handoff_config::{Config, Secret, ServerConfig};
+use handoff_config::{Config, Secret, ServerConfig, derived_agent_token};
 use handoff_task::AgentId;
 use serde::Serialize;
 
@@ -79,7 +79,12 @@ pub struct ConnectOptions {
     gateway: Option<Secret>,
     agent_tokens: Vec<(String, Secret)>,
     allow_gateway_token: bool,
+    /// Handoff takes no token at all (an open server): the tools present none.
+    open: bool,
 }
+
+/// What native tools present to an open Handoff, which reads no token.
+pub(crate) const NO_TOKEN: &str = "none";
 
 impl ConnectOptions {
     /// Every token value of this Handoff connect knows: the gateway's and the agents'.
@@ -126,6 +131,7 @@ impl ConnectOptions {
             gateway: server.gateway_token().cloned(),
             agent_tokens: agent_tokens(server),
             allow_gateway_token: request.allow_gateway_token,
+            open: server.auth_token.is_none() && server.tokens.0.is_empty(),
         };
         if !options.remove {
             options.endpoint = Some(endpoint(server, mode)?);
@@ -147,18 +153,22 @@ impl ConnectOptions {
     }
 
     /// The token Letta presents for `agent`. MCP mode: the gateway token, which stays in Letta's
-    /// server registration. Native mode: the token bound to that agent in `auth.tokens`, because
-    /// it is kept in the agent's secrets where code in its tool sandbox can read it — the gateway
-    /// token there would let that code act as any agent, so it is used only when allowed.
-    pub(crate) fn token_for(&self, agent: &str) -> Result<&Secret, ConnectError> {
+    /// server registration. Native mode: a token that speaks for that agent only, because it is
+    /// kept in the agent's secrets where code in its tool sandbox can read it — the one bound
+    /// to it in `auth.tokens`, else one derived from the gateway token for it (no
+    /// configuration, no restart); the gateway token itself only with `--allow-gateway-token`.
+    /// An open Handoff (no tokens) reads none.
+    pub(crate) fn token_for(&self, agent: &str) -> Result<Secret, ConnectError> {
         let bound = self.agent_tokens.iter().find(|(a, _)| a == agent);
         match (self.mode, bound, &self.gateway) {
-            (Mode::Native, Some((_, token)), _) => Ok(token),
-            (Mode::Native, None, Some(gateway)) if self.allow_gateway_token => Ok(gateway),
-            (Mode::Native, None, _) => Err(ConnectError::NoAgentToken {
+            (Mode::Native, Some((_, token)), _) => Ok(token.clone()),
+            (Mode::Native, None, Some(gateway)) if self.allow_gateway_token => Ok(gateway.clone()),
+            (Mode::Native, None, Some(gateway)) => Ok(derived_agent_token(gateway, agent)),
+            (Mode::Native, None, None) if self.open => Ok(Secret::new(NO_TOKEN)),
+            (Mode::Native, None, None) => Err(ConnectError::NoAgentToken {
                 agent: agent.to_owned(),
             }),
-            (Mode::Mcp, _, Some(gateway)) => Ok(gateway),
+            (Mode::Mcp, _, Some(gateway)) => Ok(gateway.clone()),
             (Mode::Mcp, _, None) => Err(ConnectError::NoToken {
                 agent: format!(" (agent {agent})"),
             }),

@@ -118,14 +118,29 @@ fn bound_token() -> String {
 }
 
 #[test]
-fn native_mode_puts_no_gateway_token_in_an_agents_secrets_unless_allowed() {
-    let err = resolve(&[], ModeChoice::Fixed(Mode::Native)).unwrap_err();
-    assert!(matches!(err, ConnectError::NoAgentToken { .. }), "{err}");
+fn native_mode_puts_a_token_of_the_agents_own_in_its_secrets_never_the_gateways() {
+    // An open Handoff reads no token.
+    let open = resolve(&[], ModeChoice::Fixed(Mode::Native)).unwrap();
+    assert_eq!(open.token_for(AGENT).unwrap().expose(), super::NO_TOKEN);
+    // With a gateway token, each agent gets one derived from it for that agent only.
     let gateway_only = [("HANDOFF_AUTH_TOKEN", GATEWAY)];
-    let err = resolve(&gateway_only, ModeChoice::Fixed(Mode::Native)).unwrap_err();
+    let native = resolve(&gateway_only, ModeChoice::Fixed(Mode::Native)).unwrap();
+    let derived = native.token_for(AGENT).unwrap();
+    assert_eq!(
+        derived,
+        handoff_config::derived_agent_token(&Secret::new(GATEWAY), AGENT)
+    );
+    assert!(!derived.expose().contains(GATEWAY));
+    // Tokens but no gateway token: nothing to derive one from, and the error says so.
+    let operator = [(
+        "HANDOFF_AUTH_TOKENS",
+        r#"[{"token":"operator-token-0123","role":"operator"}]"#,
+    )];
+    let err = resolve(&operator, ModeChoice::Fixed(Mode::Native)).unwrap_err();
     assert!(matches!(err, ConnectError::NoAgentToken { .. }), "{err}");
-    assert!(err.to_string().contains("--allow-gateway-token"), "{err}");
-    assert!(!err.to_string().contains(GATEWAY), "{err}");
+    assert!(err.to_string().contains("HANDOFF_AUTH_TOKEN"), "{err}");
+    assert!(!err.to_string().contains("operator-token"), "{err}");
+    // The gateway token itself only when asked for.
     let allowed = ConnectRequest {
         allow_gateway_token: true,
         ..request(ModeChoice::Fixed(Mode::Native))

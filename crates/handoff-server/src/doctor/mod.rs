@@ -65,6 +65,12 @@ pub(crate) fn task_model(config: &Config) -> Check {
 
 /// Runs every check for `config`.
 pub async fn diagnose(config: &Config) -> Vec<Check> {
+    diagnose_with(config, |_| {}).await
+}
+
+/// Runs every check for `config`, handing each to `seen` as soon as it is done (`doctor`
+/// prints them as they come: some take seconds).
+pub async fn diagnose_with(config: &Config, mut seen: impl FnMut(&Check)) -> Vec<Check> {
     let default = config.tasks.default_executor.as_str();
     let opencode_default = [
         handoff_runner::OPENCODE,
@@ -72,7 +78,8 @@ pub async fn diagnose(config: &Config) -> Vec<Check> {
         crate::executors::OPENCODE_ACP,
     ]
     .contains(&default);
-    let mut checks = vec![data_dir(&config.data_dir).await];
+    let mut checks = Found::new(&mut seen);
+    checks.push(data_dir(&config.data_dir).await);
     checks.push(opencode(config, opencode_default).await);
     checks.push(program("rg", &["--version"], opencode_default, "apt-get install ripgrep (OpenCode's grep/glob tools need it; without it OpenCode tries to download one)").await);
     checks.push(task_model(config));
@@ -116,7 +123,34 @@ pub async fn diagnose(config: &Config) -> Vec<Check> {
     );
     checks.extend(isolation(config).await);
     checks.push(letta(config).await);
-    checks
+    checks.push(matrix(config).await);
+    checks.all
+}
+
+/// The checks done so far, each handed on as it is added.
+struct Found<'a, F: FnMut(&Check)> {
+    all: Vec<Check>,
+    seen: &'a mut F,
+}
+
+impl<'a, F: FnMut(&Check)> Found<'a, F> {
+    fn new(seen: &'a mut F) -> Self {
+        Self {
+            all: Vec::new(),
+            seen,
+        }
+    }
+
+    fn push(&mut self, check: Check) {
+        (self.seen)(&check);
+        self.all.push(check);
+    }
+
+    fn extend(&mut self, checks: impl IntoIterator<Item = Check>) {
+        for check in checks {
+            self.push(check);
+        }
+    }
 }
 
 /// A check named for the executor rather than the program path it ran.
@@ -347,6 +381,57 @@ async fn letta(config: &Config) -> Check {
             "start the Letta server or fix LETTA_API_URL",
         ),
     }
+}
+
+/// Matrix, when configured: the homeserver answers and the access token signs the bot in.
+async fn matrix(config: &Config) -> Check {
+    let matrix = &config.matrix;
+    let (Some(url), Some(token)) = (&matrix.homeserver_url, &matrix.access_token) else {
+        return Check::pass(
+            "matrix",
+            "not configured (optional; set HANDOFF_MATRIX_HOMESERVER_URL and HANDOFF_MATRIX_ACCESS_TOKEN to use it)",
+        );
+    };
+    let whoami = format!(
+        "{}/_matrix/client/v3/account/whoami",
+        url.trim_end_matches('/')
+    );
+    match signed_in_as(&whoami, token.expose()).await {
+        Ok(user) => Check::pass("matrix", format!("{url}: signed in as {user}")),
+        Err(why) => Check::fail(
+            "matrix",
+            false,
+            format!("{url}: {why}"),
+            "check HANDOFF_MATRIX_HOMESERVER_URL, and that HANDOFF_MATRIX_ACCESS_TOKEN is the bot's (docs/matrix.md says how to get one)",
+        ),
+    }
+}
+
+/// Whom the homeserver says `token` belongs to.
+async fn signed_in_as(whoami: &str, token: &str) -> Result<String, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let response = client
+        .get(whoami)
+        .bearer_auth(token)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED {
+        return Err("the access token was refused (401)".to_owned());
+    }
+    if !status.is_success() {
+        return Err(format!("answered {status}"));
+    }
+    let body: serde_json::Value = response.json().await.map_err(|e| e.to_string())?;
+    body.get("user_id")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| "the answer names no user".to_owned())
 }
 
 /// The URL answers at all (any HTTP status below 500 counts: auth may be needed).

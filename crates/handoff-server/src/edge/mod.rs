@@ -20,7 +20,7 @@ use axum::{
     middleware::Next,
     response::Response,
 };
-use handoff_config::{ServerConfig, TokenRole};
+use handoff_config::{DERIVED_TOKEN_PREFIX, Secret, ServerConfig, TokenRole, derived_agent_token};
 use handoff_tools::AgentId;
 use http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
@@ -100,6 +100,29 @@ impl EdgePolicy {
             .iter()
             .filter(|(token, _)| constant_time_eq(presented.as_bytes(), token.as_bytes()))
             .fold(None, |found, (_, role)| found.or(Some(role.clone())))
+    }
+
+    /// Whom a presented token derived from a gateway token stands for: the agent it was
+    /// derived for, when that is the agent the request names. Every gateway token is tried,
+    /// so the time taken says nothing about which matched.
+    pub(crate) fn derived_role(
+        &self,
+        presented: &str,
+        agent: Option<&AgentId>,
+    ) -> Option<TokenRole> {
+        let agent = agent?;
+        if !presented.starts_with(DERIVED_TOKEN_PREFIX) {
+            return None;
+        }
+        let matched = self
+            .tokens
+            .iter()
+            .filter(|(_, role)| *role == TokenRole::Gateway)
+            .map(|(token, _)| derived_agent_token(&Secret::new(token.clone()), agent.as_str()))
+            .fold(false, |found, expected| {
+                constant_time_eq(presented.as_bytes(), expected.expose().as_bytes()) | found
+            });
+        matched.then(|| TokenRole::Agent(agent.clone()))
     }
 
     /// How long a request body may take to arrive in full.
@@ -237,6 +260,22 @@ pub(crate) async fn host_guard(
     }
 }
 
+/// The agent the `x-agent-id` header names, if any; what is wrong with it when it names none
+/// well.
+fn agent_header(request: &Request) -> Result<Option<AgentId>, String> {
+    match request
+        .headers()
+        .get(crate::headers::AGENT_ID)
+        .map(|v| v.to_str())
+    {
+        None => Ok(None),
+        Some(Ok(text)) => AgentId::parse(text)
+            .map(Some)
+            .map_err(|e| format!("x-agent-id header: {e}")),
+        Some(Err(_)) => Err("x-agent-id header is not valid text".to_owned()),
+    }
+}
+
 /// Checks Host, Origin, token and identity, then caps and syntax-checks the body.
 pub(crate) async fn guard<F, Fut>(policy: &EdgePolicy, mut request: Request, next: F) -> Response
 where
@@ -247,13 +286,20 @@ where
         return refusal;
     }
 
+    // Read before the token (a derived token is checked against the agent it names), refused
+    // after it: a stranger learns nothing from the header's fate.
+    let header = agent_header(&request);
     let role = if policy.tokens.is_empty() {
         TokenRole::Gateway
     } else {
         match header_str(&request, header::AUTHORIZATION) {
             Ok(Some(value)) => {
                 let presented = value.strip_prefix("Bearer ").unwrap_or_default();
-                match policy.role_of(presented) {
+                let named = header.as_ref().ok().and_then(Option::as_ref);
+                let role = policy
+                    .role_of(presented)
+                    .or_else(|| policy.derived_role(presented, named));
+                match role {
                     Some(role) => role,
                     None => return unauthorized("Unauthorized: invalid bearer token", true),
                 }
@@ -262,28 +308,13 @@ where
         }
     };
 
-    let header = match request
-        .headers()
-        .get(crate::headers::AGENT_ID)
-        .map(|v| v.to_str())
-    {
-        None => None,
-        Some(Ok(text)) => match AgentId::parse(text) {
-            Ok(agent) => Some(agent),
-            Err(e) => {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    INVALID_REQUEST,
-                    format!("x-agent-id header: {e}"),
-                    Value::Null,
-                );
-            }
-        },
-        Some(Err(_)) => {
+    let header = match header {
+        Ok(header) => header,
+        Err(problem) => {
             return error_response(
                 StatusCode::BAD_REQUEST,
                 INVALID_REQUEST,
-                "x-agent-id header is not valid text",
+                problem,
                 Value::Null,
             );
         }
@@ -444,8 +475,44 @@ pub(crate) fn cors_layer(config: &ServerConfig) -> Option<CorsLayer> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
-    use super::constant_time_eq;
+    use handoff_config::{Config, LoadOptions, Secret, TokenRole, derived_agent_token};
+    use handoff_tools::AgentId;
+
+    use super::{EdgePolicy, constant_time_eq};
+
+    #[test]
+    fn a_derived_token_speaks_for_its_agent_only_and_only_with_a_gateway_token() {
+        let gateway = Secret::new("gateway-token-0123456789");
+        let env = [("HANDOFF_AUTH_TOKEN".to_owned(), gateway.expose().to_owned())];
+        let config = Config::load(LoadOptions {
+            config_file: None,
+            default_config_file: None,
+            dotenv_file: None,
+            env: env.into_iter().collect(),
+            cli: Vec::new(),
+        })
+        .unwrap();
+        let policy = EdgePolicy::from_config(&config.server).unwrap();
+        let a = AgentId::parse("agent-a").unwrap();
+        let b = AgentId::parse("agent-b").unwrap();
+        let token = derived_agent_token(&gateway, "agent-a");
+        assert_eq!(
+            policy.derived_role(token.expose(), Some(&a)),
+            Some(TokenRole::Agent(a.clone()))
+        );
+        assert_eq!(policy.derived_role(token.expose(), Some(&b)), None);
+        assert_eq!(policy.derived_role(token.expose(), None), None);
+        assert_eq!(
+            policy.role_of(token.expose()),
+            None,
+            "not a configured token"
+        );
+        let other = derived_agent_token(&Secret::new("some other gateway"), "agent-a");
+        assert_eq!(policy.derived_role(other.expose(), Some(&a)), None);
+        assert_eq!(policy.derived_role(gateway.expose(), Some(&a)), None);
+    }
 
     #[test]
     fn token_comparison() {

@@ -87,10 +87,10 @@ pub(super) fn agent_state(agent: &str) -> (Vec<String>, Value) {
     (tools, Value::Object(secrets))
 }
 
-/// A Letta agent whose model is `model` (owned by the test), with one secret of its own.
-fn create_agent(model: &ScriptedModel) -> String {
+/// A Letta agent `name` whose model is `model` (owned by the test), with one secret of its own.
+fn create_agent(model: &ScriptedModel, name: &str) -> String {
     let body = json!({
-        "name": format!("connect-native-{}", std::process::id()),
+        "name": format!("connect-native-{name}-{}", std::process::id()),
         "llm_config": {
             "model": "gpt-4o-mini",
             "model_endpoint_type": "openai",
@@ -106,20 +106,10 @@ fn create_agent(model: &ScriptedModel) -> String {
     agent["id"].as_str().unwrap().to_owned()
 }
 
-/// The token bound to the test's agent, which native tools keep in its secrets.
-const AGENT_TOKEN: &str = "connect-agent-token-0123456789";
-
-/// `auth.tokens` binding [`AGENT_TOKEN`] to `agent`.
-fn agent_tokens(agent: &str) -> String {
-    format!(r#"[{{"token":"{AGENT_TOKEN}","role":"agent","agent_id":"{agent}"}}]"#)
-}
-
-/// Handoff with the `command` executor, a gateway token, `agent`'s own token and the Letta
+/// Handoff with the `command` executor, a gateway token (and no other) and the Letta
 /// integration on.
-fn start_handoff(agent: &str) -> Server {
-    let tokens = agent_tokens(agent);
+fn start_handoff() -> Server {
     start(&[
-        ("HANDOFF_AUTH_TOKENS", tokens.as_str()),
         ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
         ("HANDOFF_DEFAULT_EXECUTOR", "command"),
         ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
@@ -140,6 +130,9 @@ fn port_of(server: &Server) -> String {
         .to_owned()
 }
 
+/// Native mode with nothing but a gateway token configured: each agent gets a token of its
+/// own derived from it (never the gateway token), and an agent made after Handoff started is
+/// connected and works without a restart.
 #[test]
 fn native_tools_run_tasks_as_the_agent_and_connect_is_idempotent_and_removable() {
     let prefix = prefix("hcn");
@@ -159,35 +152,20 @@ fn native_tools_run_tasks_as_the_agent_and_connect_is_idempotent_and_removable()
     let model = runtime
         .block_on(ScriptedModel::start(script, None))
         .unwrap();
-    let agent = create_agent(&model);
-    let server = start_handoff(&agent);
+    let agent = create_agent(&model, "a");
+    let server = start_handoff();
     let port = port_of(&server);
-    let tokens = agent_tokens(&agent);
-    let env = [
-        ("HANDOFF_PORT", port.as_str()),
-        ("HANDOFF_AUTH_TOKENS", tokens.as_str()),
-    ];
-    let args = [
-        "--agent",
-        agent.as_str(),
-        "--mode",
-        "native",
-        "--prefix",
-        prefix.as_str(),
-    ];
+    let env = [("HANDOFF_PORT", port.as_str())];
+    let args = |agent: &str| {
+        ["--agent", agent, "--mode", "native", "--prefix", &prefix].map(str::to_owned)
+    };
     let endpoint = format!("http://127.0.0.1:{port}/mcp");
 
-    // The gateway token may act as any agent: it is not put where the agent's sandbox reads it.
-    let refused = connect_command(server.dir(), &args, &[("HANDOFF_PORT", port.as_str())])
-        .output()
-        .unwrap();
-    assert!(!refused.status.success());
-    let said = String::from_utf8_lossy(&refused.stderr).into_owned()
-        + &String::from_utf8_lossy(&refused.stdout);
-    assert!(said.contains("has no token of its own"), "{said}");
-    assert!(!said.contains(GATEWAY), "{said}");
-
-    let first = connect_ok(server.dir(), &args, &env);
+    let first = connect_ok(
+        server.dir(),
+        &args(&agent).each_ref().map(String::as_str),
+        &env,
+    );
     assert!(first.contains(&format!("created tool {tool}")), "{first}");
     assert!(
         first.contains(&format!("attached {tool} to {agent}")),
@@ -197,11 +175,17 @@ fn native_tools_run_tasks_as_the_agent_and_connect_is_idempotent_and_removable()
         first.contains(&format!("connected {agent} to Handoff")),
         "{first}"
     );
+    assert!(!first.contains(GATEWAY), "{first}");
     let upper = prefix.to_ascii_uppercase();
     let (tools, secrets) = agent_state(&agent);
     assert!(tools.contains(&tool), "{tools:?}");
     assert_eq!(secrets[format!("{upper}_MCP_URL")], json!(endpoint));
-    assert_eq!(secrets[format!("{upper}_MCP_TOKEN")], json!(AGENT_TOKEN));
+    let own = handoff_config::derived_agent_token(&handoff_config::Secret::new(GATEWAY), &agent);
+    assert_eq!(
+        secrets[format!("{upper}_MCP_TOKEN")],
+        json!(own.expose()),
+        "a token of the agent's own, not the gateway's"
+    );
     assert_eq!(
         secrets["OWN_SETTING"], "keep-me",
         "the agent's own secret survives"
@@ -211,6 +195,29 @@ fn native_tools_run_tasks_as_the_agent_and_connect_is_idempotent_and_removable()
     assert_runs_as_the_agent(&server, &agent, &reply);
     assert_llm_saw_handoffs_schema(&model, &tool);
 
+    // An agent made now, while Handoff runs: connected, it works at once.
+    let later = create_agent(&model, "b");
+    connect_ok(
+        server.dir(),
+        &args(&later).each_ref().map(String::as_str),
+        &env,
+    );
+    let reply = drive(&later, &trigger);
+    assert_runs_as_the_agent(&server, &later, &reply);
+    let later_args = args(&later);
+    let remove_later = [
+        &later_args.each_ref().map(String::as_str)[..],
+        &["--remove"],
+    ]
+    .concat();
+    let removed = connect_ok(server.dir(), &remove_later, &env);
+    assert!(
+        removed.contains(&format!("detached {tool} from {later}")),
+        "{removed}"
+    );
+
+    let args = args(&agent);
+    let args = args.each_ref().map(String::as_str);
     let second = connect_ok(server.dir(), &args, &env);
     assert!(
         !second.contains("created") && !second.contains("\nattached"),

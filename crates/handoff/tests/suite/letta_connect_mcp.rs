@@ -65,23 +65,33 @@ fn connect_names_what_is_missing_before_calling_letta() {
         "{stderr}"
     );
 
-    let mut no_token =
-        connect_command(dir.path(), &["--agent", AGENT, "--mode", "native"], &[dead]);
-    no_token.env_remove("HANDOFF_AUTH_TOKEN");
-    let output = no_token.output().unwrap();
+    // Handoff takes tokens, but no gateway token to derive the agent's from: said before Letta
+    // is called, without the token.
+    let operator = (
+        "HANDOFF_AUTH_TOKENS",
+        r#"[{"token":"operator-token-0123","role":"operator"}]"#,
+    );
+    let native = ["--agent", AGENT, "--mode", "native"];
+    let mut no_gateway = connect_command(dir.path(), &native, &[dead, operator]);
+    no_gateway.env_remove("HANDOFF_AUTH_TOKEN");
+    let output = no_gateway.output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
-    assert!(stderr.contains("has no token of its own"), "{stderr}");
-    assert!(stderr.contains("HANDOFF_AUTH_TOKENS"), "{stderr}");
+    assert!(stderr.contains("no gateway token to derive"), "{stderr}");
+    assert!(stderr.contains("HANDOFF_AUTH_TOKEN"), "{stderr}");
+    assert!(!stderr.contains("operator-token"), "{stderr}");
 
-    let allowed = [
-        "--agent",
-        AGENT,
-        "--mode",
-        "native",
-        "--allow-gateway-token",
-    ];
-    let (_, stderr) = connect_fails(dir.path(), &allowed, &[dead]);
+    // A gateway token, or no token at all (an open Handoff): nothing more is needed, and
+    // connect goes on to Letta.
+    let (_, stderr) = connect_fails(dir.path(), &native, &[dead]);
+    assert!(
+        stderr.contains("cannot reach Letta at http://127.0.0.1:9"),
+        "{stderr}"
+    );
+    let mut open = connect_command(dir.path(), &native, &[dead]);
+    open.env_remove("HANDOFF_AUTH_TOKEN");
+    let output = open.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("cannot reach Letta at http://127.0.0.1:9"),
         "{stderr}"

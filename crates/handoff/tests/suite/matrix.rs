@@ -841,3 +841,53 @@ fn a_room_follows_its_task_to_the_instance_that_took_it_over() {
         );
     });
 }
+
+/// `handoff doctor` signs the bot in to the real Synapse and says as whom; a refused token is
+/// named as such, with where to get one, and never shown.
+#[test]
+fn doctor_checks_the_bots_matrix_sign_in() {
+    let synapse = Synapse::from_env();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let bot = runtime.block_on(synapse.user("doctorbot"));
+    let dir = tempfile::tempdir().unwrap();
+    let matrix_check = |token: &str| -> Value {
+        let output = std::process::Command::new(super::harness::BIN)
+            .args(["doctor", "--json"])
+            .current_dir(dir.path())
+            .env("HANDOFF_DATA_DIR", dir.path().join("data"))
+            .env("HANDOFF_DEFAULT_EXECUTOR", "command")
+            .env("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#)
+            .env("HANDOFF_MATRIX_HOMESERVER_URL", &synapse.url)
+            .env("HANDOFF_MATRIX_ACCESS_TOKEN", token)
+            .output()
+            .unwrap();
+        let checks: Value = serde_json::from_slice(&output.stdout).unwrap();
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "matrix")
+            .unwrap_or_else(|| panic!("no matrix check: {checks}"))
+            .clone()
+    };
+    let signed_in = matrix_check(&bot.token);
+    assert_eq!(signed_in["ok"], true, "{signed_in}");
+    assert!(
+        signed_in["detail"].as_str().unwrap().contains(&bot.id),
+        "{signed_in}"
+    );
+    let refused = matrix_check("syt_not-a-real-token");
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("401"),
+        "{refused}"
+    );
+    assert!(
+        refused["fix"].as_str().unwrap().contains("docs/matrix.md"),
+        "{refused}"
+    );
+    assert!(
+        !refused.to_string().contains("not-a-real-token"),
+        "{refused}"
+    );
+}
