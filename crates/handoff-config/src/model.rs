@@ -202,6 +202,8 @@ pub struct TaskConfig {
     /// On shutdown, how long running tasks may still finish on their own (nothing new is
     /// claimed) before they are stopped.
     pub drain: Duration,
+    /// Whether a task that does not say re-queues when Handoff stops or dies.
+    pub requeue_on_restart: bool,
     /// Largest output/log artifact kept per task.
     pub artifact_max_bytes: ByteSize,
     /// Artifacts above this size are spilled to files.

@@ -114,6 +114,7 @@ settings! {
     "tasks.submission_burst" [env("HANDOFF_SUBMISSION_BURST")]: "submissions one agent may make at once before the rate applies";
     "tasks.cancel_grace_ms" [env("HANDOFF_CANCEL_GRACE_MS")]: "how long a cancelled or timed-out executor gets between SIGTERM and SIGKILL";
     "tasks.drain_secs" [env("HANDOFF_DRAIN_SECS")]: "on shutdown (SIGTERM), how long running tasks may still finish on their own while the instance claims nothing new (others take the queue); then the rest are stopped: failed as interrupted, or re-queued — for another instance on a shared store — when they opted in. 0: stop them at once";
+    "tasks.requeue_on_restart" [env("HANDOFF_REQUEUE_ON_RESTART")]: "tasks that do not say (execute_task requeue_on_restart, handoff run --requeue-on-restart) go back in the queue, instead of failing, when Handoff stops (SIGTERM, after tasks.drain_secs) or dies (at the next start, when nothing of the run survived): they run again from the start, in the same directory";
     "tasks.artifact_max_bytes" [env("HANDOFF_ARTIFACT_MAX_BYTES")]: "largest output/log kept per task (beyond it the artifact is marked capped)";
     "tasks.artifact_inline_bytes" [env("HANDOFF_ARTIFACT_INLINE_BYTES")]: "artifacts larger than this are spilled to files under the data dir";
     "tasks.output_event_max_bytes" [env("HANDOFF_OUTPUT_EVENT_MAX_BYTES")]: "largest output event: consecutive lines are joined up to this, a longer line is clipped (the output artifact keeps it)";

@@ -32,8 +32,8 @@ pub struct SubmitRequest {
     pub matrix_observers: Vec<handoff_task::MatrixUserId>,
     /// Free-form metadata (a JSON object).
     pub metadata: Option<Value>,
-    /// Run again after a server crash instead of failing.
-    pub requeue_on_restart: bool,
+    /// Run again after a server stop or crash instead of failing (unset: `tasks.requeue_on_restart`).
+    pub requeue_on_restart: Option<bool>,
     /// Tell the owning Letta agent when the task ends (unset: yes; `false` opts out).
     pub notify: Option<bool>,
     /// The caller's own permission rules for this task (they cannot lift an operator's deny).
@@ -107,7 +107,9 @@ impl Engine {
             executor: checked.executor,
             options: TaskOptions {
                 timeout_ms: checked.timeout_ms,
-                requeue_on_restart: req.requeue_on_restart,
+                requeue_on_restart: req
+                    .requeue_on_restart
+                    .unwrap_or(inner.config.tasks.requeue_on_restart),
                 observers: req.observers,
                 matrix_observers: req.matrix_observers,
                 caller_workdir,

@@ -128,6 +128,10 @@ pub struct RunArgs {
     /// to the task's room when the server has Matrix); repeat for several (at most 16).
     #[arg(long = "observer", value_name = "ID", value_parser = parse_observer)]
     pub observers: Vec<ObserverId>,
+    /// If Handoff stops or dies while the task runs, put it back in the queue to run again
+    /// from the start instead of failing it (default: the server's tasks.requeue_on_restart).
+    #[arg(long)]
+    pub requeue_on_restart: bool,
     /// Follow the task to its end: the default, on a terminal or not (kept for scripts that
     /// name it).
     #[arg(long, conflicts_with = "no_wait")]

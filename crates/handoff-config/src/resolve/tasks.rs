@@ -34,6 +34,7 @@ pub(super) fn tasks(r: &mut Resolver) -> Result<TaskConfig, ConfigError> {
         submission_burst: r.get_checked("tasks.submission_burst", 20u32, at_least_one)?,
         cancel_grace: Duration::from_millis(r.get("tasks.cancel_grace_ms", 5_000u64)?),
         drain: Duration::from_secs(r.get("tasks.drain_secs", 0u64)?),
+        requeue_on_restart: r.get("tasks.requeue_on_restart", false)?,
         artifact_max_bytes: r.get("tasks.artifact_max_bytes", ByteSize(64 << 20))?,
         artifact_inline_bytes: r.get("tasks.artifact_inline_bytes", ByteSize(256 << 10))?,
         output_event_max_bytes: r.get_checked(

@@ -128,7 +128,7 @@ async fn shutdown_stops_runs_and_says_so() {
         .submit(
             &agent("a"),
             handoff_engine::SubmitRequest {
-                requeue_on_restart: true,
+                requeue_on_restart: Some(true),
                 ..super::common::script("sleep 300")
             },
         )

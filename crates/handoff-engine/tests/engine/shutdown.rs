@@ -29,17 +29,32 @@ async fn gated_rig() -> (Rig, Gates) {
 
 fn task(requeue_on_restart: bool) -> SubmitRequest {
     SubmitRequest {
+        requeue_on_restart: Some(requeue_on_restart),
+        ..unsaid()
+    }
+}
+
+/// A task that does not say whether it re-queues.
+fn unsaid() -> SubmitRequest {
+    SubmitRequest {
         description: "do the work".to_owned(),
-        requeue_on_restart,
         ..SubmitRequest::default()
     }
 }
 
 /// Shuts the engine down while the executor of a claimed task is still starting.
 async fn shut_down_while_starting(requeue: bool) -> (Rig, TaskId, Trail, Vec<TaskNotice>) {
-    let mut rig = rig(&[], Capabilities::default()).await;
+    shut_down_while_starting_with(&[], task(requeue)).await
+}
+
+/// [`shut_down_while_starting`] with settings `env`, for the task `submitted`.
+async fn shut_down_while_starting_with(
+    env: &[(&str, &str)],
+    submitted: SubmitRequest,
+) -> (Rig, TaskId, Trail, Vec<TaskNotice>) {
+    let mut rig = rig(env, Capabilities::default()).await;
     rig.script.calls.hold(Kind::Start);
-    let id = rig.submit(task(requeue)).await;
+    let id = rig.submit(submitted).await;
     let start = rig.script.calls.next().await;
     assert_eq!(start.call, Call::Start(id.clone()));
     let mut trail = Trail::new(&id);
@@ -105,6 +120,30 @@ async fn a_shutdown_while_the_executor_starts_requeues_a_task_that_opted_in() {
     assert!(
         notices.contains(&TaskNotice::Status(id.clone(), TaskStatus::Queued)),
         "the re-queue was never published: {notices:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_does_not_say_follows_the_servers_requeue_setting() {
+    let setting = [("HANDOFF_REQUEUE_ON_RESTART", "true")];
+    let (rig, _, mut trail, _) = shut_down_while_starting_with(&setting, unsaid()).await;
+    assert_eq!(
+        trail.step(&rig.engine).await,
+        step(
+            TaskStatus::Queued,
+            None,
+            &["status: re-queued: server shut down"]
+        )
+    );
+    // Its own word wins over the setting.
+    let (rig, _, mut trail, _) = shut_down_while_starting_with(&setting, task(false)).await;
+    assert_eq!(
+        trail.step(&rig.engine).await,
+        step(
+            TaskStatus::Failed,
+            Some("interrupted: server shut down"),
+            &["status: interrupted: server shut down"]
+        )
     );
 }
 

@@ -52,7 +52,8 @@ pub struct ExecuteTaskArgs {
     /// Free-form JSON object kept with the task (at most 16 KiB serialized).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
-    /// After a server crash, run the task again from the start instead of failing it.
+    /// If Handoff stops or dies while the task runs, run it again from the start instead of
+    /// failing it (default: the server's `tasks.requeue_on_restart`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requeue_on_restart: Option<bool>,
     /// When the task ends, send your Letta agent one message saying so (default true; the

@@ -263,7 +263,7 @@ fn submit_request(args: ExecuteTaskArgs) -> SubmitRequest {
             })
             .collect(),
         metadata: args.metadata.map(Value::Object),
-        requeue_on_restart: args.requeue_on_restart.unwrap_or(false),
+        requeue_on_restart: args.requeue_on_restart,
         notify: args.notify,
         permissions: args
             .permissions

@@ -35,6 +35,7 @@ pub async fn run(conn: &Connection, args: &RunArgs) -> Result<Exit, ClientError>
         executor: args.executor.clone(),
         workdir,
         observers: (!args.observers.is_empty()).then(|| args.observers.clone()),
+        requeue_on_restart: args.requeue_on_restart.then_some(true),
         ..ExecuteTaskArgs::default()
     };
     let submitted = submit_patiently(conn, &submit).await?;
