@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use handoff_task::{EventKind, NewEvent};
 use serde_json::json;
 
-use crate::{OutputStream, RunEvent};
+use crate::{OutputStream, RunEvent, RunOutcome};
 
 /// Lines kept to explain a failed run.
 const TAIL_LINES: usize = 20;
@@ -53,9 +53,10 @@ impl StderrTail {
         None
     }
 
-    /// The note for a failed run: its last lines on stderr, if it wrote any.
-    pub(crate) fn failure_note(&self) -> Option<RunEvent> {
-        if self.lines.is_empty() {
+    /// The note for a run that ended with `outcome`: its last lines on stderr, when it failed
+    /// and wrote any.
+    pub(crate) fn note_for(&self, outcome: &RunOutcome) -> Option<RunEvent> {
+        if outcome.success || self.lines.is_empty() {
             return None;
         }
         let lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
@@ -90,9 +91,10 @@ mod tests {
 
     #[test]
     fn stderr_is_kept_out_of_the_events_and_explains_a_failure_briefly() {
+        let failed = RunOutcome::default();
         let mut tail = StderrTail::new("OpenCode");
         assert!(
-            tail.failure_note().is_none(),
+            tail.note_for(&failed).is_none(),
             "nothing written, nothing to say"
         );
         let stdout = RunEvent::Output {
@@ -104,7 +106,15 @@ mod tests {
             assert_eq!(tail.take(stderr(&format!("line {i}"))), None);
         }
         assert_eq!(tail.take(stderr(&"x".repeat(100_000))), None);
-        let Some(RunEvent::Event(note)) = tail.failure_note() else {
+        let succeeded = RunOutcome {
+            success: true,
+            ..RunOutcome::default()
+        };
+        assert!(
+            tail.note_for(&succeeded).is_none(),
+            "a run that worked needs no explaining"
+        );
+        let Some(RunEvent::Event(note)) = tail.note_for(&failed) else {
             panic!("a failure note");
         };
         assert!(

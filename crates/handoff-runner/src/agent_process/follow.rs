@@ -46,9 +46,7 @@ pub(crate) async fn follow<D: Driver>(mut driver: D, mut inner: mpsc::Receiver<R
                 }
             }
             Said::Ended(outcome) => {
-                if !outcome.success
-                    && let Some(note) = stderr.failure_note()
-                {
+                if let Some(note) = stderr.note_for(&outcome) {
                     driver.emit(note).await;
                 }
                 return driver.finish(outcome).await;

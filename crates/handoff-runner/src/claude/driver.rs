@@ -109,9 +109,7 @@ impl Driver {
                     }
                 }
                 Said::Ended(outcome) => {
-                    if !outcome.success
-                        && let Some(note) = stderr.failure_note()
-                    {
+                    if let Some(note) = stderr.note_for(&outcome) {
                         self.emit(note).await;
                     }
                     return self.finish(outcome).await;
