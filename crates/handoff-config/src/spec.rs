@@ -124,7 +124,7 @@ settings! {
     "tasks.snapshot_max_bytes" [env("HANDOFF_SNAPSHOT_MAX_BYTES")]: "bytes copied into one snapshot at most; files beyond it are listed like large files";
     "tasks.snapshot_timeout_secs" [env("HANDOFF_SNAPSHOT_TIMEOUT_SECS")]: "longest the snapshot or diff of a task directory may take (a diff also ends with the task's deadline, or at once on cancel)";
     "tasks.workdir_roots" [env("HANDOFF_WORKDIR_ROOTS")]: "directories inside which execute_task may name its own workdir (none: callers cannot choose a directory)";
-    "tasks.git_repository" [env("HANDOFF_GIT_REPOSITORY")]: "a git repository whose worktree (detached at HEAD) becomes each new task directory (unset: plain directories)";
+    "tasks.git_repository" [env("HANDOFF_GIT_REPOSITORY")]: "a git repository: each new task directory is a worktree of it on a branch of the task's own (handoff/<id>-<words>, from HEAD), and what each run changes is committed there by Handoff (unset: plain directories)";
     "tasks.workdir_cleanup" [env("HANDOFF_WORKDIR_CLEANUP")]: "retain (remove with the task at retention) or on_completion";
     "executors.command.argv" [env("HANDOFF_COMMAND_ARGV")]: "argv of the `command` executor: a JSON array, or words split on spaces; {prompt}, {task_id}, {workdir} are substituted (unset: no `command` executor)";
     "executors.command.prompt_via" [env("HANDOFF_COMMAND_PROMPT_VIA")]: "stdin or argument (the {prompt} placeholder)";

@@ -24,6 +24,12 @@ impl Driver<'_> {
     pub(crate) async fn note(&self, note: String) -> Result<(), EngineError> {
         record_note(self.inner, self.task, note).await
     }
+
+    /// Whether the task works on a branch of its own: its directory is Handoff's, a worktree
+    /// of the configured repository (a caller's directory is never committed in).
+    pub(crate) fn on_branch(&self) -> bool {
+        self.inner.workdirs.repository().is_some() && !self.task.options.caller_workdir
+    }
 }
 
 /// Records one of Handoff's own notes on `task`.

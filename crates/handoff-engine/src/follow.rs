@@ -237,7 +237,7 @@ impl<'a> Following<'a> {
         for sink in sinks {
             store_artifact(&d, sink).await;
         }
-        Ok(())
+        crate::branch::commit_run(&d, outcome.and_then(|o| o.output.as_deref())).await
     }
 }
 

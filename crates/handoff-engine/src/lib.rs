@@ -29,6 +29,7 @@
 
 mod approvals;
 mod artifacts;
+mod branch;
 mod control;
 mod driver;
 mod engine;
@@ -38,6 +39,7 @@ mod fence;
 mod files;
 mod finish;
 mod follow;
+mod git_process;
 mod instance;
 mod lease_clock;
 mod lifecycle;

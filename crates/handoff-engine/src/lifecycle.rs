@@ -173,17 +173,22 @@ enum Started {
 async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineError> {
     let (inner, task) = (d.inner, d.task);
     let workdir = PathBuf::from(&task.workdir);
+    let branch = crate::worktree::branch_for(task);
     let prepared = match &claim {
-        Some(_) => inner.workdirs.adopt(&workdir).await,
+        Some(_) => inner.workdirs.adopt(&workdir, &branch).await,
         None => {
             inner
                 .workdirs
-                .prepare(&workdir, task.options.caller_workdir)
+                .prepare(&workdir, task.options.caller_workdir, &branch)
                 .await
         }
     };
     if let Err(e) = prepared {
         return Ok(Started::Ended(Finish::failed(e)));
+    }
+    if d.on_branch() {
+        d.note(format!("works on branch {branch} of the repository"))
+            .await?;
     }
     let tests_before = crate::evaluate::integrity::run_before(d).await?;
     if let Err(e) = inner.snapshots.baseline(&task.id, &workdir).await {

@@ -42,9 +42,14 @@ impl Workdirs {
     }
 
     /// Makes sure a task's directory exists before its run: a caller's directory must still be
-    /// there; Handoff's own is created (as a worktree when a repository is configured) or, after
-    /// a re-queue, reused as it was left.
-    pub(crate) async fn prepare(&self, dir: &Path, caller_chosen: bool) -> Result<(), String> {
+    /// there; Handoff's own is created (as a worktree on `branch` when a repository is
+    /// configured) or, after a re-queue, reused as it was left.
+    pub(crate) async fn prepare(
+        &self,
+        dir: &Path,
+        caller_chosen: bool,
+        branch: &str,
+    ) -> Result<(), String> {
         if tokio::fs::metadata(dir).await.is_ok_and(|m| m.is_dir()) {
             return Ok(());
         }
@@ -60,7 +65,7 @@ impl Workdirs {
                 .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
         }
         match &self.repository {
-            Some(repo) => worktree::add(repo, dir).await,
+            Some(repo) => worktree::add(repo, dir, branch).await,
             None => tokio::fs::create_dir_all(dir).await.map_err(|e| {
                 format!(
                     "could not create the working directory {}: {e}",
@@ -70,13 +75,18 @@ impl Workdirs {
         }
     }
 
-    /// Makes an empty directory a pooled agent already works in the task's own: a worktree
-    /// when a repository is configured, as [`Workdirs::prepare`] would have created it.
-    pub(crate) async fn adopt(&self, dir: &Path) -> Result<(), String> {
+    /// Makes an empty directory a pooled agent already works in the task's own: a worktree on
+    /// `branch` when a repository is configured, as [`Workdirs::prepare`] would have created it.
+    pub(crate) async fn adopt(&self, dir: &Path, branch: &str) -> Result<(), String> {
         match &self.repository {
-            Some(repo) => worktree::add(repo, dir).await,
+            Some(repo) => worktree::add(repo, dir, branch).await,
             None => Ok(()),
         }
+    }
+
+    /// The repository Handoff's task directories are worktrees of, if one is configured.
+    pub(crate) fn repository(&self) -> Option<&Path> {
+        self.repository.as_deref()
     }
 
     /// The directory Handoff creates for a task.

@@ -1,8 +1,6 @@
 //! Running git on a task directory with Handoff's private git directory.
 
-use std::{ffi::OsStr, path::Path, process::Stdio};
-
-use tokio::{io::AsyncWriteExt, process::Command};
+use std::{ffi::OsStr, path::Path};
 
 /// Runs git on `workdir` with the private `git_dir`, feeding `stdin`; returns stdout or git's
 /// own message. Dropping the future kills git (a diff abandoned for time or a cancel).
@@ -12,59 +10,28 @@ pub(super) async fn git_bytes(
     args: &[&OsStr],
     stdin: Option<Vec<u8>>,
 ) -> Result<Vec<u8>, String> {
-    let mut child = Command::new("git")
-        .arg("--git-dir")
-        .arg(git_dir)
-        .arg("--work-tree")
-        .arg(workdir)
-        // Our identity and defaults, whatever the user's git config says.
-        .args([
-            "-c",
-            "user.name=handoff",
-            "-c",
-            "user.email=handoff@localhost",
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "core.autocrlf=false",
-            "-c",
-            "core.quotepath=false",
-        ])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("could not run git: {e}"))?;
-    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        // Fed beside the read: git may answer before it has read everything.
-        tokio::spawn(async move {
-            let _ = pipe.write_all(&input).await;
-        });
+    let mut all: Vec<&OsStr> = vec![
+        "--git-dir".as_ref(),
+        git_dir.as_os_str(),
+        "--work-tree".as_ref(),
+        workdir.as_os_str(),
+    ];
+    // Our identity and defaults, whatever the user's git config says.
+    for setting in [
+        "user.name=handoff",
+        "user.email=handoff@localhost",
+        "commit.gpgsign=false",
+        "core.autocrlf=false",
+        "core.quotepath=false",
+    ] {
+        all.extend(["-c".as_ref(), OsStr::new(setting)]);
     }
-    let output = child
-        .wait_with_output()
-        .await
-        .map_err(|e| format!("could not run git: {e}"))?;
-    if output.status.success() {
-        Ok(output.stdout)
-    } else {
-        Err(format!(
-            "git {}: {}",
-            args.first()
-                .map_or(String::new(), |a| a.to_string_lossy().into_owned()),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
+    all.extend_from_slice(args);
+    let first = args
+        .first()
+        .map_or(String::new(), |a| a.to_string_lossy().into_owned());
+    let env = [("GIT_CONFIG_NOSYSTEM", "1")];
+    crate::git_process::run(None, &all, &env, stdin, &first).await
 }
 
 /// [`git_bytes`] without input, as text.

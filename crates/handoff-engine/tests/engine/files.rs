@@ -156,8 +156,47 @@ async fn task_directories_can_be_worktrees_of_a_repository() {
         "hello\n",
         "the repository's own checkout is untouched"
     );
+    assert_eq!(git(repo.path(), &["status", "--porcelain"]), "");
+    assert_eq!(git(repo.path(), &["log", "--format=%s"]).trim(), "first");
+
+    // The task's own branch holds one commit of what its run changed: by the executor,
+    // committed by Handoff, titled by the task, naming it.
+    let short: String = task.id.as_str()["task_".len()..].chars().take(8).collect();
+    let branch = format!("handoff/{short}-cat-readme-echo-change-readme-git-status");
+    let log = git(
+        repo.path(),
+        &["log", "-1", "--format=%an|%cn|%s|%b", &branch],
+    );
+    let (who, message) = log.split_at(log.find('|').unwrap());
+    assert_eq!(who, "command", "{log}");
+    assert!(
+        message.starts_with("|Handoff|cat README && echo change"),
+        "{log}"
+    );
+    assert!(
+        message.contains(&format!("Handoff-Task: {}", task.id)),
+        "{log}"
+    );
+    assert!(message.contains("Handoff-Executor: command"), "{log}");
+    let changed = git(repo.path(), &["show", "--format=", "--stat", &branch]);
+    assert!(changed.contains("README | 1 +"), "{changed}");
+    let history = h
+        .engine
+        .history(&as_agent(&agent("a")), &task.id, 0, 1000, false)
+        .await
+        .unwrap();
+    let committed = history
+        .events
+        .iter()
+        .find(|e| e.data.get("commit").is_some())
+        .expect("the commit is in the task's history");
+    assert_eq!(committed.data["branch"], branch.as_str());
 
     assert_eq!(h.engine.purge_expired().await.unwrap(), 1);
     assert!(!git(repo.path(), &["worktree", "list"]).contains(task.id.as_str()));
     assert!(!std::path::Path::new(&task.workdir).exists());
+    assert!(
+        git(repo.path(), &["branch", "--list", &branch]).contains(&branch),
+        "the branch outlives the task's directory"
+    );
 }

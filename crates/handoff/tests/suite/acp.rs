@@ -975,6 +975,90 @@ fn handoff_logs_shows_one_line_per_tool_call_of_opencode_acp() {
     runtime.block_on(model.shutdown());
 }
 
+/// `git -C dir ARGS` (with an identity for the test's own commits); its stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// With `tasks.git_repository`, the built-in `opencode-acp` (sandboxed, the pooled agent) works
+/// in a worktree on a branch of the task's own, and Handoff commits what it wrote there — by
+/// the executor, committed by Handoff — while the repository's checkout, its checked-out branch
+/// and its working tree stay byte for byte as they were.
+#[test]
+fn a_task_on_a_repository_commits_its_change_on_its_own_branch() {
+    require_ripgrep();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("README"), "hello\n").unwrap();
+    std::fs::write(
+        repo.path().join("draft.txt"),
+        "the user's uncommitted work\n",
+    )
+    .unwrap();
+    git(repo.path(), &["add", "README"]);
+    git(repo.path(), &["commit", "-q", "-m", "first"]);
+    let before = (
+        git(repo.path(), &["status", "--porcelain"]),
+        git(repo.path(), &["rev-parse", "HEAD"]),
+    );
+
+    let model = runtime
+        .block_on(ScriptedModel::start(script(&OPENCODE_ACP), None))
+        .unwrap();
+    let repo_path = repo.path().display().to_string();
+    let server = as_a_new_user(
+        &model,
+        state.path(),
+        &[("HANDOFF_GIT_REPOSITORY", &repo_path)],
+    );
+    wait_pool_ready(&server);
+    let id = submit_unchecked(&server, "CREATE-FILE please");
+    let done = wait_end(&server, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+
+    let history = events(&server, &id);
+    let committed = history
+        .iter()
+        .find(|e| e["data"]["commit"].is_string())
+        .unwrap_or_else(|| panic!("no commit in {history:#?}"));
+    let branch = committed["data"]["branch"].as_str().unwrap().to_owned();
+    assert!(branch.starts_with("handoff/"), "{branch}");
+    let log = git(repo.path(), &["log", "-1", "--format=%an|%cn|%s", &branch]);
+    assert_eq!(log.trim(), "opencode-acp|Handoff|CREATE-FILE please");
+    let files = git(repo.path(), &["show", "--format=", "--name-only", &branch]);
+    assert_eq!(files.trim(), "hello.txt");
+    let content = git(repo.path(), &["show", &format!("{branch}:hello.txt")]);
+    assert_eq!(content, "hello from the agent\n");
+
+    // The user's side: the same branch checked out, at the same commit, the same files.
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "main"
+    );
+    let after = (
+        git(repo.path(), &["status", "--porcelain"]),
+        git(repo.path(), &["rev-parse", "HEAD"]),
+    );
+    assert_eq!(after, before);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("README")).unwrap(),
+        "hello\n"
+    );
+    assert!(!repo.path().join("hello.txt").exists());
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
 /// Submits `text` to `executor` without verified completion and waits until it completed; its id.
 fn completed_on(server: &Server, executor: &str, text: &str) -> String {
     let id = task_id(&call(
