@@ -154,9 +154,15 @@ pub struct TasksArgs {
     /// timeout, cancelled).
     #[arg(long)]
     pub status: Option<String>,
-    /// How many (at most 200).
+    /// How many per page (at most 200).
     #[arg(long, default_value_t = 50)]
     pub limit: u32,
+    /// Start after this point: the cursor the previous page ended with.
+    #[arg(long, conflicts_with = "all")]
+    pub cursor: Option<String>,
+    /// Every task, page after page.
+    #[arg(long)]
+    pub all: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

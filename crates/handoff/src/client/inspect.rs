@@ -2,8 +2,8 @@
 
 use super::terminal::{errln, outln};
 use handoff_protocol::{
-    TaskStatus,
-    tasks::{GetTaskStatusArgs, GetTaskStatusOutput, ListTasksArgs},
+    TaskStatus, TaskView,
+    tasks::{GetTaskStatusArgs, GetTaskStatusOutput, ListTasksArgs, ListTasksOutput},
 };
 
 use super::{ClientError, Exit, connection::Connection, render, task_id};
@@ -23,23 +23,20 @@ pub async fn tasks(conn: &Connection, args: &TasksArgs) -> Result<Exit, ClientEr
                 names.join(", ")
             ))
         })?;
-    let list = ListTasksArgs {
-        status,
-        limit: Some(args.limit.clamp(1, 200)),
-        ..ListTasksArgs::default()
-    };
-    let reply = conn.call(&list).await?;
+    let (tasks, next) = pages(conn, args, status).await?;
     if args.json {
-        render::print_json(&reply.raw)?;
+        let page = ListTasksOutput {
+            tasks,
+            next_cursor: next,
+        };
+        render::print_json(&page)?;
         return Ok(Exit::Ok);
     }
-    if reply.value.tasks.is_empty() {
+    if tasks.is_empty() {
         errln!("no tasks");
         return Ok(Exit::Ok);
     }
-    let rows: Vec<Vec<String>> = reply
-        .value
-        .tasks
+    let rows: Vec<Vec<String>> = tasks
         .iter()
         .map(|t| {
             vec![
@@ -61,10 +58,35 @@ pub async fn tasks(conn: &Connection, args: &TasksArgs) -> Result<Exit, ClientEr
         "DESCRIPTION",
     ];
     outln!("{}", render::table(&headers, &rows));
-    if reply.value.next_cursor.is_some() {
-        errln!("(more tasks: raise --limit, at most 200)");
+    if let Some(cursor) = next {
+        errln!("(more tasks: `handoff tasks --cursor {cursor}`, or --all)");
     }
     Ok(Exit::Ok)
+}
+
+/// The page `args` ask for, or with `--all` every page; the tasks and where the next page
+/// would start.
+async fn pages(
+    conn: &Connection,
+    args: &TasksArgs,
+    status: Option<TaskStatus>,
+) -> Result<(Vec<TaskView>, Option<String>), ClientError> {
+    let mut tasks = Vec::new();
+    let mut cursor = args.cursor.clone();
+    loop {
+        let list = ListTasksArgs {
+            status,
+            limit: Some(args.limit.clamp(1, 200)),
+            cursor: cursor.take(),
+            ..ListTasksArgs::default()
+        };
+        let page = conn.call(&list).await?.value;
+        tasks.extend(page.tasks);
+        match page.next_cursor {
+            Some(next) if args.all => cursor = Some(next),
+            next => return Ok((tasks, next)),
+        }
+    }
 }
 
 /// `handoff show ID`: where one task stands.

@@ -784,4 +784,22 @@ fn scripts_can_rely_on_exit_codes_closed_pipes_and_rate_limits() {
     );
     let listed = client.json(&["tasks", "--limit", "100"]);
     assert_eq!(listed["tasks"].as_array().unwrap().len(), 53, "{listed}");
+
+    // Pages: a cursor goes on where a page ended; --all follows them to the end.
+    let ids = |page: &Value| -> Vec<String> {
+        page["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["task_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let first = client.json(&["tasks", "--limit", "20"]);
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let second = client.json(&["tasks", "--limit", "20", "--cursor", &cursor]);
+    let all = client.json(&["tasks", "--limit", "20", "--all"]);
+    assert_eq!(all["next_cursor"], Value::Null, "{all}");
+    let every = ids(&all);
+    assert_eq!(every.len(), 53);
+    assert_eq!([ids(&first), ids(&second)].concat(), every[..40]);
 }
