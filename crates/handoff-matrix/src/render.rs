@@ -3,7 +3,7 @@
 //! and the outcome with the diff stat and the agent's answer.
 
 use handoff_integration::PendingRequest;
-use handoff_task::{EventKind, EventLines, Task, TaskEvent, TaskStatus};
+use handoff_task::{EventKind, EventLines, FileStat, Task, TaskEvent, TaskStatus};
 
 use crate::{
     TaskView,
@@ -115,9 +115,9 @@ pub fn outcome(view: &TaskView) -> Vec<String> {
     }
     lines.push(format!(
         "Changes: {}",
-        view.diff
+        view.diff_stat
             .as_deref()
-            .and_then(diff_stat)
+            .and_then(changes)
             .unwrap_or_else(|| "none".to_owned())
     ));
     match &view.answer {
@@ -134,33 +134,17 @@ fn ended(status: TaskStatus) -> String {
     }
 }
 
-/// `N files changed, +A -D (path +a -d, …)` from a unified diff, or `None` when it changes
-/// nothing.
-pub fn diff_stat(diff: &str) -> Option<String> {
-    let mut files: Vec<(String, u64, u64)> = Vec::new();
-    for line in diff.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest.rsplit_once(" b/").map_or(rest, |(_, b)| b).to_owned();
-            files.push((path, 0, 0));
-        } else if line.starts_with("+++") || line.starts_with("---") {
-            continue;
-        } else if let Some(file) = files.last_mut() {
-            if line.starts_with('+') {
-                file.1 += 1;
-            } else if line.starts_with('-') {
-                file.2 += 1;
-            }
-        }
-    }
+/// `N files changed, +A -D (path +a -d, …)`, or `None` when nothing changed.
+pub fn changes(files: &[FileStat]) -> Option<String> {
     if files.is_empty() {
         return None;
     }
-    let added: u64 = files.iter().map(|f| f.1).sum();
-    let removed: u64 = files.iter().map(|f| f.2).sum();
+    let added: u64 = files.iter().map(|f| f.added).sum();
+    let removed: u64 = files.iter().map(|f| f.removed).sum();
     let shown: Vec<String> = files
         .iter()
         .take(10)
-        .map(|(p, a, d)| format!("{} +{a} -{d}", one_line(p, 120)))
+        .map(|f| format!("{} +{} -{}", one_line(&f.path, 120), f.added, f.removed))
         .collect();
     let more = files.len().saturating_sub(10);
     let tail = if more > 0 {
@@ -185,15 +169,17 @@ fn plural(n: usize, word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use handoff_task::diff_stat;
+
     use super::*;
 
     #[test]
     fn the_diff_stat_counts_lines_per_file() {
         let diff = "diff --git a/src/a.rs b/src/a.rs\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,2 +1,3 @@\n ctx\n-old\n+new\n+more\ndiff --git a/b.txt b/b.txt\nnew file mode 100644\n--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+hello\n";
         assert_eq!(
-            diff_stat(diff).unwrap(),
+            changes(&diff_stat(diff)).unwrap(),
             "2 files changed, +3 -1 (src/a.rs +2 -1, b.txt +1 -0)"
         );
-        assert_eq!(diff_stat(""), None);
+        assert_eq!(changes(&diff_stat("")), None);
     }
 }

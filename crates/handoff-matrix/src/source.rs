@@ -5,13 +5,9 @@
 
 use async_trait::async_trait;
 use handoff_integration::{PendingRequest, SourceError, TaskSource};
-use handoff_task::{ArtifactBody, ArtifactKind, MatrixUserId, Task, TaskEvent, TaskId};
-use tokio::io::AsyncReadExt;
+use handoff_task::{ArtifactBody, ArtifactKind, FileStat, MatrixUserId, Task, TaskEvent, TaskId};
 
 use crate::Command;
-
-/// The largest diff read for the outcome's diff stat.
-const DIFF_READ: u64 = 4 * 1024 * 1024;
 
 /// One look at a task.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,8 +20,8 @@ pub struct TaskView {
     pub pending: Vec<PendingRequest>,
     /// The agent's final answer (as `get_task_status` gives it), once it wrote one.
     pub answer: Option<String>,
-    /// The task's diff, when it stored one.
-    pub diff: Option<String>,
+    /// What the task's stored diff changes, per file (counted over the whole diff).
+    pub diff_stat: Option<Vec<FileStat>>,
 }
 
 /// The task with its latest `events` events, or `None` if it no longer exists; a finished
@@ -44,12 +40,12 @@ pub(crate) async fn view(
     } else {
         None
     };
-    let diff = match overview
+    let diff_stat = match overview
         .artifacts
         .iter()
         .find(|a| a.kind == ArtifactKind::Diff)
     {
-        Some(artifact) if finished => read_body(&artifact.body).await,
+        Some(artifact) if finished => whole_diff_stat(&artifact.body).await,
         _ => None,
     };
     Ok(Some(TaskView {
@@ -57,21 +53,17 @@ pub(crate) async fn view(
         recent_events: overview.recent_events,
         pending: overview.pending_input,
         answer,
-        diff,
+        diff_stat,
     }))
 }
 
-/// An artifact's text (a spilled one read from its file, up to [`DIFF_READ`] bytes).
-async fn read_body(body: &ArtifactBody) -> Option<String> {
-    match body {
-        ArtifactBody::Inline(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
-        ArtifactBody::File(path) => {
-            let file = tokio::fs::File::open(path).await.ok()?;
-            let mut bytes = Vec::new();
-            file.take(DIFF_READ).read_to_end(&mut bytes).await.ok()?;
-            Some(String::from_utf8_lossy(&bytes).into_owned())
-        }
-    }
+/// What a stored diff changes, read whole off the async threads; `None` if it cannot be read.
+async fn whole_diff_stat(body: &ArtifactBody) -> Option<Vec<FileStat>> {
+    let body = body.clone();
+    tokio::task::spawn_blocking(move || handoff_task::diff_stat_of_body(&body).ok())
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Applies a command from a room, as `sender`, through the same pipeline and audit as the

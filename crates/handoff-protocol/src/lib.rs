@@ -31,9 +31,10 @@ mod views;
 pub use call::ToolCall;
 pub use command::TaskCommand;
 pub use error_body::{ERROR_META_KEY, ToolErrorBody, ToolErrorMeta};
+pub use handoff_task::diff_stat;
 pub use handoff_task::{
     AgentId, Approval, ApprovalScope, ArtifactKind, AuditRecord, CompletionBudget,
-    CompletionPolicy, CompletionSpec, EventKind, EventLines, ExitInfo, InvalidAgentId,
+    CompletionPolicy, CompletionSpec, EventKind, EventLines, ExitInfo, FileStat, InvalidAgentId,
     InvalidTaskId, MessageType, ObserverId, TaskId, TaskStatus,
 };
 pub use notice::TaskNotice;

@@ -1,6 +1,6 @@
 //! `get_task_history`: the full, paged record of a task.
 
-use handoff_task::{AgentId, ArtifactKind, TaskId};
+use handoff_task::{AgentId, ArtifactKind, FileStat, TaskId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +44,10 @@ pub struct ArtifactView {
     pub content: String,
     /// `content` is only the beginning.
     pub truncated: bool,
+    /// For the diff: the changes per file, counted over the whole stored diff (not only
+    /// `content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_stat: Option<Vec<FileStat>>,
 }
 
 /// Result of `get_task_history`.

@@ -3,7 +3,7 @@ use handoff_protocol::{
     EventView, TaskView, names,
     tasks::{ARTIFACT_VIEW_BYTES, ArtifactView, GetTaskHistoryArgs, GetTaskHistoryOutput},
 };
-use handoff_task::{Artifact, ArtifactBody};
+use handoff_task::{Artifact, ArtifactBody, ArtifactKind, FileStat, diff_stat_of_body};
 
 use super::{caller, failure::tool_error, text};
 use crate::{Reply, Tool, ToolAnnotations, ToolContext, ToolError};
@@ -95,11 +95,24 @@ async fn view(artifact: &Artifact) -> std::io::Result<ArtifactView> {
             head
         }
     };
+    let diff_stat = match artifact.kind {
+        ArtifactKind::Diff => Some(whole_diff_stat(&artifact.body).await?),
+        _ => None,
+    };
     Ok(ArtifactView {
         kind: artifact.kind,
         size: artifact.size,
         capped: artifact.capped,
         truncated: (head.len() as u64) < artifact.size,
         content: String::from_utf8_lossy(&head).into_owned(),
+        diff_stat,
     })
+}
+
+/// The stat of the whole stored diff, off the async threads.
+async fn whole_diff_stat(body: &ArtifactBody) -> std::io::Result<Vec<FileStat>> {
+    let body = body.clone();
+    tokio::task::spawn_blocking(move || diff_stat_of_body(&body))
+        .await
+        .map_err(std::io::Error::other)?
 }

@@ -1,63 +1,14 @@
-//! `git diff --stat` for a unified diff the client only has as text (a task's diff artifact).
+//! `git diff --stat` as the CLI prints it, from the counts `handoff_task::diff_stat` makes.
 
-/// Changes to one file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileStat {
-    /// The path (the new one for a rename).
-    pub path: String,
-    /// Lines added.
-    pub added: usize,
-    /// Lines removed.
-    pub removed: usize,
-    /// A binary file (no line counts).
-    pub binary: bool,
-}
+use handoff_protocol::{FileStat, diff_stat, tasks::ArtifactView};
 
-/// Counts the added and removed lines of each file in `diff` (`diff --git` sections; header
-/// lines are not counted, only lines inside hunks).
-pub fn stat(diff: &str) -> Vec<FileStat> {
-    let mut files: Vec<FileStat> = Vec::new();
-    let mut in_hunk = false;
-    for line in diff.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            files.push(FileStat {
-                path: new_path(rest),
-                added: 0,
-                removed: 0,
-                binary: false,
-            });
-            in_hunk = false;
-            continue;
-        }
-        let Some(file) = files.last_mut() else {
-            continue;
-        };
-        if line.starts_with("@@") {
-            in_hunk = true;
-        } else if !in_hunk {
-            if line.starts_with("Binary files ") || line == "GIT binary patch" {
-                file.binary = true;
-            }
-        } else if line.starts_with('+') {
-            file.added += 1;
-        } else if line.starts_with('-') {
-            file.removed += 1;
-        }
-    }
-    files
-}
-
-/// `b/PATH` of `a/PATH b/PATH` (paths with spaces keep them: the halves are equal length for
-/// an unrenamed file).
-fn new_path(header: &str) -> String {
-    let half = header.len() / 2;
-    let candidate = header
-        .get(half..)
-        .map(str::trim_start)
-        .filter(|b| b.starts_with("b/"))
-        .or_else(|| header.rfind(" b/").map(|at| &header[at + 1..]))
-        .unwrap_or(header);
-    candidate.strip_prefix("b/").unwrap_or(candidate).to_owned()
+/// The stat of a diff artifact: the server's, counted over the whole stored diff; else (an
+/// older server) counted over the part shown.
+pub fn of(artifact: &ArtifactView) -> Vec<FileStat> {
+    artifact
+        .diff_stat
+        .clone()
+        .unwrap_or_else(|| diff_stat(&artifact.content))
 }
 
 /// The stat as git prints it: ` path | N +++--` per file and a summary line.
@@ -65,7 +16,7 @@ pub fn render(files: &[FileStat]) -> String {
     if files.is_empty() {
         return " no changes".to_owned();
     }
-    const BAR: usize = 40;
+    const BAR: u64 = 40;
     let width = files
         .iter()
         .map(|f| f.path.chars().count())
@@ -80,12 +31,13 @@ pub fn render(files: &[FileStat]) -> String {
             continue;
         }
         let total = f.added + f.removed;
-        let scale = |n: usize| {
-            if most <= BAR {
+        let scale = |n: u64| {
+            let cells = if most <= BAR {
                 n
             } else {
-                (n * BAR).div_ceil(most)
-            }
+                n.saturating_mul(BAR).div_ceil(most)
+            };
+            usize::try_from(cells).unwrap_or(usize::MAX)
         };
         let bar = format!(
             "{}{}",
@@ -94,10 +46,10 @@ pub fn render(files: &[FileStat]) -> String {
         );
         out.push(format!(" {:width$} | {total:>digits$} {bar}", f.path));
     }
-    let added: usize = files.iter().map(|f| f.added).sum();
-    let removed: usize = files.iter().map(|f| f.removed).sum();
-    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
-    let mut summary = format!(" {} changed", plural(files.len(), "file"));
+    let added: u64 = files.iter().map(|f| f.added).sum();
+    let removed: u64 = files.iter().map(|f| f.removed).sum();
+    let plural = |n: u64, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let mut summary = format!(" {} changed", plural(files.len() as u64, "file"));
     if added > 0 || removed == 0 {
         summary.push_str(&format!(", {}(+)", plural(added, "insertion")));
     }
@@ -112,8 +64,9 @@ pub fn render(files: &[FileStat]) -> String {
 mod tests {
     use super::*;
 
-    const DIFF: &str = "diff --git a/src/parse.rs b/src/parse.rs
-index 1111111..2222222 100644
+    #[test]
+    fn the_stat_reads_as_git_prints_it() {
+        let diff = "diff --git a/src/parse.rs b/src/parse.rs
 --- a/src/parse.rs
 +++ b/src/parse.rs
 @@ -1,3 +1,4 @@
@@ -131,24 +84,8 @@ new file mode 100644
 diff --git a/logo.png b/logo.png
 Binary files a/logo.png and b/logo.png differ
 ";
-
-    #[test]
-    fn hunk_lines_are_counted_and_headers_are_not() {
-        let files = stat(DIFF);
-        let summary: Vec<_> = files
-            .iter()
-            .map(|f| (f.path.as_str(), f.added, f.removed, f.binary))
-            .collect();
         assert_eq!(
-            summary,
-            [
-                ("src/parse.rs", 3, 1, false),
-                ("new file.txt", 1, 0, false),
-                ("logo.png", 0, 0, true)
-            ]
-        );
-        assert_eq!(
-            render(&files),
+            render(&diff_stat(diff)),
             " src/parse.rs | 4 +++-\n new file.txt | 1 +\n logo.png     | Bin\n \
              3 files changed, 4 insertions(+), 1 deletion(-)"
         );

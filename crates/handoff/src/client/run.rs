@@ -13,8 +13,8 @@ use handoff_protocol::{
     ArtifactKind, TaskId, TaskStatus,
     codes::is_retryable,
     tasks::{
-        ControlAction, ExecuteTaskArgs, ExecuteTaskOutput, GetTaskHistoryArgs, GetTaskStatusArgs,
-        SendTaskControlArgs,
+        ArtifactView, ControlAction, ExecuteTaskArgs, ExecuteTaskOutput, GetTaskHistoryArgs,
+        GetTaskStatusArgs, SendTaskControlArgs,
     },
 };
 
@@ -171,8 +171,8 @@ async fn wait_for_end(conn: &Connection, id: TaskId, json: bool) -> Result<Exit,
     if let Some(answer) = &status.value.answer {
         outln!("\n{}", answer.trim_end());
     }
-    if let Some(diff) = diff_text(conn, &follower).await? {
-        outln!("\n{}", diffstat::render(&diffstat::stat(&diff)));
+    if let Some(diff) = diff_artifact(conn, &follower).await? {
+        outln!("\n{}", diffstat::render(&diffstat::of(&diff)));
     }
     Ok(exit)
 }
@@ -204,7 +204,10 @@ async fn cancel(conn: &Connection, id: &TaskId) -> Result<String, ClientError> {
 }
 
 /// The task's diff, when one was kept and is not empty (at most its first 64 KiB).
-async fn diff_text(conn: &Connection, follower: &Follower) -> Result<Option<String>, ClientError> {
+async fn diff_artifact(
+    conn: &Connection,
+    follower: &Follower,
+) -> Result<Option<ArtifactView>, ClientError> {
     let args = GetTaskHistoryArgs {
         agent_id: None,
         task_id: follower.id().clone(),
@@ -218,8 +221,7 @@ async fn diff_text(conn: &Connection, follower: &Follower) -> Result<Option<Stri
         .unwrap_or_default()
         .into_iter()
         .find(|a| a.kind == ArtifactKind::Diff)
-        .map(|a| a.content)
-        .filter(|c| !c.trim().is_empty()))
+        .filter(|a| !a.content.trim().is_empty()))
 }
 
 #[cfg(test)]

@@ -26,12 +26,7 @@ pub async fn diff(conn: &Connection, args: &DiffArgs) -> Result<Exit, ClientErro
         .into_iter()
         .find(|a| a.kind == ArtifactKind::Diff);
     if args.json {
-        let stat = artifact.as_ref().map(|a| {
-            diffstat::stat(&a.content)
-                .into_iter()
-                .map(|f| json!({"path": f.path, "added": f.added, "removed": f.removed, "binary": f.binary}))
-                .collect::<Vec<_>>()
-        });
+        let stat = artifact.as_ref().map(diffstat::of);
         render::print_json(&json!({"task_id": args.id, "diff": artifact, "stat": stat}))?;
         return Ok(Exit::Ok);
     }
@@ -44,7 +39,7 @@ pub async fn diff(conn: &Connection, args: &DiffArgs) -> Result<Exit, ClientErro
         return Ok(Exit::Ok);
     };
     if args.stat {
-        outln!("{}", diffstat::render(&diffstat::stat(&artifact.content)));
+        outln!("{}", diffstat::render(&diffstat::of(&artifact)));
     } else {
         terminal::print_content(&artifact.content);
     }

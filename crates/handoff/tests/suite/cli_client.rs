@@ -785,6 +785,24 @@ fn scripts_can_rely_on_exit_codes_closed_pipes_and_rate_limits() {
     let listed = client.json(&["tasks", "--limit", "100"]);
     assert_eq!(listed["tasks"].as_array().unwrap().len(), 53, "{listed}");
 
+    // A diff far larger than any view of it is counted whole, the same in every command.
+    let big = client.run(&["run", "seq 1 60000 > big.txt"]);
+    assert_eq!(big.status.code(), Some(0), "{}", shown(&big));
+    let said = String::from_utf8_lossy(&big.stdout);
+    assert!(
+        said.contains("1 file changed, 60000 insertions(+)"),
+        "{said}"
+    );
+    let id = said.split_whitespace().next().unwrap().to_owned();
+    let stat = client.ok(&["diff", &id, "--stat"]);
+    assert!(stat.contains(" big.txt | 60000 "), "{stat}");
+    let diff = client.json(&["diff", &id]);
+    assert_eq!(diff["stat"][0]["added"], 60_000, "{}", diff["stat"]);
+    assert_eq!(
+        diff["diff"]["truncated"], true,
+        "the view is only the diff's beginning"
+    );
+
     // Pages: a cursor goes on where a page ended; --all follows them to the end.
     let ids = |page: &Value| -> Vec<String> {
         page["tasks"]
@@ -800,6 +818,6 @@ fn scripts_can_rely_on_exit_codes_closed_pipes_and_rate_limits() {
     let all = client.json(&["tasks", "--limit", "20", "--all"]);
     assert_eq!(all["next_cursor"], Value::Null, "{all}");
     let every = ids(&all);
-    assert_eq!(every.len(), 53);
+    assert_eq!(every.len(), 54);
     assert_eq!([ids(&first), ids(&second)].concat(), every[..40]);
 }

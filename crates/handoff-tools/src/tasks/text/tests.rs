@@ -367,6 +367,7 @@ fn a_finished_history_shows_its_stored_outputs() {
             capped: false,
             content: "x".repeat(20_000) + "\ntest result: ok. 8 passed\n",
             truncated: false,
+            diff_stat: None,
         },
         ArtifactView {
             kind: ArtifactKind::Diff,
@@ -374,6 +375,7 @@ fn a_finished_history_shows_its_stored_outputs() {
             capped: false,
             content: "--- a/src/lexer.rs\n+++ b/src/lexer.rs\n@@ -1 +1 @@\n-let end = len;\n+let end = len - 1;\n".into(),
             truncated: false,
+            diff_stat: None,
         },
     ]);
     let text = history(&page);
