@@ -51,6 +51,57 @@ pub(crate) async fn commit_run(d: &Driver<'_>, answer: Option<&str>) -> Result<(
     d.inner.record(&d.task.id, event).await.map(drop)
 }
 
+/// Checks a submission's `branch` and `base` against the repository: they need one (and a
+/// directory of Handoff's), the branch must be a new, valid name and the base a commit. The
+/// errors name the field, never the value.
+pub(crate) async fn check_request(
+    repo: Option<&Path>,
+    caller_workdir: bool,
+    branch: Option<&str>,
+    base: Option<&str>,
+) -> Result<(), EngineError> {
+    let field = match (branch, base) {
+        (None, None) => return Ok(()),
+        (Some(_), _) => "branch",
+        (None, Some(_)) => "base",
+    };
+    let Some(repo) = repo else {
+        return Err(EngineError::invalid(
+            field,
+            "this server keeps no git repository for tasks (tasks.git_repository)",
+        ));
+    };
+    if caller_workdir {
+        return Err(EngineError::invalid(
+            field,
+            "a task working in a directory of the caller's has no branch of its own",
+        ));
+    }
+    if let Some(name) = branch {
+        if !worktree::valid_branch_name(repo, name).await {
+            return Err(EngineError::invalid(
+                "branch",
+                "not a valid git branch name",
+            ));
+        }
+        if worktree::branch_exists(repo, name).await {
+            return Err(EngineError::invalid(
+                "branch",
+                "already exists in the repository; name a new branch",
+            ));
+        }
+    }
+    if let Some(rev) = base
+        && !worktree::names_a_commit(repo, rev).await
+    {
+        return Err(EngineError::invalid(
+            "base",
+            "names no commit of the repository",
+        ));
+    }
+    Ok(())
+}
+
 /// The commit message: the task's first line, the agent's answer, and trailers naming the task
 /// and its executor.
 fn message(d: &Driver<'_>, answer: Option<&str>) -> String {

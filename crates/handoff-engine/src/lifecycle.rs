@@ -173,7 +173,12 @@ enum Started {
 async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineError> {
     let (inner, task) = (d.inner, d.task);
     let workdir = PathBuf::from(&task.workdir);
-    let branch = crate::worktree::branch_for(task);
+    let name = crate::worktree::branch_for(task);
+    let branch = crate::workdir::Branch {
+        name: &name,
+        base: task.options.base.as_deref(),
+        own: task.options.branch.is_none(),
+    };
     let prepared = match &claim {
         Some(_) => inner.workdirs.adopt(&workdir, &branch).await,
         None => {
@@ -187,7 +192,7 @@ async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineEr
         return Ok(Started::Ended(Finish::failed(e)));
     }
     if d.on_branch() {
-        d.note(format!("works on branch {branch} of the repository"))
+        d.note(format!("works on branch {name} of the repository"))
             .await?;
     }
     let tests_before = crate::evaluate::integrity::run_before(d).await?;

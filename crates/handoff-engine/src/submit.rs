@@ -34,6 +34,10 @@ pub struct SubmitRequest {
     pub metadata: Option<Value>,
     /// Run again after a server stop or crash instead of failing (unset: `tasks.requeue_on_restart`).
     pub requeue_on_restart: Option<bool>,
+    /// The new branch the task works on in the configured repository (unset: Handoff's name).
+    pub branch: Option<String>,
+    /// What that branch starts from (unset: the repository's HEAD).
+    pub base: Option<String>,
     /// Tell the owning Letta agent when the task ends (unset: yes; `false` opts out).
     pub notify: Option<bool>,
     /// The caller's own permission rules for this task (they cannot lift an operator's deny).
@@ -83,6 +87,13 @@ impl Engine {
             Some(requested) => (inner.workdirs.caller_chosen(requested)?, true),
             None => (inner.workdirs.for_task(&id), false),
         };
+        crate::branch::check_request(
+            inner.workdirs.repository(),
+            caller_workdir,
+            req.branch.as_deref(),
+            req.base.as_deref(),
+        )
+        .await?;
         let now = unix_millis_now();
         let window = i64::try_from(limits.idempotency_window.as_millis()).unwrap_or(i64::MAX);
         let claim = req
@@ -116,6 +127,8 @@ impl Engine {
                 permissions: req.permissions,
                 notify: req.notify.unwrap_or(true),
                 completion: req.completion,
+                branch: req.branch,
+                base: req.base,
             },
             priority: req.priority.unwrap_or(0),
             workdir: workdir.display().to_string(),

@@ -4,6 +4,17 @@ use handoff_task::TaskId;
 
 use crate::{EngineError, worktree};
 
+/// The branch a task's worktree is made on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Branch<'a> {
+    /// Its name.
+    pub(crate) name: &'a str,
+    /// What it starts from (unset: the repository's HEAD).
+    pub(crate) base: Option<&'a str>,
+    /// Handoff named it (it may exist already, from this task); else the caller did.
+    pub(crate) own: bool,
+}
+
 /// Where task directories may live.
 #[derive(Debug, Clone)]
 pub(crate) struct Workdirs {
@@ -48,7 +59,7 @@ impl Workdirs {
         &self,
         dir: &Path,
         caller_chosen: bool,
-        branch: &str,
+        branch: &Branch<'_>,
     ) -> Result<(), String> {
         if tokio::fs::metadata(dir).await.is_ok_and(|m| m.is_dir()) {
             return Ok(());
@@ -65,7 +76,7 @@ impl Workdirs {
                 .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
         }
         match &self.repository {
-            Some(repo) => worktree::add(repo, dir, branch).await,
+            Some(repo) => worktree::add(repo, dir, branch.name, branch.base, branch.own).await,
             None => tokio::fs::create_dir_all(dir).await.map_err(|e| {
                 format!(
                     "could not create the working directory {}: {e}",
@@ -77,9 +88,9 @@ impl Workdirs {
 
     /// Makes an empty directory a pooled agent already works in the task's own: a worktree on
     /// `branch` when a repository is configured, as [`Workdirs::prepare`] would have created it.
-    pub(crate) async fn adopt(&self, dir: &Path, branch: &str) -> Result<(), String> {
+    pub(crate) async fn adopt(&self, dir: &Path, branch: &Branch<'_>) -> Result<(), String> {
         match &self.repository {
-            Some(repo) => worktree::add(repo, dir, branch).await,
+            Some(repo) => worktree::add(repo, dir, branch.name, branch.base, branch.own).await,
             None => Ok(()),
         }
     }

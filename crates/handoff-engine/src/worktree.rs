@@ -33,9 +33,12 @@ pub(crate) struct Committed {
     pub(crate) files: usize,
 }
 
-/// The branch task `task` works on: `handoff/<8 characters of its id>-<words of its
-/// description>`.
+/// The branch task `task` works on: the one its caller named, else `handoff/<8 characters of
+/// its id>-<words of its description>`.
 pub(crate) fn branch_for(task: &Task) -> String {
+    if let Some(named) = &task.options.branch {
+        return named.clone();
+    }
     let id = task.id.as_str();
     let short: String = id.trim_start_matches("task_").chars().take(8).collect();
     let mut slug = String::new();
@@ -57,6 +60,49 @@ pub(crate) fn branch_for(task: &Task) -> String {
     } else {
         format!("handoff/{short}-{slug}")
     }
+}
+
+/// Whether `name` may name a new branch (git's own rules: `git check-ref-format --branch`).
+pub(crate) async fn valid_branch_name(repo: &Path, name: &str) -> bool {
+    !name.starts_with('-')
+        && git(
+            repo,
+            &[
+                "check-ref-format".as_ref(),
+                "--branch".as_ref(),
+                name.as_ref(),
+            ],
+            &[],
+            None,
+        )
+        .await
+        .is_ok()
+}
+
+/// Whether the repository has a branch `name`.
+pub(crate) async fn branch_exists(repo: &Path, name: &str) -> bool {
+    let reference = format!("refs/heads/{name}");
+    let verify = [
+        "rev-parse".as_ref(),
+        "--verify".as_ref(),
+        "--quiet".as_ref(),
+        "--end-of-options".as_ref(),
+        OsStr::new(&reference),
+    ];
+    git(repo, &verify, &[], None).await.is_ok()
+}
+
+/// Whether `rev` names a commit of the repository.
+pub(crate) async fn names_a_commit(repo: &Path, rev: &str) -> bool {
+    let commit = format!("{rev}^{{commit}}");
+    let verify = [
+        "rev-parse".as_ref(),
+        "--verify".as_ref(),
+        "--quiet".as_ref(),
+        "--end-of-options".as_ref(),
+        OsStr::new(&commit),
+    ];
+    !rev.starts_with('-') && git(repo, &verify, &[], None).await.is_ok()
 }
 
 /// Runs git with `args` (after the safety settings), in `cwd`, feeding `stdin`; stdout, or
@@ -92,26 +138,28 @@ async fn git(
     Ok(String::from_utf8_lossy(&out).trim().to_owned())
 }
 
-/// Creates `dir` as a worktree of `repo` on a new `branch` from the repository's HEAD (or on
-/// `branch` as it is, when it exists: a task whose directory went and came back).
-pub(crate) async fn add(repo: &Path, dir: &Path, branch: &str) -> Result<(), String> {
+/// Creates `dir` as a worktree of `repo` on a new `branch` from `base` (the repository's HEAD
+/// when unset). With `reuse`, a `branch` that exists already is taken as it is: Handoff's own
+/// branch of a task whose directory went and came back; a branch the caller named must be new.
+pub(crate) async fn add(
+    repo: &Path,
+    dir: &Path,
+    branch: &str,
+    base: Option<&str>,
+    reuse: bool,
+) -> Result<(), String> {
     let worktree: &OsStr = "worktree".as_ref();
-    let created = git(
-        repo,
-        &[
-            worktree,
-            "add".as_ref(),
-            "-b".as_ref(),
-            branch.as_ref(),
-            dir.as_os_str(),
-        ],
-        &[],
-        None,
-    )
-    .await;
-    let added = match created {
+    let mut new = vec![
+        worktree,
+        "add".as_ref(),
+        "-b".as_ref(),
+        branch.as_ref(),
+        dir.as_os_str(),
+    ];
+    new.extend(base.map(OsStr::new));
+    let added = match git(repo, &new, &[], None).await {
         Ok(_) => Ok(()),
-        Err(e) if e.contains("already exists") => git(
+        Err(e) if reuse && e.contains("already exists") => git(
             repo,
             &[worktree, "add".as_ref(), dir.as_os_str(), branch.as_ref()],
             &[],

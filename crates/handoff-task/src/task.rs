@@ -43,6 +43,12 @@ pub struct TaskOptions {
     /// How the caller wants completion verified (server defaults where unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion: Option<crate::CompletionSpec>,
+    /// The branch the task works on in the configured repository (unset: Handoff names one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// What that branch starts from (unset: the repository's HEAD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
 }
 
 impl Default for TaskOptions {
@@ -56,6 +62,8 @@ impl Default for TaskOptions {
             permissions: Vec::new(),
             notify: true,
             completion: None,
+            branch: None,
+            base: None,
         }
     }
 }

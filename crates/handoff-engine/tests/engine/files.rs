@@ -200,3 +200,91 @@ async fn task_directories_can_be_worktrees_of_a_repository() {
         "the branch outlives the task's directory"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_can_name_its_branch_and_base_and_bad_ones_are_refused_by_field() {
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("README"), "one\n").unwrap();
+    git(repo.path(), &["add", "README"]);
+    git(repo.path(), &["commit", "-q", "-m", "first"]);
+    let first = git(repo.path(), &["rev-parse", "HEAD"]).trim().to_owned();
+    std::fs::write(repo.path().join("README"), "two\n").unwrap();
+    git(repo.path(), &["commit", "-q", "-am", "second"]);
+    let repo_path = repo.path().display().to_string();
+    let h = start(&[("HANDOFF_GIT_REPOSITORY", &repo_path)]).await;
+    let who = agent("a");
+
+    let named = SubmitRequest {
+        branch: Some("feature/readme-three".to_owned()),
+        base: Some(first.clone()),
+        ..script("cat README && echo three > README")
+    };
+    let id = h.engine.submit(&who, named).await.unwrap().task.id;
+    assert_eq!(h.wait_done("a", &id).await.status, TaskStatus::Completed);
+    assert_eq!(
+        h.outputs("a", &id).await,
+        ["one"],
+        "it started from the base"
+    );
+    let parent = git(repo.path(), &["rev-parse", "feature/readme-three^"]);
+    assert_eq!(parent.trim(), first);
+    let readme = git(repo.path(), &["show", "feature/readme-three:README"]);
+    assert_eq!(readme, "three\n");
+
+    let refused = |branch: Option<&str>, base: Option<&str>| {
+        let request = SubmitRequest {
+            branch: branch.map(str::to_owned),
+            base: base.map(str::to_owned),
+            ..script("true")
+        };
+        let engine = h.engine.clone();
+        let who = who.clone();
+        async move {
+            match engine.submit(&who, request).await {
+                Err(EngineError::Invalid { field, message }) => (field, message),
+                other => panic!("not refused: {other:?}"),
+            }
+        }
+    };
+    let (field, message) = refused(Some("feature/readme-three"), None).await;
+    assert_eq!(
+        (field, message.contains("already exists")),
+        ("branch", true)
+    );
+    let (field, _) = refused(Some("main"), None).await;
+    assert_eq!(field, "branch", "the checked-out branch is never a task's");
+    let (field, _) = refused(Some("bad..name"), None).await;
+    assert_eq!(field, "branch");
+    let (field, _) = refused(Some("--force"), None).await;
+    assert_eq!(field, "branch");
+    let (field, message) = refused(None, Some("no-such-commit")).await;
+    assert_eq!(field, "base");
+    assert!(!message.contains("no-such-commit"), "{message}");
+    let (field, _) = refused(None, Some("--all")).await;
+    assert_eq!(field, "base");
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "main"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("README")).unwrap(),
+        "two\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_branch_needs_a_repository() {
+    let h = start(&[]).await;
+    let request = SubmitRequest {
+        branch: Some("feature/x".to_owned()),
+        ..script("true")
+    };
+    match h.engine.submit(&agent("a"), request).await {
+        Err(EngineError::Invalid { field, message }) => {
+            assert_eq!(field, "branch");
+            assert!(message.contains("tasks.git_repository"), "{message}");
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+}

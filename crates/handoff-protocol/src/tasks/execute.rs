@@ -52,6 +52,16 @@ pub struct ExecuteTaskArgs {
     /// Free-form JSON object kept with the task (at most 16 KiB serialized).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// Where the server keeps a git repository for tasks: the new branch the task works and
+    /// is committed on (default `handoff/<id>-<words of the description>`).
+    #[schemars(length(max = 200))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Where the server keeps a git repository for tasks: the commit, branch or tag the task's
+    /// branch starts from (default: the repository's HEAD).
+    #[schemars(length(max = 200))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
     /// If Handoff stops or dies while the task runs, run it again from the start instead of
     /// failing it (default: the server's `tasks.requeue_on_restart`).
     #[serde(skip_serializing_if = "Option::is_none")]

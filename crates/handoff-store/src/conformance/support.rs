@@ -66,6 +66,8 @@ pub(crate) fn new_task(agent_name: &str, priority: i32) -> NewTask {
             permissions: Vec::new(),
             notify: false,
             completion: None,
+            branch: Some("handoff/feature".to_owned()),
+            base: Some("main".to_owned()),
         },
         priority,
         workdir: "/tmp/work".into(),

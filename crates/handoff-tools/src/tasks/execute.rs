@@ -264,6 +264,8 @@ fn submit_request(args: ExecuteTaskArgs) -> SubmitRequest {
             .collect(),
         metadata: args.metadata.map(Value::Object),
         requeue_on_restart: args.requeue_on_restart,
+        branch: args.branch,
+        base: args.base,
         notify: args.notify,
         permissions: args
             .permissions
