@@ -66,26 +66,19 @@ mod tests {
 
     #[test]
     fn the_stat_reads_as_git_prints_it() {
-        let diff = "diff --git a/src/parse.rs b/src/parse.rs
---- a/src/parse.rs
-+++ b/src/parse.rs
-@@ -1,3 +1,4 @@
- fn a() {}
--fn b() {}
-+fn b() { 1 }
-+++counter;
-+--x;
-diff --git a/new file.txt b/new file.txt
-new file mode 100644
---- /dev/null
-+++ b/new file.txt
-@@ -0,0 +1 @@
-+hello
-diff --git a/logo.png b/logo.png
-Binary files a/logo.png and b/logo.png differ
-";
+        let file = |path: &str, added, removed, binary| FileStat {
+            path: path.to_owned(),
+            added,
+            removed,
+            binary,
+        };
+        let files = [
+            file("src/parse.rs", 3, 1, false),
+            file("new file.txt", 1, 0, false),
+            file("logo.png", 0, 0, true),
+        ];
         assert_eq!(
-            render(&diff_stat(diff)),
+            render(&files),
             " src/parse.rs | 4 +++-\n new file.txt | 1 +\n logo.png     | Bin\n \
              3 files changed, 4 insertions(+), 1 deletion(-)"
         );
