@@ -177,7 +177,7 @@ async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineEr
     let branch = crate::workdir::Branch {
         name: &name,
         base: task.options.base.as_deref(),
-        own: task.options.branch.is_none(),
+        own: name == crate::worktree::default_branch(&task.id, &task.description),
     };
     let prepared = match &claim {
         Some(_) => inner.workdirs.adopt(&workdir, &branch).await,

@@ -94,6 +94,12 @@ impl Engine {
             req.base.as_deref(),
         )
         .await?;
+        // The branch is named now, so every view of the task shows it from the start.
+        let branch = (inner.workdirs.repository().is_some() && !caller_workdir).then(|| {
+            req.branch
+                .clone()
+                .unwrap_or_else(|| crate::worktree::default_branch(&id, &req.description))
+        });
         let now = unix_millis_now();
         let window = i64::try_from(limits.idempotency_window.as_millis()).unwrap_or(i64::MAX);
         let claim = req
@@ -127,7 +133,7 @@ impl Engine {
                 permissions: req.permissions,
                 notify: req.notify.unwrap_or(true),
                 completion: req.completion,
-                branch: req.branch,
+                branch,
                 base: req.base,
             },
             priority: req.priority.unwrap_or(0),

@@ -14,7 +14,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use handoff_task::Task;
+use handoff_task::{Task, TaskId};
 
 use crate::git_process;
 
@@ -33,17 +33,26 @@ pub(crate) struct Committed {
     pub(crate) files: usize,
 }
 
-/// The branch task `task` works on: the one its caller named, else `handoff/<8 characters of
-/// its id>-<words of its description>`.
+/// The branch task `task` works on: the one its caller named (or Handoff's name for it, stored
+/// at submission), else Handoff's name for it.
 pub(crate) fn branch_for(task: &Task) -> String {
-    if let Some(named) = &task.options.branch {
-        return named.clone();
-    }
-    let id = task.id.as_str();
-    let short: String = id.trim_start_matches("task_").chars().take(8).collect();
+    task.options
+        .branch
+        .clone()
+        .unwrap_or_else(|| default_branch(&task.id, &task.description))
+}
+
+/// Handoff's name for the branch of task `id` doing `description`: `handoff/<8 characters of
+/// the id>-<words of the description>`.
+pub(crate) fn default_branch(id: &TaskId, description: &str) -> String {
+    let short: String = id
+        .as_str()
+        .trim_start_matches("task_")
+        .chars()
+        .take(8)
+        .collect();
     let mut slug = String::new();
-    for word in task
-        .description
+    for word in description
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
     {
@@ -285,7 +294,7 @@ pub(crate) async fn remove(repo: &Path, dir: &Path) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use handoff_task::{AgentId, TaskId, TaskOptions, TaskStatus};
+    use handoff_task::{AgentId, TaskOptions, TaskStatus};
     use serde_json::json;
 
     use super::*;

@@ -47,6 +47,10 @@ pub struct TaskView {
     pub idempotency_key: Option<String>,
     /// Caller metadata.
     pub metadata: Value,
+    /// The git branch the task works and is committed on, when the server keeps a repository
+    /// for tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 impl From<&Task> for TaskView {
@@ -66,6 +70,7 @@ impl From<&Task> for TaskView {
             error: task.error.clone(),
             idempotency_key: task.idempotency_key.clone(),
             metadata: task.metadata.clone(),
+            branch: task.options.branch.clone(),
         }
     }
 }

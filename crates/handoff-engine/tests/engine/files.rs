@@ -163,6 +163,11 @@ async fn task_directories_can_be_worktrees_of_a_repository() {
     // committed by Handoff, titled by the task, naming it.
     let short: String = task.id.as_str()["task_".len()..].chars().take(8).collect();
     let branch = format!("handoff/{short}-cat-readme-echo-change-readme-git-status");
+    assert_eq!(
+        task.options.branch.as_deref(),
+        Some(branch.as_str()),
+        "named at submission"
+    );
     let log = git(
         repo.path(),
         &["log", "-1", "--format=%an|%cn|%s|%b", &branch],

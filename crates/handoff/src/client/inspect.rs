@@ -112,6 +112,9 @@ fn print_status(status: &GetTaskStatusOutput) {
     field("status", task.status.as_str());
     field("executor", &task.executor);
     field("workdir", &task.workdir);
+    if let Some(branch) = &task.branch {
+        field("branch", branch);
+    }
     field("created", &render::ago(task.created_at_ms));
     if let Some(ms) = task.duration_ms {
         field("duration", &render::duration(ms));

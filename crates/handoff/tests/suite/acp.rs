@@ -1033,6 +1033,11 @@ fn a_task_on_a_repository_commits_its_change_on_its_own_branch() {
         .unwrap_or_else(|| panic!("no commit in {history:#?}"));
     let branch = committed["data"]["branch"].as_str().unwrap().to_owned();
     assert!(branch.starts_with("handoff/"), "{branch}");
+    assert_eq!(
+        done["branch"],
+        branch.as_str(),
+        "get_task_status names the branch"
+    );
     let log = git(repo.path(), &["log", "-1", "--format=%an|%cn|%s", &branch]);
     assert_eq!(log.trim(), "opencode-acp|Handoff|CREATE-FILE please");
     let files = git(repo.path(), &["show", "--format=", "--name-only", &branch]);

@@ -38,6 +38,7 @@ fn view(status: TaskStatus) -> TaskView {
         error: None,
         idempotency_key: None,
         metadata: json!({}),
+        branch: None,
     }
 }
 
