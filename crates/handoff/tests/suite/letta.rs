@@ -259,12 +259,22 @@ fn value_by_id(block_id: &str) -> Option<Value> {
 }
 
 /// Every block value Handoff sent (creates and updates) for `label`'s block.
+/// When each write of the block's value arrived at the proxy.
+fn block_writes(seen: &[Seen], block_id: &str) -> Vec<std::time::Instant> {
+    seen.iter()
+        .filter(|s| is_block_write(s, block_id))
+        .map(|s| s.at)
+        .collect()
+}
+
+fn is_block_write(s: &Seen, block_id: &str) -> bool {
+    (s.method == "POST" && s.path.starts_with("/v1/blocks/"))
+        || (s.method == "PATCH" && s.path.starts_with(&format!("/v1/blocks/{block_id}")))
+}
+
 fn values_sent(seen: &[Seen], block_id: &str) -> Vec<String> {
     seen.iter()
-        .filter(|s| {
-            (s.method == "POST" && s.path.starts_with("/v1/blocks/"))
-                || (s.method == "PATCH" && s.path.starts_with(&format!("/v1/blocks/{block_id}")))
-        })
+        .filter(|s| is_block_write(s, block_id))
         .filter_map(|s| serde_json::from_str::<Value>(&s.body).ok())
         .filter_map(|b| b["value"].as_str().map(str::to_owned))
         .collect()
@@ -435,10 +445,21 @@ EOF"#;
     let block_id = block["id"].as_str().unwrap();
     let seen = proxy.seen();
     let writes = values_sent(&seen, block_id);
-    eprintln!("{} block writes for {total} events", writes.len());
+    // At most one write per second (letta.min_update_interval_ms), plus one per status change
+    // (queued, running, completed) and the first: counted against the span the writes took,
+    // which a loaded machine stretches, never against a fixed number.
+    let span = block_writes(&seen, block_id)
+        .last()
+        .zip(block_writes(&seen, block_id).first())
+        .map_or(Duration::ZERO, |(last, first)| last.duration_since(*first));
+    let allowed = usize::try_from(span.as_secs()).unwrap() + 1 + 4;
+    eprintln!(
+        "{} block writes for {total} events over {span:?}",
+        writes.len()
+    );
     assert!(
-        (2..=15).contains(&writes.len()),
-        "{} block writes for {total} events",
+        (2..=allowed).contains(&writes.len()),
+        "{} block writes for {total} events over {span:?}",
         writes.len()
     );
     assert_nothing_oversized(&seen);

@@ -227,8 +227,7 @@ fn b_is_kept_apart(
         .expect("B's model saw the refusal");
     assert!(refused.body.to_string().contains("agent_id"));
 
-    letta.send(b, "NETNS-B-RUN: a task of my own");
-    let b_tasks = list_tasks(server, b);
+    let b_tasks = b_runs_a_task_of_its_own(letta, server, b);
     assert_eq!(b_tasks.len(), 1, "{b_tasks:?}");
     assert_eq!(
         list_tasks(server, a),
@@ -360,6 +359,24 @@ fn list_tasks(server: &Server, agent: &str) -> Vec<String> {
         .iter()
         .map(|t| t["task_id"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// B's LLM submits a task of its own; B's tasks then. Letta's MCP client gives up on a
+/// connection it does not get within 30 s (its own timeout; on a loaded machine it once never
+/// sent the request to Handoff): that turn, and only that failure, is asked again once.
+fn b_runs_a_task_of_its_own(letta: &Letta, server: &Server, b: &str) -> Vec<String> {
+    for attempt in 1..=2 {
+        let messages = letta.send(b, "NETNS-B-RUN: a task of my own");
+        let tasks = list_tasks(server, b);
+        let not_connected = tool_returns(&messages)
+            .iter()
+            .any(|(_, _, text)| text.contains("Failed to connect to MCP server"));
+        if !tasks.is_empty() || !not_connected || attempt == 2 {
+            return tasks;
+        }
+        eprintln!("letta_netns: Letta's MCP client did not connect to Handoff; asking again");
+    }
+    Vec::new()
 }
 
 /// `(tool call id, status, text)` of each tool return in a Letta turn's messages, in order.
