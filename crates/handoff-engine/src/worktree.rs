@@ -90,28 +90,24 @@ pub(crate) async fn valid_branch_name(repo: &Path, name: &str) -> bool {
 
 /// Whether the repository has a branch `name`.
 pub(crate) async fn branch_exists(repo: &Path, name: &str) -> bool {
-    let reference = format!("refs/heads/{name}");
-    let verify = [
-        "rev-parse".as_ref(),
-        "--verify".as_ref(),
-        "--quiet".as_ref(),
-        "--end-of-options".as_ref(),
-        OsStr::new(&reference),
-    ];
-    git(repo, &verify, &[], None).await.is_ok()
+    resolves(repo, &format!("refs/heads/{name}")).await
 }
 
 /// Whether `rev` names a commit of the repository.
 pub(crate) async fn names_a_commit(repo: &Path, rev: &str) -> bool {
-    let commit = format!("{rev}^{{commit}}");
+    !rev.starts_with('-') && resolves(repo, &format!("{rev}^{{commit}}")).await
+}
+
+/// Whether `git rev-parse --verify` finds `spec` in the repository.
+async fn resolves(repo: &Path, spec: &str) -> bool {
     let verify = [
         "rev-parse".as_ref(),
         "--verify".as_ref(),
         "--quiet".as_ref(),
         "--end-of-options".as_ref(),
-        OsStr::new(&commit),
+        OsStr::new(spec),
     ];
-    !rev.starts_with('-') && git(repo, &verify, &[], None).await.is_ok()
+    git(repo, &verify, &[], None).await.is_ok()
 }
 
 /// Runs git with `args` (after the safety settings), in `cwd`, feeding `stdin`; stdout, or

@@ -9,12 +9,12 @@ use std::collections::VecDeque;
 use handoff_task::{EventKind, NewEvent};
 use serde_json::json;
 
-use crate::{OutputStream, RunEvent, RunOutcome};
+use crate::{OutputStream, RunEvent, RunOutcome, text::clip};
 
 /// Lines kept to explain a failed run.
 const TAIL_LINES: usize = 20;
-/// Characters kept of each of them (a minified stack trace is one enormous line).
-const LINE_CHARS: usize = 300;
+/// Bytes kept of each of them (a minified stack trace is one enormous line).
+const LINE_BYTES: usize = 300;
 
 /// The last lines an agent wrote to stderr.
 #[derive(Debug)]
@@ -49,7 +49,7 @@ impl StderrTail {
         if self.lines.len() == TAIL_LINES {
             self.lines.pop_front();
         }
-        self.lines.push_back(clip(&text));
+        self.lines.push_back(clip(&text, LINE_BYTES));
         None
     }
 
@@ -67,14 +67,6 @@ impl StderrTail {
         );
         let event = NewEvent::new(EventKind::Log, message).with_data(json!({"stream": "stderr"}));
         Some(RunEvent::Event(event))
-    }
-}
-
-/// `line` cut to [`LINE_CHARS`] characters, marked when cut.
-fn clip(line: &str) -> String {
-    match line.char_indices().nth(LINE_CHARS) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line.to_owned(),
     }
 }
 
@@ -123,7 +115,7 @@ mod tests {
         );
         assert!(!note.message.contains("line 10\n"));
         assert!(
-            note.message.len() < 20 * (LINE_CHARS + 10),
+            note.message.len() < 20 * (LINE_BYTES + 10),
             "{}",
             note.message.len()
         );

@@ -448,9 +448,10 @@ EOF"#;
     // At most one write per second (letta.min_update_interval_ms), plus one per status change
     // (queued, running, completed) and the first: counted against the span the writes took,
     // which a loaded machine stretches, never against a fixed number.
-    let span = block_writes(&seen, block_id)
+    let at = block_writes(&seen, block_id);
+    let span = at
         .last()
-        .zip(block_writes(&seen, block_id).first())
+        .zip(at.first())
         .map_or(Duration::ZERO, |(last, first)| last.duration_since(*first));
     let allowed = usize::try_from(span.as_secs()).unwrap() + 1 + 4;
     eprintln!(
