@@ -226,6 +226,14 @@ pub struct TaskConfig {
     pub workdir_cleanup: WorkdirCleanup,
     /// Each new task directory is a worktree of this repository.
     pub git_repository: Option<PathBuf>,
+    /// What happens to a task's branch when a round ends completed (a task may say otherwise).
+    pub delivery: handoff_task::Delivery,
+    /// The remote a pushed branch goes to.
+    pub push_remote: String,
+    /// A shell command run in the repository after each push (unset: none).
+    pub after_push: Option<String>,
+    /// Longest a push, or the `after_push` command, may take.
+    pub delivery_timeout: Duration,
 }
 
 /// When Handoff removes the working directories it created.

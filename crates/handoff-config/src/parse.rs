@@ -298,6 +298,12 @@ impl FromRaw for WorkdirCleanup {
     }
 }
 
+impl FromRaw for handoff_task::Delivery {
+    fn from_text(text: &str) -> Result<Self, String> {
+        text.parse()
+    }
+}
+
 impl FromRaw for handoff_isolation::IsolationLevel {
     fn from_text(text: &str) -> Result<Self, String> {
         text.to_ascii_lowercase().parse()

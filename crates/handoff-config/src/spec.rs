@@ -125,7 +125,11 @@ settings! {
     "tasks.snapshot_timeout_secs" [env("HANDOFF_SNAPSHOT_TIMEOUT_SECS")]: "longest the snapshot or diff of a task directory may take (a diff also ends with the task's deadline, or at once on cancel)";
     "tasks.workdir_roots" [env("HANDOFF_WORKDIR_ROOTS")]: "directories inside which execute_task may name its own workdir (none: callers cannot choose a directory)";
     "tasks.git_repository" [env("HANDOFF_GIT_REPOSITORY")]: "a git repository: each new task directory is a worktree of it on a branch of the task's own (handoff/<id>-<words>, from HEAD), and what each run changes is committed there by Handoff (unset: plain directories)";
-    "tasks.workdir_cleanup" [env("HANDOFF_WORKDIR_CLEANUP")]: "retain (remove with the task at retention) or on_completion";
+    "tasks.workdir_cleanup" [env("HANDOFF_WORKDIR_CLEANUP")]: "retain (remove with the task at retention) or on_completion; a task's branch always stays";
+    "tasks.delivery" [env("HANDOFF_DELIVERY")]: "when a round of a task on a branch ends completed: branch (leave the commits on the task's branch) or push (also push the branch to tasks.push_remote and run tasks.after_push); a task's own delivery argument wins";
+    "tasks.push_remote" [env("HANDOFF_PUSH_REMOTE")]: "the remote of the task's repository a pushed branch goes to, with the operator's own git configuration and credentials, outside every sandbox";
+    "tasks.after_push" [env("HANDOFF_AFTER_PUSH")]: "a shell command run in the repository after each push (e.g. gh pr create --fill --head \"$HANDOFF_BRANCH\"), with HANDOFF_BRANCH, HANDOFF_REMOTE, HANDOFF_TASK_ID, HANDOFF_TASK_TITLE, HANDOFF_ROUND, HANDOFF_REPOSITORY and HANDOFF_ANSWER_FILE set; its failure is reported on the task (unset: none)";
+    "tasks.delivery_timeout_secs" [env("HANDOFF_DELIVERY_TIMEOUT_SECS")]: "longest a push, and then the after_push command, may take";
     "executors.command.argv" [env("HANDOFF_COMMAND_ARGV")]: "argv of the `command` executor: a JSON array, or words split on spaces; {prompt}, {task_id}, {workdir} are substituted (unset: no `command` executor)";
     "executors.command.prompt_via" [env("HANDOFF_COMMAND_PROMPT_VIA")]: "stdin or argument (the {prompt} placeholder)";
     "executors.command.messages_via_stdin" [env("HANDOFF_COMMAND_MESSAGES_VIA_STDIN")]: "keep stdin open after the prompt and deliver send_task_message as JSON lines (off: stdin closes after the prompt, so programs reading it to the end can start)";

@@ -315,6 +315,7 @@ async fn list_latency(engine: &Engine, store: &SqliteStore) -> (Summary, Summary
                 statuses: vec![],
                 limit: 50,
                 before_seq: None,
+                text: None,
             })
             .await
             .unwrap();

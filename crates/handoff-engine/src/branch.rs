@@ -19,7 +19,7 @@ const COMMIT_LIMIT: Duration = Duration::from_secs(120);
 
 /// Commits what the run changed on the task's branch; `answer` is the agent's final answer.
 pub(crate) async fn commit_run(d: &Driver<'_>, answer: Option<&str>) -> Result<(), EngineError> {
-    let Some(repo) = d.inner.workdirs.repository().filter(|_| d.on_branch()) else {
+    let Some(repo) = d.repository() else {
         return Ok(());
     };
     let branch = worktree::branch_for(d.task);
@@ -27,7 +27,7 @@ pub(crate) async fn commit_run(d: &Driver<'_>, answer: Option<&str>) -> Result<(
     let dir = Path::new(&d.task.workdir);
     let committed = tokio::time::timeout(
         COMMIT_LIMIT,
-        worktree::commit(repo, dir, &d.task.executor, &message),
+        worktree::commit(&repo, dir, &d.task.executor, &message),
     )
     .await
     .unwrap_or_else(|_| Err(format!("it took over {} s", COMMIT_LIMIT.as_secs())));
@@ -114,6 +114,11 @@ fn message(d: &Driver<'_>, answer: Option<&str>) -> String {
         },
         TITLE_CHARS,
     );
+    let round = d.task.options.round;
+    if round > 1 {
+        // Each follow-up round's commit says which round it is.
+        let _ = write!(text, " (round {round})");
+    }
     if let Some(answer) = answer.map(str::trim).filter(|a| !a.is_empty()) {
         text.push_str("\n\n");
         text.push_str(&clip(answer, ANSWER_CHARS));
@@ -123,6 +128,9 @@ fn message(d: &Driver<'_>, answer: Option<&str>) -> String {
         "\n\nHandoff-Task: {}\nHandoff-Executor: {}\n",
         d.task.id, d.task.executor
     );
+    if round > 1 {
+        let _ = writeln!(text, "Handoff-Round: {round}");
+    }
     text
 }
 

@@ -229,7 +229,8 @@ impl Engine {
     }
 
     /// Sends a message into a task: recorded always, delivered when the executor is running and
-    /// can take messages, attached to the prompt when the task is still queued. An approval
+    /// can take messages, attached to the prompt when the task is still queued, and the start
+    /// of a follow-up round (see [`crate::follow_up`]) when the task has ended. An approval
     /// message answers the oldest pending request when the task waits for one; a structured
     /// answer with nothing pending is refused.
     pub async fn message(
@@ -247,10 +248,9 @@ impl Engine {
         let task = self.steerable(caller, id).await?;
         let agent = caller.name();
         if task.status.is_terminal() {
-            return Err(EngineError::Conflict(format!(
-                "task {id} has already finished ({}); messages can no longer reach it",
-                task.status
-            )));
+            return self
+                .follow_up(caller, task, message_type, message, metadata)
+                .await;
         }
         let waiting = !self.inner.store.input_requests(id).await?.is_empty();
         // A structured answer with no request to answer would reach the agent as chat.

@@ -2,7 +2,7 @@
 //! as it runs, the run's plan, the executor it runs on and the link to its supervisor. Built
 //! once the executor is known and handed down whole, so no step looks any of it up again.
 
-use std::sync::Arc;
+use std::{path::PathBuf, sync::Arc};
 
 use handoff_runner::Executor;
 use handoff_task::{EventKind, NewEvent, Task};
@@ -26,9 +26,14 @@ impl Driver<'_> {
     }
 
     /// Whether the task works on a branch of its own: its directory is Handoff's, a worktree
-    /// of the configured repository (a caller's directory is never committed in).
+    /// of a repository (a caller's directory is never committed in).
     pub(crate) fn on_branch(&self) -> bool {
-        self.inner.workdirs.repository().is_some() && !self.task.options.caller_workdir
+        self.repository().is_some()
+    }
+
+    /// The repository the task's directory is a worktree of, if it is one.
+    pub(crate) fn repository(&self) -> Option<PathBuf> {
+        self.inner.workdirs.repository_for(&self.task.options)
     }
 }
 

@@ -54,6 +54,9 @@ pub(crate) async fn drive(
         return;
     }
     let finish = stop_hooks(&inner, &link, &task, finish).await;
+    if finish.status == TaskStatus::Completed {
+        crate::delivery::deliver(&inner, &task).await;
+    }
     let status = finish.status;
     settle(&inner, &task, finish).await;
     tracing::info!(task = %task.id, outcome = %status, "task run ended");
@@ -177,14 +180,16 @@ async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineEr
     let branch = crate::workdir::Branch {
         name: &name,
         base: task.options.base.as_deref(),
-        own: name == crate::worktree::default_branch(&task.id, &task.description),
+        // A follow-up round finds the branch its earlier rounds made.
+        own: name == crate::worktree::default_branch(&task.id, &task.description)
+            || task.options.round > 1,
     };
     let prepared = match &claim {
-        Some(_) => inner.workdirs.adopt(&workdir, &branch).await,
+        Some(_) => inner.workdirs.adopt(&workdir, &task.options, &branch).await,
         None => {
             inner
                 .workdirs
-                .prepare(&workdir, task.options.caller_workdir, &branch)
+                .prepare(&workdir, &task.options, &branch)
                 .await
         }
     };
@@ -209,7 +214,7 @@ async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineEr
         let why = format!("refused by a TaskStart hook: {reason}");
         return Ok(Started::Ended(Finish::failed(why)));
     }
-    let prompt = compose_prompt(inner, task).await?;
+    let prompt = compose_prompt(d).await?;
     if d.plan.completion.policy == CompletionPolicy::Manager {
         let finish = crate::evaluate::manager::run(d, &prompt).await?;
         return Ok(Started::Ended(finish));
@@ -239,38 +244,64 @@ async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineEr
     }
 }
 
-/// The task description, followed by any messages sent while it waited in the queue.
-async fn compose_prompt(inner: &EngineState, task: &Task) -> Result<String, EngineError> {
-    let (events, _) = inner.store.events(&task.id, 0, 1000).await?;
-    let queued: Vec<String> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::Message)
-        .map(|e| {
-            let kind = e
-                .data
-                .get("message_type")
-                .and_then(|v| v.as_str())
-                .unwrap_or("update");
-            format!("- [{kind}] {}", e.message)
-        })
-        .collect();
-    if queued.is_empty() {
-        return Ok(task.description.clone());
+/// The run's prompt (see [`crate::follow_up::prompt_of`]), with a note when it carries
+/// messages.
+async fn compose_prompt(d: &Driver<'_>) -> Result<String, EngineError> {
+    let (inner, task) = (d.inner, d.task);
+    let (events, _) = inner.store.events(&task.id, 0, PROMPT_EVENTS).await?;
+    let events = if events.len() as u32 >= PROMPT_EVENTS {
+        // A long history: the round's opening and its messages are at its end.
+        inner.store.recent_events(&task.id, PROMPT_EVENTS).await?
+    } else {
+        events
+    };
+    let changed = if task.options.round > 1 {
+        last_diff_stat(inner, task).await
+    } else {
+        Vec::new()
+    };
+    let branch = d.on_branch().then(|| crate::worktree::branch_for(task));
+    let prompt = crate::follow_up::prompt_of(task, &events, branch.as_deref(), &changed);
+    if prompt != task.description {
+        let note = if task.options.round > 1 {
+            format!(
+                "follow-up round {}: the previous round's answer, changes and the follow-up \
+                 messages attached to the prompt",
+                task.options.round
+            )
+        } else {
+            "messages sent while it was queued attached to the prompt".to_owned()
+        };
+        inner
+            .record(&task.id, NewEvent::new(EventKind::Log, note))
+            .await?;
     }
-    inner
-        .record(
-            &task.id,
-            NewEvent::new(
-                EventKind::Log,
-                format!("{} queued message(s) attached to the prompt", queued.len()),
-            ),
-        )
-        .await?;
-    Ok(format!(
-        "{}\n\nMessages received while this task was queued:\n{}",
-        task.description,
-        queued.join("\n")
-    ))
+    Ok(prompt)
+}
+
+/// Events read to compose a prompt.
+const PROMPT_EVENTS: u32 = 1000;
+
+/// The files the task's stored diff changes (empty when none is stored or it cannot be read).
+async fn last_diff_stat(inner: &EngineState, task: &Task) -> Vec<handoff_task::FileStat> {
+    let artifacts = match inner.store.artifacts(&task.id).await {
+        Ok(artifacts) => artifacts,
+        Err(e) => {
+            tracing::warn!(task = %task.id, error = %e, "cannot read the last diff");
+            return Vec::new();
+        }
+    };
+    let Some(diff) = artifacts
+        .into_iter()
+        .find(|a| a.kind == handoff_task::ArtifactKind::Diff)
+    else {
+        return Vec::new();
+    };
+    tokio::task::spawn_blocking(move || handoff_task::diff_stat_of_body(&diff.body))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default()
 }
 
 /// Writes the final state. A task that is paused or waiting for input when its run ends passes
@@ -327,7 +358,7 @@ async fn settle(inner: &Arc<EngineState>, task: &Task, finish: Finish) {
     {
         inner
             .workdirs
-            .remove(std::path::Path::new(&task.workdir))
+            .remove(std::path::Path::new(&task.workdir), &task.options)
             .await;
     }
 }

@@ -266,6 +266,20 @@ impl Engine {
         limit: u32,
         before_seq: Option<i64>,
     ) -> Result<handoff_store::TaskPage, EngineError> {
+        self.list_matching(caller, statuses, limit, before_seq, None)
+            .await
+    }
+
+    /// [`Engine::list`], only the tasks whose description contains `text` (in any case) when
+    /// it is given.
+    pub async fn list_matching(
+        &self,
+        caller: &Principal,
+        statuses: Vec<TaskStatus>,
+        limit: u32,
+        before_seq: Option<i64>,
+        text: Option<String>,
+    ) -> Result<handoff_store::TaskPage, EngineError> {
         let filter = TaskFilter {
             agent_id: match caller {
                 Principal::Agent(agent) => Some(agent.clone()),
@@ -274,6 +288,7 @@ impl Engine {
             statuses,
             limit,
             before_seq,
+            text,
         };
         Ok(self.inner.store.list_tasks(&filter).await?)
     }

@@ -33,7 +33,10 @@ pub(crate) async fn sweep(inner: &EngineState) -> Result<usize, crate::EngineErr
         let purged = inner.store.purge_terminal(before, BATCH).await?;
         for task in &purged {
             if !task.options.caller_workdir {
-                inner.workdirs.remove(Path::new(&task.workdir)).await;
+                inner
+                    .workdirs
+                    .remove(Path::new(&task.workdir), &task.options)
+                    .await;
             }
             // Settling discards the baseline; one left by a crash goes with its task.
             inner.snapshots.discard(&task.id).await;

@@ -1,4 +1,4 @@
-use std::time::Duration;
+use std::{path::PathBuf, time::Duration};
 
 use handoff_store::{IdempotencyClaim, InsertOutcome};
 use handoff_task::{AgentId, NewTask, Principal, Task, TaskId, TaskOptions, unix_millis_now};
@@ -38,6 +38,8 @@ pub struct SubmitRequest {
     pub branch: Option<String>,
     /// What that branch starts from (unset: the repository's HEAD).
     pub base: Option<String>,
+    /// What happens to the branch when a round ends completed (unset: `tasks.delivery`).
+    pub delivery: Option<handoff_task::Delivery>,
     /// Tell the owning Letta agent when the task ends (unset: yes; `false` opts out).
     pub notify: Option<bool>,
     /// The caller's own permission rules for this task (they cannot lift an operator's deny).
@@ -83,19 +85,28 @@ impl Engine {
         let checked = self.checked(&req)?;
         let id =
             TaskId::generate().map_err(|e| EngineError::Internal(format!("no randomness: {e}")))?;
-        let (workdir, caller_workdir) = match &req.workdir {
-            Some(requested) => (inner.workdirs.caller_chosen(requested)?, true),
-            None => (inner.workdirs.for_task(&id), false),
-        };
+        let (workdir, caller_workdir, repository) = self.workdir_of(&id, &req).await?;
+        let repo = inner.workdirs.repository_for(&TaskOptions {
+            caller_workdir,
+            repository: repository.clone(),
+            ..TaskOptions::default()
+        });
         crate::branch::check_request(
-            inner.workdirs.repository(),
+            repo.as_deref(),
             caller_workdir,
             req.branch.as_deref(),
             req.base.as_deref(),
         )
         .await?;
+        if req.delivery == Some(handoff_task::Delivery::Push) && repo.is_none() {
+            return Err(EngineError::invalid(
+                "delivery",
+                "push needs a task on a branch: a workdir that is a git work tree, or \
+                 tasks.git_repository on the server",
+            ));
+        }
         // The branch is named now, so every view of the task shows it from the start.
-        let branch = (inner.workdirs.repository().is_some() && !caller_workdir).then(|| {
+        let branch = repo.is_some().then(|| {
             req.branch
                 .clone()
                 .unwrap_or_else(|| crate::worktree::default_branch(&id, &req.description))
@@ -135,6 +146,9 @@ impl Engine {
                 completion: req.completion,
                 branch,
                 base: req.base,
+                delivery: req.delivery,
+                repository,
+                round: 1,
             },
             priority: req.priority.unwrap_or(0),
             workdir: workdir.display().to_string(),
@@ -157,6 +171,29 @@ impl Engine {
             });
         }
         self.insert(&task, claim.as_ref(), awaited).await
+    }
+
+    /// Where task `id` works: a caller's directory as it is, a worktree of the caller's
+    /// repository when that directory is a git work tree (its checkout is never touched), or
+    /// a directory of Handoff's own. Also whether the caller chose it, and that repository.
+    async fn workdir_of(
+        &self,
+        id: &TaskId,
+        req: &SubmitRequest,
+    ) -> Result<(PathBuf, bool, Option<String>), EngineError> {
+        let workdirs = &self.inner.workdirs;
+        let Some(requested) = &req.workdir else {
+            return Ok((workdirs.for_task(id), false, None));
+        };
+        let dir = workdirs.caller_chosen(requested)?;
+        Ok(match workdirs.caller_repository(&dir).await {
+            Some(repo) => (
+                workdirs.for_task(id),
+                false,
+                Some(repo.display().to_string()),
+            ),
+            None => (dir, true, None),
+        })
     }
 
     /// What a submission settles before anything is stored: its description, completion,

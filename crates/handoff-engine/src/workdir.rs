@@ -1,6 +1,6 @@
 use std::path::{Path, PathBuf};
 
-use handoff_task::TaskId;
+use handoff_task::{TaskId, TaskOptions};
 
 use crate::{EngineError, worktree};
 
@@ -58,9 +58,10 @@ impl Workdirs {
     pub(crate) async fn prepare(
         &self,
         dir: &Path,
-        caller_chosen: bool,
+        options: &TaskOptions,
         branch: &Branch<'_>,
     ) -> Result<(), String> {
+        let caller_chosen = options.caller_workdir;
         if tokio::fs::metadata(dir).await.is_ok_and(|m| m.is_dir()) {
             return Ok(());
         }
@@ -75,8 +76,8 @@ impl Workdirs {
                 .await
                 .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
         }
-        match &self.repository {
-            Some(repo) => worktree::add(repo, dir, branch.name, branch.base, branch.own).await,
+        match self.repository_for(options) {
+            Some(repo) => worktree::add(&repo, dir, branch.name, branch.base, branch.own).await,
             None => tokio::fs::create_dir_all(dir).await.map_err(|e| {
                 format!(
                     "could not create the working directory {}: {e}",
@@ -88,16 +89,37 @@ impl Workdirs {
 
     /// Makes an empty directory a pooled agent already works in the task's own: a worktree on
     /// `branch` when a repository is configured, as [`Workdirs::prepare`] would have created it.
-    pub(crate) async fn adopt(&self, dir: &Path, branch: &Branch<'_>) -> Result<(), String> {
-        match &self.repository {
-            Some(repo) => worktree::add(repo, dir, branch.name, branch.base, branch.own).await,
+    pub(crate) async fn adopt(
+        &self,
+        dir: &Path,
+        options: &TaskOptions,
+        branch: &Branch<'_>,
+    ) -> Result<(), String> {
+        match self.repository_for(options) {
+            Some(repo) => worktree::add(&repo, dir, branch.name, branch.base, branch.own).await,
             None => Ok(()),
         }
     }
 
-    /// The repository Handoff's task directories are worktrees of, if one is configured.
-    pub(crate) fn repository(&self) -> Option<&Path> {
-        self.repository.as_deref()
+    /// The repository a task with `options` works in a worktree of: the caller's, when its
+    /// `workdir` was a git work tree, else the configured one for Handoff's own directories.
+    pub(crate) fn repository_for(&self, options: &TaskOptions) -> Option<PathBuf> {
+        match &options.repository {
+            Some(repo) => Some(PathBuf::from(repo)),
+            None if options.caller_workdir => None,
+            None => self.repository.clone(),
+        }
+    }
+
+    /// The repository of the caller's directory `dir` (already checked to be inside an allowed
+    /// root), when `dir` lies in a git work tree whose top is inside an allowed root too: the
+    /// task then works in a worktree of it and the caller's checkout is never touched.
+    pub(crate) async fn caller_repository(&self, dir: &Path) -> Option<PathBuf> {
+        let top = worktree::toplevel(dir).await?;
+        self.allowed
+            .iter()
+            .any(|root| top.starts_with(root))
+            .then_some(top)
     }
 
     /// The directory Handoff creates for a task.
@@ -145,12 +167,12 @@ impl Workdirs {
     }
 
     /// Removes a Handoff-created task directory; only paths under the workspace root are touched.
-    pub(crate) async fn remove(&self, dir: &Path) {
+    pub(crate) async fn remove(&self, dir: &Path, options: &TaskOptions) {
         if !dir.starts_with(&self.root) || dir == self.root {
             return;
         }
-        if let Some(repo) = &self.repository {
-            worktree::remove(repo, dir).await;
+        if let Some(repo) = self.repository_for(options) {
+            worktree::remove(&repo, dir).await;
         }
         match tokio::fs::remove_dir_all(dir).await {
             Ok(()) => {}

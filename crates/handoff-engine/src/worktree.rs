@@ -88,6 +88,19 @@ pub(crate) async fn valid_branch_name(repo: &Path, name: &str) -> bool {
         .is_ok()
 }
 
+/// The top of the git work tree `dir` lies in (canonical), if it lies in one.
+pub(crate) async fn toplevel(dir: &Path) -> Option<PathBuf> {
+    let top = git(
+        dir,
+        &["rev-parse".as_ref(), "--show-toplevel".as_ref()],
+        &[],
+        None,
+    )
+    .await
+    .ok()?;
+    Path::new(&top).canonicalize().ok()
+}
+
 /// Whether the repository has a branch `name`.
 pub(crate) async fn branch_exists(repo: &Path, name: &str) -> bool {
     resolves(repo, &format!("refs/heads/{name}")).await

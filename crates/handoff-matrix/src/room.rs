@@ -46,6 +46,9 @@ pub(crate) async fn run(shared: &Arc<Shared>, id: &TaskId, slot: &Slot) {
     let Some((room, created)) = create::ensure_room(shared, &view.task).await else {
         return;
     };
+    if !created && !view.task.status.is_terminal() && !keep_open(shared, id).await {
+        return;
+    }
     let mut poster = Poster {
         room,
         seq: 0,
@@ -198,6 +201,28 @@ async fn schedule_close(shared: &Shared, id: &TaskId, room: &str) {
         },
     };
     let _ = create::store_channel(shared, &record).await;
+}
+
+/// A task that runs again (a follow-up round) in a room whose closing was scheduled keeps it
+/// open; `false` when the room was closed already (the round is said on the task instead).
+async fn keep_open(shared: &Shared, id: &TaskId) -> bool {
+    let mut record = match shared.store.channel(INTEGRATION, id).await {
+        Ok(Some(record)) => record,
+        Ok(None) | Err(_) => return true,
+    };
+    if record.closed_at.is_some() {
+        let message = format!(
+            "Matrix: the task's room {} was closed after its last round; this round is not \
+             posted there",
+            record.channel_id
+        );
+        shared.note(id, "room_closed_before_round", message).await;
+        return false;
+    }
+    if record.close_at.take().is_some() {
+        let _ = create::store_channel(shared, &record).await;
+    }
+    true
 }
 
 fn millis(d: Duration) -> i64 {

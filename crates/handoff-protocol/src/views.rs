@@ -51,6 +51,9 @@ pub struct TaskView {
     /// for tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// Which round of work the task is in, once a follow-up continued it (absent: the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
 }
 
 impl From<&Task> for TaskView {
@@ -71,6 +74,7 @@ impl From<&Task> for TaskView {
             idempotency_key: task.idempotency_key.clone(),
             metadata: task.metadata.clone(),
             branch: task.options.branch.clone(),
+            round: (task.options.round > 1).then_some(task.options.round),
         }
     }
 }

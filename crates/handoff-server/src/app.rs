@@ -320,6 +320,8 @@ fn report_executors(
         summary.push_str(&model.detail);
     }
     status.set_component("executors", default_ready, summary);
+    // The dashboard's new-task form offers these.
+    status.set_executors(default.clone(), names);
 }
 
 /// Follows the store's liveness and write health into the `store` component until the engine

@@ -104,6 +104,7 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
     ));
     let dashboard = crate::dashboard::router(
         server,
+        &app.config.tasks.workdir_roots,
         app.pipeline.clone(),
         app.engine.clone(),
         policy,

@@ -42,6 +42,6 @@ pub use sqlite::SqliteStore;
 pub use store::{
     ApprovalStore, AuditFilter, ChannelRecord, ChannelStore, ClaimLimits, IdempotencyClaim,
     InsertOutcome, InstanceRecord, InstanceStore, InstanceSummary, LeaseGrant, NewArtifact,
-    PeerStore, PostedCommand, StatusChange, Store, StoreSignal, TaskFilter, TaskPage, TaskStore,
-    WorkspaceBacklog, WorkspaceStore,
+    PeerStore, PostedCommand, Reopen, StatusChange, Store, StoreSignal, TaskFilter, TaskPage,
+    TaskStore, WorkspaceBacklog, WorkspaceStore,
 };

@@ -1,7 +1,8 @@
 use async_trait::async_trait;
 use handoff_task::{
     AgentId, Approval, Artifact, ArtifactBody, ArtifactKind, AuditRecord, EventKind, ExitInfo,
-    NewEvent, NewTask, PendingInput, Task, TaskEvent, TaskId, TaskStatus, WorkspaceRecord,
+    NewEvent, NewTask, PendingInput, Task, TaskEvent, TaskId, TaskOptions, TaskStatus,
+    WorkspaceRecord,
 };
 use serde_json::Value;
 
@@ -98,6 +99,22 @@ pub struct StatusChange {
     pub reason: String,
 }
 
+/// A follow-up round for [`TaskStore::reopen`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reopen {
+    /// The terminal state the caller found the task in; the change applies only if it still is.
+    pub from: TaskStatus,
+    /// When (Unix ms).
+    pub at: i64,
+    /// The task's options for the new round (its `round` counted up).
+    pub options: TaskOptions,
+    /// The status event's message.
+    pub reason: String,
+    /// Recorded right after the status event, in the same transaction (the follow-up message:
+    /// the run that starts the round must find it).
+    pub events: Vec<NewEvent>,
+}
+
 /// Which tasks [`TaskStore::list_tasks`] returns, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TaskFilter {
@@ -109,6 +126,9 @@ pub struct TaskFilter {
     pub limit: u32,
     /// Only tasks submitted before this `queue_seq` (the previous page's cursor).
     pub before_seq: Option<i64>,
+    /// Only tasks whose description contains this text, in any case (a substring, not a
+    /// pattern: `%`, `_` and `\` match themselves).
+    pub text: Option<String>,
 }
 
 /// One page of [`TaskStore::list_tasks`].
@@ -380,6 +400,12 @@ pub trait TaskStore: Send + Sync + 'static {
         at: i64,
         reason: &str,
     ) -> Result<Option<Task>, StoreError>;
+
+    /// Starts a follow-up round of a finished task (`reopen.from` must be terminal): back to
+    /// the queue with its end, exit, error, runner state and lease cleared and its fence
+    /// counted up, plus a status event and `reopen.events`, in one transaction. `None` if it
+    /// was no longer in `from`.
+    async fn reopen(&self, id: &TaskId, reopen: &Reopen) -> Result<Option<Task>, StoreError>;
 
     /// Records what a restarted server needs to find this task's executor again.
     async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError>;

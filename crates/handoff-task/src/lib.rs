@@ -4,9 +4,11 @@
 //! rules a caller or operator writes ([`PermissionRule`]; `handoff-policy` judges them).
 
 mod agent;
+mod answer;
 mod approval;
 mod artifact;
 mod completion;
+mod delivery;
 mod diff_stat;
 mod event;
 mod event_lines;
@@ -22,9 +24,11 @@ mod task;
 mod workspace;
 
 pub use agent::{AgentId, InvalidAgentId};
+pub use answer::closing_answer;
 pub use approval::{Approval, ApprovalScope, AuditRecord};
 pub use artifact::{Artifact, ArtifactBody, ArtifactKind};
 pub use completion::{CompletionBudget, CompletionPolicy, CompletionSpec, InvalidCompletion};
+pub use delivery::Delivery;
 pub use diff_stat::{DiffStat, FileStat, stat as diff_stat, stat_of_body as diff_stat_of_body};
 pub use event::{EventKind, NewEvent, TaskEvent};
 pub use event_lines::EventLines;

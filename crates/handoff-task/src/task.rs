@@ -49,6 +49,18 @@ pub struct TaskOptions {
     /// What that branch starts from (unset: the repository's HEAD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
+    /// What to do with the branch when a round ends completed (unset: the server's
+    /// `tasks.delivery`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<crate::Delivery>,
+    /// The caller's repository the task's worktree was made from, when the caller's `workdir`
+    /// was a git work tree (unset: the configured repository, if any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// Which round of work this is: 1 for the submitted task, one more for each follow-up
+    /// that continued it after it ended.
+    #[serde(default = "first_round", skip_serializing_if = "is_first_round")]
+    pub round: u32,
 }
 
 impl Default for TaskOptions {
@@ -64,12 +76,23 @@ impl Default for TaskOptions {
             completion: None,
             branch: None,
             base: None,
+            delivery: None,
+            repository: None,
+            round: 1,
         }
     }
 }
 
 fn yes() -> bool {
     true
+}
+
+fn first_round() -> u32 {
+    1
+}
+
+fn is_first_round(round: &u32) -> bool {
+    *round <= 1
 }
 
 fn is_true(b: &bool) -> bool {

@@ -159,6 +159,35 @@ pub struct WorkspaceRecord {
 }
 
 impl WorkspaceRecord {
+    /// Starts the record over for a follow-up round of its task at `now`: the block is kept
+    /// current again (re-attached when it was detached, made anew when it is gone) and the
+    /// round's end is owed its own notification (`notify`).
+    pub fn next_round(&mut self, notify: NotifyState, now: i64) {
+        self.phase = match self.phase {
+            BlockPhase::Attached | BlockPhase::Final => BlockPhase::Attached,
+            BlockPhase::Creating | BlockPhase::Detached => BlockPhase::Creating,
+            BlockPhase::Deleted | BlockPhase::Abandoned => {
+                self.block_id = None;
+                BlockPhase::Creating
+            }
+        };
+        self.notify = notify;
+        self.notify_run_id = None;
+        self.detach_at = None;
+        self.delete_at = None;
+        self.last_error = None;
+        self.updated_at = now;
+    }
+
+    /// Whether the record is done with its task's current round: the block holds the final
+    /// state (or is gone) and the notification was settled.
+    pub fn round_done(&self) -> bool {
+        matches!(
+            self.phase,
+            BlockPhase::Final | BlockPhase::Detached | BlockPhase::Deleted | BlockPhase::Abandoned
+        ) || matches!(self.notify, NotifyState::Sent | NotifyState::Failed)
+    }
+
     /// The record of a task whose block is still to be created, made at `now` (Unix ms).
     pub fn new(task_id: TaskId, agent_id: AgentId, notify: NotifyState, now: i64) -> Self {
         Self {
@@ -209,5 +238,35 @@ mod tests {
             "handoff_task_abcdefghijklmnopqrstuvwxyz"
         );
         assert!(WorkspaceRecord::label_for(&id).len() <= 50);
+    }
+
+    #[test]
+    fn a_follow_up_round_keeps_a_live_block_and_owes_a_new_notification() {
+        let id = TaskId::parse("task_abcdefghijklmnopqrstuvwxyz").unwrap();
+        let agent = AgentId::parse("agent-1").unwrap();
+        let mut record = WorkspaceRecord::new(id, agent, NotifyState::Pending, 1);
+        assert!(!record.round_done());
+        record.block_id = Some("block-1".to_owned());
+        record.phase = BlockPhase::Final;
+        record.notify = NotifyState::Sent;
+        record.detach_at = Some(9);
+        assert!(record.round_done());
+        record.next_round(NotifyState::Pending, 5);
+        assert_eq!(record.phase, BlockPhase::Attached);
+        assert_eq!(record.block_id.as_deref(), Some("block-1"));
+        assert_eq!(
+            (record.notify, record.detach_at),
+            (NotifyState::Pending, None)
+        );
+        record.phase = BlockPhase::Detached;
+        record.next_round(NotifyState::Off, 6);
+        assert_eq!(record.phase, BlockPhase::Creating);
+        assert_eq!(record.block_id.as_deref(), Some("block-1"), "re-attached");
+        record.phase = BlockPhase::Deleted;
+        record.next_round(NotifyState::Pending, 7);
+        assert_eq!(
+            (record.phase, record.block_id),
+            (BlockPhase::Creating, None)
+        );
     }
 }

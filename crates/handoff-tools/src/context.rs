@@ -74,6 +74,7 @@ pub struct ToolContext {
     task_observer: Option<Arc<dyn TaskObserver>>,
     permissions: Option<Arc<dyn crate::pipeline::PermissionPolicy>>,
     follow_ups: Option<Arc<dyn FollowUps>>,
+    output_limits: Option<handoff_policy::output::Limits>,
     result_meta: ResultMeta,
 }
 
@@ -118,6 +119,7 @@ impl ToolContext {
             task_observer: None,
             permissions: None,
             follow_ups: None,
+            output_limits: None,
             result_meta: ResultMeta::default(),
         }
     }
@@ -213,6 +215,18 @@ impl ToolContext {
     pub fn with_follow_ups(mut self, follow_ups: Arc<dyn FollowUps>) -> Self {
         self.follow_ups = Some(follow_ups);
         self
+    }
+
+    /// Sets the caps this call's result will meet (the pipeline's output limiter's).
+    pub fn with_output_limits(mut self, limits: Option<handoff_policy::output::Limits>) -> Self {
+        self.output_limits = limits;
+        self
+    }
+
+    /// The caps this call's result will meet, for a tool that sizes its pages to pass them
+    /// whole; `None`: uncapped.
+    pub fn output_limits(&self) -> Option<handoff_policy::output::Limits> {
+        self.output_limits
     }
 
     /// What the owner of `task` hears about it without asking (nothing when no integration

@@ -88,7 +88,7 @@ pub enum ClientCommand {
     Pause(ControlArgs),
     /// Resume a paused task.
     Resume(ControlArgs),
-    /// Tell a task's coding agent something.
+    /// Tell a task's coding agent something; a finished task is continued in a follow-up round.
     Message(MessageArgs),
     /// Allow what a task waiting for a permission asks.
     Approve(ApproveArgs),
@@ -132,6 +132,14 @@ pub struct RunArgs {
     /// from the start instead of failing it (default: the server's tasks.requeue_on_restart).
     #[arg(long)]
     pub requeue_on_restart: bool,
+    /// Continue this earlier task of yours instead: TEXT is the follow-up request, and the
+    /// task runs another round in its directory, on its branch (follows only the new round).
+    #[arg(
+        long = "continue",
+        value_name = "TASK_ID",
+        conflicts_with_all = ["dir", "executor", "observers", "requeue_on_restart"]
+    )]
+    pub continue_task: Option<String>,
     /// Follow the task to its end: the default, on a terminal or not (kept for scripts that
     /// name it).
     #[arg(long, conflicts_with = "no_wait")]
@@ -212,6 +220,10 @@ pub struct DiffArgs {
     /// Only the diff stat.
     #[arg(long)]
     pub stat: bool,
+    /// Only the part of the diff from this byte (a line start), and where the next one starts;
+    /// without it the whole diff is printed, part by part.
+    #[arg(long, value_name = "BYTES", conflicts_with_all = ["stat", "json"])]
+    pub offset: Option<u64>,
     /// Print JSON instead of the diff.
     #[arg(long)]
     pub json: bool,

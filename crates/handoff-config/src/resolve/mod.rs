@@ -116,6 +116,11 @@ impl Render for PromptVia {
         self.as_str().to_owned()
     }
 }
+impl Render for handoff_task::Delivery {
+    fn render(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
 impl Render for WorkdirCleanup {
     fn render(&self) -> String {
         self.as_str().to_owned()

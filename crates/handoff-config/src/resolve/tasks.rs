@@ -58,6 +58,29 @@ pub(super) fn tasks(r: &mut Resolver) -> Result<TaskConfig, ConfigError> {
             .collect(),
         workdir_cleanup: r.get("tasks.workdir_cleanup", WorkdirCleanup::Retain)?,
         git_repository: r.optional("tasks.git_repository")?,
+        delivery: r.get("tasks.delivery", handoff_task::Delivery::Branch)?,
+        push_remote: r.get_checked("tasks.push_remote", "origin".to_owned(), |n: &String| {
+            remote_name(n)
+        })?,
+        after_push: r.optional("tasks.after_push")?,
+        delivery_timeout: Duration::from_secs(r.get_checked(
+            "tasks.delivery_timeout_secs",
+            300u64,
+            at_least_one_u64,
+        )?),
     };
     Ok(tasks)
+}
+
+/// A remote's name: what `git push` takes as a remote, never an option or a URL with spaces.
+fn remote_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && !name.starts_with('-')
+        && name.len() <= 200
+        && !name.chars().any(|c| c.is_whitespace() || c.is_control());
+    if ok {
+        Ok(())
+    } else {
+        Err("expected a git remote's name (no leading -, no spaces)".to_owned())
+    }
 }

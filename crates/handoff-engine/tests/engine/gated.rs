@@ -274,6 +274,14 @@ impl TaskStore for GatedStore {
         self.inner.requeue(id, from, at, reason).await
     }
 
+    async fn reopen(
+        &self,
+        id: &TaskId,
+        reopen: &handoff_store::Reopen,
+    ) -> Result<Option<Task>, StoreError> {
+        self.inner.reopen(id, reopen).await
+    }
+
     async fn set_runner_state(&self, id: &TaskId, state: Option<&Value>) -> Result<(), StoreError> {
         self.inner.set_runner_state(id, state).await
     }

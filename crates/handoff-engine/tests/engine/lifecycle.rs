@@ -85,13 +85,15 @@ async fn terminal_states_never_change() {
         assert!(!receipt.changed);
         assert_eq!(receipt.task.status, TaskStatus::Completed);
     }
+    // A message continues a finished task in a follow-up round (see `follow_ups`); an
+    // approval has nothing left to answer.
     let err = h
         .engine
         .message(
             &as_agent(&agent("a")),
             &id,
-            Default::default(),
-            "late".into(),
+            handoff_task::MessageType::Approval,
+            "allow".into(),
             None,
         )
         .await

@@ -6,6 +6,7 @@ mod deadline;
 mod evaluation;
 mod fencing;
 mod files;
+mod follow_ups;
 mod gated;
 mod lifecycle;
 mod output;

@@ -49,6 +49,7 @@ fn minimal(value: &WorkspaceValue, limit: usize) -> String {
         "version": value.version,
         "task_id": value.task_id,
         "status": value.status,
+        "round": value.round,
         "updated_at": value.updated_at,
     })
     .to_string();

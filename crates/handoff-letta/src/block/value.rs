@@ -30,6 +30,9 @@ pub struct WorkspaceValue {
     pub task_id: String,
     /// The task's state.
     pub status: String,
+    /// The round of work, once a follow-up continued the task (absent: the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
     /// Submission time (RFC 3339).
     pub created_at: String,
     /// When this value was made (RFC 3339).
@@ -116,6 +119,7 @@ impl WorkspaceValue {
             version: VALUE_VERSION,
             task_id: s.task.id.to_string(),
             status: s.task.status.as_str().to_owned(),
+            round: (s.task.options.round > 1).then_some(s.task.options.round),
             created_at: iso(s.task.created_at),
             updated_at: iso(s.at),
             summary: summary(s),

@@ -157,7 +157,13 @@ impl WorkspaceSync {
             NotifyState::Off
         };
         let record = WorkspaceRecord::new(task.id.clone(), task.agent_id.clone(), notify, now);
-        self.shared.store.insert_workspace(&record).await?;
+        let mut stored = self.shared.store.insert_workspace(&record).await?;
+        // A follow-up round of a task whose block and notification were done: the block is
+        // kept current again and the round's end is owed its own message.
+        if task.options.round > 1 && stored.round_done() {
+            stored.next_round(notify, now);
+            self.shared.store.put_workspace(&stored).await?;
+        }
         self.shared.ensure_writer(&task.id).mark(true);
         Ok(())
     }

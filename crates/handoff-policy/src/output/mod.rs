@@ -8,4 +8,4 @@ mod value;
 
 pub use spill::{SpillDir, SpillError, SpillFile, SpillPage};
 pub use truncate::{Cap, Cut, Direction, truncate};
-pub use value::{Limits, Truncation, limit_value};
+pub use value::{Limits, Truncation, fits, limit_value};

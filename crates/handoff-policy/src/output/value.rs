@@ -57,9 +57,7 @@ pub fn limit_value(
 ) -> (Value, Vec<Truncation>) {
     // Most results are small: prove nothing would be cut without copying a string (the slow
     // path below clones every leaf and builds its pointer).
-    if !any_leaf_over(&value, leaf_budget(limits.field))
-        && serialized_len(&value) <= limits.total_bytes
-    {
+    if fits(&value, limits) {
         return (value, Vec::new());
     }
     let mut leaves = Vec::new();
@@ -106,6 +104,12 @@ pub fn limit_value(
         drop_array_items(&mut value, limits.total_bytes, spill, &mut cuts);
     }
     (value, cuts)
+}
+
+/// Whether [`limit_value`] would return `value` as it is: nothing cut, nothing spilled. A tool
+/// that pages on its own sizes its pages with it.
+pub fn fits(value: &Value, limits: Limits) -> bool {
+    !any_leaf_over(value, leaf_budget(limits.field)) && serialized_len(value) <= limits.total_bytes
 }
 
 struct Leaf {
@@ -360,6 +364,23 @@ mod tests {
                 "{} bytes",
                 text.len()
             );
+        }
+    }
+
+    #[test]
+    fn fits_is_exactly_nothing_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = leaf_budget(small().field).max_bytes;
+        let values = [
+            json!({"a": "x".repeat(budget)}),
+            json!({"a": "x".repeat(budget + 1)}),
+            json!({"a": "\n".repeat(60)}),
+            json!({"a": "x".repeat(budget), "b": "x".repeat(budget), "c": "x".repeat(budget)}),
+            json!({"a": "\"".repeat(budget / 2), "b": "\"".repeat(budget / 2)}),
+        ];
+        for value in values {
+            let (_, cuts) = limit_value(value.clone(), small(), &|| SpillDir::under(dir.path()));
+            assert_eq!(fits(&value, small()), cuts.is_empty(), "{value}");
         }
     }
 

@@ -46,6 +46,18 @@ pub struct HealthReport {
     /// The instances sharing the task store, oldest first (absent until the engine reports).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<InstanceReport>,
+    /// The executors a task may name (absent until they are set up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executors: Option<ExecutorsReport>,
+}
+
+/// The executors `execute_task` offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExecutorsReport {
+    /// The executor of a task that names none.
+    pub default: String,
+    /// Every executor available on this server, sorted.
+    pub available: Vec<String>,
 }
 
 /// One Handoff instance sharing the task store.

@@ -4,6 +4,8 @@ mod health;
 mod ping;
 mod tool_output;
 
-pub use health::{ComponentReport, HealthArgs, HealthReport, InstanceReport, TaskCounts};
+pub use health::{
+    ComponentReport, ExecutorsReport, HealthArgs, HealthReport, InstanceReport, TaskCounts,
+};
 pub use ping::{PingArgs, PingOutput};
 pub use tool_output::{ReadToolOutputArgs, ReadToolOutputOutput};

@@ -1,8 +1,8 @@
 //! `execute_task`: submit a task.
 
 use handoff_task::{
-    AgentId, CompletionSpec, ExitInfo, ObserverId, PermissionAction, PermissionRule, Task,
-    TaskStatus, unix_millis_now,
+    AgentId, CompletionSpec, Delivery, ExitInfo, ObserverId, PermissionAction, PermissionRule,
+    Task, TaskId, TaskStatus, unix_millis_now,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -62,6 +62,17 @@ pub struct ExecuteTaskArgs {
     #[schemars(length(max = 200))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
+    /// For a task on a branch, what happens when a round ends completed: `branch` leaves the
+    /// commits on it, `push` also pushes it to the server's remote and runs its after-push
+    /// command (default: the server's `tasks.delivery`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+    /// Continue this earlier task of yours instead of starting a new one: `task_description`
+    /// is the follow-up request; the task runs another round in the same directory, on the
+    /// same branch (same as send_task_message to a finished task). Other settings are the
+    /// task's own and cannot be given with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continue_task: Option<TaskId>,
     /// If Handoff stops or dies while the task runs, run it again from the start instead of
     /// failing it (default: the server's `tasks.requeue_on_restart`).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -29,6 +29,14 @@ pub struct GetTaskHistoryArgs {
     /// Also return the stored outputs (first 64 KiB of each, with their full size).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub include_artifacts: Option<bool>,
+    /// Return only this stored output, read from `artifact_offset` and cut at a line end to
+    /// fit one result (no events): page through a large diff with its `next_offset`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<ArtifactKind>,
+    /// Where in `artifact` to start, in bytes (default 0): a `next_offset` it returned.
+    #[schemars(range(min = 0))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_offset: Option<u64>,
 }
 
 /// A stored output as shown.
@@ -48,6 +56,12 @@ pub struct ArtifactView {
     /// `content`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_stat: Option<Vec<FileStat>>,
+    /// Where `content` starts in the whole output, in bytes (when `artifact` was asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Pass as `artifact_offset` for the part after `content`; absent at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
 }
 
 /// Result of `get_task_history`.

@@ -24,7 +24,14 @@ pub struct ListTasksArgs {
     #[schemars(regex(pattern = r"^c[0-9]{1,19}$"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+    /// Only tasks whose description contains this text, in any case (at most 200 characters).
+    #[schemars(length(min = 1, max = 200))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
+
+/// The longest `text` filter of `list_tasks`, in characters.
+pub const LIST_TEXT_MAX_CHARS: usize = 200;
 
 /// Result of `list_tasks`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -23,6 +23,6 @@ pub use files::{
     FileEntryView, GetTaskFilesArgs, GetTaskFilesOutput, ReadTaskFileArgs, ReadTaskFileOutput,
 };
 pub use history::{ARTIFACT_VIEW_BYTES, ArtifactView, GetTaskHistoryArgs, GetTaskHistoryOutput};
-pub use list::{ListTasksArgs, ListTasksOutput};
+pub use list::{LIST_TEXT_MAX_CHARS, ListTasksArgs, ListTasksOutput};
 pub use message::{SendTaskMessageArgs, SendTaskMessageOutput};
 pub use status::{GetTaskStatusArgs, GetTaskStatusOutput, PendingInputView};

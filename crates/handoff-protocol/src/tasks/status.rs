@@ -44,6 +44,11 @@ pub struct GetTaskStatusOutput {
     /// tasks, when it wrote text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// How the last round's branch was delivered, when the task pushes: `{state: pushed|
+    /// push_failed|delivered|hook_failed, branch, remote, error?, hook_exit?, hook_output?}`
+    /// (`delivered`: pushed and the server's after-push command succeeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<serde_json::Value>,
 }
 
 /// A request of the executor waiting for an answer.

@@ -24,7 +24,7 @@ use super::{
     Access, Dashboard,
     auth::{self, Viewer},
     forms::{self, Fields, Refused},
-    pages, views, wants_html,
+    pages, review, task_view, views, wants_html,
 };
 
 /// Characters of a control's reason (as `send_task_control` allows).
@@ -33,7 +33,7 @@ const REASON_CHARS: usize = 2000;
 const MESSAGE_CHARS: usize = 65536;
 
 /// A refusal as the client wants it: a page for a browser, JSON for a script.
-fn refused(headers: &HeaderMap, refusal: &Refused) -> Response {
+pub(crate) fn refused(headers: &HeaderMap, refusal: &Refused) -> Response {
     if wants_html(headers) {
         views::error_page(refusal.status, &refusal.message)
     } else {
@@ -42,7 +42,7 @@ fn refused(headers: &HeaderMap, refusal: &Refused) -> Response {
 }
 
 /// Checks the origin and reads the fields of a state-changing request.
-async fn accept(
+pub(crate) async fn accept(
     dashboard: &Dashboard,
     headers: &HeaderMap,
     viewer: Option<&Viewer>,
@@ -136,6 +136,17 @@ pub(crate) async fn control(
         Ok(parsed) => parsed,
         Err(refusal) => return refused(&headers, &refusal),
     };
+    // A browser's cancel is asked about first (the script asks itself and sends `confirm`);
+    // a script's is not, as before.
+    if control == ControlAction::Cancel
+        && wants_html(&headers)
+        && fields.get("confirm") != Some("yes")
+    {
+        return match pages::status(&dashboard, &viewer, &id).await {
+            Ok(state) => views::respond(StatusCode::OK, task_view::confirm_cancel(&viewer, &state)),
+            Err(error) => pages::tool_failure(&error),
+        };
+    }
     let args =
         SendTaskControlArgs {
             agent_id: None,
@@ -200,7 +211,28 @@ pub(crate) async fn approve(
     act(&dashboard, &headers, &viewer, args, id.as_str()).await
 }
 
-/// `POST /tasks/{id}/message`: tell the working agent something (`send_task_message`).
+/// The message a form sends: its `message`, then its line `comments` written as a list;
+/// one of them is required.
+fn message_text(fields: &Fields) -> Result<String, Refused> {
+    let note = fields.get("message").filter(|m| !m.trim().is_empty());
+    let comments = match fields.get("comments").filter(|c| !c.trim().is_empty()) {
+        Some(json) => Some(review::parse(json)?).filter(|c| !c.is_empty()),
+        None => None,
+    };
+    let text = match (note, comments) {
+        (None, None) => return Err(Refused::field("message", "required")),
+        (Some(note), None) => note.to_owned(),
+        (None, Some(comments)) => review::message(&comments),
+        (Some(note), Some(comments)) => format!("{note}\n\n{}", review::message(&comments)),
+    };
+    if text.chars().count() > MESSAGE_CHARS {
+        return Err(Refused::field("message", "longer than 65536 characters"));
+    }
+    Ok(text)
+}
+
+/// `POST /tasks/{id}/message`: tell the agent something (`send_task_message`): while it
+/// works, at once; once it has ended, as the start of a follow-up round.
 pub(crate) async fn message(
     State(dashboard): State<Arc<Dashboard>>,
     Extension(viewer): Extension<Viewer>,
@@ -212,14 +244,8 @@ pub(crate) async fn message(
         Ok(admitted) => admitted,
         Err(response) => return response,
     };
-    let text = match fields.required("message") {
-        Ok(text) if text.chars().count() <= MESSAGE_CHARS => text.to_owned(),
-        Ok(_) => {
-            return refused(
-                &headers,
-                &Refused::field("message", "longer than 65536 characters"),
-            );
-        }
+    let text = match message_text(&fields) {
+        Ok(text) => text,
         Err(refusal) => return refused(&headers, &refusal),
     };
     let args = SendTaskMessageArgs {
@@ -326,6 +352,36 @@ mod tests {
             );
             assert!(!refusal.message.contains("stop") && !refusal.message.contains("Cancel"));
         }
+    }
+
+    #[test]
+    fn messages_are_a_note_review_comments_or_both() {
+        let text = |body: &str| message_text(&Fields::parse(None, body.as_bytes()).unwrap());
+        assert_eq!(text("message=+hello").unwrap(), " hello");
+        let comments = r#"[{"file":"a.py","line":2,"side":"new","text":"x = 1","comment":"why?"}]"#;
+        let encoded = serde_urlencoded::to_string([("comments", comments)]).unwrap();
+        assert_eq!(
+            text(&encoded).unwrap(),
+            "Review comments:\n- a.py:2 (`x = 1`): why?"
+        );
+        assert_eq!(
+            text(&format!("message=Also&{encoded}")).unwrap(),
+            "Also\n\nReview comments:\n- a.py:2 (`x = 1`): why?"
+        );
+        for (body, field) in [
+            ("message=+&comments=", "message"),
+            ("comments=%5B%5D", "message"),
+            ("comments=%7Bbad", "comments"),
+        ] {
+            let refusal = text(body).unwrap_err();
+            assert!(
+                refusal.message.starts_with(&format!("field `{field}`")),
+                "{}",
+                refusal.message
+            );
+        }
+        let long = format!("message={}", "x".repeat(MESSAGE_CHARS + 1));
+        assert!(text(&long).is_err());
     }
 
     #[test]

@@ -23,7 +23,9 @@ use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use super::{
     Dashboard,
     auth::Viewer,
-    pages::{self, query_value, status_filter},
+    diff_part::DiffAt,
+    list::{self, ListQuery},
+    pages::{self, query_value},
     task_view, views,
 };
 
@@ -93,35 +95,39 @@ fn sse(
         .into_response()
 }
 
-/// `GET /events`: the task list's rows, re-sent whenever a task changes state.
+/// `GET /events`: the rows of one page of the task list (and the links to the pages beside
+/// it), re-sent whenever a task changes state.
 pub(crate) async fn list_events(
     State(dashboard): State<Arc<Dashboard>>,
     Extension(viewer): Extension<Viewer>,
-    RawQuery(query): RawQuery,
+    RawQuery(raw): RawQuery,
 ) -> Response {
-    let filter = match status_filter(query.as_deref()) {
-        Ok(filter) => filter,
+    let query = match ListQuery::parse(raw.as_deref()) {
+        Ok(query) => query,
         Err(refused) => return refused.page(),
     };
     let notices = dashboard.engine.subscribe();
     let state = (dashboard.clone(), viewer, notices, true);
-    let messages = stream::unfold(
-        state,
-        move |(dashboard, viewer, mut notices, first)| async move {
+    let messages = stream::unfold(state, move |(dashboard, viewer, mut notices, first)| {
+        let query = query.clone();
+        async move {
             let status_only = |n: &TaskNotice| matches!(n, TaskNotice::Status(..));
             if !first && !next_wake(&mut notices, &status_only).await {
                 return None;
             }
-            let message = match pages::list(&dashboard, &viewer, filter).await {
-                Ok(tasks) => replace("task-rows", views::task_rows(&tasks)),
-                Err(error) => problem(&error.to_string()),
+            let messages: Vec<Event> = match list::read(&dashboard, &viewer, &query).await {
+                Ok(page) => replace("task-rows", views::task_rows(&page.tasks))
+                    .into_iter()
+                    .chain(replace(
+                        "pager",
+                        views::pager(&query, page.next_cursor.as_deref()),
+                    ))
+                    .collect(),
+                Err(error) => problem(&error.to_string()).into_iter().collect(),
             };
-            Some((
-                message.into_iter().collect(),
-                (dashboard, viewer, notices, false),
-            ))
-        },
-    );
+            Some((messages, (dashboard, viewer, notices, false)))
+        }
+    });
     sse(&dashboard, messages)
 }
 
@@ -135,6 +141,8 @@ struct TaskFollow {
     last_seq: u64,
     /// The state the outcome was last rendered for.
     rendered: Option<TaskStatus>,
+    /// The part of the diff the page shows.
+    diff_at: DiffAt,
     /// The tool calls whose line the page has.
     lines: EventLines,
     first: bool,
@@ -173,7 +181,7 @@ impl TaskFollow {
         }
         if self.rendered != Some(state.task.status) {
             self.rendered = Some(state.task.status);
-            match pages::outcome(dashboard, viewer, id, state.answer.clone()).await {
+            match pages::outcome(dashboard, viewer, id, state.answer.clone(), &self.diff_at).await {
                 Ok((found, _)) => {
                     out.extend(replace("outcome", task_view::outcome(id.as_str(), &found)))
                 }
@@ -208,12 +216,18 @@ pub(crate) async fn task_events(
         Ok(id) => id,
         Err(refused) => return refused.page(),
     };
+    let diff_at = match DiffAt::parse(query.as_deref()) {
+        Ok(at) => at,
+        Err(refused) => return refused.page(),
+    };
     let follow = TaskFollow {
         notices: dashboard.engine.subscribe(),
         dashboard: dashboard.clone(),
         viewer,
         last_seq: resume_point(&headers, query.as_deref()),
-        rendered: None,
+        // The outcome the page was rendered with stands until the state moves.
+        rendered: query_value(query.as_deref(), "shown").and_then(|s| s.parse().ok()),
+        diff_at,
         lines: EventLines::default(),
         first: true,
         id,

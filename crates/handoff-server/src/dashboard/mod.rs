@@ -13,13 +13,18 @@ mod assets;
 mod auth;
 mod calls;
 mod diff;
+mod diff_parse;
+mod diff_part;
 mod forms;
+mod list;
 mod live;
+mod new_task;
 mod pages;
+mod review;
 mod task_view;
 mod views;
 
-use std::{sync::Arc, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use axum::{
     Router,
@@ -67,12 +72,16 @@ pub(crate) struct Dashboard {
     max_body: usize,
     /// Ends the live streams when the server stops, so shutdown need not wait for them.
     shutdown: CancellationToken,
+    /// The directories the new-task form offers to work in (`tasks.workdir_roots`).
+    workdir_roots: Vec<String>,
 }
 
 /// The dashboard's routes: the pages and actions when it is on, else a one-line 404 on each
-/// of its paths. Host and Origin are checked like `/mcp`'s either way.
+/// of its paths. Host and Origin are checked like `/mcp`'s either way. `workdir_roots`: the
+/// directories a task may be given (the new-task form offers them).
 pub(crate) fn router(
     server: &ServerConfig,
+    workdir_roots: &[PathBuf],
     pipeline: Pipeline,
     engine: Engine,
     policy: Arc<EdgePolicy>,
@@ -85,6 +94,7 @@ pub(crate) fn router(
             .route("/login", get(off).post(off))
             .route("/logout", post(off))
             .route("/events", get(off))
+            .route("/new", get(off).post(off))
             .route("/tasks/{*rest}", get(off).post(off))
             .route("/assets/{*rest}", get(off))
     } else {
@@ -101,10 +111,15 @@ pub(crate) fn router(
                 .is_some_and(|u| u.starts_with("https://")),
             max_body: policy.max_body_bytes().min(MAX_FORM_BYTES),
             shutdown: shutdown.child_token(),
+            workdir_roots: workdir_roots
+                .iter()
+                .map(|root| root.display().to_string())
+                .collect(),
         });
         let viewing = Router::new()
-            .route("/", get(pages::task_list))
+            .route("/", get(list::task_list))
             .route("/events", get(live::list_events))
+            .route("/new", get(new_task::form).post(new_task::submit))
             .route("/tasks/{id}", get(pages::task_page))
             .route("/tasks/{id}/events", get(live::task_events))
             .route("/tasks/{id}/files", get(pages::files))

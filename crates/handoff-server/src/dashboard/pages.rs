@@ -8,10 +8,10 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use handoff_protocol::{
-    ArtifactKind, EventView, TaskId, TaskStatus,
+    ArtifactKind, EventView, TaskId,
     tasks::{
         GetTaskFilesArgs, GetTaskHistoryArgs, GetTaskStatusArgs, GetTaskStatusOutput,
-        ListTasksArgs, ReadTaskFileArgs,
+        ReadTaskFileArgs,
     },
 };
 use handoff_tools::ToolError;
@@ -20,13 +20,12 @@ use http::StatusCode;
 use super::{
     Dashboard,
     auth::Viewer,
+    diff_part::{self, DiffAt},
     forms::Refused,
     task_view::{self, Outcome},
     views,
 };
 
-/// Tasks the list shows.
-const LIST_LIMIT: u32 = 100;
 /// Events a task page shows at most (the newest).
 const EVENTS_SHOWN: u64 = 1000;
 /// Bytes of a file shown.
@@ -64,50 +63,6 @@ pub(crate) fn query_value(query: Option<&str>, name: &str) -> Option<String> {
         .map(|(_, value)| value)
 }
 
-/// The `status` filter of the list, if a valid one is given.
-pub(crate) fn status_filter(query: Option<&str>) -> Result<Option<TaskStatus>, Refused> {
-    match query_value(query, "status") {
-        None => Ok(None),
-        Some(text) => text.parse::<TaskStatus>().map(Some).map_err(|_| {
-            Refused::new(
-                StatusCode::BAD_REQUEST,
-                "Query parameter `status`: not a task state (queued, running, paused, input_required, completed, failed, timeout, cancelled).",
-            )
-        }),
-    }
-}
-
-/// Reads the newest tasks (in one state, when filtered).
-pub(crate) async fn list(
-    dashboard: &Dashboard,
-    viewer: &Viewer,
-    filter: Option<TaskStatus>,
-) -> Result<Vec<handoff_protocol::TaskView>, ToolError> {
-    let args = ListTasksArgs {
-        agent_id: None,
-        status: filter,
-        limit: Some(LIST_LIMIT),
-        cursor: None,
-    };
-    Ok(dashboard.tools.call(viewer, &args).await?.tasks)
-}
-
-/// `GET /`: the task list, live.
-pub(crate) async fn task_list(
-    State(dashboard): State<Arc<Dashboard>>,
-    Extension(viewer): Extension<Viewer>,
-    RawQuery(query): RawQuery,
-) -> Response {
-    let filter = match status_filter(query.as_deref()) {
-        Ok(filter) => filter,
-        Err(refused) => return refused.page(),
-    };
-    match list(&dashboard, &viewer, filter).await {
-        Ok(tasks) => views::respond(StatusCode::OK, views::task_list(&viewer, &tasks, filter)),
-        Err(error) => tool_failure(&error),
-    }
-}
-
 /// Reads a task's state.
 pub(crate) async fn status(
     dashboard: &Dashboard,
@@ -135,42 +90,51 @@ pub(crate) async fn events_after(
         events_offset: Some(after),
         events_limit: Some(limit),
         include_artifacts: None,
+        artifact: None,
+        artifact_offset: None,
     };
     let page = dashboard.tools.call(viewer, &args).await?;
     Ok((page.events, page.total_events))
 }
 
-/// Reads what a task produced, and its newest events. `answer` is the final answer its status
-/// names; without one, the stored output or the last text the agent wrote stands in.
+/// Reads what a task produced, and its newest events: the part of its diff `diff_at` names,
+/// and its answer: `answer` when its status names one, else the start of the stored output or
+/// the last text the agent wrote. Each output is read on its own, in a part that passes the
+/// tool output cap whole (nothing cut, nothing spilled to disk).
 pub(crate) async fn outcome(
     dashboard: &Dashboard,
     viewer: &Viewer,
     id: &TaskId,
     answer: Option<String>,
+    diff_at: &DiffAt,
 ) -> Result<(Outcome, Vec<EventView>), ToolError> {
     let mut args = GetTaskHistoryArgs {
         agent_id: None,
         task_id: id.clone(),
         events_offset: None,
         events_limit: Some(EVENTS_SHOWN as u32),
-        include_artifacts: Some(true),
+        include_artifacts: None,
+        artifact: None,
+        artifact_offset: None,
     };
     let mut history = dashboard.tools.call(viewer, &args).await?;
     if history.total_events > EVENTS_SHOWN {
         args.events_offset = Some(history.total_events - EVENTS_SHOWN);
         history = dashboard.tools.call(viewer, &args).await?;
     }
-    let artifacts = history.artifacts.unwrap_or_default();
-    let artifact = |kind| artifacts.iter().find(|a| a.kind == kind).cloned();
-    let answer = answer.or_else(|| {
-        artifact(ArtifactKind::Output)
+    let answer = match answer {
+        Some(answer) => Some(answer),
+        None => diff_part::read(dashboard, viewer, id, ArtifactKind::Output, 0)
+            .await?
             .map(|a| a.content)
             .filter(|text| !text.trim().is_empty())
-            .or_else(|| task_view::last_text(&history.events))
-    });
+            .or_else(|| task_view::last_text(&history.events)),
+    };
+    let diff = diff_part::read(dashboard, viewer, id, ArtifactKind::Diff, diff_at.offset).await?;
     let found = Outcome {
         answer,
-        diff: artifact(ArtifactKind::Diff),
+        diff,
+        diff_at: diff_at.clone(),
         verdicts: history
             .events
             .iter()
@@ -181,19 +145,25 @@ pub(crate) async fn outcome(
     Ok((found, history.events))
 }
 
-/// `GET /tasks/{id}`: one task, live.
+/// `GET /tasks/{id}`: one task, live (`?diff_offset=…`: a later part of its diff).
 pub(crate) async fn task_page(
     State(dashboard): State<Arc<Dashboard>>,
     Extension(viewer): Extension<Viewer>,
     Path(raw): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> Response {
     let id = match task_id(&raw) {
         Ok(id) => id,
         Err(refused) => return refused.page(),
     };
+    let diff_at = match DiffAt::parse(query.as_deref()) {
+        Ok(at) => at,
+        Err(refused) => return refused.page(),
+    };
     let loaded = async {
         let state = status(&dashboard, &viewer, &id).await?;
-        let (found, events) = outcome(&dashboard, &viewer, &id, state.answer.clone()).await?;
+        let (found, events) =
+            outcome(&dashboard, &viewer, &id, state.answer.clone(), &diff_at).await?;
         Ok::<_, ToolError>((state, found, events))
     };
     match loaded.await {

@@ -4,12 +4,12 @@
 use axum::response::{IntoResponse, Response};
 use handoff_protocol::{
     TaskStatus, TaskView,
-    tasks::{GetTaskFilesOutput, ReadTaskFileOutput},
+    tasks::{GetTaskFilesOutput, ListTasksOutput, ReadTaskFileOutput},
 };
 use http::{StatusCode, header};
 use maud::{DOCTYPE, Markup, html};
 
-use super::auth::Viewer;
+use super::{auth::Viewer, list::ListQuery};
 
 /// A complete page.
 pub(crate) fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
@@ -27,6 +27,8 @@ pub(crate) fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup
                 header.top {
                     a.brand href="/" { "Handoff" }
                     span #live-state.live-state title="live updates" {}
+                    // Shown by the script where the browser has not been asked yet.
+                    button #notify-me.link type="button" hidden { "Notify me" }
                     @if let Some(viewer) = viewer {
                         span.who { "operator " (viewer.name.as_str()) }
                         @if viewer.login {
@@ -139,7 +141,7 @@ pub(crate) fn path_query(path: &str) -> String {
 pub(crate) fn task_rows(tasks: &[TaskView]) -> Markup {
     html! {
         @if tasks.is_empty() {
-            tr.empty { td colspan="5" { "No tasks yet." } }
+            tr.empty { td colspan="5" { "No tasks." } }
         }
         @for task in tasks {
             tr.task data-task-id=(task.task_id) data-status=(task.status.as_str()) {
@@ -153,26 +155,49 @@ pub(crate) fn task_rows(tasks: &[TaskView]) -> Markup {
     }
 }
 
-/// The task list page.
-pub(crate) fn task_list(viewer: &Viewer, tasks: &[TaskView], filter: Option<TaskStatus>) -> Markup {
-    let live = match filter {
-        Some(s) => format!("/events?status={}", s.as_str()),
-        None => "/events".to_owned(),
-    };
+/// The task list page: the filters, the rows of one page (live), the way to the next page.
+pub(crate) fn task_list(viewer: &Viewer, listed: &ListTasksOutput, query: &ListQuery) -> Markup {
     let body = html! {
         h1 { "Tasks" }
-        nav.filters {
-            a href="/" .current[filter.is_none()] { "all" }
-            @for status in TaskStatus::ALL {
-                a href=(format!("/?status={}", status.as_str())) .current[filter == Some(status)] { (status.as_str()) }
-            }
-        }
+        p.actions { a #new-task-link.button href="/new" { "New task" } }
+        (filters(query))
         table #tasks {
             thead { tr { th { "Task" } th { "State" } th { "Executor" } th { "Description" } th { "Submitted" } } }
-            tbody #task-rows data-live=(live) { (task_rows(tasks)) }
+            tbody #task-rows data-live=(query.live()) { (task_rows(&listed.tasks)) }
         }
+        nav #pager.pager { (pager(query, listed.next_cursor.as_deref())) }
     };
     page("Tasks", Some(viewer), body)
+}
+
+/// The state and text filters: a plain GET form, so they work without the script.
+fn filters(query: &ListQuery) -> Markup {
+    html! {
+        form #filters.filters method="get" action="/" {
+            label { "State "
+                select #filter-status name="status" {
+                    option value="" selected[query.status.is_none()] { "all" }
+                    @for status in TaskStatus::ALL {
+                        option value=(status.as_str()) selected[query.status == Some(status)] { (status.as_str()) }
+                    }
+                }
+            }
+            label { "Description contains "
+                input #filter-text type="search" name="q" maxlength="200"
+                    value=(query.text.as_deref().unwrap_or_default());
+            }
+            button type="submit" { "Filter" }
+            @if query.is_filtered() { a #filter-clear href="/" { "Clear" } }
+        }
+    }
+}
+
+/// The links to the newest page (from an older one) and to the next older page.
+pub(crate) fn pager(query: &ListQuery, next_cursor: Option<&str>) -> Markup {
+    html! {
+        @if query.cursor.is_some() { a #page-newest href=(query.href(None)) { "← Newest" } }
+        @if let Some(next) = next_cursor { a #page-older href=(query.href(Some(next))) { "Older →" } }
+    }
 }
 
 /// A directory listing of a task's working directory.

@@ -85,6 +85,7 @@ macro_rules! store_conformance {
         $crate::store_conformance!(@current_thread $open;
             tasks::insert_and_get_round_trip_every_field,
             tasks::list_tasks_filters_and_pages,
+            tasks::list_tasks_filters_by_description_text,
             tasks::queue_positions_counts_and_recovery_lists,
             tasks::the_first_result_delivery_is_kept,
             inserts::idempotency_keys_are_per_agent_and_expire,
@@ -94,6 +95,7 @@ macro_rules! store_conformance {
             claims::claims_skip_agents_at_their_limit,
             states::set_status_is_compare_and_set,
             states::requeue_returns_active_tasks_to_the_queue_only,
+            states::reopen_starts_a_follow_up_round_of_a_finished_task_only,
             events::artifacts_are_upserted_per_kind,
             purge::purge_removes_only_old_terminal_tasks_with_their_rows,
             purge::purge_takes_task_approvals_and_old_audit,

@@ -1,7 +1,9 @@
 //! Compare-and-set state changes and re-queueing after a restart.
 
-use handoff_task::TaskStatus;
+use handoff_task::{EventKind, ExitInfo, NewEvent, TaskStatus};
 use serde_json::json;
+
+use crate::{Reopen, StatusChange};
 
 use super::{
     ConformanceStore,
@@ -120,5 +122,81 @@ pub async fn requeue_returns_active_tasks_to_the_queue_only<S: ConformanceStore>
     assert_eq!(
         store.claim_next(WIDE, 4_000).await.unwrap().unwrap().id,
         claimed.id
+    );
+}
+
+/// `reopen` starts a follow-up round of a finished task only: back to the queue with its end
+/// cleared, its fence counted up, its new options stored, and the status event followed by
+/// the given events.
+pub async fn reopen_starts_a_follow_up_round_of_a_finished_task_only<S: ConformanceStore>(
+    store: S,
+) {
+    let task = insert(&store, &new_task("a", 0)).await;
+    let claimed = store.claim_next(WIDE, 1_000).await.unwrap().unwrap();
+    let mut options = claimed.options.clone();
+    options.round = 2;
+    let reopen = |from| Reopen {
+        from,
+        at: 3_000,
+        options: options.clone(),
+        reason: "follow-up round 2".to_owned(),
+        events: vec![NewEvent::new(EventKind::Message, "and the tests too")],
+    };
+    assert!(
+        store
+            .reopen(&task.id, &reopen(TaskStatus::Running))
+            .await
+            .unwrap()
+            .is_none(),
+        "a running task is not reopened"
+    );
+    let change = StatusChange {
+        from: TaskStatus::Running,
+        to: TaskStatus::Failed,
+        at: 2_000,
+        exit: Some(ExitInfo {
+            code: Some(1),
+            signal: None,
+        }),
+        error: Some("boom".to_owned()),
+        reason: "failed".to_owned(),
+    };
+    let ended = store.set_status(&task.id, &change).await.unwrap().unwrap();
+    assert!(
+        store
+            .reopen(&task.id, &reopen(TaskStatus::Completed))
+            .await
+            .unwrap()
+            .is_none(),
+        "wrong `from`"
+    );
+    let back = store
+        .reopen(&task.id, &reopen(TaskStatus::Failed))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.status, TaskStatus::Queued);
+    assert_eq!(back.options.round, 2);
+    assert_eq!(
+        (back.started_at, back.completed_at, back.exit, &back.error),
+        (None, None, None, &None)
+    );
+    assert!(back.fence > ended.fence);
+    assert_eq!(store.get_task(&task.id).await.unwrap().unwrap(), back);
+    let (events, _) = store.events(&task.id, 0, 100).await.unwrap();
+    let tail: Vec<_> = events.iter().rev().take(2).rev().collect();
+    assert_eq!(tail[0].message, "follow-up round 2");
+    assert_eq!(
+        tail[0].data,
+        json!({"from": "failed", "to": "queued", "round": 2})
+    );
+    assert_eq!(
+        (tail[1].kind, tail[1].message.as_str()),
+        (EventKind::Message, "and the tests too")
+    );
+    assert_eq!(
+        store.claim_next(WIDE, 4_000).await.unwrap().unwrap().id,
+        task.id,
+        "the round is claimed like any queued task"
     );
 }

@@ -173,6 +173,7 @@ pub async fn list_tasks_filters_and_pages<S: ConformanceStore>(store: S) {
             statuses: vec![TaskStatus::Running, TaskStatus::Paused],
             limit: 100,
             before_seq: None,
+            text: None,
         })
         .await
         .unwrap();
@@ -191,6 +192,7 @@ pub async fn list_tasks_filters_and_pages<S: ConformanceStore>(store: S) {
             statuses: vec![TaskStatus::Queued],
             limit: 2,
             before_seq: None,
+            text: None,
         })
         .await
         .unwrap();
@@ -202,6 +204,86 @@ pub async fn list_tasks_filters_and_pages<S: ConformanceStore>(store: S) {
 
     let empty = store.list_tasks(&TaskFilter::default()).await.unwrap();
     assert!(empty.tasks.is_empty() && empty.next_before_seq.is_none());
+}
+
+/// A text filter keeps the tasks whose description contains it in any case, treats `%`, `_`
+/// and `\` as themselves, and pages like the unfiltered list.
+pub async fn list_tasks_filters_by_description_text<S: ConformanceStore>(store: S) {
+    let descriptions = [
+        "Fix the LOGIN page",
+        "write docs",
+        "fix the login API",
+        "raise coverage to 100%",
+        "rename snake_case names",
+        "100 percent done",
+        "path a\\b",
+        "fix login once more",
+    ];
+    let mut ids = Vec::new();
+    for description in descriptions {
+        let mut task = new_task("agent-a", 0);
+        task.description = description.to_owned();
+        ids.push(insert(&store, &task).await.id);
+    }
+    let matching = |text: &str, limit: u32, before_seq: Option<i64>| {
+        let filter = TaskFilter {
+            limit,
+            before_seq,
+            text: Some(text.to_owned()),
+            ..TaskFilter::default()
+        };
+        let store = store.clone();
+        async move { store.list_tasks(&filter).await.unwrap() }
+    };
+    let listed =
+        |page: &crate::TaskPage| page.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+
+    let login = matching("Fix the login", 100, None).await;
+    assert_eq!(listed(&login), vec![ids[2].clone(), ids[0].clone()]);
+    assert_eq!(
+        listed(&matching("100%", 100, None).await),
+        vec![ids[3].clone()]
+    );
+    assert_eq!(
+        listed(&matching("e_c", 100, None).await),
+        vec![ids[4].clone()]
+    );
+    assert_eq!(
+        listed(&matching("a\\b", 100, None).await),
+        vec![ids[6].clone()]
+    );
+    assert_eq!(
+        listed(&matching("%", 100, None).await),
+        vec![ids[3].clone()]
+    );
+    assert!(
+        matching("nothing like it", 100, None)
+            .await
+            .tasks
+            .is_empty()
+    );
+
+    // Paged by one: every match once, newest first, then no cursor.
+    let first = matching("LOGIN", 1, None).await;
+    assert_eq!(listed(&first), vec![ids[7].clone()]);
+    let second = matching("LOGIN", 1, first.next_before_seq).await;
+    assert_eq!(listed(&second), vec![ids[2].clone()]);
+    let third = matching("LOGIN", 1, second.next_before_seq).await;
+    assert_eq!(listed(&third), vec![ids[0].clone()]);
+    assert_eq!(third.next_before_seq, None);
+
+    // With a state filter too: only the claimed (first) task runs.
+    store.claim_next(WIDE, 1).await.unwrap().unwrap();
+    let running = store
+        .list_tasks(&TaskFilter {
+            statuses: vec![TaskStatus::Running],
+            limit: 100,
+            text: Some("login".to_owned()),
+            ..TaskFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed(&running), vec![ids[0].clone()]);
 }
 
 /// Queue positions follow claim order, counts group by state, and `tasks_in` lists oldest first.

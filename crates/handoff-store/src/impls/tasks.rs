@@ -13,7 +13,7 @@ use crate::ops::{events, inputs, tasks};
 use crate::rows::{SET_RUNNER_STATE, SET_WORKDIR};
 use crate::sql::Sql;
 use crate::{
-    ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, NewArtifact, StatusChange,
+    ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, NewArtifact, Reopen, StatusChange,
     StoreError, TaskFilter, TaskPage, TaskStore,
 };
 
@@ -123,6 +123,16 @@ impl<B: Backend> TaskStore for B {
             if updated.is_some() {
                 self.held().release(id);
             }
+            Ok(updated)
+        })
+        .await
+    }
+
+    async fn reopen(&self, id: &TaskId, reopen: &Reopen) -> Result<Option<Task>, StoreError> {
+        writing(self, async {
+            let mut tx = begin_task(self, id).await?;
+            let updated = tasks::reopen(&mut *tx, id, reopen).await?;
+            tx.commit().await?;
             Ok(updated)
         })
         .await

@@ -50,8 +50,32 @@ fn push_branch(sql: &mut Sql, filter: &TaskFilter, status: Option<TaskStatus>, p
     if let Some(before) = filter.before_seq {
         sql.push_bind(" AND queue_seq < ?", before);
     }
+    // Both sides through the database's own lower(), so SQLite (ASCII) and PostgreSQL
+    // (Unicode) each fold the text and the descriptions alike. No index helps a substring:
+    // the walk stays the newest-first index order above, cut at the page size.
+    if let Some(text) = &filter.text {
+        sql.push_bind(
+            " AND lower(description) LIKE lower(?) ESCAPE '\\'",
+            contains_pattern(text),
+        );
+    }
     sql.push(" ORDER BY queue_seq DESC")
         .push_bind(limit_param!(), page);
+}
+
+/// A LIKE pattern matching `text` anywhere: its `%`, `_` and `\` escaped with `\`, so they
+/// match themselves.
+pub(crate) fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
 }
 
 /// See [`crate::TaskStore::list_tasks`].
@@ -83,5 +107,33 @@ pub(crate) fn page_of(mut tasks: Vec<Task>, filter: &TaskFilter) -> TaskPage {
     TaskPage {
         tasks,
         next_before_seq,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_escape_their_wildcards() {
+        assert_eq!(contains_pattern("fix"), "%fix%");
+        assert_eq!(contains_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
+        assert_eq!(contains_pattern(""), "%%");
+    }
+
+    #[test]
+    fn a_text_filter_is_bound_never_spliced() {
+        let filter = TaskFilter {
+            limit: 10,
+            text: Some("x' OR 1=1 --".to_owned()),
+            ..TaskFilter::default()
+        };
+        let sql = list_query("", &filter);
+        assert!(!sql.text().contains("OR 1=1"), "{}", sql.text());
+        assert!(
+            sql.text().contains("LIKE lower(?) ESCAPE '\\'"),
+            "{}",
+            sql.text()
+        );
     }
 }

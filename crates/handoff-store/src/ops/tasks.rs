@@ -9,7 +9,9 @@ use super::limit_param;
 use crate::repeats::{self, ACTIVE_TWINS};
 use crate::rows::{StoredRow, options_json, status, task_columns, task_from_row, to_u64};
 use crate::sql::{Conn, Sql};
-use crate::{ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, StatusChange, StoreError};
+use crate::{
+    ClaimLimits, IdempotencyClaim, InsertOutcome, LeaseGrant, Reopen, StatusChange, StoreError,
+};
 
 const TASKS: &str = "tasks";
 
@@ -326,6 +328,42 @@ pub(crate) async fn requeue<C: Conn + ?Sized>(
     super::inputs::clear(conn, id).await?;
     let data = json!({ "from": from.as_str(), "to": "queued" });
     append(conn, id, at, &[status_event(reason, data)]).await?;
+    Ok(Some(task))
+}
+
+/// See [`crate::TaskStore::reopen`].
+pub(crate) async fn reopen<C: Conn + ?Sized>(
+    conn: &mut C,
+    id: &TaskId,
+    reopen: &Reopen,
+) -> Result<Option<Task>, StoreError> {
+    if !reopen.from.is_terminal() {
+        return Ok(None);
+    }
+    let row = Sql::new(concat!(
+        "UPDATE tasks SET status = 'queued', options = ?, started_at = NULL, \
+         completed_at = NULL, exit_code = NULL, exit_signal = NULL, error = NULL, \
+         runner_state = NULL, result_delivered_at = NULL, owner = NULL, lease_until = NULL, \
+         fence = fence + 1 WHERE id = ? AND status = ? RETURNING ",
+        task_columns!()
+    ))
+    .bind(options_json(&reopen.options)?)
+    .bind(id.as_str())
+    .bind(reopen.from.as_str())
+    .fetch_optional(conn)
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let task = task_from_row(&row)?;
+    let data = json!({
+        "from": reopen.from.as_str(),
+        "to": "queued",
+        "round": reopen.options.round,
+    });
+    let mut events = vec![status_event(reopen.reason.as_str(), data)];
+    events.extend(reopen.events.iter().cloned());
+    append(conn, id, reopen.at, &events).await?;
     Ok(Some(task))
 }
 

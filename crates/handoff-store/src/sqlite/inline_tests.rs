@@ -90,30 +90,35 @@ async fn inline_task_pages_are_the_pools_pages() {
             statuses: vec![],
             limit: 50,
             before_seq: None,
+            text: None,
         },
         TaskFilter {
             agent_id: agent.clone(),
             statuses: vec![],
             limit: 2,
             before_seq: None,
+            text: None,
         },
         TaskFilter {
             agent_id: agent.clone(),
             statuses: vec![TaskStatus::Running, TaskStatus::Queued],
             limit: 1,
             before_seq: None,
+            text: None,
         },
         TaskFilter {
             agent_id: None,
             statuses: vec![TaskStatus::Queued],
             limit: 2,
             before_seq: Some(4),
+            text: None,
         },
         TaskFilter {
             agent_id: agent,
             statuses: vec![],
             limit: 0,
             before_seq: Some(3),
+            text: None,
         },
     ];
     for filter in &filters {
@@ -160,6 +165,7 @@ async fn reads_sqlite_cannot_answer_inline_are_answered_by_the_pool() {
         statuses: vec![],
         limit: 10,
         before_seq: None,
+        text: None,
     };
     assert_eq!(store.list_tasks(&all).await.unwrap().tasks, vec![task]);
 }

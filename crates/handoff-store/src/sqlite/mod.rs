@@ -323,6 +323,10 @@ impl Backend for SqliteStore {
     }
 
     async fn read_list(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
+        // A text filter may walk every task to fill its page: not a small read.
+        if filter.text.is_some() {
+            return ops::task_list::list(&mut *self.reader().await?, filter).await;
+        }
         // A page is read one row longer than asked (see `ops::task_list`).
         self.small_read(
             filter.limit.saturating_add(1),

@@ -162,12 +162,14 @@ async fn status_filtered_listing_uses_the_agent_status_index() {
         vec![TaskStatus::Running],
         vec![TaskStatus::Queued, TaskStatus::Running, TaskStatus::Paused],
     ] {
-        for before_seq in [None, Some(40)] {
+        // A text filter is checked on the rows the same walk visits.
+        for (before_seq, text) in [(None, None), (Some(40), None), (Some(40), Some("fix"))] {
             let filter = crate::TaskFilter {
                 agent_id: Some(crate::conformance::support::agent("agent-a")),
                 statuses: statuses.clone(),
                 limit: 20,
                 before_seq,
+                text: text.map(str::to_owned),
             };
             let plan = list_plan(&store, &filter).await;
             let searches: Vec<&String> = plan
@@ -180,6 +182,31 @@ async fn status_filtered_listing_uses_the_agent_status_index() {
                     "SEARCH tasks USING INDEX tasks_agent_status (agent_id=? AND status=?"
                 )),
                 "{statuses:?} {before_seq:?}: {plan:?}"
+            );
+        }
+    }
+}
+
+// A text filter cannot use an index, but the page must still be the first rows of the
+// newest-first walk: no sort of every matching task before the first row comes back.
+#[tokio::test]
+async fn text_filtered_listing_walks_newest_first_without_sorting() {
+    let (store, _dir) = open().await;
+    for agent_id in [None, Some(crate::conformance::support::agent("agent-a"))] {
+        for statuses in [vec![], vec![TaskStatus::Completed]] {
+            let filter = crate::TaskFilter {
+                agent_id: agent_id.clone(),
+                statuses,
+                limit: 50,
+                before_seq: Some(1000),
+                text: Some("fix".to_owned()),
+            };
+            let plan = list_plan(&store, &filter).await;
+            assert!(
+                !plan.iter().any(
+                    |step| step.contains("TEMP B-TREE FOR ORDER BY") && !step.contains("UNION")
+                ),
+                "{filter:?}: {plan:?}"
             );
         }
     }

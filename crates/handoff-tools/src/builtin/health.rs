@@ -5,7 +5,9 @@ use std::{
 };
 
 use handoff_protocol::{
-    builtin::{ComponentReport, HealthArgs, HealthReport, InstanceReport, TaskCounts},
+    builtin::{
+        ComponentReport, ExecutorsReport, HealthArgs, HealthReport, InstanceReport, TaskCounts,
+    },
     names,
 };
 
@@ -20,6 +22,7 @@ pub struct ServiceStatus {
     components: RwLock<BTreeMap<String, (bool, String)>>,
     tasks: RwLock<Option<TaskCounts>>,
     instances: RwLock<Vec<InstanceReport>>,
+    executors: RwLock<Option<ExecutorsReport>>,
 }
 
 impl Default for ServiceStatus {
@@ -30,6 +33,7 @@ impl Default for ServiceStatus {
             components: RwLock::default(),
             tasks: RwLock::default(),
             instances: RwLock::default(),
+            executors: RwLock::default(),
         }
     }
 }
@@ -56,6 +60,14 @@ impl ServiceStatus {
     /// Records the instances sharing the task store.
     pub fn set_instances(&self, instances: Vec<InstanceReport>) {
         *self.instances.write().unwrap_or_else(|p| p.into_inner()) = instances;
+    }
+
+    /// Records the executors tasks may name, and the default one.
+    pub fn set_executors(&self, default: impl Into<String>, available: Vec<String>) {
+        *self.executors.write().unwrap_or_else(|p| p.into_inner()) = Some(ExecutorsReport {
+            default: default.into(),
+            available,
+        });
     }
 
     /// Whether every registered component is ready.
@@ -88,6 +100,11 @@ impl ServiceStatus {
             tasks: *self.tasks.read().unwrap_or_else(|p| p.into_inner()),
             instances: self
                 .instances
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            executors: self
+                .executors
                 .read()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),

@@ -135,6 +135,7 @@ mod tests {
                 queued: 2,
             }),
             instances: Vec::new(),
+            executors: None,
         };
         insta::assert_snapshot!(health(&report), @r"
         Handoff 0.1.0 is degraded (up 2h 13m). Tasks: 1 running, 2 queued.

@@ -288,7 +288,9 @@ impl Pipeline {
         self.permit(&ctx, def, &args, hook_approved, trail).await?;
 
         trail.stage = "execute";
-        let mut ctx = ctx.with_permissions(inner.permissions.clone());
+        let mut ctx = ctx
+            .with_permissions(inner.permissions.clone())
+            .with_output_limits(inner.limiter.limits(def));
         if let Some(follow_ups) = &inner.follow_ups {
             ctx = ctx.with_follow_ups(follow_ups.clone());
         }

@@ -178,6 +178,12 @@ pub trait OutputLimiter: Send + Sync {
     fn limit_text(&self, _ctx: &ToolContext, _tool: &ToolDefinition, text: String) -> String {
         text
     }
+
+    /// The caps `tool`'s results meet, told to the tool so one that pages on its own can size
+    /// its pages to pass whole; `None`: no cap.
+    fn limits(&self, _tool: &ToolDefinition) -> Option<handoff_policy::output::Limits> {
+        None
+    }
 }
 
 /// No output cap.

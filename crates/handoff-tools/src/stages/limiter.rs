@@ -57,6 +57,10 @@ impl OutputLimiter for SpillLimiter {
         value
     }
 
+    fn limits(&self, tool: &ToolDefinition) -> Option<handoff_policy::output::Limits> {
+        Some(self.tools.limits_for(tool.name))
+    }
+
     fn limit_text(&self, ctx: &ToolContext, tool: &ToolDefinition, text: String) -> String {
         // Texts are short by design; a tight per-tool cap still cuts them, and the notice in
         // the cut text names the spilled whole.

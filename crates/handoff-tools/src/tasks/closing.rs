@@ -3,7 +3,7 @@
 
 use handoff_engine::{CLOSING_EVENTS, Engine, EngineError};
 use handoff_protocol::{EVENT_MESSAGE_CHARS, clip};
-use handoff_task::{EventKind, Principal, TaskEvent, TaskId};
+use handoff_task::{EventKind, Principal, TaskEvent, TaskId, closing_answer};
 
 /// Output lines a finished run returns.
 pub(super) const OUTPUT_TAIL_LINES: u32 = 20;
@@ -19,6 +19,8 @@ pub(super) struct Closing {
     pub answer: Option<String>,
     /// The last output lines, oldest first.
     pub output_tail: Vec<String>,
+    /// How the round's branch was delivered (the last delivery event's `data.delivery`).
+    pub delivery: Option<serde_json::Value>,
 }
 
 /// Reads how task `id` ended.
@@ -34,24 +36,14 @@ pub(super) async fn closing(
 /// How a run ended, from its last [`CLOSING_EVENTS`] events.
 pub(super) fn closing_of(events: &[TaskEvent]) -> Closing {
     Closing {
-        answer: answer(events),
+        answer: closing_answer(events),
         output_tail: output_tail(events),
+        delivery: events
+            .iter()
+            .rev()
+            .find_map(|e| e.data.get("delivery"))
+            .cloned(),
     }
-}
-
-/// The agent's last run of text, after its last tool call.
-fn answer(events: &[TaskEvent]) -> Option<String> {
-    let last = events.iter().rposition(|e| e.kind == EventKind::Text)?;
-    let start = events[..last]
-        .iter()
-        .rposition(|e| e.kind == EventKind::Tool)
-        .map_or(0, |i| i + 1);
-    let parts: Vec<&str> = events[start..=last]
-        .iter()
-        .filter(|e| e.kind == EventKind::Text)
-        .map(|e| e.message.as_str())
-        .collect();
-    Some(parts.join("\n"))
 }
 
 /// A tool call event as one line of what the agent is doing now.
@@ -102,10 +94,10 @@ mod tests {
             event(5, EventKind::Status, "running → completed"),
         ];
         assert_eq!(
-            answer(&events).as_deref(),
+            closing_answer(&events).as_deref(),
             Some("All tests pass.\nI fixed src/lib.rs.")
         );
-        assert_eq!(answer(&events[1..2]), None);
+        assert_eq!(closing_answer(&events[1..2]), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 use std::time::{Duration, Instant};
 
-use handoff_engine::{Engine, EngineError, SubmitRequest};
+use handoff_engine::{Engine, EngineError, ResultWait, SubmitRequest, Submitted};
 use handoff_protocol::{
     names,
     tasks::{ExecuteTaskArgs, ExecuteTaskOutput},
@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::{
     caller,
     closing::{Closing, closing, tool_call_line},
+    continue_task::{FOLLOW_UP, follow_up_of},
     failure::tool_error,
     outlook,
     repeats::RepeatedSubmissions,
@@ -88,6 +89,21 @@ impl Tool for ExecuteTaskTool {
         };
         // A task-handle caller polls by itself; waiting here would only hold its request open.
         let sync = !ctx.task_handle && (args.sync.unwrap_or(false) || !self.async_allowed);
+        if let Some((id, request)) = follow_up_of(name, &args)? {
+            let receipt = self
+                .engine
+                .message(&caller, &id, FOLLOW_UP, request, None)
+                .await
+                .map_err(|e| tool_error(name, e))?;
+            let submitted = Submitted {
+                task: receipt.task,
+                created: false,
+                queue_position: None,
+            };
+            return self
+                .answer(&ctx, &caller, submitted, sync, None, Some(receipt.note))
+                .await;
+        }
         let repeat_guard = Some(self.repeats.guard(&args)?);
         let request = SubmitRequest {
             repeat_guard,
@@ -114,19 +130,37 @@ impl Tool for ExecuteTaskTool {
             other => tool_error(name, other),
         })?;
         ctx.task_created(&agent, &submitted.task.id);
+        self.answer(&ctx, &caller, submitted, sync, result_wait, None)
+            .await
+    }
+}
+
+impl ExecuteTaskTool {
+    /// The call's answer for `submitted` (a new task, an earlier one with the same key, or a
+    /// continued one, whose engine note is `follow_up`), after waiting for its end when `sync`.
+    async fn answer(
+        &self,
+        ctx: &ToolContext,
+        caller: &Principal,
+        submitted: Submitted,
+        sync: bool,
+        result_wait: Option<ResultWait>,
+        follow_up: Option<String>,
+    ) -> Result<Reply<ExecuteTaskOutput>, ToolError> {
+        let name = self.name();
         let mut task = submitted.task;
         let mut queue_position = submitted.queue_position;
         let mut waited = None;
         if sync && !task.status.is_terminal() {
             let started = Instant::now();
-            task = self.wait_for_end(&ctx, &caller, task).await?;
+            task = self.wait_for_end(ctx, caller, task).await?;
             waited = Some(started.elapsed());
             if task.status != TaskStatus::Queued {
                 queue_position = None;
             }
         }
         let ending = if sync && task.status.is_terminal() {
-            closing(&self.engine, &caller, &task.id)
+            closing(&self.engine, caller, &task.id)
                 .await
                 .map_err(|e| tool_error(name, e))?
         } else {
@@ -134,6 +168,10 @@ impl Tool for ExecuteTaskTool {
         };
         let message = match (task.status, submitted.created) {
             (s, _) if s.is_terminal() => finished_message(&task),
+            _ if follow_up.is_some() => {
+                let note = follow_up.unwrap_or_default();
+                format!("{note}; poll get_task_status with this task_id")
+            }
             (_, false) => format!(
                 "an earlier submission with this idempotency key is task {}; poll get_task_status",
                 task.id
@@ -153,7 +191,7 @@ impl Tool for ExecuteTaskTool {
             ending.output_tail,
         )
         .with_answer(ending.answer.clone());
-        let outlook = outlook(&ctx, &caller, &task, ending.answer);
+        let outlook = outlook(ctx, caller, &task, ending.answer);
         let text = text::execute(&output, &outlook, waited);
         if let Some(wait) = result_wait
             && task.status.is_terminal()
@@ -166,9 +204,7 @@ impl Tool for ExecuteTaskTool {
         }
         Ok(Reply::new(output, text))
     }
-}
 
-impl ExecuteTaskTool {
     /// Waits for `task` to end, at most the sync limit (and never past the caller's own
     /// deadline), reporting progress while it waits; the task as it stands then.
     async fn wait_for_end(
@@ -274,6 +310,7 @@ fn submit_request(args: ExecuteTaskArgs) -> SubmitRequest {
             .map(Into::into)
             .collect(),
         completion: args.completion,
+        delivery: args.delivery,
         repeat_guard: None,
     }
 }

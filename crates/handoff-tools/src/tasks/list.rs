@@ -1,7 +1,7 @@
 use handoff_engine::Engine;
 use handoff_protocol::{
     TaskView, names,
-    tasks::{ListTasksArgs, ListTasksOutput},
+    tasks::{LIST_TEXT_MAX_CHARS, ListTasksArgs, ListTasksOutput},
 };
 
 use super::{caller, failure::tool_error, text};
@@ -28,7 +28,8 @@ impl Tool for ListTasksTool {
     }
 
     fn description(&self) -> &'static str {
-        "List your tasks, newest first, optionally only those in one state. Paged with cursor."
+        "List your tasks, newest first, optionally only those in one state or whose description \
+         contains a text. Paged with cursor."
     }
 
     fn annotations(&self) -> ToolAnnotations {
@@ -54,13 +55,26 @@ impl Tool for ListTasksTool {
                     })?,
             ),
         };
+        // The schema says the same; checked here too so no caller reaches the store without it.
+        if args
+            .text
+            .as_deref()
+            .is_some_and(|t| t.is_empty() || t.chars().count() > LIST_TEXT_MAX_CHARS)
+        {
+            return Err(ToolError::InvalidArguments {
+                tool: self.name().to_owned(),
+                pointer: "/text".to_owned(),
+                message: format!("expected 1 to {LIST_TEXT_MAX_CHARS} characters"),
+            });
+        }
         let page = self
             .engine
-            .list(
+            .list_matching(
                 &agent,
                 args.status.iter().copied().collect(),
                 args.limit.unwrap_or(50),
                 before,
+                args.text.clone(),
             )
             .await
             .map_err(|e| tool_error(self.name(), e))?;
@@ -69,7 +83,7 @@ impl Tool for ListTasksTool {
             next_cursor: page.next_before_seq.map(|seq| format!("c{seq}")),
         };
         let seqs: Vec<i64> = page.tasks.iter().map(|t| t.queue_seq).collect();
-        let text = text::task_list(&output, &seqs, args.status);
+        let text = text::task_list(&output, &seqs, args.status, args.text.as_deref());
         Ok(Reply::new(output, text))
     }
 }

@@ -3,8 +3,10 @@
 //! in `handoff-protocol`; names are kept from the older server so existing agents keep working.
 
 mod approvals;
+mod artifact_part;
 mod audit;
 mod closing;
+mod continue_task;
 mod control;
 mod execute;
 mod failure;

@@ -55,10 +55,11 @@ impl Tool for GetTaskStatusTool {
             .map_err(|e| tool_error(self.name(), e))?;
         // The closing text usually sits before the last five events (the final status, the
         // integrations' notes): a finished task's status carries a wider window.
-        let answer = if view.task.status.is_terminal() {
-            closing_of(&view.closing_events).answer
+        let (answer, delivery) = if view.task.status.is_terminal() {
+            let closing = closing_of(&view.closing_events);
+            (closing.answer, closing.delivery)
         } else {
-            None
+            (None, None)
         };
         let outlook = outlook(&ctx, &agent, &view.task, answer.clone());
         let last_tool_call = view.last_tool_call.as_ref().map(tool_call_line);
@@ -89,6 +90,7 @@ impl Tool for GetTaskStatusTool {
             completion: view.completion,
             last_tool_call,
             answer: answer.filter(|a| !a.trim().is_empty()),
+            delivery,
         };
         let text = text::status(&output, &outlook);
         Ok(Reply::new(output, text))

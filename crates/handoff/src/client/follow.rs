@@ -35,6 +35,12 @@ impl Follower {
         Self { id, offset: 0 }
     }
 
+    /// A follower that has seen `id`'s first `offset` events (a follow-up round's follower
+    /// starts past the earlier rounds).
+    pub fn from_offset(id: TaskId, offset: u64) -> Self {
+        Self { id, offset }
+    }
+
     /// The task.
     pub fn id(&self) -> &TaskId {
         &self.id
@@ -75,6 +81,8 @@ impl Follower {
             events_offset: Some(offset),
             events_limit: Some(PAGE),
             include_artifacts: None,
+            artifact: None,
+            artifact_offset: None,
         };
         Ok(conn.call(&args).await?.value)
     }

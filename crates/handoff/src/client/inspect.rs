@@ -105,6 +105,23 @@ pub async fn show(conn: &Connection, args: &ShowArgs) -> Result<Exit, ClientErro
     Ok(Exit::Ok)
 }
 
+/// The last delivery step in one line: its state, the remote, and what went wrong or the
+/// after-push command's last line (a pull request's URL).
+fn delivery_line(delivery: &serde_json::Value) -> String {
+    let state = delivery["state"].as_str().unwrap_or("unknown");
+    let remote = delivery["remote"].as_str().unwrap_or_default();
+    let detail = delivery["error"].as_str().or_else(|| {
+        delivery["hook_output"]
+            .as_array()
+            .and_then(|lines| lines.last())
+            .and_then(|l| l.as_str())
+    });
+    match detail {
+        Some(detail) => format!("{state} ({remote}): {}", render::one_line(detail, 200)),
+        None => format!("{state} ({remote})"),
+    }
+}
+
 fn print_status(status: &GetTaskStatusOutput) {
     let task = &status.task;
     let field = |name: &str, value: &str| outln!("{name:<11} {value}");
@@ -114,6 +131,12 @@ fn print_status(status: &GetTaskStatusOutput) {
     field("workdir", &task.workdir);
     if let Some(branch) = &task.branch {
         field("branch", branch);
+    }
+    if let Some(round) = task.round {
+        field("round", &round.to_string());
+    }
+    if let Some(delivery) = &status.delivery {
+        field("delivery", &delivery_line(delivery));
     }
     field("created", &render::ago(task.created_at_ms));
     if let Some(ms) = task.duration_ms {

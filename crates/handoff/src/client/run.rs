@@ -30,12 +30,23 @@ use crate::cli::RunArgs;
 /// Runs `handoff run`.
 pub async fn run(conn: &Connection, args: &RunArgs) -> Result<Exit, ClientError> {
     let workdir = args.dir.as_deref().map(absolute).transpose()?;
+    let continued = args
+        .continue_task
+        .as_deref()
+        .map(|id| TaskId::parse(id).map_err(|e| ClientError::Usage(format!("--continue: {e}"))))
+        .transpose()?;
+    // A follow-up round is followed from its own first event on.
+    let seen = match &continued {
+        Some(id) => events_so_far(conn, id).await?,
+        None => 0,
+    };
     let submit = ExecuteTaskArgs {
         task_description: args.text.clone(),
         executor: args.executor.clone(),
         workdir,
         observers: (!args.observers.is_empty()).then(|| args.observers.clone()),
         requeue_on_restart: args.requeue_on_restart.then_some(true),
+        continue_task: continued,
         ..ExecuteTaskArgs::default()
     };
     let submitted = submit_patiently(conn, &submit).await?;
@@ -65,7 +76,23 @@ pub async fn run(conn: &Connection, args: &RunArgs) -> Result<Exit, ClientError>
     if !args.json {
         outln!("{} {} ({})", task.task_id, task.status, task.executor);
     }
-    wait_for_end(conn, id, args.json).await
+    wait_for_end(conn, Follower::from_offset(id, seen), args.json).await
+}
+
+/// How many events task `id` has recorded so far.
+async fn events_so_far(conn: &Connection, id: &TaskId) -> Result<u64, ClientError> {
+    let history = conn
+        .call(&GetTaskHistoryArgs {
+            agent_id: None,
+            task_id: id.clone(),
+            events_offset: None,
+            events_limit: Some(1),
+            include_artifacts: None,
+            artifact: None,
+            artifact_offset: None,
+        })
+        .await?;
+    Ok(history.value.total_events)
 }
 
 /// How long `run` keeps retrying a submission Handoff refused for its load (rate limit, full
@@ -128,8 +155,11 @@ fn absolute(dir: &std::path::Path) -> Result<String, ClientError> {
 }
 
 /// Follows task `id` until it ends, or until the user detaches.
-async fn wait_for_end(conn: &Connection, id: TaskId, json: bool) -> Result<Exit, ClientError> {
-    let mut follower = Follower::new(id);
+async fn wait_for_end(
+    conn: &Connection,
+    mut follower: Follower,
+    json: bool,
+) -> Result<Exit, ClientError> {
     let mut sink = LiveSink::new(follower.id().as_str(), json, false);
     let mut cancelling = false;
     let task = loop {
@@ -214,6 +244,8 @@ async fn diff_artifact(
         events_offset: Some(follower.offset()),
         events_limit: Some(1),
         include_artifacts: Some(true),
+        artifact: None,
+        artifact_offset: None,
     };
     let history = conn.call(&args).await?.value;
     Ok(history

@@ -58,14 +58,20 @@ pub fn json_visible(json: &str) -> Cow<'_, str> {
 /// Prints `text` to stdout as it is when stdout is not a terminal (a file's content piped or
 /// redirected), else with [`visible`] escapes.
 pub fn print_content(text: &str) {
+    // A closed pipe (`| head`) is not an error worth reporting.
+    let _ = write_content(text);
+}
+
+/// [`print_content`], saying whether it got out: `false` when the reader went away (a
+/// closed pipe), so a caller printing part after part can stop.
+pub fn write_content(text: &str) -> bool {
     let mut stdout = std::io::stdout().lock();
     let result = if stdout.is_terminal() {
         stdout.write_all(visible(text).as_bytes())
     } else {
         stdout.write_all(text.as_bytes())
     };
-    // A closed pipe (`| head`) is not an error worth reporting.
-    let _ = result.and_then(|()| stdout.flush());
+    result.and_then(|()| stdout.flush()).is_ok()
 }
 
 /// Writes `line` and a newline to stdout as it is. A closed pipe (`handoff tasks | head`)

@@ -10,14 +10,74 @@ use serde_json::json;
 use super::{ClientError, Exit, connection::Connection, diffstat, render, task_id};
 use crate::cli::{DiffArgs, FilesArgs};
 
-/// `handoff diff ID [--stat]`: the diff kept of the task's changes.
+/// `handoff diff ID [--stat | --json | --offset N]`: the diff kept of the task's changes:
+/// all of it, read part by part (each part passes the server's output cap whole, so nothing is
+/// cut), or one part and where the next starts.
 pub async fn diff(conn: &Connection, args: &DiffArgs) -> Result<Exit, ClientError> {
+    let id = task_id(&args.id)?;
+    if args.stat || args.json {
+        return diff_summary(conn, args, id).await;
+    }
+    let mut offset = args.offset.unwrap_or(0);
+    loop {
+        let history = conn.call(&part_args(&id, offset)).await?.value;
+        let status = history.task.status;
+        let Some(part) = history.artifacts.unwrap_or_default().into_iter().next() else {
+            errln!(
+                "no diff kept for {} ({status}): a diff is kept when a task ends",
+                args.id
+            );
+            return Ok(Exit::Ok);
+        };
+        if !terminal::write_content(&part.content) {
+            return Ok(Exit::Ok);
+        }
+        match part.next_offset {
+            Some(next) if args.offset.is_none() && next > offset => offset = next,
+            Some(next) => {
+                errln!(
+                    "(bytes {offset}–{next} of {}; the next part: handoff diff {} --offset {next})",
+                    part.size,
+                    args.id
+                );
+                return Ok(Exit::Ok);
+            }
+            None => {
+                if part.capped {
+                    errln!(
+                        "(the executor produced more than the server keeps: the diff's end is missing)"
+                    );
+                }
+                return Ok(Exit::Ok);
+            }
+        }
+    }
+}
+
+/// The call reading the part of `id`'s diff from byte `offset`.
+fn part_args(id: &TaskId, offset: u64) -> GetTaskHistoryArgs {
+    GetTaskHistoryArgs {
+        agent_id: None,
+        task_id: id.clone(),
+        events_offset: None,
+        events_limit: None,
+        include_artifacts: None,
+        artifact: Some(ArtifactKind::Diff),
+        artifact_offset: Some(offset),
+    }
+}
+
+/// `--stat` and `--json`: the stat the server counts over the whole diff (with `--json`, the
+/// diff's first 64 KiB as the server shows them).
+async fn diff_summary(conn: &Connection, args: &DiffArgs, id: TaskId) -> Result<Exit, ClientError> {
     let args_history = GetTaskHistoryArgs {
         agent_id: None,
-        task_id: task_id(&args.id)?,
+        task_id: id,
         events_offset: None,
         events_limit: Some(1),
         include_artifacts: Some(true),
+        artifact: None,
+        artifact_offset: None,
     };
     let history = conn.call(&args_history).await?.value;
     let artifact = history
@@ -30,25 +90,13 @@ pub async fn diff(conn: &Connection, args: &DiffArgs) -> Result<Exit, ClientErro
         render::print_json(&json!({"task_id": args.id, "diff": artifact, "stat": stat}))?;
         return Ok(Exit::Ok);
     }
-    let Some(artifact) = artifact else {
-        errln!(
+    match artifact {
+        Some(artifact) => outln!("{}", diffstat::render(&diffstat::of(&artifact))),
+        None => errln!(
             "no diff kept for {} ({}): a diff is kept when a task ends",
             args.id,
             history.task.status
-        );
-        return Ok(Exit::Ok);
-    };
-    if args.stat {
-        outln!("{}", diffstat::render(&diffstat::of(&artifact)));
-    } else {
-        terminal::print_content(&artifact.content);
-    }
-    if artifact.truncated {
-        errln!(
-            "(the diff is {} bytes; only its first {} are shown)",
-            artifact.size,
-            artifact.content.len()
-        );
+        ),
     }
     Ok(Exit::Ok)
 }

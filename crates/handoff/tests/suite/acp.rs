@@ -900,7 +900,7 @@ fn the_default_executor_is_a_pooled_confined_pausable_opencode() {
 /// Handoff as a new user gets it — no executor or isolation settings: the built-in
 /// `opencode-acp` with its sandbox and a pool of one (restated: the harness turns pools off for
 /// every other test) — against `model`, its state under `state`, with `extra` settings.
-fn as_a_new_user(model: &ScriptedModel, state: &Path, extra: &[(&str, &str)]) -> Server {
+pub(super) fn as_a_new_user(model: &ScriptedModel, state: &Path, extra: &[(&str, &str)]) -> Server {
     let mut env: Vec<(String, String)> = handoff_env(&OPENCODE, &model.base_url(), state)
         .into_iter()
         .filter(|(k, _)| k != "HANDOFF_DEFAULT_EXECUTOR" && k != "HANDOFF_OPENCODE_POOL")
@@ -927,7 +927,7 @@ pub(super) fn submit_unchecked(server: &Server, text: &str) -> String {
 }
 
 /// Waits until `opencode-acp` has an agent started ahead of the next task.
-fn wait_pool_ready(server: &Server) {
+pub(super) fn wait_pool_ready(server: &Server) {
     wait_until("a pooled agent ready", Duration::from_secs(120), || {
         metric(
             server,
@@ -976,7 +976,7 @@ fn handoff_logs_shows_one_line_per_tool_call_of_opencode_acp() {
 }
 
 /// `git -C dir ARGS` (with an identity for the test's own commits); its stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let output = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)

@@ -540,6 +540,25 @@ fn on_a_terminal(client: &Client, answer: &str) -> (i32, String) {
     (code.trim().parse().unwrap(), shown.to_owned())
 }
 
+/// The files the server has spilled cut tool results to.
+fn spill_files(server: &Server) -> usize {
+    fn count(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| {
+                    if e.path().is_dir() {
+                        count(&e.path())
+                    } else {
+                        1
+                    }
+                })
+                .sum()
+        })
+    }
+    count(&server.dir().join("data").join("tool-output"))
+}
+
 /// Tasks are bash scripts: the description is the script.
 const SCRIPT_EXECUTOR: [(&str, &str); 3] = [
     ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
@@ -802,6 +821,32 @@ fn scripts_can_rely_on_exit_codes_closed_pipes_and_rate_limits() {
         diff["diff"]["truncated"], true,
         "the view is only the diff's beginning"
     );
+    // The diff itself is printed whole, read part by part, none of it spilled to disk.
+    let spills_before = spill_files(&server);
+    let whole = client.ok(&["diff", &id]);
+    let added: Vec<&str> = whole.lines().filter(|l| l.starts_with('+')).collect();
+    assert_eq!(added.len(), 60_001, "60000 lines and the +++ header");
+    assert_eq!(added.last(), Some(&"+60000"));
+    assert!(!whole.contains("read_tool_output"));
+    assert_eq!(
+        spill_files(&server),
+        spills_before,
+        "paging the diff spilled"
+    );
+    // One part: where the next starts, on stderr.
+    let part = client.run(&["diff", &id, "--offset", "0"]);
+    assert_eq!(part.status.code(), Some(0), "{}", shown(&part));
+    let stdout = String::from_utf8_lossy(&part.stdout);
+    let stderr = String::from_utf8_lossy(&part.stderr);
+    let next: u64 = stderr
+        .split("--offset ")
+        .nth(1)
+        .and_then(|n| n.trim().trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("no next offset: {stderr}"));
+    assert_eq!(next, stdout.len() as u64, "{stderr}");
+    assert!(stdout.ends_with('\n') && whole.starts_with(&*stdout));
+    let rest = client.ok(&["diff", &id, "--offset", &next.to_string()]);
+    assert!(whole[stdout.len()..].starts_with(&rest));
 
     // Pages: a cursor goes on where a page ended; --all follows them to the end.
     let ids = |page: &Value| -> Vec<String> {

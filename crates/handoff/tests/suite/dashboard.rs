@@ -2,9 +2,13 @@
 //! playwright-core (`tests/interop/dashboard.mjs`) against the real binary, the real OpenCode
 //! and the scripted model, while an agent submits tasks over MCP. A task submitted after the
 //! page is open appears and changes state without a reload; Approve lets a task waiting for a
-//! permission continue; a message reaches a task; Cancel cancels a running one; the diff
-//! renders coloured; an agent token cannot open the dashboard and an operator token can.
-//! Host, Origin and access rules are checked over plain HTTP. Screenshots go to
+//! permission continue, and the page says so in its title and notifies once; a message
+//! reaches a task; Cancel asks first and cancels a running one; the diff renders a section
+//! per file, numbered and coloured, and a huge one is paged (never spilled); a task is started
+//! from the new-task form, two lines of its diff are commented and sent as one message, which
+//! starts a follow-up round; two hundred tasks are paged to the 150th and filtered by text and
+//! state; an agent token cannot open the dashboard and an operator token can. Host, Origin
+//! and access rules are checked over plain HTTP. Screenshots go to
 //! `target/test-artifacts/dashboard/`.
 
 use std::{path::PathBuf, process::Command, time::Duration};
@@ -25,10 +29,17 @@ const AGENT: &str = "agent-dash";
 
 fn script() -> Script {
     let write = json!({"tool_calls": [{"name": "write", "arguments": {"filePath": "{{cwd}}/hello.txt", "content": "hello from opencode\n"}}]});
+    let notes = json!({"tool_calls": [{"name": "write", "arguments": {"filePath": "{{cwd}}/notes.txt", "content": "alpha\nbeta\ngamma\n"}}]});
+    // Slow enough that the page sees the follow-up round running.
+    let reviewed = json!({"delay_ms": 3000, "tool_calls": [{"name": "write", "arguments": {"filePath": "{{cwd}}/notes.txt", "content": "alpha\nbeta\ngamma, the third letter\n"}}]});
     let touch = json!({"tool_calls": [{"name": "bash", "arguments": {"command": "touch {{cwd}}/approved.txt", "description": "scripted step"}}]});
     let script = json!({
         "scenarios": [
+            // The follow-up round the review comments start: first, as its message may quote
+            // the task.
+            {"match": "Review comments:", "turns": [reviewed, {"text": "Addressed the review comments: notes.txt now says why gamma."}]},
             {"match": "CREATE-FILE", "turns": [write, {"text": "Created hello.txt."}]},
+            {"match": "FORM-TASK", "turns": [notes, {"text": "Wrote notes.txt."}]},
             {"match": "ASK-TOUCH", "turns": [touch, {"text": "finished after the permission answer, as the owner decided"}]},
             {"match": "HANG", "turns": [{"hang": true}]}
         ],
@@ -285,6 +296,16 @@ fn dashboard_in_headless_chromium() {
     env.push(("HANDOFF_ASK_TIMEOUT_SECS".into(), "600".into()));
     env.push(("HANDOFF_AUTH_TOKENS".into(), tokens.to_string()));
     env.push(("HANDOFF_CANCEL_GRACE_MS".into(), "1000".into()));
+    // The cheap tasks (a huge diff, two hundred to page through) run as commands.
+    env.push((
+        "HANDOFF_COMMAND_ARGV".into(),
+        r#"["bash", "-c", "{prompt}"]"#.into(),
+    ));
+    env.push(("HANDOFF_COMMAND_PROMPT_VIA".into(), "argument".into()));
+    let roots = state.path().join("projects");
+    std::fs::create_dir_all(&roots).unwrap();
+    let root = roots.canonicalize().unwrap().display().to_string();
+    env.push(("HANDOFF_WORKDIR_ROOTS".into(), root.clone()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = start(&env);
 
@@ -300,7 +321,7 @@ fn dashboard_in_headless_chromium() {
     let output = run_client_for(
         command,
         "the dashboard in Chromium",
-        Duration::from_secs(600),
+        Duration::from_secs(900),
     );
     let text = String::from_utf8_lossy(&output.stdout);
     let seen: Value = text
@@ -331,6 +352,9 @@ fn dashboard_in_headless_chromium() {
         "{seen:#}"
     );
     assert!(seen["diffHunks"].as_u64().unwrap() >= 1, "{seen:#}");
+    assert_eq!(seen["diffFiles"], json!(["hello.txt"]), "{seen:#}");
+    assert_eq!(seen["diffAddedNumbers"], json!(["1"]), "{seen:#}");
+    assert_eq!(seen["diffFileCounts"], "+1", "{seen:#}");
     assert_ne!(
         seen["diffAddColour"], "rgb(0, 0, 0)",
         "the diff is not coloured: {seen:#}"
@@ -359,14 +383,17 @@ fn dashboard_in_headless_chromium() {
             .contains("bash"),
         "{seen:#}"
     );
-    for n in 1..=8 {
+    new_task_and_review(&seen, &root);
+    approval_notice_and_cancel(&seen);
+    big_diff_and_pages(&seen, &server);
+    for n in 1..=14 {
         let found = std::fs::read_dir(&shots)
             .unwrap()
             .filter_map(Result::ok)
             .any(|e| {
                 e.file_name()
                     .to_string_lossy()
-                    .starts_with(&format!("0{n}-"))
+                    .starts_with(&format!("{n:02}-"))
             });
         assert!(found, "screenshot {n} missing in {}", shots.display());
     }
@@ -418,4 +445,147 @@ fn dashboard_in_headless_chromium() {
 
     drop(server);
     runtime.block_on(model.shutdown());
+}
+
+/// The new-task form and the review of its task's diff, as the browser saw them.
+fn new_task_and_review(seen: &Value, root: &str) {
+    let executors = seen["formExecutors"].as_array().unwrap();
+    for name in ["opencode", "command"] {
+        assert!(executors.iter().any(|e| e == name), "{seen:#}");
+    }
+    assert_eq!(seen["formRoots"], json!([root]), "{seen:#}");
+    // The tool's own error, on the form as typed.
+    assert!(
+        seen["formError"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("tasks.git_repository"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["formKept"], "FORM-TASK write notes", "{seen:#}");
+    assert_eq!(seen["formKeptExecutor"], "opencode", "{seen:#}");
+    assert_eq!(seen["formTaskState"], "completed", "{seen:#}");
+    assert_eq!(seen["formTaskExecutor"], "opencode", "{seen:#}");
+    // A finished task takes a message (a follow-up round) and review comments.
+    assert_eq!(seen["reviewFormShown"], true, "{seen:#}");
+    assert_eq!(seen["reviewNoteShown"], true, "{seen:#}");
+    assert_eq!(seen["reviewListed"], 2, "{seen:#}");
+    let message = seen["reviewMessage"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Review comments:")
+            && message.contains("notes.txt:1 (`alpha`): first line looks fine")
+            && message.contains("notes.txt:3 (`gamma`): say why gamma"),
+        "{seen:#}"
+    );
+    assert_eq!(
+        seen["followUp"],
+        json!(["running", "completed"]),
+        "{seen:#}"
+    );
+}
+
+/// The approval's title and notification, and the confirmed cancel.
+fn approval_notice_and_cancel(seen: &Value) {
+    assert_eq!(seen["notifyOffered"], true, "{seen:#}");
+    assert!(
+        seen["approvalTitle"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("(approval) Task task_"),
+        "{seen:#}"
+    );
+    let notes = seen["notifications"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "one notification per request: {seen:#}");
+    assert!(
+        notes[0]["tag"].as_str().is_some_and(|t| !t.is_empty()),
+        "{seen:#}"
+    );
+    assert_eq!(seen["notificationsAfterReload"], 0, "{seen:#}");
+    assert!(
+        seen["approvalTitleAfterReload"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("(approval) "),
+        "{seen:#}"
+    );
+    assert!(
+        seen["titleAfterApproval"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Task task_"),
+        "{seen:#}"
+    );
+    assert!(
+        seen["cancelDialog"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Cancel this task?"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["cancelDismissedState"], "running", "{seen:#}");
+    assert_eq!(seen["confirmPageStatus"], 200, "{seen:#}");
+    assert_eq!(seen["confirmPageAsks"], true, "{seen:#}");
+    assert_eq!(seen["stateAfterConfirmPage"], "running", "{seen:#}");
+}
+
+/// The huge diff read part by part (and never spilled), and the two hundred tasks paged and
+/// filtered.
+fn big_diff_and_pages(seen: &Value, server: &Server) {
+    assert_eq!(seen["bigState"], "completed", "{seen:#}");
+    assert_eq!(seen["bigMentionsSpill"], false, "{seen:#}");
+    let first = seen["bigFirstPart"].as_array().unwrap();
+    let second = seen["bigSecondPart"].as_array().unwrap();
+    assert_eq!(first[0], 1, "{seen:#}");
+    assert_eq!(
+        second[0].as_u64(),
+        first[1].as_u64().map(|n| n + 1),
+        "the second part goes on where the first ended: {seen:#}"
+    );
+    assert_eq!(seen["bigContinued"], true, "{seen:#}");
+    assert_eq!(seen["bigFirstLink"], true, "{seen:#}");
+    assert_eq!(seen["bigLastNumber"], 30_000, "{seen:#}");
+    assert!(seen["bigParts"].as_u64().unwrap() >= 3, "{seen:#}");
+    // No part of the big diff went to a spill file.
+    let spilled = server.dir().join("data").join("tool-output");
+    for file in walk(&spilled) {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(
+            !text.contains("\n+29999\n"),
+            "the diff was spilled to {}",
+            file.display()
+        );
+    }
+
+    assert_eq!(
+        seen["bulkFirstPage"],
+        json!([50, "echo BULK-200", "echo BULK-151"]),
+        "{seen:#}"
+    );
+    assert_eq!(
+        seen["bulkThirdPage"],
+        json!([50, "echo BULK-100", "echo BULK-051"]),
+        "the 150th of 200 ends the third page: {seen:#}"
+    );
+    assert_eq!(seen["bulkBackToNewest"], "echo BULK-200", "{seen:#}");
+    assert_eq!(seen["bulkStateFilter"]["all"], true, "{seen:#}");
+    assert_eq!(seen["bulkStateFilter"]["rows"], 50, "{seen:#}");
+    assert_eq!(seen["bulkRunningRows"], 0, "{seen:#}");
+    assert_eq!(seen["bulkOne"], json!(["echo BULK-123"]), "{seen:#}");
+}
+
+/// Every file under `dir` (none when it does not exist).
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

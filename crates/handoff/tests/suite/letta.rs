@@ -844,3 +844,59 @@ fn a_busy_agent_is_notified_after_its_run_never_beside_it() {
     );
     assert_eq!(notifications(&agent, &id), 1);
 }
+
+/// A follow-up round of a task whose block was already detached and deleted: the block is made
+/// again and follows the round to its end, and the round's end is notified once more.
+#[test]
+fn a_follow_up_round_brings_the_block_back_and_is_notified_again() {
+    let agent = create_agent("followup");
+    let proxy = Proxy::start(letta_url(), Vec::new());
+    let server = start_with(&env(
+        &proxy.url,
+        &[
+            ("HANDOFF_LETTA_DETACH_DELAY_SECS", "1"),
+            ("HANDOFF_LETTA_BLOCK_RETENTION_SECS", "1"),
+        ],
+    ));
+    // Each round runs the prompt's first line (the description) and stops there.
+    let id = run_to_completion(
+        &server,
+        &agent,
+        json!({"task_description": "echo round done; exit 0"}),
+        LETTA_PATIENCE,
+    );
+    let label = format!("handoff_{id}");
+    eventually("the first round notified", LETTA_PATIENCE, || {
+        (notifications(&agent, &id) == 1).then_some(())
+    });
+    eventually("the first block gone", LETTA_PATIENCE, || {
+        attached_block(&agent, &label).is_none().then_some(())
+    });
+    wait_no_notification_owed(&server);
+
+    let sent = call(
+        &server,
+        &agent,
+        "send_task_message",
+        json!({"task_id": id, "message": "once more, please"}),
+    );
+    assert!(
+        ok(&sent)["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("follow-up round 2")),
+        "{sent}"
+    );
+    // The new round's block reaches the round's end (watched while it is attached).
+    eventually(
+        "the second round's final state in a block",
+        LETTA_PATIENCE,
+        || {
+            let block = attached_block(&agent, &label)?;
+            let value = value_of(&block)?;
+            (value["status"] == "completed" && value["round"] == 2).then_some(())
+        },
+    );
+    eventually("the second round notified", LETTA_PATIENCE, || {
+        (notifications(&agent, &id) == 2).then_some(())
+    });
+}

@@ -7,6 +7,7 @@ mod completion;
 mod completion_gaming;
 mod completion_truth;
 mod dashboard;
+mod delivery;
 mod executors;
 mod harness;
 mod identity;

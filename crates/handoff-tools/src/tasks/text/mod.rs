@@ -10,7 +10,7 @@ mod task;
 
 pub(crate) use approvals::{approvals, audit_log, revoked};
 pub(crate) use files::{file_chunk, file_listing};
-pub(crate) use pages::{history, task_list};
+pub(crate) use pages::{artifact_part, history, task_list};
 pub(crate) use task::{control, execute, message, status};
 
 use handoff_protocol::{TaskStatus, TaskView, tasks::ExecuteTaskOutput};

@@ -19,7 +19,12 @@ const ARTIFACT_BYTES: usize = 800;
 
 /// `list_tasks`: one line per task, newest first. `seqs` are the listed tasks' queue numbers
 /// (a cursor resumes after one), `status` the filter asked for.
-pub(crate) fn task_list(out: &ListTasksOutput, seqs: &[i64], status: Option<TaskStatus>) -> String {
+pub(crate) fn task_list(
+    out: &ListTasksOutput,
+    seqs: &[i64],
+    status: Option<TaskStatus>,
+    text: Option<&str>,
+) -> String {
     let (one, many) = match status {
         Some(s) => (format!("{s} task"), format!("{s} tasks")),
         None => ("task".to_owned(), "tasks".to_owned()),
@@ -36,6 +41,10 @@ pub(crate) fn task_list(out: &ListTasksOutput, seqs: &[i64], status: Option<Task
     let mut page = Map::new();
     if let Some(s) = status {
         page.insert("status".into(), json!(s));
+    }
+    // The next page is of the same filter.
+    if let Some(text) = text {
+        page.insert("text".into(), json!(text));
     }
     let resume = if shown < out.tasks.len() {
         lines.push(format!(
@@ -160,4 +169,47 @@ fn artifact_lines(artifacts: &[ArtifactView]) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// `get_task_history` with `artifact`: where the part lies in the whole stored output, the
+/// part itself, and the call for the next part.
+pub(crate) fn artifact_part(out: &GetTaskHistoryOutput, kind: ArtifactKind) -> String {
+    let id = &out.task.task_id;
+    let Some(part) = out.artifacts.as_ref().and_then(|a| a.first()) else {
+        let when = if out.task.status.is_terminal() {
+            ""
+        } else {
+            " yet (outputs are kept when the task ends)"
+        };
+        return format!("Task {id} has no stored {kind}{when}.");
+    };
+    let start = part.offset.unwrap_or(0);
+    let capped = if part.capped {
+        " (capped: the executor produced more)"
+    } else {
+        ""
+    };
+    let range = match part.next_offset {
+        Some(next) => format!("bytes {start}–{next}"),
+        None => format!("from byte {start} to the end"),
+    };
+    let mut text = format!(
+        "Task {id}, stored {kind} of {}{capped}, {range}:\n{}",
+        size(part.size),
+        part.content
+    );
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    match part.next_offset {
+        Some(next) => text.push_str(&format!(
+            "Next part: {}.",
+            call(
+                "get_task_history",
+                json!({"task_id": id, "artifact": kind, "artifact_offset": next})
+            )
+        )),
+        None => text.push_str(&format!("That is the end of the stored {kind}.")),
+    }
+    text
 }

@@ -39,6 +39,7 @@ fn view(status: TaskStatus) -> TaskView {
         idempotency_key: None,
         metadata: json!({}),
         branch: None,
+        round: None,
     }
 }
 
@@ -92,6 +93,7 @@ fn status_output(task: TaskView) -> GetTaskStatusOutput {
         completion: None,
         last_tool_call: None,
         answer: None,
+        delivery: None,
     }
 }
 
@@ -301,21 +303,31 @@ fn listed(n: usize) -> (ListTasksOutput, Vec<i64>) {
 #[test]
 fn a_task_list_pages_through_text_alone() {
     let (out, seqs) = listed(3);
-    insta::assert_snapshot!("list_tasks", task_list(&out, &seqs, None));
+    insta::assert_snapshot!("list_tasks", task_list(&out, &seqs, None, None));
     let empty = ListTasksOutput {
         tasks: Vec::new(),
         next_cursor: None,
     };
     assert_eq!(
-        task_list(&empty, &[], Some(TaskStatus::Failed)),
+        task_list(&empty, &[], Some(TaskStatus::Failed), None),
         "No failed tasks to list."
+    );
+}
+
+#[test]
+fn a_text_filtered_list_resumes_with_its_text() {
+    let (out, seqs) = listed(200);
+    let text = task_list(&out, &seqs, None, Some("login"));
+    assert!(
+        text.contains(r#"list_tasks {"cursor":"c81","limit":20,"text":"login"}"#),
+        "{text}"
     );
 }
 
 #[test]
 fn a_long_task_list_shows_twenty_and_resumes_after_the_last_shown() {
     let (out, seqs) = listed(200);
-    let text = task_list(&out, &seqs, Some(TaskStatus::Running));
+    let text = task_list(&out, &seqs, Some(TaskStatus::Running), None);
     assert_eq!(
         text.lines().filter(|l| l.starts_with("- task_")).count(),
         20
@@ -369,6 +381,8 @@ fn a_finished_history_shows_its_stored_outputs() {
             content: "x".repeat(20_000) + "\ntest result: ok. 8 passed\n",
             truncated: false,
             diff_stat: None,
+            offset: None,
+            next_offset: None,
         },
         ArtifactView {
             kind: ArtifactKind::Diff,
@@ -377,6 +391,8 @@ fn a_finished_history_shows_its_stored_outputs() {
             content: "--- a/src/lexer.rs\n+++ b/src/lexer.rs\n@@ -1 +1 @@\n-let end = len;\n+let end = len - 1;\n".into(),
             truncated: false,
             diff_stat: None,
+            offset: None,
+            next_offset: None,
         },
     ]);
     let text = history(&page);
