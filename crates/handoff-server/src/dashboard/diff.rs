@@ -32,6 +32,7 @@ fn file_section(file: &FileDiff, goes_on: bool) -> Markup {
                     span.binary { " binary" }
                 } @else {
                     " " span.adds { "+" (file.added) } " " span.dels { "−" (file.removed) }
+                    @if file.continued || goes_on { span.note { " in this part" } }
                 }
                 @if file.continued { span.note { " (continued from the previous part)" } }
                 @if goes_on { span.note { " (continues in the next part)" } }
@@ -109,5 +110,6 @@ mod tests {
         let html = render(&files, true).into_string();
         assert!(!html.contains("<script>"), "{html}");
         assert!(html.contains("continues in the next part"), "{html}");
+        assert!(html.contains(" in this part"), "{html}");
     }
 }

@@ -201,9 +201,10 @@ pub(crate) async fn submit(
         views::respond(status, form_page(&viewer, &offer, &filled, Some(problem)))
     };
     if let Err(refusal) = filled.check(&offer) {
-        return match wants_html(&headers) {
-            true => again(refusal.status, &refusal.message),
-            false => refused(&headers, &refusal),
+        return if wants_html(&headers) {
+            again(refusal.status, &refusal.message)
+        } else {
+            refused(&headers, &refusal)
         };
     }
     match dashboard.tools.call(&viewer, &filled.args()).await {
@@ -213,13 +214,11 @@ pub(crate) async fn submit(
         Ok(out) => Json(json!({"ok": true, "result": out})).into_response(),
         Err(error) => {
             let status = pages::tool_failure(&error).status();
-            match wants_html(&headers) {
-                true => again(status, &error.to_string()),
-                false => (
-                    status,
-                    Json(json!({"error": error.to_string(), "code": error.code()})),
-                )
-                    .into_response(),
+            if wants_html(&headers) {
+                again(status, &error.to_string())
+            } else {
+                let body = json!({"error": error.to_string(), "code": error.code()});
+                (status, Json(body)).into_response()
             }
         }
     }

@@ -550,3 +550,39 @@ fn the_audit_log_lists_decisions_and_where_older_ones_start() {
     };
     insta::assert_snapshot!("audit_log", audit_log(&out, None));
 }
+
+#[test]
+fn a_stored_output_part_names_the_call_for_the_next_part() {
+    let mut page = history_page(TaskStatus::Completed, 0, 4);
+    page.artifacts = Some(vec![ArtifactView {
+        kind: ArtifactKind::Diff,
+        size: 90_000,
+        capped: false,
+        content: "+line\n".into(),
+        truncated: true,
+        diff_stat: None,
+        offset: Some(100),
+        next_offset: Some(106),
+    }]);
+    let text = artifact_part(&page, ArtifactKind::Diff);
+    assert!(
+        text.contains("stored diff of 87.9 KiB, bytes 100–106:\n+line\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(r#"Next part: get_task_history {"artifact":"diff","artifact_offset":106,"task_id":"task_abcdefghijklmnopqrstuvwxyz"}."#),
+        "{text}"
+    );
+    if let Some(parts) = page.artifacts.as_mut() {
+        parts[0].next_offset = None;
+    }
+    let last = artifact_part(&page, ArtifactKind::Diff);
+    assert!(
+        last.ends_with("That is the end of the stored diff."),
+        "{last}"
+    );
+    page.artifacts = Some(Vec::new());
+    let none = artifact_part(&page, ArtifactKind::Log);
+    assert!(none.ends_with("has no stored log."), "{none}");
+    assert!(!text.contains("read_tool_output") && !last.contains("read_tool_output"));
+}
