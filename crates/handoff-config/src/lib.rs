@@ -19,6 +19,7 @@ mod letta;
 mod mask;
 mod matrix;
 mod model;
+mod model_token;
 mod parse;
 mod permissions;
 mod public_url;
@@ -44,9 +45,11 @@ pub use mask::{MASK, mask_json, mask_setting_text, mask_url_credentials};
 pub use matrix::{Controller, MatrixConfig, Owner};
 pub use model::{
     ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,
-    FeatureConfig, InstanceConfig, LogConfig, LogFormat, LogLevel, OpenCodeExecutorConfig,
-    PromptVia, RunnerConfig, ServerConfig, TaskConfig, ToolsConfig, WorkdirCleanup,
+    FeatureConfig, InstanceConfig, LogConfig, LogFormat, LogLevel, ModelWire, ModelsConfig,
+    OpenCodeExecutorConfig, PromptVia, RunnerConfig, ServerConfig, TaskConfig, ToolsConfig,
+    WorkdirCleanup,
 };
+pub use model_token::{MODEL_TOKEN_PREFIX, model_token, model_token_owner};
 pub use parse::{Argv, ByteSize};
 pub use permissions::PermissionPolicy;
 pub use resolve::EffectiveSetting;

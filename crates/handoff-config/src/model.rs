@@ -50,6 +50,8 @@ pub struct Config {
     pub completion: CompletionConfig,
     /// The judge / manager model.
     pub evaluator: EvaluatorConfig,
+    /// The model provider tasks reach through Handoff's gateway.
+    pub models: ModelsConfig,
     /// Every setting with its rendered value and the layer that set it.
     pub effective: Vec<EffectiveSetting>,
 }
@@ -442,6 +444,65 @@ impl ToolsConfig {
         Limits {
             field,
             total_bytes: field.max_bytes,
+        }
+    }
+}
+
+/// The provider the model gateway forwards tasks' model calls to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelsConfig {
+    /// Serve the gateway to tasks when a provider is set.
+    pub gateway: bool,
+    /// The provider's base URL (`…/v1`); unset: no gateway.
+    pub provider_url: Option<String>,
+    /// Its wire.
+    pub wire: ModelWire,
+    /// Its key, read from `provider_key_env` (never written to a task).
+    pub provider_key: Option<Secret>,
+    /// The environment variable the key is read from (kept from every task).
+    pub provider_key_env: String,
+    /// USD per million input tokens.
+    pub price_input_per_mtok: f64,
+    /// USD per million output tokens.
+    pub price_output_per_mtok: f64,
+}
+
+impl ModelsConfig {
+    /// The provider's URL when the gateway serves tasks.
+    pub fn gateway_upstream(&self) -> Option<&str> {
+        self.provider_url.as_deref().filter(|_| self.gateway)
+    }
+
+    /// What `input` and `output` tokens cost, in US dollars.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.price_input_per_mtok + output as f64 * self.price_output_per_mtok)
+            / 1_000_000.0
+    }
+}
+
+/// The wire a model provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelWire {
+    /// OpenAI's (Chat Completions and Responses; also OpenAI-compatible local servers).
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl ModelWire {
+    /// The wire's name as the config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelWire::OpenAi => "openai",
+            ModelWire::Anthropic => "anthropic",
+        }
+    }
+
+    /// Where the provider's key usually is.
+    pub fn default_key_env(self) -> &'static str {
+        match self {
+            ModelWire::OpenAi => "OPENAI_API_KEY",
+            ModelWire::Anthropic => "ANTHROPIC_API_KEY",
         }
     }
 }

@@ -298,6 +298,16 @@ impl FromRaw for WorkdirCleanup {
     }
 }
 
+impl FromRaw for crate::ModelWire {
+    fn from_text(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(crate::ModelWire::OpenAi),
+            "anthropic" => Ok(crate::ModelWire::Anthropic),
+            _ => Err("expected openai or anthropic".to_owned()),
+        }
+    }
+}
+
 impl FromRaw for handoff_task::Delivery {
     fn from_text(text: &str) -> Result<Self, String> {
         text.parse()

@@ -34,6 +34,10 @@ const ABOUT: &[(&str, &str)] = &[
     ),
     ("log", "Logging to stderr."),
     (
+        "models",
+        "The model provider tasks reach through Handoff's gateway: its URL, wire and key, and what its tokens cost.",
+    ),
+    (
         "store",
         "Where tasks are stored: the embedded SQLite database (the default) or a PostgreSQL server.",
     ),

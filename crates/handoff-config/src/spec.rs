@@ -177,6 +177,12 @@ settings! {
     "completion.budget_turns" [env("HANDOFF_BUDGET_TURNS")]: "executor turns cap per task (unset: no cap)";
     "completion.budget_tokens" [env("HANDOFF_BUDGET_TOKENS")]: "token cap per task, executor and judge (unset: no cap)";
     "completion.budget_cost_usd" [env("HANDOFF_BUDGET_COST_USD")]: "cost cap per task in USD, executor and judge (unset: no cap)";
+    "models.provider_url" [env("HANDOFF_MODELS_PROVIDER_URL")]: "the model provider tasks reach through Handoff's gateway: an OpenAI-compatible base URL (…/v1; OpenAI, Ollama, vLLM, llama.cpp) or Anthropic's (unset: no gateway; agents use their own provider settings)";
+    "models.provider_wire" [env("HANDOFF_MODELS_PROVIDER_WIRE")]: "the provider's wire: openai (Chat Completions and Responses) or anthropic (Messages)";
+    "models.provider_key_env" [env("HANDOFF_MODELS_PROVIDER_KEY_ENV")]: "the environment variable holding the provider's key (default OPENAI_API_KEY, or ANTHROPIC_API_KEY for anthropic); only the gateway reads it, no task is given it";
+    "models.gateway" [env("HANDOFF_MODELS_GATEWAY")]: "with a provider set, give tasks the gateway's URL and a token of their own instead of the key, count every call's tokens and enforce the task's token and cost budget there (false: agents use their own provider settings)";
+    "models.price_input_per_mtok" [env("HANDOFF_MODELS_PRICE_INPUT")]: "USD per million input tokens of calls through the gateway (unset: no cost, tokens are still counted)";
+    "models.price_output_per_mtok" [env("HANDOFF_MODELS_PRICE_OUTPUT")]: "USD per million output tokens of calls through the gateway";
     "evaluator.provider" [env("HANDOFF_EVALUATOR_PROVIDER")]: "the judge's API: anthropic, openai, openai_responses, gemini, openai_compatible (xai, local servers); unset: no judge";
     "evaluator.model" [env("HANDOFF_EVALUATOR_MODEL")]: "the judge's model";
     "evaluator.api_key_env" [env("HANDOFF_EVALUATOR_API_KEY_ENV")]: "the environment variable holding the judge's API key";

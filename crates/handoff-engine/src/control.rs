@@ -71,7 +71,7 @@ pub struct MessageReceipt {
 impl Engine {
     /// The seam commands travel through to a task's supervisor, in this process or in the
     /// instance holding the task.
-    fn commands(&self) -> &dyn TaskCommands {
+    pub(crate) fn commands(&self) -> &dyn TaskCommands {
         &*self.inner
     }
 

@@ -18,7 +18,8 @@
 //! the [`Integration`] plug-ins. Modules depend one way: `engine` (start-up) → `scheduler` /
 //! `recovery` (and `rescuer` above it) → `lifecycle` → `evaluate` → `follow` → `meter` /
 //! `finish`, with `membership` (register, beat, drain, leave) → `fence` (self-fencing) and
-//! `peers` (the other instances) beside them; all of them work over `state` (the shared
+//! `peers` (the other instances) beside them, and `gateway` (who may call a model through the
+//! model gateway, what each call cost; its data in the leaf `gateway_state`); all of them work over `state` (the shared
 //! handles, the registry of mailboxes, the peers' wake-ups) and `plan`, which only reads the
 //! task and the configuration. `state` sits on `supervisor` and `shared`. A supervisor holds
 //! only `shared` (store, outbox, settings) and its run's plan, never the registry, so no
@@ -41,6 +42,8 @@ mod files;
 mod finish;
 mod follow;
 mod follow_up;
+mod gateway;
+mod gateway_state;
 mod git_process;
 mod instance;
 mod lease_clock;
@@ -77,6 +80,8 @@ pub use control::{ControlReceipt, MessageReceipt};
 pub use engine::Engine;
 pub use error::EngineError;
 pub use files::{FileChunk, FileEntry, FileKind, FileListing};
+pub use gateway::{GatewayRefusal, ModelCall};
+pub use gateway_state::GatewayAccess;
 pub use metrics::EngineMetrics;
 pub use outbox::{Integration, Missed, TaskSubscription};
 pub use query::{CLOSING_EVENTS, History, Overview, StatusView};

@@ -219,6 +219,7 @@ async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineEr
         let finish = crate::evaluate::manager::run(d, &prompt).await?;
         return Ok(Started::Ended(finish));
     }
+    let (env, env_hidden) = crate::gateway::run_env(inner, task);
     let spec = RunSpec {
         task_id: task.id.clone(),
         attempt: task.fence,
@@ -226,6 +227,8 @@ async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineEr
         workdir,
         preset_rules: Some(d.plan.preset_rules.clone()),
         continuable: d.plan.continuable(),
+        env,
+        env_hidden,
     };
     let started = match claim {
         Some(claim) => d.executor.start_claimed(spec, claim).await,

@@ -34,6 +34,13 @@ pub(crate) struct CallLabels {
     pub outcome: &'static str,
 }
 
+/// Labels of the model gateway's counters: the wire and the provider's status class.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct GatewayLabels {
+    pub wire: &'static str,
+    pub status: &'static str,
+}
+
 fn duration_histogram() -> Histogram {
     // 0.1 s … ~55 min: coding tasks run from seconds to most of an hour.
     Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
@@ -50,6 +57,9 @@ pub struct EngineMetrics {
     pub(crate) executor_calls: Family<CallLabels, Counter>,
     pub(crate) submissions_refused: Family<StateLabels, Counter>,
     pub(crate) calls_refused_unrecorded: Family<RefusalLabels, Counter>,
+    pub(crate) gateway_calls: Family<GatewayLabels, Counter>,
+    pub(crate) gateway_tokens: Family<GatewayLabels, Counter>,
+    pub(crate) gateway_cost: Family<GatewayLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
 }
 
 impl EngineMetrics {
@@ -62,7 +72,25 @@ impl EngineMetrics {
             executor_calls: Family::default(),
             submissions_refused: Family::default(),
             calls_refused_unrecorded: Family::default(),
+            gateway_calls: Family::default(),
+            gateway_tokens: Family::default(),
+            gateway_cost: Family::default(),
         };
+        registry.register(
+            "handoff_gateway_calls",
+            "Model calls through the gateway, by wire and the provider's status class",
+            metrics.gateway_calls.clone(),
+        );
+        registry.register(
+            "handoff_gateway_tokens",
+            "Input and output tokens of model calls through the gateway",
+            metrics.gateway_tokens.clone(),
+        );
+        registry.register(
+            "handoff_gateway_cost_usd",
+            "What model calls through the gateway cost, by the configured prices",
+            metrics.gateway_cost.clone(),
+        );
         registry.register(
             "handoff_tasks",
             "Tasks in the store by state",
@@ -109,6 +137,22 @@ impl EngineMetrics {
                 outcome: if ok { "ok" } else { "error" },
             })
             .inc();
+    }
+
+    /// Counts one model call through the gateway.
+    pub(crate) fn gateway_call(&self, wire: &'static str, status: u16, tokens: u64, cost: f64) {
+        let labels = GatewayLabels {
+            wire,
+            status: match status {
+                200..=299 => "2xx",
+                400..=499 => "4xx",
+                500..=599 => "5xx",
+                _ => "other",
+            },
+        };
+        self.gateway_calls.get_or_create(&labels).inc();
+        self.gateway_tokens.get_or_create(&labels).inc_by(tokens);
+        self.gateway_cost.get_or_create(&labels).inc_by(cost);
     }
 
     /// Counts a refused tool call that is not written to the audit store.

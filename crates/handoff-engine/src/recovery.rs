@@ -76,6 +76,8 @@ pub(crate) async fn reconcile(inner: &Arc<EngineState>) -> Result<(), EngineErro
                     workdir: PathBuf::from(&task.workdir),
                     preset_rules: Some(plan.preset_rules.clone()),
                     continuable: false,
+                    env: Vec::new(),
+                    env_hidden: Vec::new(),
                 };
                 match executor.reattach(spec, state).await {
                     Ok(Some(run)) => {

@@ -12,6 +12,8 @@ pub(crate) struct EngineState {
     pub supervisors: Supervisors,
     /// Wake-ups from the other instances sharing the store.
     pub peers: Peers,
+    /// The model gateway's key, URL and per-task totals.
+    pub gateway: crate::gateway_state::GatewayState,
 }
 
 impl EngineState {
@@ -21,6 +23,7 @@ impl EngineState {
             shared: Arc::new(shared),
             supervisors: Supervisors::default(),
             peers: Peers::default(),
+            gateway: crate::gateway_state::GatewayState::default(),
         }
     }
 

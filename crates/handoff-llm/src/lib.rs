@@ -10,9 +10,11 @@ mod client;
 mod config;
 mod error;
 mod message;
+mod usage_scan;
 mod wire;
 
 pub use client::LlmClient;
 pub use config::{LlmConfig, Pricing, Provider};
 pub use error::LlmError;
 pub use message::{ChatRequest, ChatResponse, Role, Turn, Usage};
+pub use usage_scan::{CallUsage, CallWire, UsageScanner};

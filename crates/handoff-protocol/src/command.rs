@@ -29,6 +29,11 @@ pub enum TaskCommand {
         /// The text as the executor should read it.
         text: String,
     },
+    /// Stop because the task's budget is spent (the model gateway saw it).
+    Exhaust {
+        /// Which cap, in words.
+        reason: String,
+    },
     /// Answer one of the executor's pending requests.
     Answer {
         /// The answer (naming the request, or the oldest).
@@ -54,6 +59,9 @@ mod tests {
             TaskCommand::Pause,
             TaskCommand::Resume,
             TaskCommand::Message { text: "hi".into() },
+            TaskCommand::Exhaust {
+                reason: "1000 tokens".into(),
+            },
             TaskCommand::Answer {
                 answer: ApprovalAnswer::allow(AnswerScope::Task).for_request(Some("per_1".into())),
                 by,

@@ -56,6 +56,7 @@ impl CheckRunner {
             workdir,
             &argv,
             &[],
+            &[],
         )?;
         cmd.current_dir(workdir)
             .stdin(Stdio::null())

@@ -36,6 +36,11 @@ pub struct RunSpec {
     /// The run may be continued after it ends ([`Executor::resume`]): the executor keeps its
     /// session until [`Executor::release`].
     pub continuable: bool,
+    /// Variables the run's processes get on top of the executor's own (the model gateway's
+    /// URLs and the run's token); they win over anything inherited.
+    pub env: Vec<(String, String)>,
+    /// Variables the run's processes must not get at all (the provider key the gateway holds).
+    pub env_hidden: Vec<String>,
 }
 
 impl RunSpec {
@@ -264,6 +269,8 @@ mod tests {
             workdir: PathBuf::new(),
             preset_rules: None,
             continuable: false,
+            env: Vec::new(),
+            env_hidden: Vec::new(),
         };
         let (first, second) = (spec(1).run_name(), spec(3).run_name());
         assert_eq!(first, format!("{task}-r1"));

@@ -117,6 +117,8 @@ fn spec(workdir: &Path) -> RunSpec {
         workdir: workdir.to_owned(),
         preset_rules: None,
         continuable: false,
+        env: Vec::new(),
+        env_hidden: Vec::new(),
     }
 }
 

@@ -97,6 +97,8 @@ fn spec(task: &TaskId, attempt: i64, workdir: &Path) -> RunSpec {
         workdir: workdir.to_owned(),
         preset_rules: None,
         continuable: false,
+        env: Vec::new(),
+        env_hidden: Vec::new(),
     }
 }
 

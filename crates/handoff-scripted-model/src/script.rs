@@ -24,6 +24,11 @@ pub struct Script {
     /// Model names listed by `GET /v1/models`; the first is used when a request names none.
     #[serde(default = "default_models")]
     pub models: Vec<String>,
+    /// The provider key completion requests must carry (`Authorization: Bearer` or
+    /// `x-api-key`); a request with another, or none, is answered 401 in its wire's error
+    /// shape and selects nothing. Unset: any key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
 }
 
 /// One scripted conversation, selected by a substring of the last real user message.
@@ -164,6 +169,7 @@ impl Default for Script {
             default: default_reply(),
             untooled: untooled_reply(),
             models: default_models(),
+            api_key: None,
         }
     }
 }

@@ -102,9 +102,31 @@ async fn completion<W: Wire>(
     State(state): State<AppState>,
     method: Method,
     uri: Uri,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(wanted) = &state.script.api_key
+        && presented_key(&headers) != Some(wanted.as_str())
+    {
+        state
+            .log
+            .record(plain_entry(&method, &uri, W::API, Value::Null));
+        return error_response::<W>(&ErrorReply {
+            status: 401,
+            kind: "authentication_error".into(),
+            message: "incorrect API key provided".into(),
+        });
+    }
     respond::<W>(state, &method, &uri, &body, None, None).await
+}
+
+/// The key a request carries: `Authorization: Bearer …` (OpenAI) or `x-api-key` (Anthropic).
+fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let bearer = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    bearer.or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
 }
 
 async fn gemini(

@@ -11,6 +11,7 @@ mod dashboard;
 pub mod doctor;
 pub mod edge;
 mod executors;
+mod gateway;
 mod headers;
 mod http;
 mod integrations;

@@ -107,10 +107,11 @@ pub fn router(app: &App, shutdown: &CancellationToken) -> Result<Router, ServeEr
         &app.config.tasks.workdir_roots,
         app.pipeline.clone(),
         app.engine.clone(),
-        policy,
+        policy.clone(),
         shutdown,
     );
-    Ok(mcp.merge(probes).merge(dashboard))
+    let gateway = crate::gateway::router(&app.config, &app.engine, policy)?;
+    Ok(mcp.merge(probes).merge(dashboard).merge(gateway))
 }
 
 /// A running HTTP server.
@@ -137,6 +138,7 @@ pub async fn serve_http(
             source,
         })?;
     let local_addr = listener.local_addr()?;
+    crate::gateway::open(&app.config, &app.engine, local_addr)?;
     app.status
         .set_component("http", true, format!("MCP at http://{local_addr}/mcp"));
     let limits = crate::conn::Limits::from_config(&app.config.server);

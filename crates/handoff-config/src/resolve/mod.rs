@@ -19,6 +19,7 @@ mod checks;
 mod completion;
 mod executors;
 mod integrations;
+mod models;
 mod server;
 mod tasks;
 mod tools;
@@ -112,6 +113,11 @@ impl Render for Argv {
     }
 }
 impl Render for PromptVia {
+    fn render(&self) -> String {
+        self.as_str().to_owned()
+    }
+}
+impl Render for crate::ModelWire {
     fn render(&self) -> String {
         self.as_str().to_owned()
     }
@@ -343,6 +349,7 @@ impl Config {
         let tools = tools::tools(&mut r)?;
         let hooks = r.get("hooks", HooksConfig::default())?;
         let (completion, evaluator) = completion::completion(&mut r)?;
+        let models = models::models(&mut r)?;
         let features = FeatureConfig {
             async_execute: r.get("features.async_execute", true)?,
             enforce_idempotency: r.get("features.enforce_idempotency", true)?,
@@ -365,6 +372,7 @@ impl Config {
             hooks,
             completion,
             evaluator,
+            models,
             effective: r.effective,
         })
     }

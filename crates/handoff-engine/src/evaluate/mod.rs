@@ -290,6 +290,7 @@ pub(crate) async fn resume(
 
 /// A run of `task` with `prompt` whose session stays open for continuations.
 pub(crate) fn continuable_spec(d: &Driver<'_>, prompt: &str) -> RunSpec {
+    let (env, env_hidden) = crate::gateway::run_env(d.inner, d.task);
     RunSpec {
         task_id: d.task.id.clone(),
         attempt: d.task.fence,
@@ -297,6 +298,8 @@ pub(crate) fn continuable_spec(d: &Driver<'_>, prompt: &str) -> RunSpec {
         workdir: std::path::PathBuf::from(&d.task.workdir),
         preset_rules: Some(d.plan.preset_rules.clone()),
         continuable: true,
+        env,
+        env_hidden,
     }
 }
 

@@ -220,7 +220,12 @@ impl Supervisor {
     async fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Command(command, reply) => {
-                if self.control.is_none() && !matches!(command, TaskCommand::Cancel { .. }) {
+                if self.control.is_none()
+                    && !matches!(
+                        command,
+                        TaskCommand::Cancel { .. } | TaskCommand::Exhaust { .. }
+                    )
+                {
                     self.deferred.push((command, reply));
                     self.defer_until
                         .get_or_insert_with(|| Instant::now() + START_WAIT);
@@ -286,6 +291,10 @@ impl Supervisor {
         match command {
             TaskCommand::Cancel { reason } => {
                 self.decide_stop(StopReason::Cancelled(reason));
+                Ok(CommandReply::Stopping)
+            }
+            TaskCommand::Exhaust { reason } => {
+                self.decide_stop(StopReason::Budget(reason));
                 Ok(CommandReply::Stopping)
             }
             TaskCommand::Pause => self.freeze(true).await,
@@ -358,6 +367,7 @@ impl Supervisor {
                 TaskCommand::Message { .. } => "message",
                 TaskCommand::Answer { .. } => "answer",
                 TaskCommand::Cancel { .. } => "cancel",
+                TaskCommand::Exhaust { .. } => "exhaust",
             };
             let _ = reply.send(Err(EngineError::Conflict(format!(
                 "task {} has no started executor to {what}",

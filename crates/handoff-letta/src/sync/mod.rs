@@ -76,6 +76,17 @@ impl Shared {
 
     /// Stores `record`, stamped as changed now.
     pub async fn save(&self, record: &mut WorkspaceRecord) -> Result<(), StoreError> {
+        // A follow-up round may have started the record over since this holder (a writer
+        // still notifying, the sweeper detaching) read it: what it did belongs to the round
+        // before and must not undo the new round's start.
+        if record.round_done()
+            && let Some(stored) = self.store.workspace(&record.task_id).await?
+            && stored.updated_at > record.updated_at
+            && !stored.round_done()
+        {
+            tracing::debug!(task = %record.task_id, "Letta record started over by a new round; not saved");
+            return Ok(());
+        }
         record.updated_at = unix_millis_now();
         self.store.put_workspace(record).await
     }

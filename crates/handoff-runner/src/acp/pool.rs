@@ -313,6 +313,8 @@ impl Pool {
             workdir: workdir.clone(),
             preset_rules: None,
             continuable: false,
+            env: Vec::new(),
+            env_hidden: Vec::new(),
         };
         let spawned = match self.launcher.spawn(&spec, None).await {
             Ok(spawned) => spawned,

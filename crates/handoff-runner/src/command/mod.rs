@@ -167,13 +167,16 @@ impl CommandExecutor {
         spec: &RunSpec,
         argv: &[String],
     ) -> Result<(Command, Confinement), RunnerError> {
+        let mut env = self.config.env.clone();
+        env.extend(spec.env.iter().cloned());
         confined_command(
             self.config.isolation.as_ref(),
             spec.task_id.as_str(),
             &spec.run_name(),
             &spec.workdir,
             argv,
-            &self.config.env,
+            &env,
+            &spec.env_hidden,
         )
     }
 
@@ -337,7 +340,7 @@ fn substitute(template: &str, values: &[(&str, &str)]) -> String {
 
 /// The command for `argv` of task `task_id` in its directory: confined by `isolation` when
 /// given (in cgroup `run`, a name of this run's own), else in its own process group. `env` is
-/// added to what the isolation lets through.
+/// added to what the isolation lets through; `hidden` variables are never passed.
 pub(crate) fn confined_command(
     isolation: Option<&crate::Isolation>,
     task_id: &str,
@@ -345,6 +348,7 @@ pub(crate) fn confined_command(
     workdir: &std::path::Path,
     argv: &[String],
     extra_env: &[(String, String)],
+    hidden: &[String],
 ) -> Result<(Command, Confinement), RunnerError> {
     // Node-based agents take their directory from PWD when it is set; ours is not theirs. The
     // task id is how a restarted Handoff finds the run's processes when their pid was never
@@ -360,15 +364,24 @@ pub(crate) fn confined_command(
             .args(argv.iter().skip(1))
             .envs(env.iter().map(|(k, v)| (k, v)))
             .process_group(0);
+        for name in hidden {
+            command.env_remove(name);
+        }
         return Ok((command, Confinement::default()));
     };
-    let prepared = isolation.prepare(run, workdir, argv, &env)?;
+    let mut prepared = isolation.prepare(run, workdir, argv, &env)?;
+    prepared
+        .env
+        .retain(|(k, _)| !hidden.iter().any(|h| std::ffi::OsStr::new(h) == k));
     let mut command = Command::new(&prepared.program);
     command.args(&prepared.args);
     if prepared.env_clear {
         command.env_clear();
     }
     command.envs(prepared.env.iter().map(|(k, v)| (k, v)));
+    for name in hidden.iter().filter(|_| !prepared.env_clear) {
+        command.env_remove(name);
+    }
     // The launcher makes itself a session (and group) leader: same id as its pid.
     if !prepared.own_session {
         command.process_group(0);

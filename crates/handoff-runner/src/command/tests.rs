@@ -33,6 +33,8 @@ fn spec(dir: &TempDir, prompt: &str) -> RunSpec {
         workdir: dir.path().to_path_buf(),
         preset_rules: None,
         continuable: false,
+        env: Vec::new(),
+        env_hidden: Vec::new(),
     }
 }
 

@@ -39,7 +39,7 @@ use handoff_tools::Pipeline;
 use http::{Method, StatusCode};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use auth::Access;
+pub(crate) use auth::{Access, random_token};
 use auth::{Refusal, Sessions};
 
 use crate::edge::{self, EdgePolicy};

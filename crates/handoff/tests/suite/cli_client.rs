@@ -389,8 +389,9 @@ fn cancel(client: &Client, model: &ScriptedModel, mut live: Live) {
         "{logs}"
     );
 
-    // A message to an ended task: the tool's own error text, exit 2.
-    let refused = client.run(&["message", &id, "too late"]);
+    // An approval for an ended task: the tool's own error text, exit 2 (a plain message
+    // would continue it in a follow-up round).
+    let refused = client.run(&["approve", &id]);
     assert_eq!(refused.status.code(), Some(2), "{}", shown(&refused));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.starts_with("handoff: Error "), "{stderr}");

@@ -886,14 +886,21 @@ fn a_follow_up_round_brings_the_block_back_and_is_notified_again() {
             .is_some_and(|n| n.contains("follow-up round 2")),
         "{sent}"
     );
-    // The new round's block reaches the round's end (watched while it is attached).
+    // The new round's block reaches the round's end: what Handoff wrote to Letta, read from the
+    // proxy, so the block's short life (1 s after the end) cannot hide it.
     eventually(
         "the second round's final state in a block",
         LETTA_PATIENCE,
         || {
-            let block = attached_block(&agent, &label)?;
-            let value = value_of(&block)?;
-            (value["status"] == "completed" && value["round"] == 2).then_some(())
+            proxy
+                .seen()
+                .iter()
+                .filter_map(|s| serde_json::from_str::<Value>(&s.body).ok())
+                .filter_map(|body| serde_json::from_str::<Value>(body["value"].as_str()?).ok())
+                .any(|v| {
+                    v["task_id"] == id.as_str() && v["status"] == "completed" && v["round"] == 2
+                })
+                .then_some(())
         },
     );
     eventually("the second round notified", LETTA_PATIENCE, || {

@@ -891,3 +891,65 @@ fn doctor_checks_the_bots_matrix_sign_in() {
         "{refused}"
     );
 }
+
+/// A controller's message in the room of a task that has ended continues it: the same task
+/// runs a follow-up round, the room stays open and carries the round to its own outcome.
+#[test]
+fn a_controllers_message_after_the_end_continues_the_task_in_its_room() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synapse = Synapse::from_env();
+    let (bot, alice) =
+        rt.block_on(async { (synapse.user("bot").await, synapse.user("alice").await) });
+    let server = serve(&env(&synapse, &bot, &alice.id, &[]));
+    // Each round runs the prompt's first line (the description) and stops there.
+    let id = submit(
+        &server,
+        json!({"task_description": "echo round-done; exit 0", "observers": [alice.id]}),
+    );
+    wait_status_for(&server, AGENT, &id, &["completed"], Duration::from_secs(60));
+    let outcomes = |messages: &[Value]| {
+        messages
+            .iter()
+            .filter(|m| {
+                m["sender"] == bot.id.as_str()
+                    && m["content"]["body"]
+                        .as_str()
+                        .is_some_and(|b| b.contains("completed") && b.contains("Changes:"))
+            })
+            .count()
+    };
+    let room = rt.block_on(async {
+        let room = synapse.wait_invite(&alice, &id).await;
+        synapse.join(&alice, &room).await;
+        synapse
+            .wait_message(&alice, &room, &bot.id, "with the first outcome", |b| {
+                b.contains("completed") && b.contains("Changes:")
+            })
+            .await;
+        let (status, body) = synapse.say(&alice, &room, "once more, please").await;
+        assert_eq!(status, 200, "{body}");
+        room
+    });
+    wait_until("the follow-up round completed", PATIENCE, || {
+        let now = ok(&call(
+            &server,
+            AGENT,
+            "get_task_status",
+            json!({"task_id": id}),
+        ))
+        .clone();
+        (now["status"] == "completed" && now["round"] == 2).then_some(())
+    });
+    assert_eq!(messages_with(&server, &id, "once more, please"), 1);
+    rt.block_on(async {
+        wait_until_async("the second outcome in the room", PATIENCE, async || {
+            let messages = synapse.messages(&alice, &room).await;
+            if outcomes(&messages) == 2 {
+                Ok(())
+            } else {
+                Err(format!("{:#?}", bodies(&messages)))
+            }
+        })
+        .await;
+    });
+}

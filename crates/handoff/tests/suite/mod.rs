@@ -9,6 +9,7 @@ mod completion_truth;
 mod dashboard;
 mod delivery;
 mod executors;
+mod gateway;
 mod harness;
 mod identity;
 mod init;

@@ -127,7 +127,7 @@ fn a_task_from_submission_to_its_files() {
             {"name": "read_task_file", "arguments": {"task_id": id, "file_path": "src/main.rs"}},
             {"name": "read_task_file", "arguments": {"task_id": id, "file_path": "../../etc/passwd"}},
             {"name": "read_task_file", "arguments": {"task_id": id, "file_path": "/etc/passwd"}},
-            {"name": "send_task_message", "arguments": {"task_id": id, "message": "too late"}},
+            {"name": "send_task_message", "arguments": {"task_id": id, "message": "allow", "message_type": "approval"}},
         ]),
     );
     let status = ok(&results[0]);
@@ -174,6 +174,7 @@ fn a_task_from_submission_to_its_files() {
     assert_eq!(ok(&results[3])["content"], "fn main() {}\n");
     assert_eq!(err(&results[4])["pointer"], "/file_path");
     assert_eq!(err(&results[5])["pointer"], "/file_path");
+    // Nothing is pending on an ended task (a plain message would continue it: follow-ups).
     assert_eq!(err(&results[6])["code"], "CONFLICT");
 
     // Another agent cannot see it at all.

@@ -1,0 +1,29 @@
+//! The `[models]` section: the provider the model gateway forwards tasks' calls to.
+
+use super::{Resolver, checks::http_url};
+use crate::{ConfigError, ModelWire, ModelsConfig, Secret};
+
+/// The provider, its key (read from the environment variable the config names, never from the
+/// file) and what the gateway charges per token.
+pub(super) fn models(r: &mut Resolver) -> Result<ModelsConfig, ConfigError> {
+    let provider_url = {
+        let url = r.optional::<String>("models.provider_url")?;
+        r.check("models.provider_url", url, http_url)?
+    };
+    let wire: ModelWire = r.get("models.provider_wire", ModelWire::OpenAi)?;
+    let key_env: String = r.get("models.provider_key_env", wire.default_key_env().to_owned())?;
+    let provider_key = r.layers.variable(&key_env).map(Secret::new);
+    Ok(ModelsConfig {
+        gateway: r.get("models.gateway", true)?,
+        provider_url,
+        wire,
+        provider_key,
+        provider_key_env: key_env,
+        price_input_per_mtok: r
+            .optional::<f64>("models.price_input_per_mtok")?
+            .unwrap_or(0.0),
+        price_output_per_mtok: r
+            .optional::<f64>("models.price_output_per_mtok")?
+            .unwrap_or(0.0),
+    })
+}

@@ -1,0 +1,290 @@
+//! One call through the gateway: check the caller's token and budget, forward to the provider
+//! with its key, pass the answer through and count it.
+
+use std::{sync::Arc, time::Instant};
+
+use axum::{body::Body, response::Response};
+use bytes::Bytes;
+use futures::StreamExt;
+use handoff_config::{Config, ModelWire, Secret};
+use handoff_engine::{Engine, GatewayRefusal, ModelCall};
+use handoff_llm::{CallUsage, CallWire, UsageScanner};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde_json::Value;
+
+use super::{tap::Tapped, wire_error::refusal};
+
+/// How long the provider may take to accept the connection (the answer itself may stream for
+/// as long as the task runs).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Response headers passed back to the agent.
+const PASSED_BACK: &[&str] = &[
+    "content-type",
+    "retry-after",
+    "x-request-id",
+    "request-id",
+    "cache-control",
+    "anthropic-ratelimit-requests-remaining",
+    "x-ratelimit-remaining-requests",
+];
+
+/// The provider and what reaches it.
+pub(crate) struct GatewayRoute {
+    engine: Engine,
+    client: reqwest::Client,
+    upstream: String,
+    wire: ModelWire,
+    key: Option<Secret>,
+}
+
+impl GatewayRoute {
+    /// The route for `config`'s provider; `Ok(None)` when no gateway serves.
+    pub(crate) fn new(config: &Config, engine: Engine) -> std::io::Result<Option<Self>> {
+        let Some(upstream) = config.models.gateway_upstream() else {
+            return Ok(None);
+        };
+        // reqwest is built with rustls on the ring provider only.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|e| std::io::Error::other(format!("the model gateway's HTTP client: {e}")))?;
+        Ok(Some(Self {
+            engine,
+            client,
+            upstream: upstream.trim_end_matches('/').to_owned(),
+            wire: config.models.wire,
+            key: config.models.provider_key.clone(),
+        }))
+    }
+}
+
+/// Answers one call on `wire`.
+pub(crate) async fn forward(
+    route: Arc<GatewayRoute>,
+    wire: CallWire,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if provider_wire(wire) != route.wire {
+        let message = format!(
+            "this Handoff's model provider speaks the {} wire; use the base URL of that wire",
+            route.wire.as_str()
+        );
+        return refusal(wire, StatusCode::NOT_IMPLEMENTED, "not_supported", &message);
+    }
+    let Some(token) = presented_token(&headers) else {
+        return refusal(
+            wire,
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "no task token: give the key this task was started with",
+        );
+    };
+    let mut request: Value = match serde_json::from_slice(&body) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => {
+            let message = "the request body must be a JSON object";
+            return refusal(
+                wire,
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                message,
+            );
+        }
+    };
+    let task = match route
+        .engine
+        .gateway_admit(token, expected_tokens(&request))
+        .await
+    {
+        Ok(task) => task,
+        Err(refused) => return refused_call(&route.engine, wire, refused),
+    };
+    let streaming = request.get("stream").and_then(Value::as_bool) == Some(true);
+    if streaming && wire == CallWire::OpenAiChat {
+        // Usage is only in a stream that asks for it.
+        request["stream_options"]["include_usage"] = Value::Bool(true);
+    }
+    let asked_model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let started = Instant::now();
+    let sent = upstream_request(&route, wire, &headers, &request)
+        .send()
+        .await;
+    let answer = match sent {
+        Ok(answer) => answer,
+        Err(e) => {
+            tracing::warn!(task = %task.id, error = %e, "model gateway: the provider did not answer");
+            let message = "the model provider could not be reached; try again";
+            return refusal(wire, StatusCode::BAD_GATEWAY, "api_error", message);
+        }
+    };
+    let status = answer.status();
+    let mut response = Response::builder().status(status.as_u16());
+    for name in PASSED_BACK {
+        if let Some(value) = answer.headers().get(*name) {
+            response = response.header(*name, value.clone());
+        }
+    }
+    let engine = route.engine.clone();
+    let done = Box::new(move |usage: CallUsage| {
+        let call = model_call(wire, usage, asked_model, status.as_u16(), started);
+        tokio::spawn(async move { engine.gateway_spent(&task, call).await });
+    });
+    let scanner = UsageScanner::new(wire, streaming && status.is_success());
+    let body = Tapped::new(answer.bytes_stream().boxed(), scanner, done);
+    response
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// The request to the provider: the body as given (plus the usage option), its key, and the
+/// caller's wire headers that matter.
+fn upstream_request(
+    route: &GatewayRoute,
+    wire: CallWire,
+    headers: &HeaderMap,
+    request: &Value,
+) -> reqwest::RequestBuilder {
+    let path = match wire {
+        CallWire::OpenAiChat => "/chat/completions",
+        CallWire::OpenAiResponses => "/responses",
+        CallWire::Anthropic => "/v1/messages",
+    };
+    let mut builder = route
+        .client
+        .post(format!("{}{path}", route.upstream))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(request.to_string());
+    if let Some(accept) = headers.get(header::ACCEPT) {
+        builder = builder.header(header::ACCEPT, accept.clone());
+    }
+    match (wire, &route.key) {
+        (CallWire::Anthropic, key) => {
+            let version = headers
+                .get("anthropic-version")
+                .cloned()
+                .unwrap_or(HeaderValue::from_static("2023-06-01"));
+            builder = builder.header("anthropic-version", version);
+            if let Some(beta) = headers.get("anthropic-beta") {
+                builder = builder.header("anthropic-beta", beta.clone());
+            }
+            if let Some(key) = key {
+                builder = builder.header("x-api-key", key.expose());
+            }
+        }
+        (_, Some(key)) => builder = builder.bearer_auth(key.expose()),
+        (_, None) => {}
+    }
+    builder
+}
+
+/// The wire a provider must speak to answer a call on `wire`.
+fn provider_wire(wire: CallWire) -> ModelWire {
+    match wire {
+        CallWire::Anthropic => ModelWire::Anthropic,
+        CallWire::OpenAiChat | CallWire::OpenAiResponses => ModelWire::OpenAi,
+    }
+}
+
+/// The token a call carries: `Authorization: Bearer …` or `x-api-key`.
+fn presented_token(headers: &HeaderMap) -> Option<&str> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    bearer
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+/// What the call may take at most, when it says (`max_tokens` and its wire's variants).
+fn expected_tokens(request: &Value) -> u64 {
+    ["max_tokens", "max_completion_tokens", "max_output_tokens"]
+        .iter()
+        .filter_map(|field| request.get(*field).and_then(Value::as_u64))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The gateway's refusal of a call, in the caller's wire. A spent budget stops the run once
+/// the refusal has been handed to the connection, so the agent reads why first.
+fn refused_call(engine: &Engine, wire: CallWire, refused: GatewayRefusal) -> Response {
+    let (status, kind) = refusal_kind(&refused);
+    let response = refusal(wire, status, kind, &refused.to_string());
+    let GatewayRefusal::Budget { task, why } = refused else {
+        return response;
+    };
+    let (parts, body) = response.into_parts();
+    let engine = engine.clone();
+    let done: super::tap::Done = Box::new(move |_| {
+        tokio::spawn(async move { engine.gateway_exhaust(&task, &why).await });
+    });
+    let scanner = UsageScanner::new(wire, false);
+    let body = Tapped::new(body.into_data_stream(), scanner, done);
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// The status and error type of a refusal.
+fn refusal_kind(refused: &GatewayRefusal) -> (StatusCode, &'static str) {
+    match refused {
+        GatewayRefusal::Unauthorized | GatewayRefusal::RunEnded => {
+            (StatusCode::UNAUTHORIZED, "authentication_error")
+        }
+        // Not 429: clients retry that, and a spent budget stays spent.
+        GatewayRefusal::Budget { .. } => (StatusCode::PAYMENT_REQUIRED, "budget_exhausted"),
+        GatewayRefusal::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded_error"),
+    }
+}
+
+/// The engine's record of one call.
+fn model_call(
+    wire: CallWire,
+    usage: CallUsage,
+    asked: Option<String>,
+    status: u16,
+    started: Instant,
+) -> ModelCall {
+    ModelCall {
+        wire: match wire {
+            CallWire::OpenAiChat => "openai_chat",
+            CallWire::OpenAiResponses => "openai_responses",
+            CallWire::Anthropic => "anthropic",
+        },
+        model: usage.model.or(asked),
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_tokens: usage.cached_tokens,
+        reported: usage.reported,
+        status,
+        latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn tokens_come_from_either_header_and_limits_from_any_field() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(presented_token(&headers), None);
+        headers.insert("x-api-key", HeaderValue::from_static("hmt1_x"));
+        assert_eq!(presented_token(&headers), Some("hmt1_x"));
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer hmt1_y"),
+        );
+        assert_eq!(presented_token(&headers), Some("hmt1_y"));
+        assert_eq!(expected_tokens(&json!({"max_tokens": 100})), 100);
+        assert_eq!(expected_tokens(&json!({"max_output_tokens": 7})), 7);
+        assert_eq!(expected_tokens(&json!({})), 0);
+    }
+}

@@ -1,0 +1,292 @@
+//! The model gateway end to end, with a `command` agent (any program: here `curl`) against the
+//! scripted model as the upstream provider, which answers only the real provider key: the
+//! agent reaches the provider through Handoff with its own task token and never sees the key
+//! (its environment and every file it can write are searched for it), streaming answers pass
+//! through, each call is counted on the task, a finished run's token is dead, and a task's
+//! token budget is enforced at the gateway.
+
+use std::{path::Path, time::Duration};
+
+use handoff_scripted_model::{Script, ScriptedModel};
+use serde_json::{Value, json};
+
+use super::{
+    harness::{Server, metric, start},
+    mcp::{call, history, ok, task_id, wait_status_for},
+};
+
+const AGENT: &str = "agent-gateway";
+/// The provider key only Handoff may hold.
+const REAL_KEY: &str = "sk-real-provider-key-5f3a9c0e7b1d";
+
+fn model(runtime: &tokio::runtime::Runtime) -> ScriptedModel {
+    let script = json!({
+        // The calls here offer no tools: the scripted model answers them all alike.
+        "untooled": {"text": "hello through the gateway"},
+        "api_key": REAL_KEY
+    });
+    runtime
+        .block_on(ScriptedModel::start(
+            Script::from_json(&script.to_string()).unwrap(),
+            None,
+        ))
+        .unwrap()
+}
+
+fn serve(model: &ScriptedModel) -> Server {
+    let upstream = format!("{}/v1", model.base_url());
+    start(&[
+        ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
+        ("HANDOFF_DEFAULT_EXECUTOR", "command"),
+        ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
+        ("HANDOFF_ISOLATION", "process"),
+        ("HANDOFF_MODELS_PROVIDER_URL", &upstream),
+        ("HANDOFF_MODELS_PROVIDER_KEY_ENV", "UPSTREAM_KEY"),
+        ("UPSTREAM_KEY", REAL_KEY),
+        // The usual place of a key: a task must not get this one either.
+        ("OPENAI_API_KEY", REAL_KEY),
+        ("HANDOFF_MODELS_PRICE_INPUT", "2"),
+        ("HANDOFF_MODELS_PRICE_OUTPUT", "10"),
+    ])
+}
+
+/// A chat request `curl` sends to the gateway as the task: `stream`ed or not, its output in
+/// `file` of the task directory.
+fn chat(text: &str, stream: bool, file: &str) -> String {
+    let body = json!({
+        "model": "mock-model",
+        "stream": stream,
+        "messages": [{"role": "user", "content": text}]
+    });
+    format!(
+        "curl -sS -X POST \"$OPENAI_BASE_URL/chat/completions\" \
+         -H \"Authorization: Bearer $OPENAI_API_KEY\" -H 'content-type: application/json' \
+         -d '{body}' > {file}"
+    )
+}
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in walk(dir) {
+        if std::fs::read(&entry)
+            .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        {
+            found.push(entry.display().to_string());
+        }
+    }
+    found
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            out.extend(walk(&path));
+        } else if path.is_file() {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The gateway calls recorded on task `id`.
+fn gateway_calls(server: &Server, id: &str) -> Vec<Value> {
+    history(server, AGENT, id)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["data"].get("gateway_call").cloned())
+        .collect()
+}
+
+#[test]
+fn an_agent_reaches_its_provider_only_through_the_gateway_and_never_sees_the_key() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = model(&runtime);
+    let server = serve(&model);
+    let script = format!(
+        "env > env.txt; cat /proc/$$/environ > environ.bin; {}; {}; exit 0",
+        chat("GATEWAY-HELLO streamed", true, "streamed.sse"),
+        chat("GATEWAY-HELLO plain", false, "plain.json"),
+    );
+    let id = task_id(&call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": script, "completion": {"policy": "none"}}),
+    ));
+    let done = wait_status_for(
+        &server,
+        AGENT,
+        &id,
+        &["completed"],
+        Duration::from_secs(120),
+    );
+    let dir = Path::new(done["workdir"].as_str().unwrap()).to_owned();
+
+    // The answers came through: the provider accepted the key only Handoff holds.
+    let streamed = std::fs::read_to_string(dir.join("streamed.sse")).unwrap();
+    assert!(streamed.contains("data: "), "{streamed}");
+    let text: String = streamed
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, "hello through the gateway");
+    let plain: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plain.json")).unwrap()).unwrap();
+    assert_eq!(
+        plain["choices"][0]["message"]["content"],
+        "hello through the gateway"
+    );
+
+    // The agent saw its task token, never the key: not in its environment, not in any file.
+    let env = std::fs::read_to_string(dir.join("env.txt")).unwrap();
+    let token = env
+        .lines()
+        .find_map(|l| l.strip_prefix("OPENAI_API_KEY="))
+        .expect("the agent gets a key")
+        .to_owned();
+    assert!(token.starts_with("hmt1_"), "{token}");
+    assert!(
+        env.lines()
+            .any(|l| l.starts_with("OPENAI_BASE_URL=http://127.0.0.1:"))
+    );
+    assert!(
+        env.lines()
+            .any(|l| l == format!("ANTHROPIC_API_KEY={token}"))
+    );
+    assert!(
+        !env.contains("UPSTREAM_KEY"),
+        "the key's variable is kept from the task"
+    );
+    assert_eq!(files_holding(&dir, REAL_KEY), Vec::<String>::new());
+
+    // Each call counted on the task, with the provider's usage, the model and the cost.
+    let calls = gateway_calls(&server, &id);
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    for c in &calls {
+        assert_eq!(c["status"], 200, "{c}");
+        assert_eq!(c["usage_reported"], true, "{c}");
+        assert!(c["input_tokens"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["output_tokens"].as_u64().unwrap() > 0, "{c}");
+        assert_eq!(c["model"], "mock-model", "{c}");
+        assert!(c["cost_usd"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    assert_eq!(
+        metric(
+            &server,
+            r#"handoff_gateway_calls_total{wire="openai_chat",status="2xx"}"#
+        ),
+        2.0
+    );
+
+    // The run is over: its token is dead. A task token opens nothing but the gateway.
+    let gateway = server
+        .url
+        .replace("/mcp", "/gateway/openai/v1/chat/completions");
+    let (status, body) = post(&runtime, &gateway, &token);
+    assert_eq!(status, 401, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("ended"),
+        "{body}"
+    );
+    let (status, body) = post(&runtime, &gateway, "hmt1_task_forged.1.00");
+    assert_eq!(status, 401, "{body}");
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+#[test]
+fn the_call_that_would_pass_the_budget_is_refused_and_the_task_stops() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = model(&runtime);
+    let server = serve(&model);
+    // About 600 input tokens a call (the scripted model counts 4 characters a token).
+    let big = format!("budget {}", "x".repeat(2_400));
+    let script = format!(
+        "{}; {}; sleep 60; exit 0",
+        chat(&big, false, "first.json"),
+        chat(&big, false, "second.json"),
+    );
+    let id = task_id(&call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({
+            "task_description": script,
+            "completion": {"policy": "none", "budget": {"tokens": 1000}}
+        }),
+    ));
+    let done = wait_status_for(&server, AGENT, &id, &["failed"], Duration::from_secs(120));
+    assert!(
+        done["error"].as_str().unwrap().contains("budget_exhausted"),
+        "{done}"
+    );
+    // The refusal the agent got (its answer came before the stop, though the stop may cut
+    // `curl` off before it wrote it).
+    let dir = Path::new(done["workdir"].as_str().unwrap()).to_owned();
+    if let Ok(second) = std::fs::read_to_string(dir.join("second.json"))
+        && !second.is_empty()
+    {
+        let second: Value = serde_json::from_str(&second).unwrap();
+        assert_eq!(second["error"]["code"], "budget_exhausted", "{second}");
+        assert!(
+            second["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("1000 tokens")
+        );
+    }
+    let said = history(&server, AGENT, &id)["events"].to_string();
+    assert!(
+        said.contains("budget exhausted at the model gateway: 1000 tokens"),
+        "{said}"
+    );
+    let calls = gateway_calls(&server, &id);
+    assert_eq!(
+        calls.len(),
+        1,
+        "only the first call reached the provider: {calls:#?}"
+    );
+    let status = ok(&call(
+        &server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": id}),
+    ))
+    .clone();
+    assert!(
+        status["error"]
+            .as_str()
+            .unwrap()
+            .contains("budget_exhausted")
+    );
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+/// Posts a small chat request with `token`; the status and the JSON answer.
+fn post(runtime: &tokio::runtime::Runtime, url: &str, token: &str) -> (u16, Value) {
+    runtime.block_on(async {
+        let answer = reqwest::Client::new()
+            .post(url)
+            .bearer_auth(token)
+            .json(&json!({"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        (status, answer.json().await.unwrap_or(Value::Null))
+    })
+}
