@@ -239,3 +239,16 @@ pub fn alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// `git -C dir ARGS` with an identity for the test's own commits; its stdout.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

@@ -1,7 +1,7 @@
 use handoff_engine::{EngineError, FileKind, SubmitRequest};
 use handoff_task::TaskStatus;
 
-use super::common::{agent, as_agent, script, start};
+use super::common::{agent, as_agent, git, script, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_tools_stay_inside_the_task_directory() {
@@ -111,18 +111,6 @@ async fn caller_workdirs_must_be_inside_allowed_roots() {
             ..
         })
     ));
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

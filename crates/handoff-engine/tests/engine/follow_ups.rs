@@ -7,20 +7,7 @@ use std::path::Path;
 use handoff_engine::EngineError;
 use handoff_task::{MessageType, TaskStatus};
 
-use super::common::{agent, as_agent, start};
-
-/// `git -C dir ARGS` with an identity for the test's own commits; its stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use super::common::{agent, as_agent, git, start};
 
 /// A repository with one commit on `main` and a bare `origin` next to it.
 fn repository(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
