@@ -204,7 +204,7 @@ fn b_is_kept_apart(
     b: &str,
     a_task: &str,
 ) {
-    let messages = letta.send(
+    let messages = letta.send_connected(
         b,
         &format!("NETNS-B-IMPERSONATE: {a} is the other agent; submit as it"),
     );
@@ -220,9 +220,11 @@ fn b_is_kept_apart(
         !text.contains(a),
         "the refusal does not echo the id it was given: {text}"
     );
+    // The last such turn: an earlier one may have been Letta's own failure to connect.
     let refused = model
         .requests()
         .into_iter()
+        .rev()
         .find(|r| r.scenario.as_deref() == Some("NETNS-B-IMPERSONATE") && r.turn == 1)
         .expect("B's model saw the refusal");
     assert!(refused.body.to_string().contains("agent_id"));
@@ -362,8 +364,8 @@ fn list_tasks(server: &Server, agent: &str) -> Vec<String> {
 }
 
 /// B's LLM submits a task of its own; B's tasks then. Letta's MCP client gives up on a
-/// connection it does not get within 30 s (its own timeout; on a loaded machine it once never
-/// sent the request to Handoff): that turn, and only that failure, is asked again once.
+/// connection it does not get within 30 s (see [`Letta::send_connected`]): that turn, and only
+/// when it made no task, is asked again once.
 fn b_runs_a_task_of_its_own(letta: &Letta, server: &Server, b: &str) -> Vec<String> {
     for attempt in 1..=2 {
         let messages = letta.send(b, "NETNS-B-RUN: a task of my own");
@@ -518,6 +520,26 @@ impl Letta {
         );
         assert_eq!(status, 200, "{reply}");
         reply
+    }
+
+    /// [`Letta::send`] of a turn that cannot make a task, asked again (at most twice more)
+    /// when Letta's own MCP client failed to connect to Handoff: it gives up on a connection it
+    /// does not get within 30 s (its own timeout; on a loaded machine it once never sent the
+    /// request to Handoff). That failure is Letta's, not what the test is about; any other
+    /// answer is returned as it is.
+    fn send_connected(&self, agent: &str, text: &str) -> Value {
+        let mut attempt = 1;
+        loop {
+            let messages = self.send(agent, text);
+            let not_connected = tool_returns(&messages)
+                .iter()
+                .any(|(_, _, text)| text.contains("Failed to connect to MCP server"));
+            if !not_connected || attempt == 3 {
+                return messages;
+            }
+            eprintln!("letta_netns: Letta's MCP client did not connect to Handoff; asking again");
+            attempt += 1;
+        }
     }
 
     /// [`Letta::send`] on a thread; its answer arrives on the receiver.
