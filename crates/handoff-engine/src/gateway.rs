@@ -91,8 +91,9 @@ impl Engine {
     }
 
     /// The task whose current run `token` was made for, if it may call a model now: `expect`
-    /// is what the call is expected to take on top of what the task spent (its `max_tokens`);
-    /// the call that would pass the budget stops the run.
+    /// is what the call is expected to take on top of what the task spent (its `max_tokens`).
+    /// A call that would pass the budget is refused; the caller stops the run once the agent
+    /// has that answer ([`Engine::gateway_exhaust`]).
     pub async fn gateway_admit(&self, token: &str, expect: u64) -> Result<Task, GatewayRefusal> {
         let access = self
             .inner
