@@ -7,7 +7,7 @@ use std::path::Path;
 use handoff_engine::EngineError;
 use handoff_task::{MessageType, TaskStatus};
 
-use super::common::{agent, as_agent, git, start};
+use super::common::{PATIENCE, agent, as_agent, git, start, wait_until};
 
 /// A repository with one commit on `main` and a bare `origin` next to it.
 fn repository(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -166,14 +166,14 @@ async fn nothing_left_to_continue_is_refused_by_name() {
     assert_eq!(done.status, TaskStatus::Completed);
     // The directory goes right after the task is settled.
     let dir = Path::new(&done.workdir);
-    let gone = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
-    while dir.exists() {
-        assert!(
-            tokio::time::Instant::now() < gone,
-            "the task directory stayed"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until("the task directory to go", PATIENCE, async || {
+        if dir.exists() {
+            Err(dir.display().to_string())
+        } else {
+            Ok(())
+        }
+    })
+    .await;
     let refused = h
         .engine
         .message(
