@@ -13,12 +13,13 @@ cd "$(dirname "$0")/.."
 # Module prefixes of the end-to-end suite (crates/handoff/tests/suite/) per tier.
 services=(suite::letta suite::matrix suite::synapse suite::scale_letta)
 scale=(suite::scale suite::postgres suite::pg_cluster)
-# The Claude Code and Codex sessions run in the `scale` tier's process once its own tests are
-# done: that tier ends minutes before `agents`, and these start no OpenCode. Run after the
+# The Claude Code and Codex sessions, and one OpenCode task pair through the model gateway, run
+# in the `scale` tier's process once its own tests are done: that tier ends minutes before
+# `agents`. Run after the
 # several-instance tests, never beside them, they shorten the longest tier without adding a
 # process or load to any test.
 after_scale=(suite::agent_homes suite::executors::claude_code suite::executors::codex
-  suite::completion::claude_code suite::completion::codex)
+  suite::completion::claude_code suite::completion::codex suite::gateway_agents)
 
 # The `crates` tier's two selections: every other package, and the `handoff` package's targets
 # but its end-to-end binary.

@@ -34,10 +34,11 @@ The older TypeScript server's variable names (`MCP_PORT`, `RUNNER_TIMEOUT_MS`, â
 `handoff init [--path P] [--force]` writes a `handoff.toml` listing every setting below at its
 default, commented out, with a provider example (see the README's
 [install section](../README.md#install)). `handoff init --provider URL --model NAME
-[--key-env VAR]` writes the same file with that OpenAI-compatible provider set: OpenCode's
-provider config and model (`main/NAME`), the judge (`evaluator.*`) on the same model, and the key
-variable in `runner.env_allow` when isolation would not pass it otherwise. The key itself is read
-from the variable when Handoff starts and never written to the file.
+[--key-env VAR]` writes the same file with that OpenAI-compatible provider set: the model
+gateway's provider and model (`[models]`: every built-in agent reaches the provider through
+Handoff, see [tasks.md](tasks.md#the-model-gateway)) and the judge (`evaluator.*`) on the same
+model. The key itself is read from the variable when Handoff starts, by Handoff only, and never
+written to the file nor given to a task.
 
 Value forms: lists are TOML arrays in the file and comma-separated in the environment; settings
 described as JSON are JSON text in the environment and a TOML array of tables (or the same JSON

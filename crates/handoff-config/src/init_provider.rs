@@ -1,12 +1,7 @@
 //! The model provider `handoff init --provider URL --model NAME [--key-env VAR]` writes into
-//! `handoff.toml`: OpenCode's provider config and model, and the completion judge on the same
-//! endpoint. The same lines, commented out, are the file's worked example.
-
-use handoff_isolation::EnvPolicy;
-use serde_json::json;
-
-/// OpenCode's id for the provider `init` writes: tasks name models `main/<model>`.
-pub const PROVIDER_ID: &str = "main";
+//! `handoff.toml`: the model gateway's provider and model (`[models]`), which every built-in
+//! agent reaches through the gateway, and the completion judge on the same endpoint. The same
+//! lines, commented out, are the file's worked example.
 
 /// An OpenAI-compatible endpoint, a model it serves, and where its key is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,33 +67,21 @@ impl InitProvider {
         }
     }
 
-    /// The model as OpenCode names it: `main/<model>`.
-    pub fn opencode_model(&self) -> String {
-        format!("{PROVIDER_ID}/{}", self.model)
+    /// The model tasks use.
+    pub fn model(&self) -> &str {
+        &self.model
     }
 
-    /// The `[executors.opencode]` lines: the model and an inline provider config.
-    pub(crate) fn opencode_lines(&self) -> Vec<String> {
-        let mut options = json!({"baseURL": self.url});
-        if let Some(name) = &self.key_env {
-            options["apiKey"] = json!(format!("{{env:{name}}}"));
-        }
-        let config = json!({
-            "provider": {PROVIDER_ID: {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Handoff init",
-                "options": options,
-                "models": {self.model.as_str(): {"name": self.model, "tool_call": true}}
-            }},
-            "small_model": self.opencode_model()
-        });
-        let pretty = serde_json::to_string_pretty(&config).unwrap_or_default();
+    /// The `[models]` lines: the provider the gateway forwards to, its model, its key's
+    /// variable. Every built-in agent reaches it through the gateway.
+    pub(crate) fn models_lines(&self) -> Vec<String> {
         let mut lines = vec![
-            format!("model = {}", quoted(&self.opencode_model())),
-            "config = '''".to_owned(),
+            format!("provider_url = {}", quoted(&self.url)),
+            format!("model = {}", quoted(&self.model)),
         ];
-        lines.extend(pretty.lines().map(str::to_owned));
-        lines.push("'''".to_owned());
+        if let Some(name) = &self.key_env {
+            lines.push(format!("provider_key_env = {}", quoted(name)));
+        }
         lines
     }
 
@@ -114,13 +97,6 @@ impl InitProvider {
         }
         lines
     }
-
-    /// The variable to add to `runner.env_allow`: a key variable an isolated executor would not
-    /// otherwise be given.
-    pub(crate) fn env_allow(&self) -> Option<&str> {
-        let name = self.key_env.as_deref()?;
-        (!EnvPolicy::default().allows(name.as_ref())).then_some(name)
-    }
 }
 
 /// No character that would need escaping in the file: the provider config sits in a TOML
@@ -131,7 +107,7 @@ fn plain(text: &str) -> bool {
         .any(|c| c.is_control() || c.is_whitespace() || matches!(c, '\'' | '"' | '\\'))
 }
 
-/// A variable name, and one that reaches an executor (Handoff's and Letta's never do).
+/// A variable name, and not one of Handoff's or Letta's own.
 fn check_key_env(name: &str) -> Result<(), InitProviderError> {
     let mut chars = name.chars();
     let first_ok = chars
@@ -144,7 +120,7 @@ fn check_key_env(name: &str) -> Result<(), InitProviderError> {
     }
     if name.starts_with("HANDOFF_") || name.starts_with("LETTA_") {
         return Err(InitProviderError::KeyEnv(
-            "HANDOFF_* and LETTA_* variables never reach an executor; name another variable",
+            "HANDOFF_* and LETTA_* variables are Handoff's and Letta's own; name another variable",
         ));
     }
     Ok(())
@@ -190,26 +166,15 @@ mod tests {
     fn the_lines_carry_the_values() {
         let provider =
             InitProvider::new("http://127.0.0.1:8080/v1/", "qwen3:8b", Some("MY_KEY")).unwrap();
-        let opencode = provider.opencode_lines().join("\n");
-        assert!(
-            opencode.contains(r#""baseURL": "http://127.0.0.1:8080/v1""#),
-            "{opencode}"
-        );
-        assert!(
-            opencode.contains(r#""apiKey": "{env:MY_KEY}""#),
-            "{opencode}"
-        );
-        assert!(
-            opencode.starts_with(r#"model = "main/qwen3:8b""#),
-            "{opencode}"
+        let models = provider.models_lines().join("\n");
+        assert_eq!(
+            models,
+            "provider_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"qwen3:8b\"\nprovider_key_env = \"MY_KEY\""
         );
         let judge = provider.evaluator_lines().join("\n");
         assert!(judge.contains(r#"api_key_env = "MY_KEY""#), "{judge}");
-        assert_eq!(provider.env_allow(), Some("MY_KEY"));
-        let openai = InitProvider::new("https://api.example.com/v1", "m", Some("OPENAI_API_KEY"));
-        assert_eq!(openai.unwrap().env_allow(), None, "OPENAI_* passes already");
         let keyless = InitProvider::new("http://h/v1", "m", None).unwrap();
-        assert!(!keyless.opencode_lines().join("\n").contains("apiKey"));
+        assert!(!keyless.models_lines().join("\n").contains("key"));
         assert!(!keyless.evaluator_lines().join("\n").contains("api_key_env"));
     }
 }

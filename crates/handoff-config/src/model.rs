@@ -461,6 +461,10 @@ pub struct ModelsConfig {
     pub provider_key: Option<Secret>,
     /// The environment variable the key is read from (kept from every task).
     pub provider_key_env: String,
+    /// The model the built-in agents use through the gateway.
+    pub model: Option<String>,
+    /// Executors kept off the gateway (their own provider settings).
+    pub direct: Vec<String>,
     /// USD per million input tokens.
     pub price_input_per_mtok: f64,
     /// USD per million output tokens.
@@ -471,6 +475,11 @@ impl ModelsConfig {
     /// The provider's URL when the gateway serves tasks.
     pub fn gateway_upstream(&self) -> Option<&str> {
         self.provider_url.as_deref().filter(|_| self.gateway)
+    }
+
+    /// Whether tasks of `executor` reach their model through the gateway.
+    pub fn serves(&self, executor: &str) -> bool {
+        self.gateway_upstream().is_some() && !self.direct.iter().any(|d| d == executor)
     }
 
     /// What `input` and `output` tokens cost, in US dollars.

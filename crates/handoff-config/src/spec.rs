@@ -181,6 +181,8 @@ settings! {
     "models.provider_wire" [env("HANDOFF_MODELS_PROVIDER_WIRE")]: "the provider's wire: openai (Chat Completions and Responses) or anthropic (Messages)";
     "models.provider_key_env" [env("HANDOFF_MODELS_PROVIDER_KEY_ENV")]: "the environment variable holding the provider's key (default OPENAI_API_KEY, or ANTHROPIC_API_KEY for anthropic); only the gateway reads it, no task is given it";
     "models.gateway" [env("HANDOFF_MODELS_GATEWAY")]: "with a provider set, give tasks the gateway's URL and a token of their own instead of the key, count every call's tokens and enforce the task's token and cost budget there (false: agents use their own provider settings)";
+    "models.model" [env("HANDOFF_MODELS_MODEL")]: "the provider's model the built-in agents use through the gateway (OpenCode names it handoff/<model>); unset: each agent's own model setting";
+    "models.direct" [env("HANDOFF_MODELS_DIRECT")]: "executors (comma-separated names) kept off the gateway: they use their own provider settings and key, and their calls are neither counted nor capped by Handoff";
     "models.price_input_per_mtok" [env("HANDOFF_MODELS_PRICE_INPUT")]: "USD per million input tokens of calls through the gateway (unset: no cost, tokens are still counted)";
     "models.price_output_per_mtok" [env("HANDOFF_MODELS_PRICE_OUTPUT")]: "USD per million output tokens of calls through the gateway";
     "evaluator.provider" [env("HANDOFF_EVALUATOR_PROVIDER")]: "the judge's API: anthropic, openai, openai_responses, gemini, openai_compatible (xai, local servers); unset: no judge";

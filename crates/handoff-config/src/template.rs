@@ -43,15 +43,15 @@ struct Example {
 fn examples(provider: &InitProvider) -> [Example; 2] {
     [
         Example {
-            table: "executors.opencode",
-            title: "OpenCode on an OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, LM Studio \
-                    or a hosted /v1 API). OpenCode reads the key from the variable named in \
-                    {env:...} in Handoff's environment; the `process` and `sandbox` isolation \
-                    levels pass only allow-listed variables to it, OPENAI_* among them (others: \
-                    runner.env_allow). Without a provider OpenCode falls back to its own hosted \
-                    default model. `handoff init --provider URL --model NAME [--key-env VAR]` \
-                    writes these lines for you.",
-            lines: provider.opencode_lines(),
+            table: "models",
+            title: "a model provider for every task, through Handoff's model gateway: an \
+                    OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, LM Studio or a hosted \
+                    /v1 API) and its model. Only Handoff reads the key (from the variable \
+                    provider_key_env names); each task's agent gets the gateway's URL and a token \
+                    of its own, and every call is counted and capped per task. Without a \
+                    provider OpenCode falls back to its own settings. `handoff init --provider \
+                    URL --model NAME [--key-env VAR]` writes these lines for you.",
+            lines: provider.models_lines(),
         },
         Example {
             table: "evaluator",
@@ -68,8 +68,7 @@ pub fn init_toml() -> String {
     render(None)
 }
 
-/// The commented `handoff.toml` with `provider` set: its examples are written as settings, and
-/// its key variable is allowed through to isolated executors.
+/// The commented `handoff.toml` with `provider` set: its examples are written as settings.
 pub fn init_toml_with_provider(provider: &InitProvider) -> String {
     render(Some(provider))
 }
@@ -78,7 +77,6 @@ fn render(provider: Option<&InitProvider>) -> String {
     let defaults = defaults();
     let example = InitProvider::example();
     let examples = examples(provider.unwrap_or(&example));
-    let allow = provider.and_then(InitProvider::env_allow);
     let mut out = String::from(HEADER);
     for section in sections() {
         out.push('\n');
@@ -88,16 +86,9 @@ fn render(provider: Option<&InitProvider>) -> String {
         }
         for spec in &section.settings {
             let (_, name) = split_key(spec.key);
-            let line = match allow {
-                Some(variable) if spec.key == "runner.env_allow" => {
-                    format!("{name} = {}", toml_list(variable))
-                }
-                _ => {
-                    let default = defaults.get(spec.key).map_or(UNSET, String::as_str);
-                    let value = toml_literal(default).unwrap_or_else(|| UNSET.to_owned());
-                    format!("# {name} = {value}")
-                }
-            };
+            let default = defaults.get(spec.key).map_or(UNSET, String::as_str);
+            let value = toml_literal(default).unwrap_or_else(|| UNSET.to_owned());
+            let line = format!("# {name} = {value}");
             setting(&mut out, spec, &line);
         }
         for example in examples.iter().filter(|e| e.table == section.table) {
@@ -129,10 +120,6 @@ fn write_example(out: &mut String, example: &Example, given: bool) {
         let _ = writeln!(out, "# {line}");
     }
     let _ = writeln!(out, "{EXAMPLE_END}");
-}
-
-fn toml_list(item: &str) -> String {
-    toml::Value::Array(vec![toml::Value::String(item.to_owned())]).to_string()
 }
 
 /// A setting's description and environment names, then its line.
@@ -295,11 +282,9 @@ mod tests {
     #[test]
     fn the_provider_examples_resolve() {
         let config = load(&with_examples(&init_toml())).unwrap();
-        let opencode = &config.executors.opencode;
-        assert_eq!(opencode.model.as_deref(), Some("main/qwen2.5-coder:14b"));
-        let json: serde_json::Value =
-            serde_json::from_str(opencode.config_json.as_deref().unwrap()).unwrap();
-        assert_eq!(json["provider"]["main"]["npm"], "@ai-sdk/openai-compatible");
+        let models = &config.models;
+        assert_eq!(models.gateway_upstream(), Some("http://127.0.0.1:11434/v1"));
+        assert_eq!(models.model.as_deref(), Some("qwen2.5-coder:14b"));
         assert_eq!(config.evaluator.model.as_deref(), Some("qwen2.5-coder:14b"));
         assert_eq!(
             config.evaluator.base_url.as_deref(),
@@ -320,13 +305,12 @@ mod tests {
         let block = format!("\n{EXAMPLE_BEGIN} uncomment");
         assert!(!text.contains(&block), "nothing left to uncomment");
         let config = load(&text).unwrap();
-        let opencode = &config.executors.opencode;
-        assert_eq!(opencode.model.as_deref(), Some("main/coder:7b"));
-        let json: serde_json::Value =
-            serde_json::from_str(opencode.config_json.as_deref().unwrap()).unwrap();
-        let options = &json["provider"]["main"]["options"];
-        assert_eq!(options["baseURL"], "http://127.0.0.1:9/v1");
-        assert_eq!(options["apiKey"], "{env:MY_PROVIDER_KEY}");
+        assert_eq!(
+            config.models.gateway_upstream(),
+            Some("http://127.0.0.1:9/v1")
+        );
+        assert_eq!(config.models.model.as_deref(), Some("coder:7b"));
+        assert_eq!(config.models.provider_key_env, "MY_PROVIDER_KEY");
         assert_eq!(
             config.evaluator.base_url.as_deref(),
             Some("http://127.0.0.1:9/v1")
@@ -335,7 +319,10 @@ mod tests {
             config.evaluator.api_key_env.as_deref(),
             Some("MY_PROVIDER_KEY")
         );
-        assert_eq!(config.runner.env_allow, ["MY_PROVIDER_KEY"]);
+        assert!(
+            config.runner.env_allow.is_empty(),
+            "no task is given the key"
+        );
         let from_file: std::collections::BTreeSet<&str> = config
             .effective
             .iter()
@@ -345,13 +332,13 @@ mod tests {
         assert_eq!(
             from_file,
             std::collections::BTreeSet::from([
-                "executors.opencode.model",
-                "executors.opencode.config",
+                "models.provider_url",
+                "models.model",
+                "models.provider_key_env",
                 "evaluator.provider",
                 "evaluator.model",
                 "evaluator.api_key_env",
                 "evaluator.base_url",
-                "runner.env_allow"
             ])
         );
     }

@@ -9,19 +9,20 @@
 //! key (set once the server listens) and each task's running total, rebuilt from the events the
 //! first time a task calls after a start.
 
+use std::sync::Arc;
+
 use handoff_config::model_token_owner;
 use handoff_protocol::TaskCommand;
+use handoff_runner::AgentEnv;
 use handoff_task::{EventKind, NewEvent, Task, TaskId};
 use serde_json::json;
 
 use crate::{
     Engine,
+    gateway_slots::SlotEnv,
     gateway_state::{GatewayAccess, Spent},
     plan::CompletionPlan,
 };
-
-/// Events read to count what a task spent before this process saw it.
-const EVENT_WINDOW: u32 = 5000;
 
 /// One model call as the gateway saw it.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,20 +75,34 @@ pub(crate) fn run_env(
     task: &Task,
 ) -> (Vec<(String, String)>, Vec<String>) {
     let models = &inner.config.models;
-    if models.gateway_upstream().is_none() {
+    if !models.serves(&task.executor) {
         return (Vec::new(), Vec::new());
     }
     let env = inner.gateway.env_for(&task.id, task.fence);
     if env.is_empty() {
         return (env, Vec::new());
     }
-    (env, vec![models.provider_key_env.clone()])
+    let hidden = crate::gateway_slots::hidden_key(&models.provider_key_env, &env);
+    (env, hidden)
 }
 
 impl Engine {
     /// Opens the gateway to the runs that start from now on (once; later calls are ignored).
     pub fn open_gateway(&self, access: GatewayAccess) {
         self.inner.gateway.open(access);
+    }
+
+    /// What agents `executor` starts ahead of their tasks get to reach the model through the
+    /// gateway; `None` when the gateway does not serve that executor or is not open yet.
+    pub fn agent_env(&self, executor: &str) -> Option<Arc<dyn AgentEnv>> {
+        let models = &self.inner.config.models;
+        if !models.serves(executor) || self.inner.gateway.access().is_none() {
+            return None;
+        }
+        Some(Arc::new(SlotEnv {
+            gateway: Arc::clone(&self.inner.gateway),
+            key_env: models.provider_key_env.clone(),
+        }))
     }
 
     /// The task whose current run `token` was made for, if it may call a model now: `expect`
@@ -103,6 +118,8 @@ impl Engine {
         let (id, fence) =
             model_token_owner(&access.key, token).ok_or(GatewayRefusal::Unauthorized)?;
         let id = TaskId::parse(&id).map_err(|_| GatewayRefusal::Unauthorized)?;
+        // A pooled agent's token names its slot; the run that claimed it says whose it is.
+        let (id, fence) = self.inner.slots.bound(&id).unwrap_or((id, fence));
         let task = self
             .inner
             .store
@@ -142,7 +159,13 @@ impl Engine {
             .config
             .models
             .cost(call.input_tokens, call.output_tokens);
-        self.inner.gateway.add(&task.id, tokens, cost);
+        let spent = Spent::call(
+            call.input_tokens,
+            call.output_tokens,
+            call.cached_tokens,
+            cost,
+        );
+        self.inner.gateway.add(&task.id, task.fence, &spent);
         let model = call.model.clone().unwrap_or_else(|| "?".to_owned());
         let message = format!(
             "model call {model}: {} in ({} cached) / {} out tokens, {} ms, HTTP {}",
@@ -171,25 +194,9 @@ impl Engine {
 
     /// What `task` spent through the gateway: the running total, or counted from its events.
     async fn spent(&self, task: &Task) -> Result<Spent, GatewayRefusal> {
-        if let Some(spent) = self.inner.gateway.spent(&task.id) {
-            return Ok(spent);
-        }
-        let events = self
-            .inner
-            .store
-            .recent_events(&task.id, EVENT_WINDOW)
+        self.gateway_total(task)
             .await
-            .map_err(|e| GatewayRefusal::Unavailable(e.to_string()))?;
-        let mut spent = Spent::default();
-        for call in events.iter().filter_map(|e| e.data.get("gateway_call")) {
-            let tokens = call["input_tokens"].as_u64().unwrap_or(0)
-                + call["output_tokens"].as_u64().unwrap_or(0);
-            spent.tokens += tokens;
-            spent.cost_usd += call["cost_usd"].as_f64().unwrap_or(0.0);
-            spent.last_call = tokens;
-        }
-        self.inner.gateway.keep(&task.id, spent);
-        Ok(spent)
+            .map_err(|e| GatewayRefusal::Unavailable(e.to_string()))
     }
 
     /// Stops `task`'s run because its budget is spent, saying so on the task: called once the

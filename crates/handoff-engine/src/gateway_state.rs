@@ -39,6 +39,45 @@ pub(crate) struct Spent {
     pub cost_usd: f64,
     /// The tokens of the last call: what the next one is expected to take.
     pub last_call: u64,
+    /// Calls counted.
+    pub calls: u64,
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens read from the provider's cache.
+    pub cached_tokens: u64,
+    /// The task's claim (fence) the total was counted for: after another claim the task may
+    /// have called through another instance, so a total of an earlier one is counted again.
+    pub fence: i64,
+}
+
+impl Spent {
+    /// One call's spending: `input` tokens (`cached` of them from the cache), `output` tokens
+    /// and `cost_usd`.
+    pub(crate) fn call(input: u64, output: u64, cached: u64, cost_usd: f64) -> Self {
+        Self {
+            tokens: input.saturating_add(output),
+            cost_usd,
+            last_call: input.saturating_add(output),
+            calls: 1,
+            input_tokens: input,
+            output_tokens: output,
+            cached_tokens: cached,
+            fence: 0,
+        }
+    }
+
+    /// Adds `call` (one call's [`Spent::call`]) to the total; it becomes the last call.
+    pub(crate) fn add(&mut self, call: &Spent) {
+        self.tokens = self.tokens.saturating_add(call.tokens);
+        self.cost_usd += call.cost_usd;
+        self.last_call = call.tokens;
+        self.calls = self.calls.saturating_add(call.calls);
+        self.input_tokens = self.input_tokens.saturating_add(call.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(call.output_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(call.cached_tokens);
+    }
 }
 
 impl GatewayState {
@@ -80,24 +119,30 @@ impl GatewayState {
         self.ledger.lock().ok()?.get(task).copied()
     }
 
-    /// Keeps `spent` as `task`'s running total.
-    pub(crate) fn keep(&self, task: &TaskId, spent: Spent) {
-        if let Ok(mut ledger) = self.ledger.lock() {
-            if ledger.len() >= MAX_LEDGER {
-                ledger.clear();
-            }
-            ledger.insert(task.clone(), spent);
+    /// Keeps `spent` as `task`'s running total and returns the total kept: one already kept
+    /// for the same claim stays, since calls added to it while `spent` was counted may be
+    /// missing from `spent`.
+    pub(crate) fn keep(&self, task: &TaskId, spent: Spent) -> Spent {
+        let Ok(mut ledger) = self.ledger.lock() else {
+            return spent;
+        };
+        if let Some(kept) = ledger.get(task).filter(|k| k.fence == spent.fence) {
+            return *kept;
         }
+        if ledger.len() >= MAX_LEDGER {
+            ledger.clear();
+        }
+        ledger.insert(task.clone(), spent);
+        spent
     }
 
-    /// Adds one call to `task`'s running total, when kept.
-    pub(crate) fn add(&self, task: &TaskId, tokens: u64, cost_usd: f64) {
+    /// Adds `call` (one call's [`Spent::call`]) to `task`'s running total of claim `fence`,
+    /// when kept.
+    pub(crate) fn add(&self, task: &TaskId, fence: i64, call: &Spent) {
         if let Ok(mut ledger) = self.ledger.lock()
-            && let Some(spent) = ledger.get_mut(task)
+            && let Some(spent) = ledger.get_mut(task).filter(|s| s.fence == fence)
         {
-            spent.tokens += tokens;
-            spent.cost_usd += cost_usd;
-            spent.last_call = tokens;
+            spent.add(call);
         }
     }
 }

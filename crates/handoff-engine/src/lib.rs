@@ -19,7 +19,8 @@
 //! `recovery` (and `rescuer` above it) → `lifecycle` → `evaluate` → `follow` → `meter` /
 //! `finish`, with `membership` (register, beat, drain, leave) → `fence` (self-fencing) and
 //! `peers` (the other instances) beside them, and `gateway` (who may call a model through the
-//! model gateway, what each call cost; its data in the leaf `gateway_state`); all of them work over `state` (the shared
+//! model gateway, what each call cost; its data in the leaf `gateway_state`, a task's totals
+//! in `gateway_usage`); all of them work over `state` (the shared
 //! handles, the registry of mailboxes, the peers' wake-ups) and `plan`, which only reads the
 //! task and the configuration. `state` sits on `supervisor` and `shared`. A supervisor holds
 //! only `shared` (store, outbox, settings) and its run's plan, never the registry, so no
@@ -43,7 +44,9 @@ mod finish;
 mod follow;
 mod follow_up;
 mod gateway;
+mod gateway_slots;
 mod gateway_state;
+mod gateway_usage;
 mod git_process;
 mod instance;
 mod lease_clock;
@@ -82,6 +85,7 @@ pub use error::EngineError;
 pub use files::{FileChunk, FileEntry, FileKind, FileListing};
 pub use gateway::{GatewayRefusal, ModelCall};
 pub use gateway_state::GatewayAccess;
+pub use handoff_task::ModelUsage;
 pub use metrics::EngineMetrics;
 pub use outbox::{Integration, Missed, TaskSubscription};
 pub use query::{CLOSING_EVENTS, History, Overview, StatusView};

@@ -51,6 +51,8 @@ pub(crate) async fn claim(
     if let Err(e) = inner.record(&task.id, event).await {
         tracing::warn!(task = %task.id, error = %e, "could not record the pooled start");
     }
+    // Its model token was made for its slot: from now on the gateway counts it as this run's.
+    inner.slots.bind(claim.slot(), &task.id, task.fence);
     task.workdir = workdir;
     (task, Some(claim))
 }

@@ -13,7 +13,9 @@ pub(crate) struct EngineState {
     /// Wake-ups from the other instances sharing the store.
     pub peers: Peers,
     /// The model gateway's key, URL and per-task totals.
-    pub gateway: crate::gateway_state::GatewayState,
+    pub gateway: Arc<crate::gateway_state::GatewayState>,
+    /// The tasks pooled agents' model tokens serve.
+    pub slots: crate::gateway_slots::GatewaySlots,
 }
 
 impl EngineState {
@@ -23,7 +25,8 @@ impl EngineState {
             shared: Arc::new(shared),
             supervisors: Supervisors::default(),
             peers: Peers::default(),
-            gateway: crate::gateway_state::GatewayState::default(),
+            gateway: Arc::default(),
+            slots: crate::gateway_slots::GatewaySlots::default(),
         }
     }
 

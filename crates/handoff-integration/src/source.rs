@@ -3,7 +3,7 @@
 //! `get_task_status` shows and never reaches into the engine's internals.
 
 use async_trait::async_trait;
-use handoff_task::{Artifact, EventKind, NewEvent, Task, TaskEvent, TaskId};
+use handoff_task::{Artifact, EventKind, ModelUsage, NewEvent, Task, TaskEvent, TaskId};
 use serde_json::{Value, json};
 
 /// Why the source could not answer.
@@ -37,6 +37,8 @@ pub struct TaskOverview {
     pub pending_input: Vec<PendingRequest>,
     /// The completion evaluator's conclusion, when it ran.
     pub completion: Option<Value>,
+    /// What its model calls through the gateway took so far (none: it made none).
+    pub model_usage: Option<ModelUsage>,
     /// When this look was taken (Unix ms).
     pub at: i64,
 }

@@ -53,6 +53,7 @@ impl TaskSource for StoreSource {
             artifacts: Vec::new(),
             pending_input: Vec::new(),
             completion: None,
+            model_usage: None,
             at: unix_millis_now(),
             task,
         }))
@@ -208,6 +209,7 @@ async fn per_event(url: &str, agent: &AgentId, n: u64) -> (u64, u64, Option<Dura
         artifacts: Vec::new(),
         pending_input: Vec::new(),
         completion: None,
+        model_usage: None,
         at: unix_millis_now(),
     };
     let send = n <= SEND_UP_TO;

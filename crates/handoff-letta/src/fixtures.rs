@@ -58,6 +58,7 @@ pub(crate) fn snapshot(status: TaskStatus, description: &str, n: u64) -> TaskOve
         }],
         pending_input: Vec::new(),
         completion: None,
+        model_usage: None,
         at: 1_700_000_013_500,
     }
 }

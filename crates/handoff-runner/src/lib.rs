@@ -19,6 +19,7 @@
 //! keeper process that freezes the server's runs once the server stops renewing its deadline.
 
 mod acp;
+mod agent_env;
 mod agent_home;
 mod agent_process;
 mod agent_stderr;
@@ -45,6 +46,7 @@ pub use acp::{
     AcpConfig, AcpExecutor, AgentIdentity as AcpAgentIdentity, Claim, PoolSettings,
     probe as probe_acp_agent,
 };
+pub use agent_env::AgentEnv;
 pub use agent_home::AgentHomes;
 pub use checks::{CheckRun, CheckRunner};
 pub use claude::{ClaudeConfig, ClaudeExecutor, NAME as CLAUDE};

@@ -68,10 +68,25 @@ async fn health() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-async fn models(State(state): State<AppState>, method: Method, uri: Uri) -> Json<Value> {
+async fn models(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: axum::http::HeaderMap,
+) -> Response {
     state
         .log
         .record(plain_entry(&method, &uri, Api::Models, Value::Null));
+    // A provider lists its models only to a caller with its key, as it answers only them.
+    if let Some(wanted) = &state.script.api_key
+        && presented_key(&headers) != Some(wanted.as_str())
+    {
+        return error_response::<OpenAiChat>(&ErrorReply {
+            status: 401,
+            kind: "authentication_error".into(),
+            message: "incorrect API key provided".into(),
+        });
+    }
     // Both OpenAI's and Anthropic's field names, so either kind of client can read it.
     let data: Vec<Value> = state
         .script
@@ -96,6 +111,7 @@ async fn models(State(state): State<AppState>, method: Method, uri: Uri) -> Json
         "first_id": state.script.models.first(),
         "last_id": state.script.models.last(),
     }))
+    .into_response()
 }
 
 async fn completion<W: Wire>(

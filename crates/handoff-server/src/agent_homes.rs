@@ -12,15 +12,20 @@ use handoff_runner::AgentHomes;
 /// everything it writes in a home of its own: its database (every session it ran), logs and
 /// cache. So no task's shell reads another task's conversation, and nothing one task plants
 /// (a provider package in the cache) is loaded by another's agent. Copied in: the user's
-/// provider credentials (`opencode auth login`) and OpenCode's cache (what the user's own
-/// OpenCode downloaded; a run's own downloads go with its home).
+/// provider credentials (`opencode auth login`; not when the model gateway serves the
+/// executor) and OpenCode's cache (what the user's own OpenCode downloaded; a run's own
+/// downloads go with its home).
 pub(crate) fn opencode_homes(config: &Config, executor: &str) -> AgentHomes {
-    let credentials = xdg_dir("XDG_DATA_HOME", ".local/share").map(|data| {
-        (
-            data.join("opencode/auth.json"),
-            PathBuf::from("data/opencode/auth.json"),
-        )
-    });
+    // Through the gateway an agent needs no credential of the user's: none is copied in.
+    let served = config.models.serves(executor);
+    let credentials = xdg_dir("XDG_DATA_HOME", ".local/share")
+        .filter(|_| !served)
+        .map(|data| {
+            (
+                data.join("opencode/auth.json"),
+                PathBuf::from("data/opencode/auth.json"),
+            )
+        });
     let cache = xdg_dir("XDG_CACHE_HOME", ".cache")
         .map(|cache| (cache.join("opencode"), PathBuf::from("cache/opencode")));
     AgentHomes {

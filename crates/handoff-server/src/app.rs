@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use handoff_config::Config;
 use handoff_engine::{Engine, EngineError, EngineMetrics};
 use handoff_policy::{hooks::HookRunner, output::SpillDir};
-use handoff_runner::{AcpExecutor, ExecutorRegistry, OpenCodeExecutor, RunnerError};
+use handoff_runner::{AcpExecutor, Executor as _, ExecutorRegistry, OpenCodeExecutor, RunnerError};
 use handoff_store::StoreError;
 use handoff_tools::{
     Pipeline, RegistryError, ToolRegistry,
@@ -77,6 +77,8 @@ pub struct App {
     acp: Vec<Arc<AcpExecutor>>,
     /// Their pools' gauges.
     pub(crate) pool_metrics: PoolMetrics,
+    /// Whether the pools were started once the gateway listened.
+    pools_started: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl App {
@@ -168,6 +170,7 @@ impl App {
             opencode,
             acp,
             pool_metrics,
+            pools_started: Arc::default(),
         };
         tokio::spawn(refresh_counts(app.clone()));
         watch_store(&app, prober, store_faults, store_ok);
@@ -193,6 +196,21 @@ impl App {
             default_agent,
             self.config.server.default_agent.clone(),
         )
+    }
+
+    /// Starts the ACP executors' pools where the gateway delayed them (it serves their agents
+    /// and now listens, or never will in this process); once.
+    pub(crate) fn start_pools(&self) {
+        if self.config.models.gateway_upstream().is_none()
+            || self
+                .pools_started
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        for executor in &self.acp {
+            executor.start_pool(self.engine.agent_env(executor.name()));
+        }
     }
 
     /// Stops the engine (runs end or re-queue) and then the executors' own servers.
@@ -360,8 +378,11 @@ async fn start_executors(
         notes,
     } = &built;
     report_executors(config, executors, notes, status);
-    for executor in acp {
-        executor.start_pool();
+    // With a gateway, pooled agents start once it listens: each is given its URL.
+    if config.models.gateway_upstream().is_none() {
+        for executor in acp {
+            executor.start_pool(None);
+        }
     }
     if let Some(opencode) = &opencode {
         // Whichever executor tasks default to: a server a killed Handoff left behind must

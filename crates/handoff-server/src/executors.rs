@@ -170,11 +170,12 @@ fn opencode_executors(
                 registry.register(executor.clone());
                 acp.push(executor);
                 // The same program and settings, one `opencode run` per task.
+                let (cli_env, model) = opencode_cli_env(config, env);
                 registry.register(Arc::new(OpenCodeCliExecutor::new(OpenCodeCliConfig {
                     binary: binary.clone(),
-                    model: config.executors.opencode.model.clone(),
+                    model,
                     attach: None,
-                    env: env.clone(),
+                    env: cli_env,
                     isolation: confine(config.executors.opencode.isolation),
                     homes: Some(opencode_homes(config, handoff_runner::OPENCODE_CLI)),
                 })?));
@@ -233,7 +234,8 @@ pub(crate) fn opencode_acp_config(
         .filter(serde_json::Value::is_object)
         .unwrap_or_else(|| serde_json::json!({}));
     inline["permission"] = serde_json::json!({ "*": "ask" });
-    if let Some(model) = &settings.model {
+    let (mut inline, model) = crate::opencode_gateway::with_gateway(config, OPENCODE_ACP, inline);
+    if let Some(model) = &model {
         inline["model"] = serde_json::json!(model);
     }
     env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), inline.to_string()));
@@ -246,6 +248,34 @@ pub(crate) fn opencode_acp_config(
         homes: Some(opencode_homes(config, OPENCODE_ACP)),
         mcp_servers: Vec::new(),
     }
+}
+
+/// `opencode run`'s environment and model: the managed server's, with the gateway's provider
+/// in its inline config when the gateway serves it.
+fn opencode_cli_env(
+    config: &Config,
+    env: &[(String, String)],
+) -> (Vec<(String, String)>, Option<String>) {
+    let name = handoff_runner::OPENCODE_CLI;
+    if !config.models.serves(name) {
+        return (env.to_vec(), config.executors.opencode.model.clone());
+    }
+    let mut env: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| k != "OPENCODE_CONFIG_CONTENT")
+        .cloned()
+        .collect();
+    let inline = config
+        .executors
+        .opencode
+        .config_json
+        .as_deref()
+        .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}));
+    let (inline, model) = crate::opencode_gateway::with_gateway(config, name, inline);
+    env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), inline.to_string()));
+    (env, model)
 }
 
 /// A pool of `size` agents in the workspace; their warm-up session runs in place unless task

@@ -18,6 +18,7 @@ mod integrations;
 pub mod isolation;
 mod lock;
 mod mcp;
+mod opencode_gateway;
 mod program;
 mod serve;
 mod stdio;

@@ -139,6 +139,7 @@ pub async fn serve_http(
         })?;
     let local_addr = listener.local_addr()?;
     crate::gateway::open(&app.config, &app.engine, local_addr)?;
+    app.start_pools();
     app.status
         .set_component("http", true, format!("MCP at http://{local_addr}/mcp"));
     let limits = crate::conn::Limits::from_config(&app.config.server);
@@ -154,6 +155,8 @@ pub async fn serve_stdio(
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     app.status.set_component("stdio", true, "MCP over stdio");
+    // No listener, so no gateway: pooled agents start with their own provider settings.
+    app.start_pools();
     let handler = app.mcp_handler(agent, &shutdown);
     let transport = crate::stdio::LineTransport::stdio();
     let running = match handler.serve_with_ct(transport, shutdown.clone()).await {

@@ -54,8 +54,8 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
     }
     let what = match &provider {
         Some(provider) => format!(
-            "tasks use {} through OpenCode, the judge the same model",
-            provider.opencode_model()
+            "tasks use {} through Handoff's model gateway, the judge the same model",
+            provider.model()
         ),
         None => "every setting commented out at its default, and a provider example".into(),
     };

@@ -19,6 +19,10 @@ pub(super) fn models(r: &mut Resolver) -> Result<ModelsConfig, ConfigError> {
         wire,
         provider_key,
         provider_key_env: key_env,
+        model: r
+            .optional::<String>("models.model")?
+            .filter(|m| !m.trim().is_empty()),
+        direct: r.get("models.direct", Vec::<String>::new())?,
         price_input_per_mtok: r
             .optional::<f64>("models.price_input_per_mtok")?
             .unwrap_or(0.0),

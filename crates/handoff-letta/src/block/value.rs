@@ -2,7 +2,7 @@
 //! here already; [`super::fit_value`] then prunes until the whole fits the block's limit.
 
 use handoff_integration::TaskOverview;
-use handoff_task::{EventKind, EventLines, TaskStatus};
+use handoff_task::{EventKind, EventLines, ModelUsage, TaskStatus};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -49,6 +49,28 @@ pub struct WorkspaceValue {
     /// The completion evaluator's verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evaluator: Option<Value>,
+    /// What the task's model calls through Handoff's gateway took so far (absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_usage: Option<UsageEntry>,
+}
+
+/// The task's model usage in the block: tokens and cost, the two a budget counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct UsageEntry {
+    /// Input and output tokens.
+    pub tokens: u64,
+    /// US dollars, to the millionth.
+    pub cost_usd: f64,
+}
+
+impl From<&ModelUsage> for UsageEntry {
+    fn from(usage: &ModelUsage) -> Self {
+        Self {
+            tokens: usage.tokens(),
+            // Rounded: a sum of float prices prints with noise digits the block has no room for.
+            cost_usd: (usage.cost_usd * 1e6).round() / 1e6,
+        }
+    }
 }
 
 /// One line of `recent_events`.
@@ -144,6 +166,7 @@ impl WorkspaceValue {
                 })
                 .collect(),
             evaluator: s.completion.as_ref().map(clip_json),
+            model_usage: s.model_usage.as_ref().map(UsageEntry::from),
         };
         value.set_pruned(older);
         value
@@ -294,5 +317,24 @@ mod tests {
             .map(|e| serde_json::to_value(e).unwrap()["kind"].to_string())
             .collect();
         assert_eq!(kinds, ["\"tool\""], "{:?}", value.recent_events);
+    }
+
+    #[test]
+    fn model_usage_carries_tokens_and_cost_when_the_task_called_a_model() {
+        let mut overview = snapshot(TaskStatus::Running, "fix it", 2);
+        let value = serde_json::to_value(WorkspaceValue::from_snapshot(&overview)).unwrap();
+        assert!(value.get("model_usage").is_none(), "{value}");
+        overview.model_usage = Some(ModelUsage {
+            calls: 2,
+            input_tokens: 1_000,
+            output_tokens: 234,
+            cached_tokens: 100,
+            cost_usd: 0.1 + 0.2,
+        });
+        let value = serde_json::to_value(WorkspaceValue::from_snapshot(&overview)).unwrap();
+        assert_eq!(
+            value["model_usage"],
+            json!({"tokens": 1_234, "cost_usd": 0.3})
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! `get_task_status`: where a task stands.
 
-use handoff_task::{AgentId, TaskId};
+use handoff_task::{AgentId, ModelUsage, TaskId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +49,11 @@ pub struct GetTaskStatusOutput {
     /// (`delivered`: pushed and the server's after-push command succeeded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<serde_json::Value>,
+    /// What the task's model calls through Handoff's model gateway took so far: calls, input
+    /// (cached included), output and cached tokens, and their cost in US dollars (absent: it
+    /// made none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_usage: Option<ModelUsage>,
 }
 
 /// A request of the executor waiting for an answer.
@@ -70,4 +75,34 @@ pub struct PendingInputView {
 
 tool_call! {
     GetTaskStatusArgs => names::GET_TASK_STATUS, GetTaskStatusOutput;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn model_usage_is_shown_when_the_task_called_a_model_and_left_out_otherwise() {
+        let wire = json!({
+            "task_id": "task_abcdefghijklmnopqrstuvwxyz", "status": "running", "executor": "e",
+            "description": "d", "priority": 0, "workdir": "/w", "created_at_ms": 1,
+            "metadata": {}, "recent_events": [], "pending_input": []
+        });
+        let mut status: GetTaskStatusOutput = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(status.model_usage, None);
+        assert_eq!(serde_json::to_value(&status).unwrap(), wire);
+
+        let usage = json!({
+            "calls": 2, "input_tokens": 30, "output_tokens": 12, "cached_tokens": 4,
+            "cost_usd": 0.5
+        });
+        status.model_usage = Some(serde_json::from_value(usage.clone()).unwrap());
+        let shown = serde_json::to_value(&status).unwrap();
+        assert_eq!(shown["model_usage"], usage);
+        let read: GetTaskStatusOutput = serde_json::from_value(shown).unwrap();
+        assert_eq!(read, status);
+    }
 }

@@ -115,8 +115,12 @@ impl AcpExecutor {
 
     /// Starts the pool's agents (a no-op without a pool or where the executor cannot run);
     /// needs a Tokio runtime. Empty pool directories of earlier Handoff processes are removed,
-    /// and the agents' homes they left (no run of theirs can continue).
-    pub fn start_pool(&self) {
+    /// and the agents' homes they left (no run of theirs can continue). `env` is what its
+    /// agents get to reach the model (the gateway's URL and a token for each).
+    pub fn start_pool(&self, env: Option<Arc<dyn crate::AgentEnv>>) {
+        if let (Some(pool), Some(env)) = (&self.pool, env) {
+            pool.set_env(env);
+        }
         self.launcher.clear_homes();
         if self.unavailable().is_some() {
             return;

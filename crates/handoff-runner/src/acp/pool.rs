@@ -61,6 +61,8 @@ pub struct PoolSettings {
 /// before it was claimed. Dropping it unused stops the agent.
 pub struct Claim {
     workdir: PathBuf,
+    /// The id the agent was started under (its cgroup, home and model token carry it).
+    slot: TaskId,
     parts: Option<Parts>,
 }
 
@@ -77,6 +79,12 @@ impl Claim {
     /// The directory the agent works in: the task's directory from now on.
     pub fn workdir(&self) -> &Path {
         &self.workdir
+    }
+
+    /// The id the agent was started under: a model token made for it names this id, and the
+    /// run that claims the agent binds it to its task.
+    pub fn slot(&self) -> &TaskId {
+        &self.slot
     }
 
     /// Takes the agent for a run; the claim no longer stops it when dropped.
@@ -134,6 +142,8 @@ pub(crate) struct Pool {
     /// Shared with the executor: first starts of an agent run one at a time.
     warmed: Arc<tokio::sync::Mutex<bool>>,
     ready: Mutex<VecDeque<Claim>>,
+    /// What its agents are given to reach the model, set once before the pool first fills.
+    env: std::sync::OnceLock<Arc<dyn crate::AgentEnv>>,
     starting: AtomicUsize,
     /// Consecutive failed starts; each one doubles the wait before the next (at most 64 s).
     failures: AtomicU32,
@@ -163,6 +173,7 @@ impl Pool {
             scratch,
             warmed,
             ready: Mutex::new(VecDeque::new()),
+            env: std::sync::OnceLock::new(),
             starting: AtomicUsize::new(0),
             failures: AtomicU32::new(0),
             closed: AtomicBool::new(false),
@@ -225,6 +236,11 @@ impl Pool {
                 return None;
             }
         }
+    }
+
+    /// Gives the agents started from now on `env` (once; later calls are ignored).
+    pub fn set_env(&self, env: Arc<dyn crate::AgentEnv>) {
+        let _ = self.env.set(env);
     }
 
     /// Starts agents until as many wait or start as the pool keeps.
@@ -306,15 +322,20 @@ impl Pool {
         tokio::fs::create_dir_all(&workdir)
             .await
             .map_err(|e| format!("could not create {}: {e}", workdir.display()))?;
+        let (env, env_hidden) = self
+            .env
+            .get()
+            .map(|e| e.for_slot(&slot))
+            .unwrap_or_default();
         let spec = RunSpec {
-            task_id: slot,
+            task_id: slot.clone(),
             attempt: 0,
             prompt: protocol::initialize(),
             workdir: workdir.clone(),
             preset_rules: None,
             continuable: false,
-            env: Vec::new(),
-            env_hidden: Vec::new(),
+            env,
+            env_hidden,
         };
         let spawned = match self.launcher.spawn(&spec, None).await {
             Ok(spawned) => spawned,
@@ -325,6 +346,7 @@ impl Pool {
         };
         let mut claim = Claim {
             workdir,
+            slot,
             parts: Some(Parts {
                 init: Value::Null,
                 events: spawned.events,

@@ -40,6 +40,7 @@ pub(crate) fn summary(viewer: &Viewer, status: &GetTaskStatusOutput) -> Markup {
             dt { "Submitted" } dd { (when(task.created_at_ms)) }
             @if let Some(ms) = task.duration_ms { dt { "Run time" } dd { (took(ms)) } }
             @if let Some(position) = status.queue_position { dt { "Queue" } dd { "#" (position) } }
+            @if let Some(usage) = &status.model_usage { dt { "Model usage" } dd #model-usage { (usage.summary()) } }
             @if let Some(error) = &task.error { dt { "Error" } dd.problem { (error) } }
         }
         @if !status.pending_input.is_empty() {
@@ -385,6 +386,25 @@ mod tests {
         assert!(
             running.contains(r#"value="cancel" data-confirm="#),
             "{running}"
+        );
+    }
+
+    #[test]
+    fn the_summary_shows_model_usage_once_the_task_called_a_model() {
+        let mut running = status("running", false);
+        let html = summary(&viewer(), &running).into_string();
+        assert!(!html.contains("Model usage"), "{html}");
+        running.model_usage = Some(
+            serde_json::from_value(json!({
+                "calls": 2, "input_tokens": 1500, "output_tokens": 40, "cached_tokens": 0,
+                "cost_usd": 0.0034
+            }))
+            .unwrap(),
+        );
+        let html = summary(&viewer(), &running).into_string();
+        assert!(
+            html.contains("2 calls, 1,500 in / 40 out tokens, $0.0034"),
+            "{html}"
         );
     }
 

@@ -12,6 +12,7 @@ use tokio::process::Command;
 use crate::program::find_program;
 
 mod acp;
+mod gateway;
 mod model;
 
 /// How long one probe may take.
@@ -60,7 +61,8 @@ impl Check {
 /// The model tasks will use, checked without I/O beyond reading OpenCode's config file: what
 /// `serve` warns about at start-up.
 pub(crate) fn task_model(config: &Config) -> Check {
-    model::task_model(config, &|name| std::env::var(name).ok())
+    gateway::task_model(config, &config.tasks.default_executor)
+        .unwrap_or_else(|| model::task_model(config, &|name| std::env::var(name).ok()))
 }
 
 /// Runs every check for `config`.
@@ -84,6 +86,9 @@ pub async fn diagnose_with(config: &Config, mut seen: impl FnMut(&Check)) -> Vec
     checks.push(program("rg", &["--version"], opencode_default, "apt-get install ripgrep (OpenCode's grep/glob tools need it; without it OpenCode tries to download one)").await);
     checks.push(task_model(config));
     if let Some(check) = opencode_model(config).await {
+        checks.push(check);
+    }
+    if let Some(check) = gateway::provider(config).await {
         checks.push(check);
     }
     checks.extend(model::judge_model(config));

@@ -63,6 +63,11 @@ impl TaskSource for EngineSource {
                 title: r.title.clone(),
             })
             .collect();
+        let model_usage = self
+            .engine
+            .model_usage(&overview.task)
+            .await
+            .map_err(failed)?;
         Ok(Some(TaskOverview {
             task: overview.task,
             recent_events: overview.recent_events,
@@ -70,6 +75,7 @@ impl TaskSource for EngineSource {
             artifacts: overview.artifacts,
             pending_input,
             completion: overview.completion,
+            model_usage,
             at: unix_millis_now(),
         }))
     }

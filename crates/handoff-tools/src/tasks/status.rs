@@ -1,4 +1,4 @@
-use handoff_engine::Engine;
+use handoff_engine::{Engine, ModelUsage};
 use handoff_protocol::{
     EventView, TaskView, names,
     tasks::{GetTaskStatusArgs, GetTaskStatusOutput, PendingInputView},
@@ -21,6 +21,20 @@ impl GetTaskStatusTool {
     /// A tool reading from `engine`.
     pub fn new(engine: Engine) -> Self {
         Self { engine }
+    }
+}
+
+impl GetTaskStatusTool {
+    /// What the task's model calls took so far; a failure to count it leaves it out rather
+    /// than failing the status it decorates.
+    async fn model_usage(&self, task: &handoff_task::Task) -> Option<ModelUsage> {
+        match self.engine.model_usage(task).await {
+            Ok(usage) => usage,
+            Err(e) => {
+                tracing::warn!(task = %task.id, error = %e, "cannot count the task's model usage");
+                None
+            }
+        }
     }
 }
 
@@ -62,6 +76,7 @@ impl Tool for GetTaskStatusTool {
             (None, None)
         };
         let outlook = outlook(&ctx, &agent, &view.task, answer.clone());
+        let model_usage = self.model_usage(&view.task).await;
         let last_tool_call = view.last_tool_call.as_ref().map(tool_call_line);
         let output = GetTaskStatusOutput {
             task: TaskView::from(&view.task),
@@ -91,6 +106,7 @@ impl Tool for GetTaskStatusTool {
             last_tool_call,
             answer: answer.filter(|a| !a.trim().is_empty()),
             delivery,
+            model_usage,
         };
         let text = text::status(&output, &outlook);
         Ok(Reply::new(output, text))

@@ -159,6 +159,9 @@ fn print_status(status: &GetTaskStatusOutput) {
     if let Some(tool) = &status.last_tool_call {
         field("doing", tool);
     }
+    if let Some(usage) = &status.model_usage {
+        field("model usage", &usage.summary());
+    }
     if let Some(verdict) = status
         .completion
         .as_ref()

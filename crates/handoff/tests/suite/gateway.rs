@@ -2,8 +2,8 @@
 //! scripted model as the upstream provider, which answers only the real provider key: the
 //! agent reaches the provider through Handoff with its own task token and never sees the key
 //! (its environment and every file it can write are searched for it), streaming answers pass
-//! through, each call is counted on the task, a finished run's token is dead, and a task's
-//! token budget is enforced at the gateway.
+//! through, each call is counted on the task and summed in its status, a finished run's token
+//! is dead, and a task's token budget is enforced at the gateway.
 
 use std::{path::Path, time::Duration};
 
@@ -66,7 +66,7 @@ fn chat(text: &str, stream: bool, file: &str) -> String {
 }
 
 /// Every file under `dir` that holds `needle`.
-fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
+pub(super) fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in walk(dir) {
         if std::fs::read(&entry)
@@ -190,6 +190,27 @@ fn an_agent_reaches_its_provider_only_through_the_gateway_and_never_sees_the_key
         ),
         2.0
     );
+
+    // get_task_status sums them: the calls and the tokens the provider reported, the cost.
+    let shown = call(&server, AGENT, "get_task_status", json!({"task_id": id}));
+    let usage = ok(&shown)["model_usage"].clone();
+    let sum = |field: &str| {
+        calls
+            .iter()
+            .map(|c| c[field].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!(usage["calls"], 2, "{usage}");
+    for field in ["input_tokens", "output_tokens", "cached_tokens"] {
+        assert_eq!(usage[field], sum(field), "{field}: {usage} from {calls:#?}");
+    }
+    let cost: f64 = calls.iter().map(|c| c["cost_usd"].as_f64().unwrap()).sum();
+    assert!(
+        (usage["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9,
+        "{usage}"
+    );
+    let text = shown["text"].as_str().unwrap();
+    assert!(text.contains("Model usage: 2 calls, "), "{text}");
 
     // The run is over: its token is dead. A task token opens nothing but the gateway.
     let gateway = server

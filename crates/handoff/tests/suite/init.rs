@@ -77,17 +77,10 @@ fn the_uncommented_provider_example_resolves() {
             .map(|s| (s["value"].clone(), s["source"].clone()))
             .unwrap()
     };
-    let (model, source) = value("executors.opencode.model");
-    assert_eq!(model, "main/qwen2.5-coder:14b");
-    assert_eq!(source, "executors.opencode.model in handoff.toml");
-    let (config, _) = value("executors.opencode.config");
-    assert!(
-        config
-            .as_str()
-            .unwrap()
-            .contains("@ai-sdk/openai-compatible"),
-        "{config}"
-    );
+    let (model, source) = value("models.model");
+    assert_eq!(model, "qwen2.5-coder:14b");
+    assert_eq!(source, "models.model in handoff.toml");
+    assert_eq!(value("models.provider_url").0, "http://127.0.0.1:11434/v1");
     assert_eq!(value("evaluator.provider").0, "openai_compatible");
     assert_eq!(value("evaluator.base_url").0, "http://127.0.0.1:11434/v1");
 }
@@ -151,7 +144,7 @@ fn init_with_a_provider_sets_it_and_refuses_bad_flags_by_name() {
     let out = handoff(dir.path(), &args);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains("main/coder:7b"),
+        text(&out.stdout).contains("coder:7b through Handoff's model gateway"),
         "{}",
         text(&out.stdout)
     );
@@ -159,7 +152,9 @@ fn init_with_a_provider_sets_it_and_refuses_bad_flags_by_name() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let settings: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let value = |key: &str| settings.iter().find(|s| s["key"] == key).unwrap()["value"].clone();
-    assert_eq!(value("executors.opencode.model"), "main/coder:7b");
+    assert_eq!(value("models.provider_url"), "http://127.0.0.1:9/v1");
+    assert_eq!(value("models.model"), "coder:7b");
+    assert_eq!(value("models.provider_key_env"), "MY_PROVIDER_KEY");
     assert_eq!(value("evaluator.base_url"), "http://127.0.0.1:9/v1");
     assert_eq!(value("evaluator.api_key_env"), "MY_PROVIDER_KEY");
 

@@ -10,6 +10,7 @@ mod dashboard;
 mod delivery;
 mod executors;
 mod gateway;
+mod gateway_agents;
 mod harness;
 mod identity;
 mod init;

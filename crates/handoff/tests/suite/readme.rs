@@ -1,8 +1,8 @@
 //! The README's "Your first task", run as written on a fresh directory: `handoff init
 //! --provider … --model …`, `handoff serve`, `handoff run "…"`, with the real `opencode acp`
 //! (sandboxed, one started ahead of the task, as by default) and the scripted model standing in
-//! for the model server the README points at. The model asserts what it was asked: the README's
-//! model name, and the README's task.
+//! for the model server the README points at, reached through Handoff's model gateway. The
+//! model asserts what it was asked: the README's model name, and the README's task.
 
 use std::{
     path::{Path, PathBuf},
@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::{
     executors::OPENCODE,
-    harness::{BIN, require, spawn_server},
+    harness::{BIN, metric, require, spawn_server},
 };
 
 /// The README's own provider URL, replaced by the scripted model's.
@@ -183,6 +183,14 @@ fn the_readmes_first_task_completes_as_written() {
     for request in &asked {
         assert_eq!(request.body["model"], first.model(), "the model init wrote");
     }
+    // OpenCode reached the provider through Handoff's gateway, which counted its calls.
+    assert!(
+        metric(
+            &server,
+            r#"handoff_gateway_calls_total{wire="openai_chat",status="2xx"}"#
+        ) >= asked.len() as f64,
+        "every call went through the gateway"
+    );
     assert!(
         dir.path().join(".handoff/handoff.db").exists(),
         "the data dir is ./.handoff, the README says"

@@ -62,6 +62,11 @@ pub(crate) fn status(out: &GetTaskStatusOutput, outlook: &Outlook) -> String {
     }
     let mut lines = vec![first, format!("Task: {}", title(&task.description))];
     lines.extend(out.completion.as_ref().map(evaluator));
+    lines.extend(
+        out.model_usage
+            .as_ref()
+            .map(|usage| format!("Model usage: {}", usage.summary())),
+    );
     if task.status.is_terminal() {
         lines.extend(ending(outlook.answer.as_deref(), &[]));
     }

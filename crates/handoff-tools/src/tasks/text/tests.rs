@@ -12,7 +12,7 @@ use handoff_protocol::{
         SendTaskControlOutput, SendTaskMessageOutput,
     },
 };
-use handoff_task::ExitInfo;
+use handoff_task::{ExitInfo, ModelUsage};
 use serde_json::json;
 
 use super::{files::FILE_TEXT_BYTES, *};
@@ -94,6 +94,7 @@ fn status_output(task: TaskView) -> GetTaskStatusOutput {
         last_tool_call: None,
         answer: None,
         delivery: None,
+        model_usage: None,
     }
 }
 
@@ -201,6 +202,13 @@ fn status_of_a_failed_task_gives_the_outcome_the_evaluator_and_the_answer() {
         "status": "not_done", "cycles": 2, "reason": "cargo test still fails in parser::tests",
         "remaining": ["fix parser::tests::nested", "run cargo test"]
     }));
+    out.model_usage = Some(ModelUsage {
+        calls: 3,
+        input_tokens: 1_234,
+        output_tokens: 456,
+        cached_tokens: 200,
+        cost_usd: 0.0123,
+    });
     let outlook = Outlook {
         answer: Some("I could not make the nested test pass.".into()),
         ..letta()

@@ -1,0 +1,112 @@
+//! OpenCode's side of the model gateway: when the gateway serves an OpenCode executor, its
+//! agents get a provider `handoff` whose URL and key are the variables every run of theirs is
+//! given (the gateway's URL, the run's own token), so no agent reads the provider's key and
+//! every call is counted and capped per task. In memory: nothing.
+
+use handoff_config::Config;
+use serde_json::{Value, json};
+
+/// OpenCode's id for the gateway's provider: models are named `handoff/<model>`.
+pub(crate) const PROVIDER_ID: &str = "handoff";
+
+/// `inline` (OpenCode's config for `executor`) with the gateway's provider added, and the model
+/// its agents use: `executors.opencode.model` when set, else the gateway's `models.model`.
+/// Unchanged when the gateway does not serve `executor` or names no model.
+pub(crate) fn with_gateway(
+    config: &Config,
+    executor: &str,
+    mut inline: Value,
+) -> (Value, Option<String>) {
+    let own = config.executors.opencode.model.clone();
+    let models = &config.models;
+    if !models.serves(executor) {
+        return (inline, own);
+    }
+    let mut names: Vec<String> = models.model.iter().cloned().collect();
+    if let Some(name) = own.as_deref().and_then(|m| m.strip_prefix("handoff/"))
+        && !names.iter().any(|n| n == name)
+    {
+        names.push(name.to_owned());
+    }
+    let Some(first) = names.first().cloned() else {
+        return (inline, own);
+    };
+    let listed: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|n| (n.clone(), json!({"name": n, "tool_call": true})))
+        .collect();
+    if !inline["provider"].is_object() {
+        inline["provider"] = json!({});
+    }
+    inline["provider"][PROVIDER_ID] = json!({
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Handoff model gateway",
+        // OpenCode reads both when it starts: each run's own URL and token.
+        "options": {"baseURL": "{env:OPENAI_BASE_URL}", "apiKey": "{env:OPENAI_API_KEY}"},
+        "models": listed,
+    });
+    let model = own.unwrap_or_else(|| format!("{PROVIDER_ID}/{first}"));
+    if inline.get("small_model").is_none() {
+        inline["small_model"] = json!(model);
+    }
+    (inline, Some(model))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        Config::load(handoff_config::LoadOptions {
+            env: pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..handoff_config::LoadOptions::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_served_executor_gets_the_gateway_provider_and_its_model() {
+        let config = config(&[
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1"),
+            ("HANDOFF_MODELS_MODEL", "qwen3:8b"),
+        ]);
+        let (inline, model) = with_gateway(&config, "opencode-acp", json!({"theme": "x"}));
+        assert_eq!(model.as_deref(), Some("handoff/qwen3:8b"));
+        let provider = &inline["provider"]["handoff"];
+        assert_eq!(provider["options"]["baseURL"], "{env:OPENAI_BASE_URL}");
+        assert_eq!(provider["options"]["apiKey"], "{env:OPENAI_API_KEY}");
+        assert!(provider["models"]["qwen3:8b"].is_object());
+        assert_eq!(inline["theme"], "x", "the user's settings stay");
+        assert_eq!(inline["small_model"], "handoff/qwen3:8b");
+    }
+
+    #[test]
+    fn a_direct_executor_or_no_gateway_keeps_its_own_settings() {
+        let direct = config(&[
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1"),
+            ("HANDOFF_MODELS_MODEL", "m"),
+            ("HANDOFF_MODELS_DIRECT", "opencode-acp"),
+        ]);
+        let (inline, model) = with_gateway(&direct, "opencode-acp", json!({}));
+        assert_eq!((inline, model), (json!({}), None));
+        let none = config(&[("HANDOFF_OPENCODE_MODEL", "main/x")]);
+        let (_, model) = with_gateway(&none, "opencode-acp", json!({}));
+        assert_eq!(model.as_deref(), Some("main/x"));
+    }
+
+    #[test]
+    fn an_executor_model_on_the_gateway_is_listed_too() {
+        let config = config(&[
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1"),
+            ("HANDOFF_MODELS_MODEL", "small"),
+            ("HANDOFF_OPENCODE_MODEL", "handoff/large"),
+        ]);
+        let (inline, model) = with_gateway(&config, "opencode-acp", json!({}));
+        assert_eq!(model.as_deref(), Some("handoff/large"));
+        assert!(inline["provider"]["handoff"]["models"]["large"].is_object());
+        assert!(inline["provider"]["handoff"]["models"]["small"].is_object());
+    }
+}
