@@ -68,15 +68,20 @@ pub(crate) fn claude_homes(config: &Config) -> AgentHomes {
         (None, None) => None,
     }
     .map(|file| (file, PathBuf::from("claude/.claude.json")));
-    let kept = [
-        ".credentials.json",
-        "settings.json",
-        "CLAUDE.md",
-        "agents",
-        "commands",
-        "skills",
-        "output-styles",
-    ];
+    // Through the gateway Claude Code needs no credential of the user's: none is copied in.
+    let credentials =
+        (!config.models.serves(handoff_runner::CLAUDE)).then_some(".credentials.json");
+    let kept: Vec<&str> = credentials
+        .into_iter()
+        .chain([
+            "settings.json",
+            "CLAUDE.md",
+            "agents",
+            "commands",
+            "skills",
+            "output-styles",
+        ])
+        .collect();
     config_homes(
         config,
         (handoff_runner::CLAUDE, "CLAUDE_CONFIG_DIR"),
@@ -103,15 +108,19 @@ pub(crate) fn codex_homes(config: &Config) -> AgentHomes {
                 .filter(|p| p.is_absolute())
         })
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")));
-    let kept = [
-        "config.toml",
-        "auth.json",
-        "AGENTS.md",
-        "AGENTS.override.md",
-        "prompts",
-        "skills",
-        "rules",
-    ];
+    // Through the gateway Codex needs no credential of the user's: none is copied in.
+    let credentials = (!config.models.serves(handoff_runner::CODEX)).then_some("auth.json");
+    let kept: Vec<&str> = ["config.toml"]
+        .into_iter()
+        .chain(credentials)
+        .chain([
+            "AGENTS.md",
+            "AGENTS.override.md",
+            "prompts",
+            "skills",
+            "rules",
+        ])
+        .collect();
     config_homes(
         config,
         (handoff_runner::CODEX, "CODEX_HOME"),

@@ -97,7 +97,10 @@ fn claude_and_codex(
         Some(binary) => {
             registry.register(Arc::new(ClaudeExecutor::new(ClaudeConfig {
                 binary: binary.to_string_lossy().into_owned(),
-                model: claude.model.clone(),
+                model: claude
+                    .model
+                    .clone()
+                    .or_else(|| gateway_model(config, handoff_runner::CLAUDE)),
                 max_retries: claude.max_retries,
                 env: Vec::new(),
                 isolation: confine(claude.isolation),
@@ -118,7 +121,10 @@ fn claude_and_codex(
         Some(binary) => {
             registry.register(Arc::new(CodexExecutor::new(CodexConfig {
                 binary: binary.to_string_lossy().into_owned(),
-                model: codex.model.clone(),
+                model: codex
+                    .model
+                    .clone()
+                    .or_else(|| gateway_model(config, handoff_runner::CODEX)),
                 home: codex.home.clone(),
                 max_retries: codex.max_retries,
                 env: Vec::new(),
@@ -136,6 +142,12 @@ fn claude_and_codex(
         }
     }
     Ok(())
+}
+
+/// The gateway's model for `executor`'s agents, when the gateway serves it.
+fn gateway_model(config: &Config, executor: &str) -> Option<String> {
+    let models = &config.models;
+    models.model.clone().filter(|_| models.serves(executor))
 }
 
 /// The OpenCode executors when the program is there: the shared server's (`opencode`), and,

@@ -3,7 +3,7 @@
 //! given (the gateway's URL, the run's own token), so no agent reads the provider's key and
 //! every call is counted and capped per task. In memory: nothing.
 
-use handoff_config::Config;
+use handoff_config::{Config, ModelWire};
 use serde_json::{Value, json};
 
 /// OpenCode's id for the gateway's provider: models are named `handoff/<model>`.
@@ -38,11 +38,21 @@ pub(crate) fn with_gateway(
     if !inline["provider"].is_object() {
         inline["provider"] = json!({});
     }
+    // OpenCode reads both when it starts: each run's own URL and token, on the provider's wire.
+    let (npm, options) = match models.wire {
+        ModelWire::OpenAi => (
+            "@ai-sdk/openai-compatible",
+            json!({"baseURL": "{env:OPENAI_BASE_URL}", "apiKey": "{env:OPENAI_API_KEY}"}),
+        ),
+        ModelWire::Anthropic => (
+            "@ai-sdk/anthropic",
+            json!({"baseURL": "{env:ANTHROPIC_BASE_URL}/v1", "apiKey": "{env:ANTHROPIC_API_KEY}"}),
+        ),
+    };
     inline["provider"][PROVIDER_ID] = json!({
-        "npm": "@ai-sdk/openai-compatible",
+        "npm": npm,
         "name": "Handoff model gateway",
-        // OpenCode reads both when it starts: each run's own URL and token.
-        "options": {"baseURL": "{env:OPENAI_BASE_URL}", "apiKey": "{env:OPENAI_API_KEY}"},
+        "options": options,
         "models": listed,
     });
     let model = own.unwrap_or_else(|| format!("{PROVIDER_ID}/{first}"));
@@ -81,6 +91,23 @@ mod tests {
         assert!(provider["models"]["qwen3:8b"].is_object());
         assert_eq!(inline["theme"], "x", "the user's settings stay");
         assert_eq!(inline["small_model"], "handoff/qwen3:8b");
+    }
+
+    #[test]
+    fn an_anthropic_provider_is_reached_on_its_own_wire() {
+        let config = config(&[
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9"),
+            ("HANDOFF_MODELS_PROVIDER_WIRE", "anthropic"),
+            ("HANDOFF_MODELS_MODEL", "claude-x"),
+        ]);
+        let (inline, _) = with_gateway(&config, "opencode-acp", json!({}));
+        let provider = &inline["provider"]["handoff"];
+        assert_eq!(provider["npm"], "@ai-sdk/anthropic");
+        assert_eq!(
+            provider["options"]["baseURL"],
+            "{env:ANTHROPIC_BASE_URL}/v1"
+        );
+        assert_eq!(provider["options"]["apiKey"], "{env:ANTHROPIC_API_KEY}");
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub(crate) struct Settings {
     pub max_retries: u32,
     /// Continue this stored thread instead of starting one.
     pub resume_thread: Option<String>,
+    /// The model gateway's OpenAI base URL, when the run was given one: the thread then uses a
+    /// provider of Handoff's pointing there, with the run's token as its key.
+    pub gateway: Option<String>,
 }
 
 /// Starts translating the process's events.
@@ -171,12 +174,13 @@ impl Driver {
 
     /// Codex's config is read: bound its provider's retries, then start or resume the thread.
     async fn config_read(&mut self, result: Result<Value, String>) {
-        let overrides = match &result {
-            Ok(read) => protocol::retry_overrides(
+        let overrides = match (&self.settings.gateway, &result) {
+            (Some(url), _) => Some(protocol::gateway_overrides(url, self.settings.max_retries)),
+            (None, Ok(read)) => protocol::retry_overrides(
                 read.get("config").unwrap_or(&Value::Null),
                 self.settings.max_retries,
             ),
-            Err(_) => None,
+            (None, Err(_)) => None,
         };
         let note = match (&overrides, &result) {
             (Some((provider, _)), _) => format!(

@@ -147,6 +147,11 @@ impl CodexExecutor {
             model: self.model.clone(),
             max_retries: self.max_retries,
             resume_thread,
+            gateway: spec
+                .env
+                .iter()
+                .find(|(name, _)| name == "OPENAI_BASE_URL")
+                .map(|(_, url)| url.clone()),
         };
         // The first line on stdin is the handshake; the prompt follows once a thread exists.
         let spec = RunSpec {

@@ -118,6 +118,25 @@ pub(crate) fn retry_overrides(config: &Value, max_retries: u32) -> Option<(Strin
     Some((provider.to_owned(), overrides))
 }
 
+/// Codex's id for the model gateway's provider.
+pub(crate) const GATEWAY_PROVIDER: &str = "handoff";
+
+/// Per-thread overrides that make the thread's provider the model gateway at `url` (the
+/// Responses wire; the key is the run's token in `OPENAI_API_KEY`), with its retries bounded.
+pub(crate) fn gateway_overrides(url: &str, max_retries: u32) -> (String, Value) {
+    let key = |field: &str| format!("model_providers.{GATEWAY_PROVIDER}.{field}");
+    let overrides = json!({
+        "model_provider": GATEWAY_PROVIDER,
+        key("name"): "Handoff model gateway",
+        key("base_url"): url,
+        key("env_key"): "OPENAI_API_KEY",
+        key("wire_api"): "responses",
+        key("request_max_retries"): max_retries,
+        key("stream_max_retries"): max_retries,
+    });
+    (GATEWAY_PROVIDER.to_owned(), overrides)
+}
+
 fn pointer_escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
@@ -137,6 +156,14 @@ mod tests {
         assert_eq!(overrides["model_providers.mock.stream_max_retries"], 2);
         let builtin = json!({"model_provider": null, "model_providers": {}});
         assert_eq!(retry_overrides(&builtin, 2), None);
+        let (provider, gateway) = gateway_overrides("http://127.0.0.1:9/gateway/openai/v1", 1);
+        assert_eq!(provider, "handoff");
+        assert_eq!(gateway["model_provider"], "handoff");
+        assert_eq!(
+            gateway["model_providers.handoff.base_url"],
+            "http://127.0.0.1:9/gateway/openai/v1"
+        );
+        assert_eq!(gateway["model_providers.handoff.env_key"], "OPENAI_API_KEY");
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! The real `opencode acp` (sandboxed, as a new user gets it: one started ahead of the task,
-//! and one started for a task in a directory of its own) reaching its model only through
-//! Handoff's gateway: OpenCode is configured by Handoff alone (`[models]`, no OpenCode provider
-//! config of the user's), the scripted model answers only the real provider key, and the key is
-//! in no process of the task nor any file it can reach — while the agent runs, every process
-//! given this gateway's URL is read, and its home, task directory and temp dir are searched.
+//! The real coding agents reaching their model only through Handoff's gateway: `opencode acp`
+//! (sandboxed, as a new user gets it: one started ahead of the task, and one started for a task
+//! in a directory of its own; configured by Handoff alone from `[models]`), Claude Code on a
+//! provider of the Anthropic wire and Codex on the Responses wire. The scripted model answers
+//! only the real provider key, and the key is in no process of the task nor any file it can
+//! reach: while the agent runs, every process given this gateway's URL is read, and its home,
+//! task directory and temp dir are searched.
 
 use std::{path::Path, time::Duration};
 
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{
     acp::wait_pool_ready,
-    executors::{AGENT, OPENCODE, WAIT_FOR_RELEASE, handoff_env, wait_end},
+    executors::{AGENT, Agent, CLAUDE, CODEX, OPENCODE, WAIT_FOR_RELEASE, handoff_env, wait_end},
     harness::{Server, start},
     mcp::{call, history, task_id},
     wait::wait_until,
@@ -85,17 +86,7 @@ fn opencode_reaches_its_model_only_through_the_gateway_and_never_holds_the_key()
         &server,
         json!({"task_description": "GATEWAY-POOLED please"}),
     );
-    // Its shell step waits for `release`: found by the gateway URL it inherited.
-    wait_until("the shell step to run", Duration::from_secs(180), || {
-        agent_processes(&gateway)
-            .iter()
-            .any(|(pid, _)| cmdline(*pid).contains("os.path.exists"))
-    });
-    let processes = agent_processes(&gateway);
-    assert!(
-        processes.len() >= 2,
-        "the agent and its shell step: {processes:?}"
-    );
+    let processes = running_step(&gateway, "OPENAI_BASE_URL", "openai");
     for (pid, environ) in &processes {
         assert!(!environ.contains(REAL_KEY), "process {pid} holds the key");
         assert!(
@@ -151,6 +142,130 @@ fn opencode_reaches_its_model_only_through_the_gateway_and_never_holds_the_key()
     runtime.block_on(model.shutdown());
 }
 
+/// Claude Code on a provider of the Anthropic wire, through the gateway: its `ANTHROPIC_*`
+/// variables are the gateway's URL and the run's token, and it has no credential of the user's.
+#[test]
+fn claude_code_reaches_its_model_only_through_the_gateway_and_never_holds_the_key() {
+    through_the_gateway(&CLAUDE, "anthropic");
+}
+
+/// Codex through the gateway on the Responses wire: Handoff gives its thread a provider of its
+/// own (the gateway's URL, the run's token as its key) over the one its config names.
+#[test]
+fn codex_reaches_its_model_only_through_the_gateway_and_never_holds_the_key() {
+    through_the_gateway(&CODEX, "openai");
+}
+
+/// A task of `agent` on a provider of `wire`: held at its shell step while its processes are
+/// read, then finished; every call counted at the gateway, the key nowhere.
+fn through_the_gateway(agent: &Agent, wire: &str) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let write = json!({"tool_calls": [(agent.write_call)("agent.txt", "through the gateway\n")]});
+    let bash = json!({"tool_calls": [(agent.bash_call)(WAIT_FOR_RELEASE)]});
+    let script = json!({
+        "scenarios": [{"match": "GATEWAY-AGENT", "turns": [bash, write, {"text": "Wrote agent.txt."}]}],
+        "default": {"text": "No scenario matched: nothing to change"},
+        "untooled": {"text": "Scripted title"},
+        "api_key": REAL_KEY
+    });
+    let model = runtime
+        .block_on(ScriptedModel::start(
+            Script::from_json(&script.to_string()).unwrap(),
+            None,
+        ))
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let own: Vec<(String, String)> = handoff_env(agent, &model.base_url(), state.path())
+        .into_iter()
+        .filter(|(k, _)| k != "ANTHROPIC_BASE_URL" && k != "ANTHROPIC_API_KEY")
+        .collect();
+    let mut env: Vec<(&str, &str)> = own.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let upstream = match wire {
+        "anthropic" => model.base_url(),
+        _ => format!("{}/v1", model.base_url()),
+    };
+    let (key_var, base_var) = match wire {
+        "anthropic" => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+        _ => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    };
+    env.extend([
+        ("HANDOFF_MODELS_PROVIDER_URL", upstream.as_str()),
+        ("HANDOFF_MODELS_PROVIDER_WIRE", wire),
+        ("HANDOFF_MODELS_MODEL", "mock-model"),
+        ("HANDOFF_MODELS_PROVIDER_KEY_ENV", "UPSTREAM_KEY"),
+        ("UPSTREAM_KEY", REAL_KEY),
+        // Where the agent's key usually is: the run's token replaces it.
+        (key_var, REAL_KEY),
+    ]);
+    let server = start(&env);
+    let gateway = server.url.replace("/mcp", "/gateway");
+    let id = submit(&server, json!({"task_description": "GATEWAY-AGENT please"}));
+    let processes = running_step(&gateway, base_var, wire);
+    for (pid, environ) in &processes {
+        assert!(!environ.contains(REAL_KEY), "process {pid} holds the key");
+        assert!(
+            environ.contains(&format!("{key_var}=hmt1_")),
+            "process {pid} has a task token: {environ}"
+        );
+    }
+    let dir = std::path::PathBuf::from(status(&server, &id)["workdir"].as_str().unwrap());
+    std::fs::write(dir.join("release"), "").unwrap();
+    let done = wait_end(&server, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(dir.join("agent.txt").is_file());
+    let calls = gateway_calls(&server, &id);
+    assert!(
+        !calls.is_empty(),
+        "its model calls went through the gateway"
+    );
+    let call_wire = if wire == "anthropic" {
+        "anthropic"
+    } else {
+        "openai_responses"
+    };
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["wire"] == call_wire && c["status"] == 200),
+        "{calls:#?}"
+    );
+    let asked = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.scenario.as_deref() == Some("GATEWAY-AGENT"))
+        .count();
+    assert!(asked >= 3, "every turn reached the provider");
+    for searched in [state.path(), server.dir()] {
+        assert_eq!(
+            super::gateway::files_holding(searched, REAL_KEY),
+            Vec::<String>::new(),
+            "no file holds the key"
+        );
+    }
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+/// Waits for the agent's shell step (it waits for `release`), found by the gateway URL it
+/// inherited in `variable`; every process given that URL, with its environment.
+fn running_step(gateway: &str, variable: &str, wire: &str) -> Vec<(u32, String)> {
+    let wanted = match wire {
+        "anthropic" => format!("{variable}={gateway}/anthropic"),
+        _ => format!("{variable}={gateway}/openai/v1"),
+    };
+    wait_until("the shell step to run", Duration::from_secs(180), || {
+        agent_processes(&wanted)
+            .iter()
+            .any(|(pid, _)| cmdline(*pid).contains("os.path.exists"))
+    });
+    let processes = agent_processes(&wanted);
+    assert!(
+        processes.len() >= 2,
+        "the agent and its shell step: {processes:?}"
+    );
+    processes
+}
+
 fn submit(server: &Server, args: Value) -> String {
     let mut args = args;
     args["completion"] = json!({"policy": "none"});
@@ -183,9 +298,8 @@ fn cmdline(pid: u32) -> String {
         .unwrap_or_default()
 }
 
-/// Every process on the machine given `gateway` as its model URL, with its environment.
-fn agent_processes(gateway: &str) -> Vec<(u32, String)> {
-    let wanted = format!("OPENAI_BASE_URL={gateway}/openai/v1");
+/// Every process on the machine whose environment has the line `wanted`, with its environment.
+fn agent_processes(wanted: &str) -> Vec<(u32, String)> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
