@@ -465,6 +465,10 @@ pub struct ModelsConfig {
     pub model: Option<String>,
     /// Executors kept off the gateway (their own provider settings).
     pub direct: Vec<String>,
+    /// Calls one task may make per minute.
+    pub task_calls_per_minute: Option<u32>,
+    /// Calls one agent's tasks together may make per minute.
+    pub agent_calls_per_minute: Option<u32>,
     /// USD per million input tokens.
     pub price_input_per_mtok: f64,
     /// USD per million output tokens.

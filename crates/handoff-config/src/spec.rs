@@ -183,6 +183,8 @@ settings! {
     "models.gateway" [env("HANDOFF_MODELS_GATEWAY")]: "with a provider set, give tasks the gateway's URL and a token of their own instead of the key, count every call's tokens and enforce the task's token and cost budget there (false: agents use their own provider settings)";
     "models.model" [env("HANDOFF_MODELS_MODEL")]: "the provider's model the built-in agents use through the gateway (OpenCode names it handoff/<model>); unset: each agent's own model setting";
     "models.direct" [env("HANDOFF_MODELS_DIRECT")]: "executors (comma-separated names) kept off the gateway: they use their own provider settings and key, and their calls are neither counted nor capped by Handoff";
+    "models.task_calls_per_minute" [env("HANDOFF_MODELS_TASK_CALLS_PER_MINUTE")]: "model calls one task may make through the gateway per minute (a minute's worth may come at once); more get HTTP 429 with retry-after (unset: no limit)";
+    "models.agent_calls_per_minute" [env("HANDOFF_MODELS_AGENT_CALLS_PER_MINUTE")]: "model calls all of one agent's tasks together may make through the gateway per minute; more get HTTP 429 with retry-after (unset: no limit)";
     "models.price_input_per_mtok" [env("HANDOFF_MODELS_PRICE_INPUT")]: "USD per million input tokens of calls through the gateway (unset: no cost, tokens are still counted)";
     "models.price_output_per_mtok" [env("HANDOFF_MODELS_PRICE_OUTPUT")]: "USD per million output tokens of calls through the gateway";
     "evaluator.provider" [env("HANDOFF_EVALUATOR_PROVIDER")]: "the judge's API: anthropic, openai, openai_responses, gemini, openai_compatible (xai, local servers); unset: no judge";

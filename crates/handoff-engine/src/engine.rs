@@ -18,7 +18,7 @@ use crate::{
     membership,
     outbox::{Integration, Outbox, TaskSubscription},
     peers,
-    rate::SubmissionRate,
+    rate::KeyedRate,
     recovery, rescuer, retention, scheduler,
     shared::Shared,
     snapshot::{SizeLimits, Snapshots},
@@ -56,7 +56,8 @@ impl Engine {
         )?;
         let artifacts_dir: PathBuf = std::path::absolute(config.data_dir.join("artifacts"))
             .map_err(|e| EngineError::io("data dir", e))?;
-        let rate = SubmissionRate::new(
+        let rate = KeyedRate::new(
+            "submit",
             config.tasks.submissions_per_minute,
             config.tasks.submission_burst,
         );

@@ -52,7 +52,7 @@ impl Engine {
         }
         self.work_is_left(&task).await?;
         let agent = caller.name();
-        if let Err(wait) = inner.rate.take(&*inner.store, agent).await? {
+        if let Err(wait) = inner.rate.take(&*inner.store, agent.as_str()).await? {
             inner.metrics.refused("rate_limited");
             return Err(EngineError::RateLimited {
                 agent: agent.to_string(),

@@ -63,6 +63,14 @@ pub enum GatewayRefusal {
         /// Which cap, in words.
         why: String,
     },
+    /// The task or its agent called more often than a `models.*_calls_per_minute` allows.
+    #[error("rate limited by {setting}: retry in {} s", retry_after.as_secs().max(1))]
+    RateLimited {
+        /// The setting whose rate was met.
+        setting: &'static str,
+        /// How long until a call is admitted.
+        retry_after: std::time::Duration,
+    },
     /// The task could not be read.
     #[error("the task store did not answer: {0}")]
     Unavailable(String),
@@ -129,6 +137,14 @@ impl Engine {
             .ok_or(GatewayRefusal::RunEnded)?;
         if task.fence != fence || !task.status.is_active() {
             return Err(GatewayRefusal::RunEnded);
+        }
+        let store = &*self.inner.store;
+        let rated = self.inner.gateway_rates.take(store, &task).await;
+        if let Err(refused) = rated.map_err(|e| GatewayRefusal::Unavailable(e.to_string()))? {
+            return Err(GatewayRefusal::RateLimited {
+                setting: refused.setting,
+                retry_after: refused.retry_after,
+            });
         }
         let spent = self.spent(&task).await?;
         let budget = CompletionPlan::new(&self.inner.config.completion, &task).budget;

@@ -44,6 +44,7 @@ mod finish;
 mod follow;
 mod follow_up;
 mod gateway;
+mod gateway_rate;
 mod gateway_slots;
 mod gateway_state;
 mod gateway_usage;

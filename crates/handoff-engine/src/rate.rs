@@ -10,17 +10,19 @@ use handoff_task::AgentId;
 
 use crate::EngineError;
 
-/// Per-agent token bucket for submissions: in memory for one instance, in the store (the same
-/// bucket, as a GCRA) when several instances share it.
-pub(crate) struct SubmissionRate {
-    limiter: Option<RateLimiter<AgentId, DefaultKeyedStateStore<AgentId>, DefaultClock>>,
-    /// One submission per this many ms, and how far ahead of it a burst may run.
+/// A token bucket per key (an agent's submissions, a task's model calls…): in memory for one
+/// instance, in the store (the same bucket, as a GCRA) when several instances share it.
+pub(crate) struct KeyedRate {
+    /// What the buckets count: the store keys them `<what>:<key>`.
+    what: &'static str,
+    limiter: Option<RateLimiter<String, DefaultKeyedStateStore<String>, DefaultClock>>,
+    /// One token per this many ms, and how far ahead of it a burst may run.
     shared: Option<(i64, i64)>,
 }
 
-impl SubmissionRate {
-    /// `per_minute = None` disables the limit.
-    pub(crate) fn new(per_minute: Option<u32>, burst: u32) -> Self {
+impl KeyedRate {
+    /// Buckets of `what`; `per_minute = None` disables the limit.
+    pub(crate) fn new(what: &'static str, per_minute: Option<u32>, burst: u32) -> Self {
         let per_minute = per_minute.and_then(NonZeroU32::new);
         let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
         let limiter =
@@ -29,19 +31,23 @@ impl SubmissionRate {
             let interval = (60_000 / i64::from(rate.get())).max(1);
             (interval, interval * (i64::from(burst.get()) - 1))
         });
-        Self { limiter, shared }
+        Self {
+            what,
+            limiter,
+            shared,
+        }
     }
 
-    /// Takes one token for `agent` from the bucket every instance sharing `store` draws on.
+    /// Takes one token for `key` from the bucket every instance sharing `store` draws on.
     async fn check_shared(
         &self,
         store: &dyn Store,
-        agent: &AgentId,
+        key: &str,
     ) -> Result<Result<(), Duration>, StoreError> {
         let Some((interval, tolerance)) = self.shared else {
             return Ok(Ok(()));
         };
-        let key = format!("submit:{agent}");
+        let key = format!("{}:{key}", self.what);
         let now = handoff_task::unix_millis_now();
         let wait = store.take_rate(&key, interval, tolerance, now).await?;
         Ok(match wait {
@@ -50,27 +56,27 @@ impl SubmissionRate {
         })
     }
 
-    /// Takes one token for `agent` from the bucket it is charged against: the one every
+    /// Takes one token for `key` from the bucket it is charged against: the one every
     /// instance draws on when `store` is shared, else this instance's own.
     pub(crate) async fn take(
         &self,
         store: &dyn Store,
-        agent: &AgentId,
+        key: &str,
     ) -> Result<Result<(), Duration>, StoreError> {
         if store.is_shared() {
-            self.check_shared(store, agent).await
+            self.check_shared(store, key).await
         } else {
-            Ok(self.check(agent))
+            Ok(self.check(key))
         }
     }
 
-    /// Takes one token for `agent`, or says how long until one is available.
-    pub(crate) fn check(&self, agent: &AgentId) -> Result<(), Duration> {
+    /// Takes one token for `key`, or says how long until one is available.
+    pub(crate) fn check(&self, key: &str) -> Result<(), Duration> {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
         limiter
-            .check_key(agent)
+            .check_key(&key.to_owned())
             .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 }
@@ -83,7 +89,7 @@ impl crate::Engine {
     pub async fn charge_failed_call(&self, agent: Option<&AgentId>) -> Result<(), Duration> {
         let agent = agent.cloned().unwrap_or_else(anonymous);
         let inner = &self.inner;
-        match inner.rate.take(&*inner.store, &agent).await {
+        match inner.rate.take(&*inner.store, agent.as_str()).await {
             Ok(charged) => charged,
             // Still charged, against this instance's own bucket: never left uncharged.
             Err(e) => {
@@ -91,7 +97,7 @@ impl crate::Engine {
                     error = %e,
                     "failed-call charge: the shared bucket is unreadable; this instance's is used"
                 );
-                inner.rate.check(&agent)
+                inner.rate.check(agent.as_str())
             }
         }
     }
@@ -134,33 +140,35 @@ mod tests {
 
     #[test]
     fn burst_then_refusal_per_agent() {
-        let rate = SubmissionRate::new(Some(1), 2);
-        let a = AgentId::parse("a").unwrap();
-        let b = AgentId::parse("b").unwrap();
-        assert!(rate.check(&a).is_ok());
-        assert!(rate.check(&a).is_ok());
-        let wait = rate.check(&a).unwrap_err();
+        let rate = KeyedRate::new("submit", Some(1), 2);
+        let (a, b) = ("a", "b");
+        assert!(rate.check(a).is_ok());
+        assert!(rate.check(a).is_ok());
+        let wait = rate.check(a).unwrap_err();
         assert!(wait > Duration::from_secs(1), "{wait:?}");
-        assert!(rate.check(&b).is_ok(), "other agents have their own bucket");
+        assert!(rate.check(b).is_ok(), "other agents have their own bucket");
     }
 
     #[test]
     fn the_shared_bucket_has_the_same_rate_and_burst() {
         assert_eq!(
-            SubmissionRate::new(Some(60), 5).shared,
+            KeyedRate::new("submit", Some(60), 5).shared,
             Some((1_000, 4_000))
         );
-        assert_eq!(SubmissionRate::new(Some(1), 1).shared, Some((60_000, 0)));
-        assert_eq!(SubmissionRate::new(None, 5).shared, None);
-        assert_eq!(SubmissionRate::new(Some(0), 5).shared, None);
+        assert_eq!(
+            KeyedRate::new("submit", Some(1), 1).shared,
+            Some((60_000, 0))
+        );
+        assert_eq!(KeyedRate::new("submit", None, 5).shared, None);
+        assert_eq!(KeyedRate::new("submit", Some(0), 5).shared, None);
     }
 
     #[test]
     fn unlimited_when_disabled() {
-        let rate = SubmissionRate::new(None, 1);
-        let a = AgentId::parse("a").unwrap();
+        let rate = KeyedRate::new("submit", None, 1);
+        let a = "a";
         for _ in 0..1000 {
-            assert!(rate.check(&a).is_ok());
+            assert!(rate.check(a).is_ok());
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::{
     EngineError, EngineMetrics,
     metrics::OutcomeLabels,
     outbox::{Missed, Outbox},
-    rate::SubmissionRate,
+    rate::KeyedRate,
     snapshot::Snapshots,
     workdir::Workdirs,
 };
@@ -33,7 +33,7 @@ pub(crate) struct Shared {
     pub executors: ExecutorRegistry,
     pub metrics: EngineMetrics,
     pub workdirs: Workdirs,
-    pub rate: SubmissionRate,
+    pub rate: KeyedRate,
     pub artifacts_dir: PathBuf,
     /// Baselines the task diffs are computed against.
     pub snapshots: Snapshots,

@@ -16,17 +16,21 @@ pub(crate) struct EngineState {
     pub gateway: Arc<crate::gateway_state::GatewayState>,
     /// The tasks pooled agents' model tokens serve.
     pub slots: crate::gateway_slots::GatewaySlots,
+    /// How often tasks and agents may call a model through the gateway.
+    pub gateway_rates: crate::gateway_rate::GatewayRates,
 }
 
 impl EngineState {
     /// The state of a new engine, no run supervised yet.
     pub(crate) fn new(shared: Shared) -> Self {
+        let gateway_rates = crate::gateway_rate::GatewayRates::new(&shared.config.models);
         Self {
             shared: Arc::new(shared),
             supervisors: Supervisors::default(),
             peers: Peers::default(),
             gateway: Arc::default(),
             slots: crate::gateway_slots::GatewaySlots::default(),
+            gateway_rates,
         }
     }
 

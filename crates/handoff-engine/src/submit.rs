@@ -163,7 +163,7 @@ impl Engine {
             inner.metrics.refused("repeated");
             return Err(EngineError::Repeated { active });
         }
-        if let Err(wait) = inner.rate.take(&*inner.store, agent).await? {
+        if let Err(wait) = inner.rate.take(&*inner.store, agent.as_str()).await? {
             inner.metrics.refused("rate_limited");
             return Err(EngineError::RateLimited {
                 agent: agent.to_string(),

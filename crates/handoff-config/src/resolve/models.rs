@@ -23,6 +23,8 @@ pub(super) fn models(r: &mut Resolver) -> Result<ModelsConfig, ConfigError> {
             .optional::<String>("models.model")?
             .filter(|m| !m.trim().is_empty()),
         direct: r.get("models.direct", Vec::<String>::new())?,
+        task_calls_per_minute: r.optional::<u32>("models.task_calls_per_minute")?,
+        agent_calls_per_minute: r.optional::<u32>("models.agent_calls_per_minute")?,
         price_input_per_mtok: r
             .optional::<f64>("models.price_input_per_mtok")?
             .unwrap_or(0.0),

@@ -215,7 +215,14 @@ fn expected_tokens(request: &Value) -> u64 {
 /// the refusal has been handed to the connection, so the agent reads why first.
 fn refused_call(engine: &Engine, wire: CallWire, refused: GatewayRefusal) -> Response {
     let (status, kind) = refusal_kind(&refused);
-    let response = refusal(wire, status, kind, &refused.to_string());
+    let mut response = refusal(wire, status, kind, &refused.to_string());
+    if let GatewayRefusal::RateLimited { retry_after, .. } = &refused {
+        // Whole seconds, rounded up: a client that waits that long is admitted.
+        let seconds = retry_after.as_millis().div_ceil(1000).max(1);
+        if let Ok(value) = header::HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+    }
     let GatewayRefusal::Budget { task, why } = refused else {
         return response;
     };
@@ -237,6 +244,9 @@ fn refusal_kind(refused: &GatewayRefusal) -> (StatusCode, &'static str) {
         }
         // Not 429: clients retry that, and a spent budget stays spent.
         GatewayRefusal::Budget { .. } => (StatusCode::PAYMENT_REQUIRED, "budget_exhausted"),
+        // 429 with retry-after: the agent's own client waits and tries again, as it does for
+        // the provider's own limit.
+        GatewayRefusal::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
         GatewayRefusal::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded_error"),
     }
 }

@@ -34,8 +34,12 @@ fn model(runtime: &tokio::runtime::Runtime) -> ScriptedModel {
 }
 
 fn serve(model: &ScriptedModel) -> Server {
+    serve_with(model, &[])
+}
+
+fn serve_with(model: &ScriptedModel, extra: &[(&str, &str)]) -> Server {
     let upstream = format!("{}/v1", model.base_url());
-    start(&[
+    let mut env = vec![
         ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
         ("HANDOFF_DEFAULT_EXECUTOR", "command"),
         ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
@@ -47,7 +51,9 @@ fn serve(model: &ScriptedModel) -> Server {
         ("OPENAI_API_KEY", REAL_KEY),
         ("HANDOFF_MODELS_PRICE_INPUT", "2"),
         ("HANDOFF_MODELS_PRICE_OUTPUT", "10"),
-    ])
+    ];
+    env.extend_from_slice(extra);
+    start(&env)
 }
 
 /// A chat request `curl` sends to the gateway as the task: `stream`ed or not, its output in
@@ -293,6 +299,103 @@ fn the_call_that_would_pass_the_budget_is_refused_and_the_task_stops() {
             .unwrap()
             .contains("budget_exhausted")
     );
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+#[test]
+fn a_task_calling_faster_than_its_rate_is_told_when_to_retry_and_goes_on() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = model(&runtime);
+    let server = serve_with(
+        &model,
+        &[
+            ("HANDOFF_MODELS_TASK_CALLS_PER_MINUTE", "2"),
+            ("HANDOFF_MODELS_AGENT_CALLS_PER_MINUTE", "3"),
+        ],
+    );
+    let third = chat("GATEWAY-HELLO three", false, "third.json")
+        .replace("curl -sS", "curl -sS -D third.headers");
+    let script = format!(
+        "{}; {}; {}; exit 0",
+        chat("GATEWAY-HELLO one", false, "first.json"),
+        chat("GATEWAY-HELLO two", false, "second.json"),
+        third,
+    );
+    let id = task_id(&call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": script, "completion": {"policy": "none"}}),
+    ));
+    let done = wait_status_for(
+        &server,
+        AGENT,
+        &id,
+        &["completed"],
+        Duration::from_secs(120),
+    );
+    let dir = Path::new(done["workdir"].as_str().unwrap()).to_owned();
+    let third: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("third.json")).unwrap()).unwrap();
+    assert_eq!(third["error"]["type"], "rate_limit_error", "{third}");
+    assert!(
+        third["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("models.task_calls_per_minute"),
+        "{third}"
+    );
+    let headers = std::fs::read_to_string(dir.join("third.headers")).unwrap();
+    assert!(headers.starts_with("HTTP/1.1 429"), "{headers}");
+    let retry: u64 = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("retry-after: "))
+        .expect("a retry-after header")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    assert_eq!(
+        gateway_calls(&server, &id).len(),
+        2,
+        "the third call never reached the provider"
+    );
+
+    // The agent's next task: its first call is the agent's third this minute, its second one
+    // too many for the agent, though not for the task.
+    let script = format!(
+        "{}; {}; exit 0",
+        chat("GATEWAY-HELLO four", false, "fourth.json"),
+        chat("GATEWAY-HELLO five", false, "fifth.json"),
+    );
+    let id = task_id(&call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": script, "completion": {"policy": "none"}}),
+    ));
+    let done = wait_status_for(
+        &server,
+        AGENT,
+        &id,
+        &["completed"],
+        Duration::from_secs(120),
+    );
+    let dir = Path::new(done["workdir"].as_str().unwrap()).to_owned();
+    let read = |file: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap()
+    };
+    assert!(read("fourth.json")["choices"].is_array());
+    let fifth = read("fifth.json");
+    assert!(
+        fifth["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("models.agent_calls_per_minute"),
+        "{fifth}"
+    );
+    assert_eq!(gateway_calls(&server, &id).len(), 1);
     drop(server);
     runtime.block_on(model.shutdown());
 }
