@@ -22,6 +22,7 @@ mod model;
 mod model_token;
 mod parse;
 mod permissions;
+mod prices;
 mod public_url;
 mod resolve;
 mod secret;
@@ -52,6 +53,7 @@ pub use model::{
 pub use model_token::{MODEL_TOKEN_PREFIX, model_token, model_token_owner};
 pub use parse::{Argv, ByteSize};
 pub use permissions::PermissionPolicy;
+pub use prices::{Price, PriceTable};
 pub use resolve::EffectiveSetting;
 pub use secret::Secret;
 pub use spec::{SETTINGS, SettingSpec};

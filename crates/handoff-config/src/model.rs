@@ -469,10 +469,12 @@ pub struct ModelsConfig {
     pub task_calls_per_minute: Option<u32>,
     /// Calls one agent's tasks together may make per minute.
     pub agent_calls_per_minute: Option<u32>,
-    /// USD per million input tokens.
-    pub price_input_per_mtok: f64,
-    /// USD per million output tokens.
-    pub price_output_per_mtok: f64,
+    /// USD per million input tokens of every model of the provider, when set.
+    pub price_input_per_mtok: Option<f64>,
+    /// USD per million output tokens of every model of the provider, when set.
+    pub price_output_per_mtok: Option<f64>,
+    /// Prices per model (`models.prices`), before the flat price and the built-in table.
+    pub prices: crate::PriceTable,
 }
 
 impl ModelsConfig {
@@ -486,10 +488,21 @@ impl ModelsConfig {
         self.gateway_upstream().is_some() && !self.direct.iter().any(|d| d == executor)
     }
 
-    /// What `input` and `output` tokens cost, in US dollars.
-    pub fn cost(&self, input: u64, output: u64) -> f64 {
-        (input as f64 * self.price_input_per_mtok + output as f64 * self.price_output_per_mtok)
-            / 1_000_000.0
+    /// What `input` and `output` tokens of `model` cost, in US dollars: its configured price,
+    /// else the provider's flat price, else the built-in list price, else nothing.
+    pub fn cost(&self, model: Option<&str>, input: u64, output: u64) -> f64 {
+        let flat = match (self.price_input_per_mtok, self.price_output_per_mtok) {
+            (None, None) => None,
+            (i, o) => Some(crate::Price {
+                input: i.unwrap_or(0.0),
+                output: o.unwrap_or(0.0),
+            }),
+        };
+        let price = model
+            .and_then(|m| self.prices.find(m))
+            .or(flat)
+            .or_else(|| model.and_then(|m| crate::PriceTable::defaults().find(m)));
+        price.map_or(0.0, |p| p.cost(input, output))
     }
 }
 

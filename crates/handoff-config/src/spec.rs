@@ -185,8 +185,9 @@ settings! {
     "models.direct" [env("HANDOFF_MODELS_DIRECT")]: "executors (comma-separated names) kept off the gateway: they use their own provider settings and key, and their calls are neither counted nor capped by Handoff";
     "models.task_calls_per_minute" [env("HANDOFF_MODELS_TASK_CALLS_PER_MINUTE")]: "model calls one task may make through the gateway per minute (a minute's worth may come at once); more get HTTP 429 with retry-after (unset: no limit)";
     "models.agent_calls_per_minute" [env("HANDOFF_MODELS_AGENT_CALLS_PER_MINUTE")]: "model calls all of one agent's tasks together may make through the gateway per minute; more get HTTP 429 with retry-after (unset: no limit)";
-    "models.price_input_per_mtok" [env("HANDOFF_MODELS_PRICE_INPUT")]: "USD per million input tokens of calls through the gateway (unset: no cost, tokens are still counted)";
+    "models.price_input_per_mtok" [env("HANDOFF_MODELS_PRICE_INPUT")]: "USD per million input tokens of every model of the provider (unset: models.prices, else the built-in list price, else no cost; tokens are still counted)";
     "models.price_output_per_mtok" [env("HANDOFF_MODELS_PRICE_OUTPUT")]: "USD per million output tokens of calls through the gateway";
+    "models.prices" [env("HANDOFF_MODELS_PRICES")]: "prices per model, before the flat prices above and the built-in list prices of common models (gpt-4.1, gpt-4o, gpt-5, o3, claude-sonnet-4, …): a JSON object of model name (or the start of one) → {\"input\": USD, \"output\": USD} per million tokens";
     "evaluator.provider" [env("HANDOFF_EVALUATOR_PROVIDER")]: "the judge's API: anthropic, openai, openai_responses, gemini, openai_compatible (xai, local servers); unset: no judge";
     "evaluator.model" [env("HANDOFF_EVALUATOR_MODEL")]: "the judge's model";
     "evaluator.api_key_env" [env("HANDOFF_EVALUATOR_API_KEY_ENV")]: "the environment variable holding the judge's API key";

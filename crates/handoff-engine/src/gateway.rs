@@ -170,11 +170,11 @@ impl Engine {
     /// Counts `call` of `task` and says it on the task.
     pub async fn gateway_spent(&self, task: &Task, call: ModelCall) {
         let tokens = call.input_tokens + call.output_tokens;
-        let cost = self
-            .inner
-            .config
-            .models
-            .cost(call.input_tokens, call.output_tokens);
+        let cost = self.inner.config.models.cost(
+            call.model.as_deref(),
+            call.input_tokens,
+            call.output_tokens,
+        );
         let spent = Spent::call(
             call.input_tokens,
             call.output_tokens,

@@ -640,3 +640,36 @@ fn heartbeats_and_leases_have_defaults_and_expiry_covers_two_beats() {
         assert!(err.contains("HANDOFF_"), "{err}");
     }
 }
+
+#[test]
+fn a_calls_cost_comes_from_its_model_price_then_the_flat_one_then_the_list() {
+    let models = |pairs: &[(&str, &str)]| {
+        Config::load(LoadOptions {
+            env: env(pairs),
+            ..LoadOptions::default()
+        })
+        .map(|c| c.models)
+    };
+    let listed = models(&[]).unwrap();
+    assert_eq!(listed.cost(Some("gpt-4.1"), 1_000_000, 0), 2.0);
+    assert_eq!(listed.cost(Some("my-local-model"), 1_000_000, 0), 0.0);
+    assert_eq!(listed.cost(None, 1_000_000, 0), 0.0);
+    let flat = models(&[("HANDOFF_MODELS_PRICE_OUTPUT", "1")]).unwrap();
+    assert_eq!(flat.cost(Some("gpt-4.1"), 1_000_000, 1_000_000), 1.0);
+    let priced = models(&[
+        ("HANDOFF_MODELS_PRICE_OUTPUT", "1"),
+        (
+            "HANDOFF_MODELS_PRICES",
+            r#"{"gpt-4.1": {"input": 3, "output": 0}}"#,
+        ),
+    ])
+    .unwrap();
+    assert_eq!(priced.cost(Some("gpt-4.1-2025"), 1_000_000, 1_000_000), 3.0);
+    assert_eq!(priced.cost(Some("other"), 0, 1_000_000), 1.0);
+    let bad = models(&[(
+        "HANDOFF_MODELS_PRICES",
+        r#"{"m": {"input": -1, "output": 1}}"#,
+    )]);
+    let err = bad.unwrap_err().to_string();
+    assert!(err.contains("models.prices"), "{err}");
+}
