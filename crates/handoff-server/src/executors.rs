@@ -239,12 +239,7 @@ pub(crate) fn opencode_acp_config(
         .cloned()
         .collect();
     let settings = &config.executors.opencode;
-    let mut inline = settings
-        .config_json
-        .as_deref()
-        .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok())
-        .filter(serde_json::Value::is_object)
-        .unwrap_or_else(|| serde_json::json!({}));
+    let mut inline = inline_config(config);
     inline["permission"] = serde_json::json!({ "*": "ask" });
     let (mut inline, model) = crate::opencode_gateway::with_gateway(config, OPENCODE_ACP, inline);
     if let Some(model) = &model {
@@ -277,17 +272,22 @@ fn opencode_cli_env(
         .filter(|(k, _)| k != "OPENCODE_CONFIG_CONTENT")
         .cloned()
         .collect();
-    let inline = config
+    let (inline, model) =
+        crate::opencode_gateway::with_gateway(config, name, inline_config(config));
+    env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), inline.to_string()));
+    (env, model)
+}
+
+/// `executors.opencode.config` as a JSON object (empty when unset).
+fn inline_config(config: &Config) -> serde_json::Value {
+    config
         .executors
         .opencode
         .config_json
         .as_deref()
         .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok())
         .filter(serde_json::Value::is_object)
-        .unwrap_or_else(|| serde_json::json!({}));
-    let (inline, model) = crate::opencode_gateway::with_gateway(config, name, inline);
-    env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), inline.to_string()));
-    (env, model)
+        .unwrap_or_else(|| serde_json::json!({}))
 }
 
 /// A pool of `size` agents in the workspace; their warm-up session runs in place unless task

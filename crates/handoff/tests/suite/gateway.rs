@@ -101,7 +101,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// The gateway calls recorded on task `id`.
-fn gateway_calls(server: &Server, id: &str) -> Vec<Value> {
+pub(super) fn gateway_calls(server: &Server, id: &str) -> Vec<Value> {
     history(server, AGENT, id)["events"]
         .as_array()
         .unwrap()

@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use super::{
     acp::wait_pool_ready,
     executors::{AGENT, Agent, CLAUDE, CODEX, OPENCODE, WAIT_FOR_RELEASE, handoff_env, wait_end},
+    gateway::gateway_calls,
     harness::{Server, start},
-    mcp::{call, history, task_id},
+    mcp::{call, task_id},
     wait::wait_until,
 };
 
@@ -280,16 +281,6 @@ fn status(server: &Server, id: &str) -> Value {
         json!({"task_id": id}),
     ))
     .clone()
-}
-
-/// The gateway calls recorded on task `id`.
-fn gateway_calls(server: &Server, id: &str) -> Vec<Value> {
-    history(server, AGENT, id)["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["data"].get("gateway_call").cloned())
-        .collect()
 }
 
 fn cmdline(pid: u32) -> String {
