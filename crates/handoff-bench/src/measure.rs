@@ -1,7 +1,11 @@
 //! One measured window: N workers prepare unmeasured, start together, and the server's CPU time
 //! is read around the time they work.
 
-use std::{future::Future, sync::Arc, time::Instant};
+use std::{
+    future::Future,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use tokio::sync::Barrier;
 
@@ -12,6 +16,7 @@ use crate::proc::ProcSample;
 pub(crate) struct Latency {
     pub p50: f64,
     pub p90: f64,
+    pub p95: f64,
     pub p99: f64,
     pub max: f64,
 }
@@ -27,6 +32,7 @@ impl Latency {
         Self {
             p50: at(0.5),
             p90: at(0.9),
+            p95: at(0.95),
             p99: at(0.99),
             max: at(1.0),
         }
@@ -83,7 +89,7 @@ impl Gate {
 }
 
 /// The server's side of one window.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Window {
     pub secs: f64,
     /// Server CPU seconds (user + system) spent in the window.
@@ -110,6 +116,24 @@ where
     Fut: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
+    let (outputs, windows) = measured_all(&[pid], Duration::ZERO, clients, worker).await;
+    (outputs, windows.into_iter().next().unwrap_or_default())
+}
+
+/// [`measured`] with one window per process of `pids` (in that order), their CPU read `settle`
+/// after the last worker's end: work a server defers past its answer (a record written once a
+/// stream has closed) still counts, while `secs` stays the time the workers worked.
+pub(crate) async fn measured_all<T, F, Fut>(
+    pids: &[u32],
+    settle: Duration,
+    clients: usize,
+    worker: F,
+) -> (Vec<T>, Vec<Window>)
+where
+    F: Fn(Gate) -> Fut,
+    Fut: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
     let gate = Gate {
         ready: Arc::new(Barrier::new(clients + 1)),
         go: Arc::new(Barrier::new(clients + 1)),
@@ -118,7 +142,7 @@ where
         .map(|_| tokio::spawn(worker(gate.clone())))
         .collect();
     gate.ready.wait().await;
-    let before = ProcSample::of(pid);
+    let before: Vec<ProcSample> = pids.iter().map(|pid| ProcSample::of(*pid)).collect();
     let started = Instant::now();
     gate.go.wait().await;
     let mut outputs = Vec::with_capacity(clients);
@@ -128,13 +152,20 @@ where
         }
     }
     let secs = started.elapsed().as_secs_f64();
-    let after = ProcSample::of(pid);
-    let window = Window {
-        secs,
-        cpu_secs: after.cpu_secs - before.cpu_secs,
-        rss_after: after.rss_bytes,
-    };
-    (outputs, window)
+    tokio::time::sleep(settle).await;
+    let windows = pids
+        .iter()
+        .zip(before)
+        .map(|(pid, before)| {
+            let after = ProcSample::of(*pid);
+            Window {
+                secs,
+                cpu_secs: after.cpu_secs - before.cpu_secs,
+                rss_after: after.rss_bytes,
+            }
+        })
+        .collect();
+    (outputs, windows)
 }
 
 #[cfg(test)]
@@ -145,6 +176,7 @@ mod tests {
     fn percentiles() {
         let l = Latency::of((1..=100).map(f64::from).collect());
         assert_eq!((l.p50, l.p90, l.p99, l.max), (51.0, 90.0, 99.0, 100.0));
+        assert_eq!(l.p95, 95.0);
         assert_eq!(Latency::of(Vec::new()).max, 0.0);
     }
 

@@ -461,6 +461,14 @@ pub struct BenchArgs {
     /// A PostgreSQL server `--instances` may create and drop its databases on.
     #[arg(long, env = "HANDOFF_BENCH_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// Instead of the load benchmark: what the model gateway adds to streamed model calls
+    /// (latency, CPU) against calling the provider directly in the same run, at each
+    /// `--clients` level (default 1,16).
+    #[arg(long, conflicts_with_all = ["executors", "instances"])]
+    pub gateway: bool,
+    /// Calls per step for `--gateway`, split over the clients (default 2000; 32 with --smoke).
+    #[arg(long, requires = "gateway")]
+    pub calls: Option<usize>,
 }
 
 /// Options of `handoff serve`.

@@ -193,6 +193,9 @@ fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    if args.gateway {
+        return bench_gateway(args);
+    }
     if let (Some(instances), Some(database_url)) = (args.instances, args.database_url) {
         let options = handoff_bench::ScaleBenchOptions {
             database_url,
@@ -232,6 +235,24 @@ fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("finding the handoff binary")?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(handoff_bench::run(&exe, &options))?;
+    Ok(())
+}
+
+fn bench_gateway(args: BenchArgs) -> anyhow::Result<()> {
+    let mut options = if args.smoke {
+        handoff_bench::GatewayBenchOptions::smoke()
+    } else {
+        handoff_bench::GatewayBenchOptions::full()
+    };
+    if let Some(clients) = args.clients {
+        options.clients = clients;
+    }
+    if let Some(calls) = args.calls {
+        options.calls = calls;
+    }
+    let exe = std::env::current_exe().context("finding the handoff binary")?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(handoff_bench::run_gateway(&exe, &options))?;
     Ok(())
 }
 

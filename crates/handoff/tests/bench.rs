@@ -1,19 +1,26 @@
-//! `handoff bench --smoke`: proves the benchmark still runs (figures are not judged here). A
-//! test binary of its own, so its load never overlaps the end-to-end tests' timing.
+//! `handoff bench --smoke` and `handoff bench --gateway --smoke`: prove the benchmarks still run
+//! (figures are not judged here). A test binary of its own, so its load never overlaps the
+//! end-to-end tests' timing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::{
     process::{Command, Stdio},
-    sync::mpsc,
+    sync::{Mutex, mpsc},
     time::Duration,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_handoff");
 
-#[test]
-fn the_benchmark_runs_end_to_end() {
+/// One benchmark at a time: each is a load of its own on a small machine.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Runs `handoff bench` with `args` to its end (at most 120 s); its stdout, after asserting
+/// that it succeeded.
+fn bench(args: &[&str]) -> String {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let child = Command::new(BIN)
-        .args(["bench", "--smoke"])
+        .arg("bench")
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -26,16 +33,22 @@ fn the_benchmark_runs_end_to_end() {
     let Ok(output) = exited.recv_timeout(Duration::from_secs(120)) else {
         // Not reaped yet (the waiting thread would have sent), so the pid is still the bench's.
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-        panic!("handoff bench --smoke did not finish within 120 s");
+        panic!("handoff bench {args:?} did not finish within 120 s");
     };
     let output = output.unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
-        "bench failed: {}\n{}",
+        "bench {args:?} failed: {}\n{}",
         text,
         String::from_utf8_lossy(&output.stderr)
     );
+    text
+}
+
+#[test]
+fn the_benchmark_runs_end_to_end() {
+    let text = bench(&["--smoke"]);
     for expected in [
         "p50/floor",
         "ping             floor",
@@ -79,6 +92,42 @@ fn the_benchmark_runs_end_to_end() {
             handoff_row(&text, name, "session", clients);
         }
     }
+}
+
+#[test]
+fn the_gateway_row_runs_every_call_through_to_the_whole_answer() {
+    let text = bench(&["--gateway", "--smoke"]);
+    assert!(!text.contains("first error"), "calls failed:\n{text}");
+    // Each row: route, N, calls, errors, calls/s, p50, p95, handoff µs, bench µs. Every call
+    // of the step answered 200 with every frame of the scripted answer (the bench counts a
+    // call only then), none failed.
+    for route in ["direct", "gateway"] {
+        for clients in ["1", "16"] {
+            let row = text
+                .lines()
+                .map(|line| line.split_whitespace().collect::<Vec<_>>())
+                .find(|c| c.len() == 9 && c[0] == route && c[1] == clients)
+                .unwrap_or_else(|| panic!("no `{route} {clients}` row in:\n{text}"));
+            assert_eq!((row[2], row[3]), ("32", "0"), "{row:?}");
+            assert!(row[5].parse::<f64>().unwrap() > 0.0, "no latency: {row:?}");
+        }
+    }
+    for expected in [
+        "gateway: added p50 per call, N=16",
+        "gateway: CPU per call / direct client+model, N=16",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    // The gateway's own count: every call it forwarded was answered 2xx.
+    let counted = text
+        .lines()
+        .find_map(|l| l.strip_prefix("gateway calls: the bench made "))
+        .unwrap_or_else(|| panic!("no count in:\n{text}"));
+    let (made, counted) = counted
+        .strip_suffix(" answered 2xx")
+        .and_then(|c| c.split_once(", handoff counted "))
+        .unwrap_or_else(|| panic!("count: {counted}"));
+    assert_eq!(made, counted, "{text}");
 }
 
 /// The row `name` `era` `clients`, split into its columns: op, era, N, req/s, p50, p90, p99,

@@ -136,7 +136,7 @@ async fn through_handoff(
     let target = Target::handoff(exe, &env).await?;
     let result = async {
         let http = crate::run::http()?;
-        let metrics = pool::metrics_url(&target.url);
+        let metrics = crate::metrics::url(&target.url);
         let pool = variant.pool.filter(|size| *size > 0);
         let mut client =
             McpClient::connect(http.clone(), &target.url, Era::Stateless, "bench-executors")
@@ -203,7 +203,7 @@ async fn one_task(
 }
 
 /// Polls the task until it completes; any other end, or two minutes, fails the benchmark.
-async fn wait_completed(client: &mut McpClient, id: &str) -> Result<Value, BenchError> {
+pub(crate) async fn wait_completed(client: &mut McpClient, id: &str) -> Result<Value, BenchError> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         let status = client

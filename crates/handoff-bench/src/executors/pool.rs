@@ -13,22 +13,10 @@ const FILL_LIMIT: Duration = Duration::from_secs(60);
 /// The series that counts an executor's agents waiting in its pool.
 const SERIES: &str = "handoff_executor_pool_ready";
 
-/// `/metrics` of the server whose MCP endpoint is `mcp_url`.
-pub(super) fn metrics_url(mcp_url: &str) -> String {
-    let base = mcp_url.strip_suffix("/mcp").unwrap_or(mcp_url);
-    format!("{}/metrics", base.trim_end_matches('/'))
-}
-
 /// The value of `handoff_executor_pool_ready{executor="<executor>"}` in a `/metrics` text, if
 /// the series is there.
 pub(super) fn pool_ready(metrics: &str, executor: &str) -> Option<f64> {
-    let series = format!("{SERIES}{{executor=\"{executor}\"}}");
-    metrics
-        .lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| line.trim().rsplit_once(char::is_whitespace))
-        .find(|(name, _)| name.trim_end() == series)
-        .and_then(|(_, value)| value.parse().ok())
+    crate::metrics::value(metrics, &format!("{SERIES}{{executor=\"{executor}\"}}"))
 }
 
 /// Polls `metrics_url` until `executor`'s pool holds `size` agents; fails after 60 s, saying
@@ -99,18 +87,6 @@ mod tests {
         assert_eq!(pool_ready(text, "opencode-acp"), Some(1.0));
         let text = "handoff_executor_pool_ready_total{executor=\"opencode-acp\"} 5\n";
         assert_eq!(pool_ready(text, "opencode-acp"), None);
-    }
-
-    #[test]
-    fn metrics_sits_beside_mcp() {
-        assert_eq!(
-            metrics_url("http://127.0.0.1:4100/mcp"),
-            "http://127.0.0.1:4100/metrics"
-        );
-        assert_eq!(
-            metrics_url("http://127.0.0.1:4100/"),
-            "http://127.0.0.1:4100/metrics"
-        );
     }
 
     #[test]

@@ -1,0 +1,187 @@
+//! `handoff bench --gateway`: what Handoff's model gateway adds to each model call. The
+//! scripted model (in this process) is the provider; a real `handoff serve` has it behind its
+//! gateway, and a `command` task hands the bench its gateway token. The same streamed Chat
+//! Completions calls are made straight to the model and through the gateway, in the same run,
+//! at each concurrency: latency to the last byte, and `handoff serve`'s CPU per call against
+//! the CPU the direct path's client and model take per call.
+
+mod call;
+mod step;
+mod table;
+mod task;
+
+use std::path::Path;
+
+use axum::body::Bytes;
+use handoff_scripted_model::{Script, ScriptedModel};
+use reqwest::Client;
+
+use self::{
+    call::{Endpoint, PROVIDER_KEY},
+    step::{Plan, Route, Row},
+    task::TokenTask,
+};
+use crate::{
+    BenchError,
+    client::{Era, McpClient},
+    target::Target,
+};
+
+/// Calls each client makes in the warm-up step of each route.
+const WARM_CALLS: usize = 4;
+
+/// How many concurrent clients, and how many calls a step.
+#[derive(Debug, Clone)]
+pub struct GatewayBenchOptions {
+    /// Concurrency levels.
+    pub clients: Vec<usize>,
+    /// Calls per step (route and concurrency), split over its clients.
+    pub calls: usize,
+}
+
+impl GatewayBenchOptions {
+    /// The run the issue asks for: N=1 and N=16, enough calls for CPU ticks to count.
+    pub fn full() -> Self {
+        Self {
+            clients: vec![1, 16],
+            calls: 2000,
+        }
+    }
+
+    /// A few calls, to prove the row still works (figures mean little).
+    pub fn smoke() -> Self {
+        Self {
+            clients: vec![1, 16],
+            calls: 32,
+        }
+    }
+}
+
+/// Runs the gateway benchmark and prints its table.
+pub async fn run_gateway(exe: &Path, options: &GatewayBenchOptions) -> Result<(), BenchError> {
+    let script = Script::from_json(&call::script().to_string())
+        .map_err(|e| BenchError::Setup(format!("the gateway bench's script: {e}")))?;
+    let model = ScriptedModel::start(script, None)
+        .await
+        .map_err(|e| BenchError::Setup(format!("scripted model: {e}")))?;
+    let result = async {
+        let handoff = Target::handoff(exe, &task::server_env(&model)).await?;
+        let result = with_token(&handoff, &model, options).await;
+        handoff.stop().await;
+        result
+    }
+    .await;
+    model.shutdown().await;
+    result
+}
+
+/// Gets the token from a task, measures, then ends the task (also when measuring failed).
+async fn with_token(
+    handoff: &Target,
+    model: &ScriptedModel,
+    options: &GatewayBenchOptions,
+) -> Result<(), BenchError> {
+    let http = crate::run::http()?;
+    let mut client =
+        McpClient::connect(http.clone(), &handoff.url, Era::Stateless, "bench-gateway")
+            .await
+            .map_err(BenchError::Setup)?;
+    let task = TokenTask::start(&mut client).await?;
+    let direct = Endpoint {
+        url: format!("{}/chat/completions", model.openai_base_url()),
+        key: PROVIDER_KEY.to_owned(),
+    };
+    let measured = measure(&http, handoff, [&direct, &task.endpoint], options).await;
+    let ended = task.end(&mut client).await;
+    let made = measured?;
+    ended?;
+    counted(&http, handoff, made).await;
+    Ok(())
+}
+
+/// The reference answers, a warm-up, then every step; prints the table and the targets. The
+/// number of calls made through the gateway.
+#[allow(clippy::print_stdout)]
+async fn measure(
+    http: &Client,
+    handoff: &Target,
+    [direct, gateway]: [&Endpoint; 2],
+    options: &GatewayBenchOptions,
+) -> Result<u64, BenchError> {
+    let body = call::body();
+    let frames = reference(http, direct, &body).await?;
+    if reference(http, gateway, &body).await? != frames {
+        return Err(BenchError::Setup(
+            "the gateway's answer has other frames than the model's".to_owned(),
+        ));
+    }
+    println!(
+        "# handoff bench --gateway — {} CPUs",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("{}", table::header());
+    let mut made = 1;
+    let mut rows: Vec<Row> = Vec::new();
+    for (clients, calls_per_client, shown) in steps(options) {
+        for (route, endpoint) in [(Route::Direct, direct), (Route::Gateway, gateway)] {
+            let plan = Plan {
+                http,
+                route,
+                endpoint,
+                body: &body,
+                frames,
+                clients,
+                calls_per_client,
+                handoff: handoff.pid,
+            };
+            let row = step::run(&plan).await;
+            if route == Route::Gateway {
+                made += (clients * (calls_per_client + 1)) as u64;
+            }
+            if shown {
+                table::print(&row);
+                rows.push(row);
+            } else if let Some(error) = row.first_error {
+                println!("warm-up {} first error: {error}", route.name());
+            }
+        }
+    }
+    table::legend(frames, options.calls);
+    table::summary(&rows);
+    Ok(made)
+}
+
+/// Each step's clients, calls per client and whether its rows are shown: first a warm-up at
+/// the largest concurrency (the first measured step must not pay for first allocations and
+/// connections), then each level with the step's calls split over its clients.
+fn steps(options: &GatewayBenchOptions) -> Vec<(usize, usize, bool)> {
+    let most = options.clients.iter().copied().max().unwrap_or(1).max(1);
+    let levels = options.clients.iter().map(|&n| {
+        let n = n.max(1);
+        (n, (options.calls / n).max(1), true)
+    });
+    std::iter::once((most, WARM_CALLS, false))
+        .chain(levels)
+        .collect()
+}
+
+/// One fully checked call; the answer's frames.
+async fn reference(http: &Client, to: &Endpoint, body: &Bytes) -> Result<usize, BenchError> {
+    let answer = call::send(http, to, body).await;
+    answer
+        .and_then(|answer| call::check(&answer))
+        .map_err(|e| BenchError::Setup(format!("a call to {}: {e}", to.url)))
+}
+
+/// Prints how many calls the gateway counted as answered (its `/metrics`) against `made`.
+#[allow(clippy::print_stdout)]
+async fn counted(http: &Client, handoff: &Target, made: u64) {
+    let series = r#"handoff_gateway_calls_total{wire="openai_chat",status="2xx"}"#;
+    let text = match http.get(crate::metrics::url(&handoff.url)).send().await {
+        Ok(answer) => answer.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    let counted =
+        crate::metrics::value(&text, series).map_or_else(|| "no".to_owned(), |n| format!("{n:.0}"));
+    println!("gateway calls: the bench made {made}, handoff counted {counted} answered 2xx");
+}

@@ -1,0 +1,168 @@
+//! The gateway bench's table: a row per route and concurrency, then what the gateway adds at
+//! each concurrency against the direct calls of the same run, next to the targets.
+
+use super::step::{Route, Row};
+use crate::report;
+
+/// The header line.
+pub(super) fn header() -> String {
+    format!(
+        "{:<8} {:>4} {:>7} {:>6} {:>9} {:>8} {:>8} {:>11} {:>9}",
+        "route", "N", "calls", "errors", "calls/s", "p50 ms", "p95 ms", "handoff µs", "bench µs"
+    )
+}
+
+/// One row.
+pub(super) fn line(row: &Row) -> String {
+    format!(
+        "{:<8} {:>4} {:>7} {:>6} {:>9.0} {:>8.3} {:>8.3} {:>11.1} {:>9.1}",
+        row.route.name(),
+        row.clients,
+        row.calls,
+        row.errors,
+        row.per_sec,
+        row.latency.p50 / 1e3,
+        row.latency.p95 / 1e3,
+        row.handoff_cpu_us,
+        row.bench_cpu_us
+    )
+}
+
+/// Prints `row`, and its first error if it had one.
+#[allow(clippy::print_stdout)]
+pub(super) fn print(row: &Row) {
+    println!("{}", line(row));
+    if let Some(error) = &row.first_error {
+        let error: String = error.chars().take(300).collect();
+        println!("{:<8} first error: {error}", "");
+    }
+}
+
+/// The gateway against the direct calls at one concurrency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Added {
+    pub clients: usize,
+    /// Gateway p50 minus direct p50, ms.
+    pub p50_ms: f64,
+    /// `handoff serve`'s CPU per gateway call as a percentage of this process's CPU per direct
+    /// call (client and model); `None` when the direct CPU read as zero.
+    pub cpu_pct: Option<f64>,
+}
+
+/// What the gateway adds at each concurrency that has both rows.
+pub(super) fn added(rows: &[Row]) -> Vec<Added> {
+    let find = |route, clients| {
+        rows.iter()
+            .find(|r| r.route == route && r.clients == clients)
+    };
+    rows.iter()
+        .filter(|r| r.route == Route::Gateway)
+        .filter_map(|gateway| {
+            let direct = find(Route::Direct, gateway.clients)?;
+            Some(Added {
+                clients: gateway.clients,
+                p50_ms: (gateway.latency.p50 - direct.latency.p50) / 1e3,
+                cpu_pct: (direct.bench_cpu_us > 0.0)
+                    .then(|| gateway.handoff_cpu_us / direct.bench_cpu_us * 100.0),
+            })
+        })
+        .collect()
+}
+
+/// The comparison lines and the targets.
+#[allow(clippy::print_stdout)]
+pub(super) fn summary(rows: &[Row]) {
+    println!();
+    for row in added(rows) {
+        let pct = row
+            .cpu_pct
+            .map_or_else(|| "-".to_owned(), |p| format!("{p:.1} %"));
+        report::target(
+            &format!("gateway: added p50 per call, N={}", row.clients),
+            format!("{:.3} ms", row.p50_ms),
+            "<= 2 ms",
+            row.p50_ms <= 2.0,
+        );
+        report::target(
+            &format!(
+                "gateway: CPU per call / direct client+model, N={}",
+                row.clients
+            ),
+            pct,
+            "<= 5 %",
+            row.cpu_pct.is_some_and(|p| p <= 5.0),
+        );
+    }
+}
+
+/// The legend under the table.
+#[allow(clippy::print_stdout)]
+pub(super) fn legend(frames: usize, calls: usize) {
+    println!(
+        "each call: one streamed Chat Completions answer of {frames} SSE frames, timed to its last byte; {calls} calls a step, split over N clients; direct = to the scripted model with the provider key, gateway = through handoff serve's /gateway with a task's token; handoff µs = handoff serve's CPU per call, bench µs = this process's (the client and the scripted model) per call"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::Latency;
+
+    fn row(route: Route, clients: usize, p50_us: f64, handoff: f64, bench: f64) -> Row {
+        Row {
+            route,
+            clients,
+            calls: 100,
+            errors: 0,
+            first_error: None,
+            latency: Latency {
+                p50: p50_us,
+                p95: p50_us * 2.0,
+                ..Latency::default()
+            },
+            per_sec: 1234.4,
+            handoff_cpu_us: handoff,
+            bench_cpu_us: bench,
+        }
+    }
+
+    #[test]
+    fn the_gateway_is_set_against_the_direct_row_of_its_concurrency() {
+        let rows = [
+            row(Route::Direct, 1, 300.0, 1.0, 200.0),
+            row(Route::Gateway, 1, 800.0, 50.0, 210.0),
+            row(Route::Direct, 16, 2000.0, 0.5, 0.0),
+            row(Route::Gateway, 16, 4500.0, 60.0, 220.0),
+            row(Route::Gateway, 64, 9000.0, 60.0, 220.0),
+        ];
+        let added = added(&rows);
+        assert_eq!(
+            added,
+            [
+                Added {
+                    clients: 1,
+                    p50_ms: 0.5,
+                    cpu_pct: Some(25.0)
+                },
+                Added {
+                    clients: 16,
+                    p50_ms: 2.5,
+                    cpu_pct: None
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn a_row_lines_up_under_the_header() {
+        let shown = line(&row(Route::Gateway, 16, 812.0, 61.24, 220.0));
+        let cells: Vec<&str> = shown.split_whitespace().collect();
+        assert_eq!(
+            cells,
+            [
+                "gateway", "16", "100", "0", "1234", "0.812", "1.624", "61.2", "220.0"
+            ]
+        );
+        assert_eq!(shown.chars().count(), header().chars().count());
+    }
+}
