@@ -21,6 +21,10 @@ impl Engine {
     /// The caller has read `task` with its ownership checks (this reads no more than the
     /// task's own events).
     pub async fn model_usage(&self, task: &Task) -> Result<Option<ModelUsage>, EngineError> {
+        // Without a gateway no call is counted: a status read costs no read of the events.
+        if self.inner.config.models.gateway_upstream().is_none() {
+            return Ok(None);
+        }
         let spent = if self.keeps_total(task) {
             self.gateway_total(task).await?
         } else {
