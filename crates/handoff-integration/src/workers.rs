@@ -122,6 +122,55 @@ impl Workers {
         slot
     }
 
+    /// Marks `id`'s worker (`status_changed` as [`Slot::mark`]), starting one when none runs,
+    /// under the lock its end is decided under: a worker whose work ended with a state change
+    /// not taken (it came after the work's last look) runs `work` again, so no change falls
+    /// between a worker's last look and its end.
+    pub fn ensure_marked<F, W>(&self, id: &TaskId, status_changed: bool, work: W)
+    where
+        W: Fn(Arc<Slot>) -> F + Send + 'static,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let mut slots = lock(&self.slots);
+        if let Some(slot) = slots.get(id) {
+            slot.mark(status_changed);
+            return;
+        }
+        let slot = Arc::new(Slot::default());
+        slot.mark(status_changed);
+        slots.insert(id.clone(), slot.clone());
+        drop(slots);
+        let (slots, id, stop) = (self.slots.clone(), id.clone(), self.stop.clone());
+        self.tracker.spawn(async move {
+            loop {
+                work(slot.clone()).await;
+                let again = {
+                    let mut held = lock(&slots);
+                    let again = slot.status_marked() && !stop.is_cancelled();
+                    if !again {
+                        held.remove(&id);
+                    }
+                    again
+                };
+                if !again {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Marks `id`'s worker under the same lock as [`Workers::ensure_marked`]; `false` when
+    /// none runs.
+    pub fn mark(&self, id: &TaskId, status_changed: bool) -> bool {
+        match lock(&self.slots).get(id) {
+            Some(slot) => {
+                slot.mark(status_changed);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Runs `task` beside the workers (a sweeper, a sync loop); a shutdown waits for it too.
     pub fn spawn<F>(&self, task: F)
     where
@@ -199,5 +248,39 @@ mod tests {
         });
         workers.shutdown("test workers").await;
         rx.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_state_change_after_the_workers_last_look_runs_it_again() {
+        let workers = Arc::new(Workers::new(CancellationToken::new()));
+        let id = TaskId::parse("task_abcdefghijklmnopqrstuvwxyz").unwrap();
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (looked_tx, mut looked) = tokio::sync::mpsc::unbounded_channel::<usize>();
+        let release = Arc::new(Notify::new());
+        let work = {
+            let (runs, release) = (runs.clone(), release.clone());
+            move |slot: Arc<Slot>| {
+                let (runs, release, looked_tx) = (runs.clone(), release.clone(), looked_tx.clone());
+                async move {
+                    slot.take_status();
+                    let run = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                    let _ = looked_tx.send(run);
+                    // The first run ends only once the next change has come.
+                    if run == 1 {
+                        release.notified().await;
+                    }
+                }
+            }
+        };
+        workers.ensure_marked(&id, true, work.clone());
+        assert_eq!(looked.recv().await, Some(1));
+        // The change comes after the worker's last look, before it ends.
+        assert!(workers.mark(&id, true));
+        release.notify_one();
+        assert_eq!(looked.recv().await, Some(2), "run again for the change");
+        workers.shutdown("test workers").await;
+        assert!(!workers.serves(&id), "ended once nothing was left to take");
+        assert!(!workers.mark(&id, true));
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
     }
 }

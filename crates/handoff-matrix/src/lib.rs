@@ -35,7 +35,7 @@ use std::{
 };
 
 use handoff_config::MatrixConfig;
-use handoff_integration::{Slot, TaskSource, Workers, step_note};
+use handoff_integration::{TaskSource, Workers, step_note};
 use handoff_store::ChannelStore;
 use handoff_task::{Task, TaskId, unix_millis_now};
 use tokio::sync::mpsc;
@@ -54,6 +54,10 @@ const MOVES_QUEUED: usize = 1024;
 
 /// The integration's name in the store.
 pub const INTEGRATION: &str = "matrix";
+
+/// Tasks whose posted round is remembered at most; past it the memory starts over (a
+/// state change of a finished task's round then posts its outcome once more, at worst).
+const MAX_OUTCOMES: usize = 10_000;
 
 /// State shared by the room posters, the sync loop and the sweeper.
 pub(crate) struct Shared {
@@ -74,6 +78,9 @@ pub(crate) struct Shared {
     pub stop: CancellationToken,
     /// The room posters, by task, the sweeper and the sync loop.
     workers: Workers,
+    /// The round whose outcome each task's room last got from this process: a poster run again
+    /// for a state change of that same round posts no second outcome.
+    outcomes: std::sync::Mutex<std::collections::HashMap<TaskId, u32>>,
 }
 
 impl Shared {
@@ -82,12 +89,36 @@ impl Shared {
         self.workers.serves(id)
     }
 
-    /// Starts the task's poster unless one runs.
-    fn ensure_poster(self: &Arc<Self>, id: &TaskId) -> Arc<Slot> {
+    /// Wakes the task's poster about a state change, starting it unless one runs (and running
+    /// it again when the change came after its last look: a follow-up round that started
+    /// while the last outcome was being posted).
+    fn ensure_poster(self: &Arc<Self>, id: &TaskId) {
         let (shared, task) = (self.clone(), id.clone());
-        self.workers.ensure(id, |slot| async move {
-            room::run(&shared, &task, &slot).await;
-        })
+        self.workers.ensure_marked(id, true, move |slot| {
+            let (shared, task) = (shared.clone(), task.clone());
+            async move { room::run(&shared, &task, &slot).await }
+        });
+    }
+
+    /// Records that the outcome of `round` of `task` was posted; whether it had been already.
+    fn outcome_posted(&self, task: &TaskId, round: u32) -> bool {
+        let mut posted = self
+            .outcomes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if posted.len() >= MAX_OUTCOMES && !posted.contains_key(task) {
+            posted.clear();
+        }
+        posted.insert(task.clone(), round) == Some(round)
+    }
+
+    /// Whether the outcome of `round` of `task` was posted by this process.
+    fn has_posted(&self, task: &TaskId, round: u32) -> bool {
+        let posted = self
+            .outcomes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        posted.get(task) == Some(&round)
     }
 
     /// Adds a note about Matrix to the task's history, and to the log: an operator reads why a
@@ -155,6 +186,7 @@ impl MatrixBridge {
             moved,
             stop: stop.clone(),
             workers: Workers::new(stop),
+            outcomes: std::sync::Mutex::default(),
         });
         shared.workers.spawn(room::sweep(shared.clone(), moves));
         Ok(Self { shared })
@@ -175,20 +207,16 @@ impl MatrixBridge {
     /// A task starts running: its poster creates (or, after a restart, finds) its room.
     pub fn task_started(&self, task: &Task) {
         if Self::wants_room(&self.shared.config, task) {
-            self.shared.ensure_poster(&task.id).mark(true);
+            self.shared.ensure_poster(&task.id);
         }
     }
 
     /// Something happened to a task. Cheap: a task without a poster here matters only when
     /// its state changed (another instance's task may have been taken over by this one).
     pub fn touch(&self, id: &TaskId, status_changed: bool) {
-        match self.shared.workers.slot(id) {
-            Some(slot) => slot.mark(status_changed),
-            // A full queue only delays the look to the sweeper's next pass.
-            None if status_changed => {
-                let _ = self.shared.moved.try_send(id.clone());
-            }
-            None => {}
+        // A full queue only delays the look to the sweeper's next pass.
+        if !self.shared.workers.mark(id, status_changed) && status_changed {
+            let _ = self.shared.moved.try_send(id.clone());
         }
     }
 

@@ -43,6 +43,10 @@ pub(crate) async fn run(shared: &Arc<Shared>, id: &TaskId, slot: &Slot) {
     let Some(view) = look(shared, id).await else {
         return;
     };
+    // Run again for a change of a round whose outcome is already in the room: nothing to say.
+    if view.task.status.is_terminal() && shared.has_posted(id, view.task.options.round) {
+        return;
+    }
     let Some((room, created)) = create::ensure_room(shared, &view.task).await else {
         return;
     };
@@ -117,6 +121,9 @@ async fn update(shared: &Shared, id: &TaskId, poster: &mut Poster) -> Option<Ste
     let task = &view.task;
     if poster.last_status != Some(task.status) {
         if task.status.is_terminal() {
+            if shared.outcome_posted(id, task.options.round) {
+                return Some(Step::Done);
+            }
             if !post(shared, id, poster, &render::outcome(&view)).await {
                 return None;
             }
@@ -263,7 +270,7 @@ async fn moved_here(shared: &Shared, task: &TaskId) -> bool {
 /// Starts posting to `task`'s room from this instance.
 fn post_here(shared: &Arc<Shared>, task: &TaskId) {
     tracing::info!(task = %task, "matrix: this instance posts to the task's room now");
-    shared.ensure_poster(task).mark(true);
+    shared.ensure_poster(task);
 }
 
 /// Resumes the posters of rooms an earlier process left open, then leaves and forgets rooms
@@ -274,7 +281,7 @@ pub(crate) async fn sweep(shared: Arc<Shared>, mut moves: mpsc::Receiver<TaskId>
         Ok(open) => {
             for record in open.iter().filter(|r| r.close_at.is_none()) {
                 if posts_here(&shared, &record.task_id).await {
-                    shared.ensure_poster(&record.task_id).mark(true);
+                    shared.ensure_poster(&record.task_id);
                 }
             }
         }

@@ -100,9 +100,9 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// The gateway calls recorded on task `id`.
-pub(super) fn gateway_calls(server: &Server, id: &str) -> Vec<Value> {
-    history(server, AGENT, id)["events"]
+/// The gateway calls recorded on `agent`'s task `id`.
+pub(super) fn gateway_calls(server: &Server, agent: &str, id: &str) -> Vec<Value> {
+    history(server, agent, id)["events"]
         .as_array()
         .unwrap()
         .iter()
@@ -179,7 +179,7 @@ fn an_agent_reaches_its_provider_only_through_the_gateway_and_never_sees_the_key
     assert_eq!(files_holding(&dir, REAL_KEY), Vec::<String>::new());
 
     // Each call counted on the task, with the provider's usage, the model and the cost.
-    let calls = gateway_calls(&server, &id);
+    let calls = gateway_calls(&server, AGENT, &id);
     assert_eq!(calls.len(), 2, "{calls:#?}");
     for c in &calls {
         assert_eq!(c["status"], 200, "{c}");
@@ -280,7 +280,7 @@ fn the_call_that_would_pass_the_budget_is_refused_and_the_task_stops() {
         said.contains("budget exhausted at the model gateway: 1000 tokens"),
         "{said}"
     );
-    let calls = gateway_calls(&server, &id);
+    let calls = gateway_calls(&server, AGENT, &id);
     assert_eq!(
         calls.len(),
         1,
@@ -357,7 +357,7 @@ fn a_task_calling_faster_than_its_rate_is_told_when_to_retry_and_goes_on() {
         .unwrap();
     assert!((1..=60).contains(&retry), "{retry}");
     assert_eq!(
-        gateway_calls(&server, &id).len(),
+        gateway_calls(&server, AGENT, &id).len(),
         2,
         "the third call never reached the provider"
     );
@@ -395,7 +395,7 @@ fn a_task_calling_faster_than_its_rate_is_told_when_to_retry_and_goes_on() {
             .contains("models.agent_calls_per_minute"),
         "{fifth}"
     );
-    assert_eq!(gateway_calls(&server, &id).len(), 1);
+    assert_eq!(gateway_calls(&server, AGENT, &id).len(), 1);
     drop(server);
     runtime.block_on(model.shutdown());
 }

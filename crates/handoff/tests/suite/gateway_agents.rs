@@ -117,7 +117,7 @@ fn opencode_reaches_its_model_only_through_the_gateway_and_never_holds_the_key()
     assert!(own_dir.join("own.txt").is_file());
 
     for id in [&pooled, &own] {
-        let calls = gateway_calls(&server, id);
+        let calls = gateway_calls(&server, AGENT, id);
         assert!(
             !calls.is_empty(),
             "{id}: its model calls went through the gateway"
@@ -214,7 +214,7 @@ fn through_the_gateway(agent: &Agent, wire: &str) {
     let done = wait_end(&server, &id);
     assert_eq!(done["status"], "completed", "{done}");
     assert!(dir.join("agent.txt").is_file());
-    let calls = gateway_calls(&server, &id);
+    let calls = gateway_calls(&server, AGENT, &id);
     assert!(
         !calls.is_empty(),
         "its model calls went through the gateway"
