@@ -109,6 +109,13 @@ impl UsageScanner {
         let Some(data) = line.strip_prefix(b"data:") else {
             return;
         };
+        // Most events are text deltas: only one with usage, or the model while it is unknown,
+        // is worth parsing (parsing every frame was the gateway's largest cost, measured).
+        let wanted = contains(data, b"\"usage\"")
+            || (self.usage.model.is_none() && contains(data, b"\"model\""));
+        if !wanted {
+            return;
+        }
         if let Ok(event) = serde_json::from_slice::<Value>(data.trim_ascii()) {
             self.event(&event);
         }
@@ -180,6 +187,11 @@ impl UsageScanner {
             self.usage.cached_tokens = cached;
         }
     }
+}
+
+/// Whether `needle` occurs in `haystack`.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 #[cfg(test)]

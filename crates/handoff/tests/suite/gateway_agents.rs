@@ -87,22 +87,8 @@ fn opencode_reaches_its_model_only_through_the_gateway_and_never_holds_the_key()
         &server,
         json!({"task_description": "GATEWAY-POOLED please"}),
     );
-    let processes = running_step(&gateway, "OPENAI_BASE_URL", "openai");
-    for (pid, environ) in &processes {
-        assert!(!environ.contains(REAL_KEY), "process {pid} holds the key");
-        assert!(
-            !environ.contains("UPSTREAM_KEY="),
-            "process {pid}: {environ}"
-        );
-        assert!(
-            environ.contains("OPENAI_API_KEY=hmt1_"),
-            "process {pid} has a task token: {environ}"
-        );
-    }
-    let dir = std::path::PathBuf::from(status(&server, &pooled)["workdir"].as_str().unwrap());
-    std::fs::write(dir.join("release"), "").unwrap();
-    let done = wait_end(&server, &pooled);
-    assert_eq!(done["status"], "completed", "{done}");
+    no_process_holds_the_key(&gateway, "OPENAI_BASE_URL", "openai", "OPENAI_API_KEY");
+    let dir = release(&server, &pooled);
     assert!(dir.join("pooled.txt").is_file());
 
     // A task in a directory of its own starts its own agent, given its own token.
@@ -201,18 +187,8 @@ fn through_the_gateway(agent: &Agent, wire: &str) {
     let server = start(&env);
     let gateway = server.url.replace("/mcp", "/gateway");
     let id = submit(&server, json!({"task_description": "GATEWAY-AGENT please"}));
-    let processes = running_step(&gateway, base_var, wire);
-    for (pid, environ) in &processes {
-        assert!(!environ.contains(REAL_KEY), "process {pid} holds the key");
-        assert!(
-            environ.contains(&format!("{key_var}=hmt1_")),
-            "process {pid} has a task token: {environ}"
-        );
-    }
-    let dir = std::path::PathBuf::from(status(&server, &id)["workdir"].as_str().unwrap());
-    std::fs::write(dir.join("release"), "").unwrap();
-    let done = wait_end(&server, &id);
-    assert_eq!(done["status"], "completed", "{done}");
+    no_process_holds_the_key(&gateway, base_var, wire, key_var);
+    let dir = release(&server, &id);
     assert!(dir.join("agent.txt").is_file());
     let calls = gateway_calls(&server, AGENT, &id);
     assert!(
@@ -245,6 +221,31 @@ fn through_the_gateway(agent: &Agent, wire: &str) {
     }
     drop(server);
     runtime.block_on(model.shutdown());
+}
+
+/// Every process of the task (found by the gateway URL in `base_var`) has a task token in
+/// `key_var`, and none the key or its variable.
+fn no_process_holds_the_key(gateway: &str, base_var: &str, wire: &str, key_var: &str) {
+    for (pid, environ) in running_step(gateway, base_var, wire) {
+        assert!(!environ.contains(REAL_KEY), "process {pid} holds the key");
+        assert!(
+            !environ.contains("UPSTREAM_KEY="),
+            "process {pid}: {environ}"
+        );
+        assert!(
+            environ.contains(&format!("{key_var}=hmt1_")),
+            "process {pid} has a task token: {environ}"
+        );
+    }
+}
+
+/// Lets task `id`'s shell step end and waits for it to complete; its directory.
+fn release(server: &Server, id: &str) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(status(server, id)["workdir"].as_str().unwrap());
+    std::fs::write(dir.join("release"), "").unwrap();
+    let done = wait_end(server, id);
+    assert_eq!(done["status"], "completed", "{done}");
+    dir
 }
 
 /// Waits for the agent's shell step (it waits for `release`), found by the gateway URL it
