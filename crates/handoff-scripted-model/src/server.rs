@@ -78,9 +78,7 @@ async fn models(
         .log
         .record(plain_entry(&method, &uri, Api::Models, Value::Null));
     // A provider lists its models only to a caller with its key, as it answers only them.
-    if let Some(wanted) = &state.script.api_key
-        && presented_key(&headers) != Some(wanted.as_str())
-    {
+    if wrong_key(&state, &headers) {
         return error_response::<OpenAiChat>(&ErrorReply {
             status: 401,
             kind: "authentication_error".into(),
@@ -121,9 +119,7 @@ async fn completion<W: Wire>(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Some(wanted) = &state.script.api_key
-        && presented_key(&headers) != Some(wanted.as_str())
-    {
+    if wrong_key(&state, &headers) {
         state
             .log
             .record(plain_entry(&method, &uri, W::API, Value::Null));
@@ -134,6 +130,15 @@ async fn completion<W: Wire>(
         });
     }
     respond::<W>(state, &method, &uri, &body, None, None).await
+}
+
+/// Whether the script wants a key and `headers` do not carry it.
+fn wrong_key(state: &AppState, headers: &axum::http::HeaderMap) -> bool {
+    state
+        .script
+        .api_key
+        .as_ref()
+        .is_some_and(|wanted| presented_key(headers) != Some(wanted.as_str()))
 }
 
 /// The key a request carries: `Authorization: Bearer …` (OpenAI) or `x-api-key` (Anthropic).

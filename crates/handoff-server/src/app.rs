@@ -77,7 +77,7 @@ pub struct App {
     acp: Vec<Arc<AcpExecutor>>,
     /// Their pools' gauges.
     pub(crate) pool_metrics: PoolMetrics,
-    /// Whether the pools were started once the gateway listened.
+    /// Whether the pools were started ([`App::start_pools`]).
     pools_started: Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -172,6 +172,11 @@ impl App {
             pool_metrics,
             pools_started: Arc::default(),
         };
+        // With a gateway, pooled agents start once it listens (`serve_http`): each is given
+        // its URL.
+        if app.config.models.gateway_upstream().is_none() {
+            app.start_pools();
+        }
         tokio::spawn(refresh_counts(app.clone()));
         watch_store(&app, prober, store_faults, store_ok);
         Ok(app)
@@ -198,13 +203,12 @@ impl App {
         )
     }
 
-    /// Starts the ACP executors' pools where the gateway delayed them (it serves their agents
-    /// and now listens, or never will in this process); once.
+    /// Starts the ACP executors' pools, once: at build without a gateway, else when the
+    /// gateway listens (or, with stdio, never will), so that their agents get its URL.
     pub(crate) fn start_pools(&self) {
-        if self.config.models.gateway_upstream().is_none()
-            || self
-                .pools_started
-                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        if self
+            .pools_started
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
         {
             return;
         }
@@ -363,8 +367,8 @@ fn watch_store(
 }
 
 /// Builds the executors, reports them, stops a managed OpenCode server a killed Handoff left
-/// behind and, when tasks default to OpenCode, warms its server up in the background; the ACP
-/// executors' pools start filling.
+/// behind and, when tasks default to OpenCode, warms its server up in the background (the ACP
+/// executors' pools start with [`App::start_pools`]).
 async fn start_executors(
     config: &Arc<Config>,
     isolator: &Arc<handoff_isolation::Isolator>,
@@ -374,16 +378,10 @@ async fn start_executors(
     let crate::executors::Executors {
         registry: executors,
         opencode,
-        acp,
         notes,
+        ..
     } = &built;
     report_executors(config, executors, notes, status);
-    // With a gateway, pooled agents start once it listens: each is given its URL.
-    if config.models.gateway_upstream().is_none() {
-        for executor in acp {
-            executor.start_pool(None);
-        }
-    }
     if let Some(opencode) = &opencode {
         // Whichever executor tasks default to: a server a killed Handoff left behind must
         // not wait for the first OpenCode task to be stopped.

@@ -150,6 +150,24 @@ fn gateway_model(config: &Config, executor: &str) -> Option<String> {
     models.model.clone().filter(|_| models.serves(executor))
 }
 
+/// The model a built-in executor's agents ask the gateway for, as its config is built here;
+/// `None` when the gateway does not serve it or names no model for it.
+pub(crate) fn model_through_gateway(config: &Config, executor: &str) -> Option<String> {
+    if !config.models.serves(executor) {
+        return None;
+    }
+    let own = match executor {
+        OPENCODE_ACP | handoff_runner::OPENCODE_CLI => {
+            let empty = serde_json::json!({});
+            return crate::opencode_gateway::with_gateway(config, executor, empty).1;
+        }
+        handoff_runner::CLAUDE => &config.executors.claude.model,
+        handoff_runner::CODEX => &config.executors.codex.model,
+        _ => return None,
+    };
+    own.clone().or_else(|| gateway_model(config, executor))
+}
+
 /// The OpenCode executors when the program is there: the shared server's (`opencode`), and,
 /// when Handoff manages that server, `opencode-acp` (unless a configured ACP agent takes its
 /// name) and `opencode-cli`; else all three are marked missing.
@@ -233,11 +251,6 @@ pub(crate) fn opencode_acp_config(
     env: &[(String, String)],
     isolation: Option<Isolation>,
 ) -> AcpConfig {
-    let mut env: Vec<(String, String)> = env
-        .iter()
-        .filter(|(k, _)| k != "OPENCODE_CONFIG_CONTENT")
-        .cloned()
-        .collect();
     let settings = &config.executors.opencode;
     let mut inline = inline_config(config);
     inline["permission"] = serde_json::json!({ "*": "ask" });
@@ -245,7 +258,7 @@ pub(crate) fn opencode_acp_config(
     if let Some(model) = &model {
         inline["model"] = serde_json::json!(model);
     }
-    env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), inline.to_string()));
+    let env = with_inline_config(env, &inline);
     AcpConfig {
         name: OPENCODE_ACP.to_owned(),
         argv: vec![binary.to_owned(), "acp".to_owned()],
@@ -267,15 +280,21 @@ fn opencode_cli_env(
     if !config.models.serves(name) {
         return (env.to_vec(), config.executors.opencode.model.clone());
     }
-    let mut env: Vec<(String, String)> = env
-        .iter()
-        .filter(|(k, _)| k != "OPENCODE_CONFIG_CONTENT")
-        .cloned()
-        .collect();
     let (inline, model) =
         crate::opencode_gateway::with_gateway(config, name, inline_config(config));
-    env.push(("OPENCODE_CONFIG_CONTENT".to_owned(), inline.to_string()));
-    (env, model)
+    (with_inline_config(env, &inline), model)
+}
+
+/// `env` with `inline` as OpenCode's inline config in place of the one it had.
+fn with_inline_config(
+    env: &[(String, String)],
+    inline: &serde_json::Value,
+) -> Vec<(String, String)> {
+    env.iter()
+        .filter(|(k, _)| k != "OPENCODE_CONFIG_CONTENT")
+        .cloned()
+        .chain([("OPENCODE_CONFIG_CONTENT".to_owned(), inline.to_string())])
+        .collect()
 }
 
 /// `executors.opencode.config` as a JSON object (empty when unset).

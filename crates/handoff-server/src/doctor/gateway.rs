@@ -15,11 +15,7 @@ pub(super) fn task_model(config: &Config, executor: &str) -> Option<Check> {
     let url = models
         .gateway_upstream()
         .filter(|_| models.serves(executor))?;
-    let model = match (executor, &config.executors.opencode.model) {
-        (handoff_runner::OPENCODE, _) => return None,
-        (_, Some(own)) if own.starts_with("handoff/") => own.trim_start_matches("handoff/"),
-        _ => models.model.as_deref()?,
-    };
+    let model = crate::executors::model_through_gateway(config, executor)?;
     let key = match &models.provider_key {
         Some(_) => format!("key from {}", models.provider_key_env),
         None => format!("no key: {} is unset", models.provider_key_env),
@@ -76,11 +72,7 @@ pub(super) async fn provider(config: &Config) -> Option<Check> {
 
 /// `GET …/models` the way the gateway authenticates to the provider's wire.
 async fn list_models(config: &Config, url: &str) -> Result<reqwest::Response, String> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| e.to_string())?;
+    let client = super::http_client(Duration::from_secs(10))?;
     let models = &config.models;
     let key = models.provider_key.as_ref().map(|k| k.expose().to_owned());
     let request = match models.wire {
@@ -103,4 +95,43 @@ async fn list_models(config: &Config, url: &str) -> Result<reqwest::Response, St
     };
     // reqwest's error names the URL, which holds no secret (credentials in it are refused).
     request.send().await.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use handoff_config::LoadOptions;
+
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        Config::load(LoadOptions {
+            env: pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..LoadOptions::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn each_agent_is_named_with_the_model_it_asks_the_gateway_for() {
+        let config = config(&[
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1"),
+            ("HANDOFF_MODELS_MODEL", "m"),
+            ("HANDOFF_OPENCODE_MODEL", "handoff/big"),
+            ("HANDOFF_CLAUDE_MODEL", "c"),
+            ("HANDOFF_MODELS_DIRECT", "codex"),
+        ]);
+        let detail = |executor| task_model(&config, executor).map(|c| c.detail);
+        assert!(
+            detail("opencode-acp")
+                .unwrap()
+                .starts_with("opencode-acp: handoff/big at ")
+        );
+        assert!(detail("claude").unwrap().starts_with("claude: c at "));
+        assert_eq!(detail("codex"), None, "kept off the gateway");
+        assert_eq!(detail("opencode"), None, "the shared server is not served");
+    }
 }

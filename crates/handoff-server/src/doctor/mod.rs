@@ -414,11 +414,7 @@ async fn matrix(config: &Config) -> Check {
 
 /// Whom the homeserver says `token` belongs to.
 async fn signed_in_as(whoami: &str, token: &str) -> Result<String, String> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .map_err(|e| e.to_string())?;
+    let client = http_client(Duration::from_secs(5))?;
     let response = client
         .get(whoami)
         .bearer_auth(token)
@@ -439,13 +435,18 @@ async fn signed_in_as(whoami: &str, token: &str) -> Result<String, String> {
         .ok_or_else(|| "the answer names no user".to_owned())
 }
 
+/// An HTTP client whose requests give up after `timeout` (TLS through rustls's ring).
+fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
 /// The URL answers at all (any HTTP status below 500 counts: auth may be needed).
 async fn reachable(url: &str) -> Result<(), String> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .map_err(|e| e.to_string())?;
+    let client = http_client(Duration::from_secs(5))?;
     match client.get(url).send().await {
         Ok(response) if response.status().is_server_error() => {
             Err(format!("answered {}", response.status()))

@@ -100,6 +100,19 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// Runs `script` as a task of [`AGENT`] with `completion` until it is `status`; its id and
+/// that status.
+fn run(server: &Server, script: &str, completion: Value, status: &str) -> (String, Value) {
+    let id = task_id(&call(
+        server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": script, "completion": completion}),
+    ));
+    let done = wait_status_for(server, AGENT, &id, &[status], Duration::from_secs(120));
+    (id, done)
+}
+
 /// The gateway calls recorded on `agent`'s task `id`.
 pub(super) fn gateway_calls(server: &Server, agent: &str, id: &str) -> Vec<Value> {
     history(server, agent, id)["events"]
@@ -120,19 +133,7 @@ fn an_agent_reaches_its_provider_only_through_the_gateway_and_never_sees_the_key
         chat("GATEWAY-HELLO streamed", true, "streamed.sse"),
         chat("GATEWAY-HELLO plain", false, "plain.json"),
     );
-    let id = task_id(&call(
-        &server,
-        AGENT,
-        "execute_task",
-        json!({"task_description": script, "completion": {"policy": "none"}}),
-    ));
-    let done = wait_status_for(
-        &server,
-        AGENT,
-        &id,
-        &["completed"],
-        Duration::from_secs(120),
-    );
+    let (id, done) = run(&server, &script, json!({"policy": "none"}), "completed");
     let dir = Path::new(done["workdir"].as_str().unwrap()).to_owned();
 
     // The answers came through: the provider accepted the key only Handoff holds.
@@ -246,16 +247,8 @@ fn the_call_that_would_pass_the_budget_is_refused_and_the_task_stops() {
         chat(&big, false, "first.json"),
         chat(&big, false, "second.json"),
     );
-    let id = task_id(&call(
-        &server,
-        AGENT,
-        "execute_task",
-        json!({
-            "task_description": script,
-            "completion": {"policy": "none", "budget": {"tokens": 1000}}
-        }),
-    ));
-    let done = wait_status_for(&server, AGENT, &id, &["failed"], Duration::from_secs(120));
+    let completion = json!({"policy": "none", "budget": {"tokens": 1000}});
+    let (id, done) = run(&server, &script, completion, "failed");
     assert!(
         done["error"].as_str().unwrap().contains("budget_exhausted"),
         "{done}"
@@ -322,19 +315,7 @@ fn a_task_calling_faster_than_its_rate_is_told_when_to_retry_and_goes_on() {
         chat("GATEWAY-HELLO two", false, "second.json"),
         third,
     );
-    let id = task_id(&call(
-        &server,
-        AGENT,
-        "execute_task",
-        json!({"task_description": script, "completion": {"policy": "none"}}),
-    ));
-    let done = wait_status_for(
-        &server,
-        AGENT,
-        &id,
-        &["completed"],
-        Duration::from_secs(120),
-    );
+    let (id, done) = run(&server, &script, json!({"policy": "none"}), "completed");
     let dir = Path::new(done["workdir"].as_str().unwrap()).to_owned();
     let third: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("third.json")).unwrap()).unwrap();
@@ -369,19 +350,7 @@ fn a_task_calling_faster_than_its_rate_is_told_when_to_retry_and_goes_on() {
         chat("GATEWAY-HELLO four", false, "fourth.json"),
         chat("GATEWAY-HELLO five", false, "fifth.json"),
     );
-    let id = task_id(&call(
-        &server,
-        AGENT,
-        "execute_task",
-        json!({"task_description": script, "completion": {"policy": "none"}}),
-    ));
-    let done = wait_status_for(
-        &server,
-        AGENT,
-        &id,
-        &["completed"],
-        Duration::from_secs(120),
-    );
+    let (id, done) = run(&server, &script, json!({"policy": "none"}), "completed");
     let dir = Path::new(done["workdir"].as_str().unwrap()).to_owned();
     let read = |file: &str| -> Value {
         serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap()

@@ -118,13 +118,7 @@ fn opencode_reaches_its_model_only_through_the_gateway_and_never_holds_the_key()
     for request in model.requests() {
         assert_eq!(request.body["model"], "mock-model");
     }
-    for searched in [state.path(), roots.path(), server.dir()] {
-        assert_eq!(
-            super::gateway::files_holding(searched, REAL_KEY),
-            Vec::<String>::new(),
-            "no file holds the key"
-        );
-    }
+    no_file_holds_the_key(&[state.path(), roots.path(), server.dir()]);
     drop(server);
     runtime.block_on(model.shutdown());
 }
@@ -212,15 +206,21 @@ fn through_the_gateway(agent: &Agent, wire: &str) {
         .filter(|r| r.scenario.as_deref() == Some("GATEWAY-AGENT"))
         .count();
     assert!(asked >= 3, "every turn reached the provider");
-    for searched in [state.path(), server.dir()] {
+    no_file_holds_the_key(&[state.path(), server.dir()]);
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+/// No file under any of `dirs` holds the key.
+fn no_file_holds_the_key(dirs: &[&Path]) {
+    for searched in dirs {
         assert_eq!(
             super::gateway::files_holding(searched, REAL_KEY),
             Vec::<String>::new(),
-            "no file holds the key"
+            "no file under {} holds the key",
+            searched.display()
         );
     }
-    drop(server);
-    runtime.block_on(model.shutdown());
 }
 
 /// Every process of the task (found by the gateway URL in `base_var`) has a task token in
