@@ -23,6 +23,7 @@ mod model_token;
 mod parse;
 mod permissions;
 mod prices;
+mod providers;
 mod public_url;
 mod resolve;
 mod secret;
@@ -47,13 +48,14 @@ pub use matrix::{Controller, MatrixConfig, Owner};
 pub use model::{
     ClaudeExecutorConfig, CodexExecutorConfig, CommandExecutorConfig, Config, ExecutorsConfig,
     FeatureConfig, InstanceConfig, LogConfig, LogFormat, LogLevel, ModelWire, ModelsConfig,
-    OpenCodeExecutorConfig, PromptVia, RunnerConfig, ServerConfig, TaskConfig, ToolsConfig,
-    WorkdirCleanup,
+    OpenCodeExecutorConfig, PromptVia, RouteError, RunnerConfig, ServerConfig, TaskConfig,
+    ToolsConfig, WorkdirCleanup,
 };
 pub use model_token::{MODEL_TOKEN_PREFIX, model_token, model_token_owner};
 pub use parse::{Argv, ByteSize};
 pub use permissions::PermissionPolicy;
 pub use prices::{Price, PriceTable};
+pub use providers::{DEFAULT_PROVIDER, KeySource, ModelProvider, NamedProviders, read_key_file};
 pub use resolve::EffectiveSetting;
 pub use secret::Secret;
 pub use spec::{SETTINGS, SettingSpec};

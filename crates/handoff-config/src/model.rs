@@ -448,20 +448,16 @@ impl ToolsConfig {
     }
 }
 
-/// The provider the model gateway forwards tasks' model calls to.
+/// The providers the model gateway forwards tasks' model calls to, and what it allows them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelsConfig {
     /// Serve the gateway to tasks when a provider is set.
     pub gateway: bool,
-    /// The provider's base URL (`…/v1`); unset: no gateway.
-    pub provider_url: Option<String>,
-    /// Its wire.
-    pub wire: ModelWire,
-    /// Its key, read from `provider_key_env` (never written to a task).
-    pub provider_key: Option<Secret>,
-    /// The environment variable the key is read from (kept from every task).
-    pub provider_key_env: String,
-    /// The model the built-in agents use through the gateway.
+    /// Every provider: the default one (`models.provider_url`) first, then the named ones by
+    /// name; empty: no gateway.
+    pub providers: Vec<crate::ModelProvider>,
+    /// The model the built-in agents use through the gateway (`<provider>/<model>` names a
+    /// named provider's).
     pub model: Option<String>,
     /// Executors kept off the gateway (their own provider settings).
     pub direct: Vec<String>,
@@ -469,35 +465,126 @@ pub struct ModelsConfig {
     pub task_calls_per_minute: Option<u32>,
     /// Calls one agent's tasks together may make per minute.
     pub agent_calls_per_minute: Option<u32>,
-    /// USD per million input tokens of every model of the provider, when set.
-    pub price_input_per_mtok: Option<f64>,
-    /// USD per million output tokens of every model of the provider, when set.
-    pub price_output_per_mtok: Option<f64>,
-    /// Prices per model (`models.prices`), before the flat price and the built-in table.
+    /// Prices per model (`models.prices`), before a provider's flat price and the built-in table.
     pub prices: crate::PriceTable,
 }
 
+/// Why a call on some wire has no provider to go to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    /// The model names a provider of another wire.
+    #[error(
+        "the model names the provider `{provider}`, which speaks the {wire} wire; call it at that wire's base URL"
+    )]
+    WrongWire {
+        /// The provider named.
+        provider: String,
+        /// Its wire.
+        wire: &'static str,
+    },
+    /// No provider speaks the wire.
+    #[error(
+        "no model provider of this Handoff speaks the {0} wire; use the base URL of another wire or configure a provider of this one"
+    )]
+    NoProvider(&'static str),
+}
+
 impl ModelsConfig {
-    /// The provider's URL when the gateway serves tasks.
-    pub fn gateway_upstream(&self) -> Option<&str> {
-        self.provider_url.as_deref().filter(|_| self.gateway)
+    /// Whether the gateway serves tasks at all.
+    pub fn gateway_on(&self) -> bool {
+        self.gateway && !self.providers.is_empty()
     }
 
     /// Whether tasks of `executor` reach their model through the gateway.
     pub fn serves(&self, executor: &str) -> bool {
-        self.gateway_upstream().is_some() && !self.direct.iter().any(|d| d == executor)
+        self.gateway_on() && !self.direct.iter().any(|d| d == executor)
     }
 
-    /// What `input` and `output` tokens of `model` cost, in US dollars: its configured price,
-    /// else the provider's flat price, else the built-in list price, else nothing.
-    pub fn cost(&self, model: Option<&str>, input: u64, output: u64) -> f64 {
-        let flat = match (self.price_input_per_mtok, self.price_output_per_mtok) {
-            (None, None) => None,
-            (i, o) => Some(crate::Price {
-                input: i.unwrap_or(0.0),
-                output: o.unwrap_or(0.0),
-            }),
-        };
+    /// The provider named `name`.
+    pub fn provider(&self, name: &str) -> Option<&crate::ModelProvider> {
+        self.providers.iter().find(|p| p.name == name)
+    }
+
+    /// Where a call on `wire` asking for `model` goes, and the model to send there when it
+    /// differs: a model `<provider>/<name>` naming a configured provider goes to it as `<name>`;
+    /// any other goes, as it is, to the first provider of the wire.
+    pub fn route<'m>(
+        &self,
+        wire: crate::ModelWire,
+        model: Option<&'m str>,
+    ) -> Result<(&crate::ModelProvider, Option<&'m str>), RouteError> {
+        if let Some((named, rest)) = model.and_then(|m| self.named_in(m)) {
+            return match named.wire == wire {
+                true => Ok((named, Some(rest))),
+                false => Err(RouteError::WrongWire {
+                    provider: named.name.clone(),
+                    wire: named.wire.as_str(),
+                }),
+            };
+        }
+        self.providers
+            .iter()
+            .find(|p| p.wire == wire)
+            .map(|p| (p, None))
+            .ok_or(RouteError::NoProvider(wire.as_str()))
+    }
+
+    /// The provider `model` names by its prefix, and the model's name there.
+    fn named_in<'m>(&self, model: &'m str) -> Option<(&crate::ModelProvider, &'m str)> {
+        let (prefix, rest) = model.split_once('/')?;
+        Some((self.provider(prefix)?, rest)).filter(|(_, rest)| !rest.is_empty())
+    }
+
+    /// The provider whose wire an agent that speaks either wire uses for `model`.
+    pub fn provider_of(&self, model: &str) -> Option<&crate::ModelProvider> {
+        self.named_in(model)
+            .map(|(p, _)| p)
+            .or_else(|| self.providers.first())
+    }
+
+    /// The model an agent asks the gateway for when its own setting names none: `models.model`
+    /// when its provider speaks `wire` (any, for an agent that speaks both), else the first
+    /// provider of that wire's own `model`, qualified with its name.
+    pub fn model_for(&self, wire: Option<crate::ModelWire>) -> Option<String> {
+        let fits = |p: &crate::ModelProvider| wire.is_none_or(|w| p.wire == w);
+        if let Some(model) = &self.model
+            && self.provider_of(model).is_some_and(fits)
+        {
+            return Some(model.clone());
+        }
+        self.providers
+            .iter()
+            .filter(|p| fits(p))
+            .find_map(|p| p.model.as_deref().map(|m| p.qualified(m)))
+    }
+
+    /// The environment variables providers' keys are read from (kept from every task).
+    pub fn key_envs(&self) -> Vec<&str> {
+        let vars = self.providers.iter().filter_map(|p| match &p.key_source {
+            crate::KeySource::Env(var) => Some(var.as_str()),
+            crate::KeySource::File(_) => None,
+        });
+        let mut vars: Vec<&str> = vars.collect();
+        vars.dedup();
+        vars
+    }
+
+    /// The files providers' keys are read from (hidden inside every sandbox).
+    pub fn key_files(&self) -> Vec<&std::path::Path> {
+        self.providers
+            .iter()
+            .filter_map(|p| match &p.key_source {
+                crate::KeySource::File(path) => Some(path.as_path()),
+                crate::KeySource::Env(_) => None,
+            })
+            .collect()
+    }
+
+    /// What `input` and `output` tokens of `model` from `provider` cost, in US dollars: the
+    /// model's configured price, else the provider's flat price, else the built-in list price,
+    /// else nothing.
+    pub fn cost(&self, provider: &str, model: Option<&str>, input: u64, output: u64) -> f64 {
+        let flat = self.provider(provider).and_then(|p| p.price);
         let price = model
             .and_then(|m| self.prices.find(m))
             .or(flat)

@@ -54,7 +54,7 @@ fn debug_flag(value: &str) -> Result<Option<String>, String> {
 
 /// Settings whose value is a whole TOML table (one entry per name), kept as one value rather
 /// than flattened into dotted keys.
-pub(crate) const TABLE_SETTINGS: &[&str] = &["executors.acp"];
+pub(crate) const TABLE_SETTINGS: &[&str] = &["executors.acp", "models.providers"];
 
 macro_rules! settings {
     ($( $key:literal [$($env:expr),*] $(secret=$secret:literal)? : $doc:literal ;)*) => {
@@ -177,15 +177,17 @@ settings! {
     "completion.budget_turns" [env("HANDOFF_BUDGET_TURNS")]: "executor turns cap per task (unset: no cap)";
     "completion.budget_tokens" [env("HANDOFF_BUDGET_TOKENS")]: "token cap per task, executor and judge (unset: no cap)";
     "completion.budget_cost_usd" [env("HANDOFF_BUDGET_COST_USD")]: "cost cap per task in USD, executor and judge (unset: no cap)";
-    "models.provider_url" [env("HANDOFF_MODELS_PROVIDER_URL")]: "the model provider tasks reach through Handoff's gateway: an OpenAI-compatible base URL (…/v1; OpenAI, Ollama, vLLM, llama.cpp) or Anthropic's (unset: no gateway; agents use their own provider settings)";
+    "models.provider_url" [env("HANDOFF_MODELS_PROVIDER_URL")]: "the model provider tasks reach through Handoff's gateway: an OpenAI-compatible base URL (…/v1; OpenAI, Ollama, vLLM, llama.cpp) or Anthropic's; it goes by the name default (unset, with no models.providers either: no gateway; agents use their own provider settings)";
     "models.provider_wire" [env("HANDOFF_MODELS_PROVIDER_WIRE")]: "the provider's wire: openai (Chat Completions and Responses) or anthropic (Messages)";
     "models.provider_key_env" [env("HANDOFF_MODELS_PROVIDER_KEY_ENV")]: "the environment variable holding the provider's key (default OPENAI_API_KEY, or ANTHROPIC_API_KEY for anthropic); only the gateway reads it, no task is given it";
+    "models.provider_key_file" [env("HANDOFF_MODELS_PROVIDER_KEY_FILE")]: "a file holding the provider's key instead (absolute path; its first line; readable by Handoff's user only, else refused; hidden inside every sandbox; re-read when it changes, so a rotated key takes effect at the next call)";
+    "models.providers" [env("HANDOFF_MODELS_PROVIDERS")]: "more providers, each under its own name: [models.providers.<name>] tables of {url, wire? (openai|anthropic, default openai), key_env? (default OPENAI_API_KEY or ANTHROPIC_API_KEY) or key_file?, model?, price_input_per_mtok?, price_output_per_mtok?}, or one JSON object of them. A call asking for the model <name>/<model> goes to that provider as <model>; any other goes to the first provider of its wire (models.provider_url's first). So Claude Code (Anthropic wire) and OpenCode or Codex (OpenAI wire) are served at once, each by its own provider and key";
     "models.gateway" [env("HANDOFF_MODELS_GATEWAY")]: "with a provider set, give tasks the gateway's URL and a token of their own instead of the key, count every call's tokens and enforce the task's token and cost budget there (false: agents use their own provider settings)";
-    "models.model" [env("HANDOFF_MODELS_MODEL")]: "the provider's model the built-in agents use through the gateway (OpenCode names it handoff/<model>); unset: each agent's own model setting";
+    "models.model" [env("HANDOFF_MODELS_MODEL")]: "the model the built-in agents use through the gateway; <name>/<model> names one of models.providers' (OpenCode names it handoff/<model>). An agent of the other wire (Claude Code: anthropic; Codex: openai) uses instead the model of the first provider of its wire; an executor's own model setting wins over both. Unset: each agent's own model setting";
     "models.direct" [env("HANDOFF_MODELS_DIRECT")]: "executors (comma-separated names) kept off the gateway: they use their own provider settings and key, and their calls are neither counted nor capped by Handoff";
     "models.task_calls_per_minute" [env("HANDOFF_MODELS_TASK_CALLS_PER_MINUTE")]: "model calls one task may make through the gateway per minute (a minute's worth may come at once); more get HTTP 429 with retry-after (unset: no limit)";
     "models.agent_calls_per_minute" [env("HANDOFF_MODELS_AGENT_CALLS_PER_MINUTE")]: "model calls all of one agent's tasks together may make through the gateway per minute; more get HTTP 429 with retry-after (unset: no limit)";
-    "models.price_input_per_mtok" [env("HANDOFF_MODELS_PRICE_INPUT")]: "USD per million input tokens of every model of the provider (unset: models.prices, else the built-in list price, else no cost; tokens are still counted)";
+    "models.price_input_per_mtok" [env("HANDOFF_MODELS_PRICE_INPUT")]: "USD per million input tokens of every model of the models.provider_url provider (unset: models.prices, else the built-in list price, else no cost; tokens are still counted)";
     "models.price_output_per_mtok" [env("HANDOFF_MODELS_PRICE_OUTPUT")]: "USD per million output tokens of calls through the gateway";
     "models.prices" [env("HANDOFF_MODELS_PRICES")]: "prices per model, before the flat prices above and the built-in list prices of common models (gpt-4.1, gpt-4o, gpt-5, o3, claude-sonnet-4, …): a JSON object of model name (or the start of one) → {\"input\": USD, \"output\": USD} per million tokens";
     "evaluator.provider" [env("HANDOFF_EVALUATOR_PROVIDER")]: "the judge's API: anthropic, openai, openai_responses, gemini, openai_compatible (xai, local servers); unset: no judge";

@@ -283,7 +283,8 @@ mod tests {
     fn the_provider_examples_resolve() {
         let config = load(&with_examples(&init_toml())).unwrap();
         let models = &config.models;
-        assert_eq!(models.gateway_upstream(), Some("http://127.0.0.1:11434/v1"));
+        assert!(models.gateway_on());
+        assert_eq!(models.providers[0].url, "http://127.0.0.1:11434/v1");
         assert_eq!(models.model.as_deref(), Some("qwen2.5-coder:14b"));
         assert_eq!(config.evaluator.model.as_deref(), Some("qwen2.5-coder:14b"));
         assert_eq!(
@@ -305,12 +306,12 @@ mod tests {
         let block = format!("\n{EXAMPLE_BEGIN} uncomment");
         assert!(!text.contains(&block), "nothing left to uncomment");
         let config = load(&text).unwrap();
-        assert_eq!(
-            config.models.gateway_upstream(),
-            Some("http://127.0.0.1:9/v1")
-        );
+        assert_eq!(config.models.providers[0].url, "http://127.0.0.1:9/v1");
         assert_eq!(config.models.model.as_deref(), Some("coder:7b"));
-        assert_eq!(config.models.provider_key_env, "MY_PROVIDER_KEY");
+        assert_eq!(
+            config.models.providers[0].key_source,
+            crate::KeySource::Env("MY_PROVIDER_KEY".to_owned())
+        );
         assert_eq!(
             config.evaluator.base_url.as_deref(),
             Some("http://127.0.0.1:9/v1")

@@ -27,6 +27,8 @@ use crate::{
 /// One model call as the gateway saw it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelCall {
+    /// The provider that answered (its name).
+    pub provider: String,
     /// The wire (`openai_chat`, `openai_responses`, `anthropic`).
     pub wire: &'static str,
     /// The model that answered (or was asked for).
@@ -90,8 +92,13 @@ pub(crate) fn run_env(
     if env.is_empty() {
         return (env, Vec::new());
     }
-    let hidden = crate::gateway_slots::hidden_key(&models.provider_key_env, &env);
+    let hidden = crate::gateway_slots::hidden_keys(&key_envs(models), &env);
     (env, hidden)
+}
+
+/// The variables the providers' keys are read from.
+fn key_envs(models: &handoff_config::ModelsConfig) -> Vec<String> {
+    models.key_envs().into_iter().map(str::to_owned).collect()
 }
 
 impl Engine {
@@ -109,7 +116,7 @@ impl Engine {
         }
         Some(Arc::new(SlotEnv {
             gateway: Arc::clone(&self.inner.gateway),
-            key_env: models.provider_key_env.clone(),
+            key_envs: key_envs(models),
         }))
     }
 
@@ -171,6 +178,7 @@ impl Engine {
     pub async fn gateway_spent(&self, task: &Task, call: ModelCall) {
         let tokens = call.input_tokens + call.output_tokens;
         let cost = self.inner.config.models.cost(
+            &call.provider,
             call.model.as_deref(),
             call.input_tokens,
             call.output_tokens,
@@ -189,6 +197,7 @@ impl Engine {
         );
         let event = NewEvent::new(EventKind::Log, message).with_data(json!({
             "gateway_call": {
+                "provider": call.provider,
                 "wire": call.wire,
                 "model": call.model,
                 "input_tokens": call.input_tokens,

@@ -62,26 +62,27 @@ impl GatewaySlots {
 #[derive(Debug)]
 pub(crate) struct SlotEnv {
     pub gateway: Arc<GatewayState>,
-    pub key_env: String,
+    pub key_envs: Vec<String>,
 }
 
 impl AgentEnv for SlotEnv {
     fn for_slot(&self, slot: &TaskId) -> (Vec<(String, String)>, Vec<String>) {
         // A slot's token carries claim 0: the binding, not the token, says which claim it serves.
         let env = self.gateway.env_for(slot, 0);
-        let hidden = hidden_key(&self.key_env, &env);
+        let hidden = hidden_keys(&self.key_envs, &env);
         (env, hidden)
     }
 }
 
-/// The provider key's variable to keep from an agent given `env`: none when `env` sets that
-/// variable itself (`OPENAI_API_KEY`, the usual place of a key, then holds the task's token;
-/// hiding it would drop the token too).
-pub(crate) fn hidden_key(key_env: &str, env: &[(String, String)]) -> Vec<String> {
-    if env.iter().any(|(name, _)| name == key_env) {
-        return Vec::new();
-    }
-    vec![key_env.to_owned()]
+/// The providers' key variables to keep from an agent given `env`: all but those `env` sets
+/// itself (`OPENAI_API_KEY`, the usual place of a key, then holds the task's token; hiding it
+/// would drop the token too).
+pub(crate) fn hidden_keys(key_envs: &[String], env: &[(String, String)]) -> Vec<String> {
+    key_envs
+        .iter()
+        .filter(|var| !env.iter().any(|(name, _)| name == *var))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -95,8 +96,12 @@ mod tests {
     #[test]
     fn a_key_variable_the_gateway_sets_is_overridden_not_hidden() {
         let env = vec![("OPENAI_API_KEY".to_owned(), "hmt1_token".to_owned())];
-        assert_eq!(hidden_key("OPENAI_API_KEY", &env), Vec::<String>::new());
-        assert_eq!(hidden_key("UPSTREAM_KEY", &env), ["UPSTREAM_KEY"]);
+        let vars = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let hidden = hidden_keys(
+            &vars(&["OPENAI_API_KEY", "UPSTREAM_KEY", "CLAUDE_KEY"]),
+            &env,
+        );
+        assert_eq!(hidden, ["UPSTREAM_KEY", "CLAUDE_KEY"]);
     }
 
     #[test]

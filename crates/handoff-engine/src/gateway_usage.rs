@@ -22,7 +22,7 @@ impl Engine {
     /// task's own events).
     pub async fn model_usage(&self, task: &Task) -> Result<Option<ModelUsage>, EngineError> {
         // Without a gateway no call is counted: a status read costs no read of the events.
-        if self.inner.config.models.gateway_upstream().is_none() {
+        if !self.inner.config.models.gateway_on() {
             return Ok(None);
         }
         let spent = if self.keeps_total(task) {

@@ -174,7 +174,7 @@ impl App {
         };
         // With a gateway, pooled agents start once it listens (`serve_http`): each is given
         // its URL.
-        if app.config.models.gateway_upstream().is_none() {
+        if !app.config.models.gateway_on() {
             app.start_pools();
         }
         tokio::spawn(refresh_counts(app.clone()));

@@ -144,10 +144,22 @@ fn claude_and_codex(
     Ok(())
 }
 
-/// The gateway's model for `executor`'s agents, when the gateway serves it.
+/// The gateway's model for `executor`'s agents, when the gateway serves it: `models.model`,
+/// or the first provider's of the executor's wire.
 fn gateway_model(config: &Config, executor: &str) -> Option<String> {
     let models = &config.models;
-    models.model.clone().filter(|_| models.serves(executor))
+    models
+        .model_for(executor_wire(executor))
+        .filter(|_| models.serves(executor))
+}
+
+/// The one wire a built-in executor's agent speaks; `None` for one that speaks either.
+pub(crate) fn executor_wire(executor: &str) -> Option<handoff_config::ModelWire> {
+    match executor {
+        handoff_runner::CLAUDE => Some(handoff_config::ModelWire::Anthropic),
+        handoff_runner::CODEX => Some(handoff_config::ModelWire::OpenAi),
+        _ => None,
+    }
 }
 
 /// The model a built-in executor's agents ask the gateway for, as its config is built here;

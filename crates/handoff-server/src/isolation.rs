@@ -102,8 +102,13 @@ pub fn isolation(
             },
             env: EnvPolicy::new(runner.env_allow.iter().cloned()),
             rlimits: Rlimits::DEFAULT,
-            // Handoff's database and artifacts, and the other tasks' directories.
-            hide: vec![absolute(&config.data_dir), absolute(&config.workspace_dir)],
+            // Handoff's database and artifacts, the other tasks' directories and the model
+            // providers' key files.
+            hide: [config.data_dir.as_path(), config.workspace_dir.as_path()]
+                .into_iter()
+                .chain(config.models.key_files())
+                .map(absolute)
+                .collect(),
             writable: runner.sandbox_writable.clone(),
             image: runner.image.clone(),
         },

@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 pub(crate) const PROVIDER_ID: &str = "handoff";
 
 /// `inline` (OpenCode's config for `executor`) with the gateway's provider added, and the model
-/// its agents use: `executors.opencode.model` when set, else the gateway's `models.model`.
-/// Unchanged when the gateway does not serve `executor` or names no model.
+/// its agents use: `executors.opencode.model` when set, else the gateway's `models.model` (or
+/// the first provider's own model). The provider speaks the wire of the provider that model
+/// goes to. Unchanged when the gateway does not serve `executor` or names no model.
 pub(crate) fn with_gateway(
     config: &Config,
     executor: &str,
@@ -22,24 +23,25 @@ pub(crate) fn with_gateway(
     if !models.serves(executor) {
         return (inline, own);
     }
-    let mut names: Vec<String> = models.model.iter().cloned().collect();
-    if let Some(name) = own.as_deref().and_then(|m| m.strip_prefix("handoff/"))
-        && !names.iter().any(|n| n == name)
-    {
-        names.push(name.to_owned());
-    }
-    let Some(first) = names.first().cloned() else {
+    let own_on_gateway = own
+        .as_deref()
+        .and_then(|m| m.strip_prefix(&format!("{PROVIDER_ID}/")))
+        .map(str::to_owned);
+    let Some(chosen) = own_on_gateway.or_else(|| models.model_for(None)) else {
         return (inline, own);
     };
-    let listed: serde_json::Map<String, Value> = names
-        .iter()
+    let Some(wire) = models.provider_of(&chosen).map(|p| p.wire) else {
+        return (inline, own);
+    };
+    let listed: serde_json::Map<String, Value> = listed(models, &chosen, wire)
+        .into_iter()
         .map(|n| (n.clone(), json!({"name": n, "tool_call": true})))
         .collect();
     if !inline["provider"].is_object() {
         inline["provider"] = json!({});
     }
     // OpenCode reads both when it starts: each run's own URL and token, on the provider's wire.
-    let (npm, options) = match models.wire {
+    let (npm, options) = match wire {
         ModelWire::OpenAi => (
             "@ai-sdk/openai-compatible",
             json!({"baseURL": "{env:OPENAI_BASE_URL}", "apiKey": "{env:OPENAI_API_KEY}"}),
@@ -55,11 +57,31 @@ pub(crate) fn with_gateway(
         "options": options,
         "models": listed,
     });
-    let model = own.unwrap_or_else(|| format!("{PROVIDER_ID}/{first}"));
+    let model = own
+        .filter(|m| m.starts_with(&format!("{PROVIDER_ID}/")))
+        .unwrap_or_else(|| format!("{PROVIDER_ID}/{chosen}"));
     if inline.get("small_model").is_none() {
         inline["small_model"] = json!(model);
     }
     (inline, Some(model))
+}
+
+/// The models OpenCode is told the gateway offers on `wire`: `chosen`, `models.model` and each
+/// provider's own model, those of that wire only.
+fn listed(models: &handoff_config::ModelsConfig, chosen: &str, wire: ModelWire) -> Vec<String> {
+    let configured = models.model.iter().cloned();
+    let providers = models
+        .providers
+        .iter()
+        .filter_map(|p| p.model.as_deref().map(|m| p.qualified(m)));
+    let mut names = vec![chosen.to_owned()];
+    for name in configured.chain(providers) {
+        let fits = models.provider_of(&name).is_some_and(|p| p.wire == wire);
+        if fits && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 #[cfg(test)]
@@ -122,6 +144,40 @@ mod tests {
         let none = config(&[("HANDOFF_OPENCODE_MODEL", "main/x")]);
         let (_, model) = with_gateway(&none, "opencode-acp", json!({}));
         assert_eq!(model.as_deref(), Some("main/x"));
+    }
+
+    #[test]
+    fn a_named_providers_model_takes_its_wire_and_lists_its_wires_models_only() {
+        let providers = r#"{"claude": {"url": "http://127.0.0.1:8", "wire": "anthropic", "model": "sonnet"}, "local": {"url": "http://127.0.0.1:7/v1", "model": "qwen"}}"#;
+        let config = config(&[
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1"),
+            ("HANDOFF_MODELS_PROVIDERS", providers),
+            ("HANDOFF_MODELS_MODEL", "gpt"),
+            ("HANDOFF_OPENCODE_MODEL", "handoff/claude/opus"),
+        ]);
+        let (inline, model) = with_gateway(&config, "opencode-acp", json!({}));
+        assert_eq!(model.as_deref(), Some("handoff/claude/opus"));
+        let provider = &inline["provider"]["handoff"];
+        assert_eq!(provider["npm"], "@ai-sdk/anthropic");
+        let listed: Vec<&String> = provider["models"].as_object().unwrap().keys().collect();
+        assert_eq!(listed, ["claude/opus", "claude/sonnet"]);
+        let openai = config_without_own_model(providers);
+        let (inline, model) = with_gateway(&openai, "opencode-acp", json!({}));
+        assert_eq!(model.as_deref(), Some("handoff/gpt"));
+        let listed: Vec<&String> = inline["provider"]["handoff"]["models"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(listed, ["gpt", "local/qwen"]);
+    }
+
+    fn config_without_own_model(providers: &str) -> Config {
+        config(&[
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1"),
+            ("HANDOFF_MODELS_PROVIDERS", providers),
+            ("HANDOFF_MODELS_MODEL", "gpt"),
+        ])
     }
 
     #[test]

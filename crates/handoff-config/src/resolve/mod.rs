@@ -142,6 +142,11 @@ impl Render for crate::AcpExecutors {
         true
     }
 }
+impl Render for crate::NamedProviders {
+    fn render(&self) -> String {
+        self.shown().to_string()
+    }
+}
 impl Render for ToolOutputLimits {
     fn render(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()

@@ -1,34 +1,97 @@
-//! The `[models]` section: the provider the model gateway forwards tasks' calls to.
+//! The `[models]` section: the providers the model gateway forwards tasks' calls to.
 
 use super::{Resolver, checks::http_url};
-use crate::{ConfigError, ModelWire, ModelsConfig, PriceTable, Secret};
+use crate::{
+    ConfigError, DEFAULT_PROVIDER, KeySource, ModelProvider, ModelWire, ModelsConfig,
+    NamedProviders, Price, PriceTable, Secret,
+};
 
-/// The provider, its key (read from the environment variable the config names, never from the
-/// file) and what the gateway charges per token.
+/// The providers, their keys (read from the environment variable or file the config names,
+/// never from the config itself) and what the gateway charges per token.
 pub(super) fn models(r: &mut Resolver) -> Result<ModelsConfig, ConfigError> {
-    let provider_url = {
-        let url = r.optional::<String>("models.provider_url")?;
-        r.check("models.provider_url", url, http_url)?
-    };
-    let wire: ModelWire = r.get("models.provider_wire", ModelWire::OpenAi)?;
-    let key_env: String = r.get("models.provider_key_env", wire.default_key_env().to_owned())?;
-    let provider_key = r.layers.variable(&key_env).map(Secret::new);
+    let mut providers: Vec<ModelProvider> = default_provider(r)?.into_iter().collect();
+    let named: NamedProviders = r.get("models.providers", NamedProviders::default())?;
+    for mut provider in named.0 {
+        provider.key = key(r, "models.providers", &provider.name, &provider.key_source)?;
+        providers.push(provider);
+    }
     Ok(ModelsConfig {
         gateway: r.get("models.gateway", true)?,
-        provider_url,
-        wire,
-        provider_key,
-        provider_key_env: key_env,
+        providers,
         model: r
             .optional::<String>("models.model")?
             .filter(|m| !m.trim().is_empty()),
         direct: r.get("models.direct", Vec::<String>::new())?,
         task_calls_per_minute: r.optional::<u32>("models.task_calls_per_minute")?,
         agent_calls_per_minute: r.optional::<u32>("models.agent_calls_per_minute")?,
-        price_input_per_mtok: r.optional::<f64>("models.price_input_per_mtok")?,
-        price_output_per_mtok: r.optional::<f64>("models.price_output_per_mtok")?,
         prices: prices(r)?,
     })
+}
+
+/// The provider of the flat `models.provider_*` settings, when `models.provider_url` is set.
+fn default_provider(r: &mut Resolver) -> Result<Option<ModelProvider>, ConfigError> {
+    let url = {
+        let url = r.optional::<String>("models.provider_url")?;
+        r.check("models.provider_url", url, http_url)?
+    };
+    let wire: ModelWire = r.get("models.provider_wire", ModelWire::OpenAi)?;
+    let key_env = r.optional::<String>("models.provider_key_env")?;
+    let key_file = r.optional::<String>("models.provider_key_file")?;
+    let key_file = r.check("models.provider_key_file", key_file, |file| match file {
+        Some(_) if key_env.is_some() => {
+            Err("give models.provider_key_env or models.provider_key_file, not both".to_owned())
+        }
+        Some(path) if !std::path::Path::new(path).is_absolute() => {
+            Err("must be an absolute path".to_owned())
+        }
+        _ => Ok(()),
+    })?;
+    let input = r.optional::<f64>("models.price_input_per_mtok")?;
+    let output = r.optional::<f64>("models.price_output_per_mtok")?;
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    let key_source = match key_file {
+        Some(path) => KeySource::File(path.into()),
+        None => KeySource::Env(key_env.unwrap_or_else(|| wire.default_key_env().to_owned())),
+    };
+    let key = key(r, "models.provider_key_file", DEFAULT_PROVIDER, &key_source)?;
+    Ok(Some(ModelProvider {
+        name: DEFAULT_PROVIDER.to_owned(),
+        url: url.trim_end_matches('/').to_owned(),
+        wire,
+        key_source,
+        key,
+        model: None,
+        price: (input.is_some() || output.is_some()).then(|| Price {
+            input: input.unwrap_or(0.0),
+            output: output.unwrap_or(0.0),
+        }),
+    }))
+}
+
+/// The key of provider `name` from where `source` says: an unset variable is no key (the
+/// provider may need none, e.g. a local server); an unreadable file is an error of `setting`.
+fn key(
+    r: &Resolver,
+    setting: &'static str,
+    name: &str,
+    source: &KeySource,
+) -> Result<Option<Secret>, ConfigError> {
+    match source {
+        KeySource::Env(var) => Ok(r.layers.variable(var).map(Secret::new)),
+        KeySource::File(path) => match crate::read_key_file(path) {
+            Ok(key) => Ok(Some(key)),
+            Err(why) => r
+                .check(setting, (), |_| {
+                    Err(format!(
+                        "provider {name}'s key file {}: {why}",
+                        path.display()
+                    ))
+                })
+                .map(|()| None),
+        },
+    }
 }
 
 /// `models.prices`: a JSON object of model → its input and output price.

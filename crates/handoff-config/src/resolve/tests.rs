@@ -651,12 +651,20 @@ fn a_calls_cost_comes_from_its_model_price_then_the_flat_one_then_the_list() {
         .map(|c| c.models)
     };
     let listed = models(&[]).unwrap();
-    assert_eq!(listed.cost(Some("gpt-4.1"), 1_000_000, 0), 2.0);
-    assert_eq!(listed.cost(Some("my-local-model"), 1_000_000, 0), 0.0);
-    assert_eq!(listed.cost(None, 1_000_000, 0), 0.0);
-    let flat = models(&[("HANDOFF_MODELS_PRICE_OUTPUT", "1")]).unwrap();
-    assert_eq!(flat.cost(Some("gpt-4.1"), 1_000_000, 1_000_000), 1.0);
+    assert_eq!(listed.cost("default", Some("gpt-4.1"), 1_000_000, 0), 2.0);
+    assert_eq!(
+        listed.cost("default", Some("my-local-model"), 1_000_000, 0),
+        0.0
+    );
+    assert_eq!(listed.cost("default", None, 1_000_000, 0), 0.0);
+    let provider = ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1");
+    let flat = models(&[provider, ("HANDOFF_MODELS_PRICE_OUTPUT", "1")]).unwrap();
+    assert_eq!(
+        flat.cost("default", Some("gpt-4.1"), 1_000_000, 1_000_000),
+        1.0
+    );
     let priced = models(&[
+        provider,
         ("HANDOFF_MODELS_PRICE_OUTPUT", "1"),
         (
             "HANDOFF_MODELS_PRICES",
@@ -664,12 +672,134 @@ fn a_calls_cost_comes_from_its_model_price_then_the_flat_one_then_the_list() {
         ),
     ])
     .unwrap();
-    assert_eq!(priced.cost(Some("gpt-4.1-2025"), 1_000_000, 1_000_000), 3.0);
-    assert_eq!(priced.cost(Some("other"), 0, 1_000_000), 1.0);
+    assert_eq!(
+        priced.cost("default", Some("gpt-4.1-2025"), 1_000_000, 1_000_000),
+        3.0
+    );
+    assert_eq!(priced.cost("default", Some("other"), 0, 1_000_000), 1.0);
     let bad = models(&[(
         "HANDOFF_MODELS_PRICES",
         r#"{"m": {"input": -1, "output": 1}}"#,
     )]);
     let err = bad.unwrap_err().to_string();
     assert!(err.contains("models.prices"), "{err}");
+}
+
+#[test]
+fn named_providers_join_the_default_one_and_calls_route_by_model_and_wire() {
+    use crate::{KeySource, ModelWire, RouteError};
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("anthropic.key");
+    std::fs::write(&key_file, "sk-ant-file\n").unwrap();
+    std::fs::set_permissions(
+        &key_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let providers = format!(
+        r#"{{"claude": {{"url": "http://127.0.0.1:8", "wire": "anthropic", "key_file": "{}", "model": "sonnet"}}, "local": {{"url": "http://127.0.0.1:7/v1", "key_env": "LOCAL_KEY"}}}}"#,
+        key_file.display()
+    );
+    let config = Config::load(LoadOptions {
+        env: env(&[
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1/"),
+            ("HANDOFF_MODELS_PROVIDERS", &providers),
+            ("OPENAI_API_KEY", "sk-default"),
+            ("LOCAL_KEY", "sk-local"),
+        ]),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    let models = &config.models;
+    let names: Vec<&str> = models.providers.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["default", "claude", "local"]);
+    assert_eq!(models.providers[0].url, "http://127.0.0.1:9/v1");
+    assert_eq!(
+        models.providers[0].key.as_ref().unwrap().expose(),
+        "sk-default"
+    );
+    assert_eq!(
+        models.providers[1].key.as_ref().unwrap().expose(),
+        "sk-ant-file"
+    );
+    assert_eq!(
+        models.providers[2].key.as_ref().unwrap().expose(),
+        "sk-local"
+    );
+    assert_eq!(models.key_envs(), ["OPENAI_API_KEY", "LOCAL_KEY"]);
+    assert_eq!(models.key_files(), [key_file.as_path()]);
+    let to = |wire, model| models.route(wire, model).map(|(p, m)| (p.name.as_str(), m));
+    assert_eq!(to(ModelWire::OpenAi, Some("gpt")), Ok(("default", None)));
+    assert_eq!(
+        to(ModelWire::OpenAi, Some("local/q")),
+        Ok(("local", Some("q")))
+    );
+    assert_eq!(
+        to(ModelWire::OpenAi, Some("Qwen/Qwen3-8B")),
+        Ok(("default", None)),
+        "a slash that names no provider is part of the model's name"
+    );
+    assert_eq!(to(ModelWire::Anthropic, Some("x")), Ok(("claude", None)));
+    assert!(matches!(
+        to(ModelWire::Anthropic, Some("local/q")),
+        Err(RouteError::WrongWire { .. })
+    ));
+    assert_eq!(
+        models.model_for(Some(ModelWire::Anthropic)).as_deref(),
+        Some("claude/sonnet")
+    );
+    assert_eq!(models.model_for(Some(ModelWire::OpenAi)), None);
+    let shown = config
+        .effective
+        .iter()
+        .find(|s| s.key == "models.providers")
+        .map(|s| s.value.clone())
+        .unwrap();
+    assert!(!shown.contains("sk-"), "{shown}");
+    assert!(shown.contains("LOCAL_KEY"), "{shown}");
+    // Only named providers, no default: the gateway still serves, on their wires.
+    let only = Config::load(LoadOptions {
+        env: env(&[("HANDOFF_MODELS_PROVIDERS", &providers)]),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    assert!(only.models.gateway_on());
+    assert_eq!(
+        only.models.route(ModelWire::OpenAi, None).unwrap().0.name,
+        "local"
+    );
+    let _ = KeySource::Env(String::new());
+}
+
+#[test]
+fn a_key_file_that_cannot_be_used_is_a_config_error_naming_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open.key");
+    std::fs::write(&open, "sk-open").unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let load = |pairs: &[(&str, &str)]| {
+        Config::load(LoadOptions {
+            env: env(pairs),
+            ..LoadOptions::default()
+        })
+        .map(|_| ())
+        .unwrap_err()
+        .to_string()
+    };
+    let url = ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1");
+    let path = open.display().to_string();
+    let err = load(&[url, ("HANDOFF_MODELS_PROVIDER_KEY_FILE", &path)]);
+    assert!(
+        err.contains("models.provider_key_file") && err.contains("chmod 600"),
+        "{err}"
+    );
+    assert!(!err.contains("sk-open"), "{err}");
+    let both = load(&[
+        url,
+        ("HANDOFF_MODELS_PROVIDER_KEY_FILE", &path),
+        ("HANDOFF_MODELS_PROVIDER_KEY_ENV", "K"),
+    ]);
+    assert!(both.contains("not both"), "{both}");
+    let relative = load(&[url, ("HANDOFF_MODELS_PROVIDER_KEY_FILE", "key.txt")]);
+    assert!(relative.contains("absolute"), "{relative}");
 }

@@ -50,7 +50,13 @@ pub fn bwrap_args(spec: &BwrapSpec) -> Vec<OsString> {
     }
     // Hidden trees next: the binds below are mounted over them.
     for hidden in spec.hide.iter().filter(|p| p.exists()) {
-        args.extend(["--tmpfs".into(), hidden.clone().into_os_string()]);
+        if hidden.is_dir() {
+            args.extend(["--tmpfs".into(), hidden.clone().into_os_string()]);
+        } else {
+            // A file (a provider's key): an empty one in its place.
+            args.extend(["--ro-bind".into(), "/dev/null".into()]);
+            args.push(hidden.clone().into_os_string());
+        }
     }
     for dir in std::iter::once(&spec.workdir).chain(&spec.writable) {
         bind(&mut args, "--bind", dir);
@@ -142,6 +148,21 @@ mod tests {
                 "true"
             ]
         );
+    }
+
+    #[test]
+    fn a_hidden_file_is_replaced_by_an_empty_one() {
+        let args = strings(bwrap_args(&BwrapSpec {
+            bwrap: "bwrap".into(),
+            workdir: "/w/task_a".into(),
+            network: NetworkMode::Shared,
+            writable: Vec::new(),
+            hide: vec!["/etc/passwd".into()],
+            expose: Vec::new(),
+            argv: vec!["agent".into()],
+        }));
+        let at = args.iter().position(|a| a == "/etc/passwd").unwrap();
+        assert_eq!(args[at - 2..at], ["--ro-bind", "/dev/null"]);
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub async fn diagnose_with(config: &Config, mut seen: impl FnMut(&Check)) -> Vec
     if let Some(check) = opencode_model(config).await {
         checks.push(check);
     }
-    if let Some(check) = gateway::provider(config).await {
+    for check in gateway::providers(config).await {
         checks.push(check);
     }
     checks.extend(model::judge_model(config));

@@ -6,13 +6,13 @@ use std::{sync::Arc, time::Instant};
 use axum::{body::Body, response::Response};
 use bytes::Bytes;
 use futures::StreamExt;
-use handoff_config::{Config, ModelWire, Secret};
+use handoff_config::{Config, ModelProvider, ModelWire, ModelsConfig, RouteError};
 use handoff_engine::{Engine, GatewayRefusal, ModelCall};
 use handoff_llm::{CallUsage, CallWire, UsageScanner};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::Value;
 
-use super::{tap::Tapped, wire_error::refusal};
+use super::{provider_key::ProviderKey, tap::Tapped, wire_error::refusal};
 
 /// How long the provider may take to accept the connection (the answer itself may stream for
 /// as long as the task runs).
@@ -28,21 +28,21 @@ const PASSED_BACK: &[&str] = &[
     "x-ratelimit-remaining-requests",
 ];
 
-/// The provider and what reaches it.
+/// The providers and what reaches them.
 pub(crate) struct GatewayRoute {
     engine: Engine,
     client: reqwest::Client,
-    upstream: String,
-    wire: ModelWire,
-    key: Option<Secret>,
+    models: ModelsConfig,
+    /// Each provider's key, by the provider's place in `models.providers`.
+    keys: Vec<ProviderKey>,
 }
 
 impl GatewayRoute {
-    /// The route for `config`'s provider; `Ok(None)` when no gateway serves.
+    /// The route to `config`'s providers; `Ok(None)` when no gateway serves.
     pub(crate) fn new(config: &Config, engine: Engine) -> std::io::Result<Option<Self>> {
-        let Some(upstream) = config.models.gateway_upstream() else {
+        if !config.models.gateway_on() {
             return Ok(None);
-        };
+        }
         // reqwest is built with rustls on the ring provider only.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
@@ -52,10 +52,25 @@ impl GatewayRoute {
         Ok(Some(Self {
             engine,
             client,
-            upstream: upstream.trim_end_matches('/').to_owned(),
-            wire: config.models.wire,
-            key: config.models.provider_key.clone(),
+            keys: config
+                .models
+                .providers
+                .iter()
+                .map(ProviderKey::new)
+                .collect(),
+            models: config.models.clone(),
         }))
+    }
+
+    /// The key to send `provider` now.
+    fn key(&self, provider: &ModelProvider) -> Option<handoff_config::Secret> {
+        let at = self
+            .models
+            .providers
+            .iter()
+            .position(|p| p.name == provider.name);
+        at.and_then(|i| self.keys.get(i))
+            .and_then(ProviderKey::current)
     }
 }
 
@@ -66,13 +81,6 @@ pub(crate) async fn forward(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if provider_wire(wire) != route.wire {
-        let message = format!(
-            "this Handoff's model provider speaks the {} wire; use the base URL of that wire",
-            route.wire.as_str()
-        );
-        return refusal(wire, StatusCode::NOT_IMPLEMENTED, "not_supported", &message);
-    }
     let Some(token) = presented_token(&headers) else {
         return refusal(
             wire,
@@ -93,6 +101,13 @@ pub(crate) async fn forward(
             );
         }
     };
+    let (provider, rewritten) = match routed(&route.models, wire, &request) {
+        Ok(routed) => routed,
+        Err(refused) => return refused,
+    };
+    if let Some(model) = rewritten {
+        request["model"] = Value::String(model);
+    }
     let task = match route
         .engine
         .gateway_admit(token, expected_tokens(&request))
@@ -111,7 +126,7 @@ pub(crate) async fn forward(
         .and_then(Value::as_str)
         .map(str::to_owned);
     let started = Instant::now();
-    let sent = upstream_request(&route, wire, &headers, &request)
+    let sent = upstream_request(&route, provider, wire, &headers, &request)
         .send()
         .await;
     let answer = match sent {
@@ -130,8 +145,13 @@ pub(crate) async fn forward(
         }
     }
     let engine = route.engine.clone();
+    let provider = provider.name.clone();
     let done = Box::new(move |usage: CallUsage| {
-        let call = model_call(wire, usage, asked_model, status.as_u16(), started);
+        let asked = Asked {
+            provider,
+            model: asked_model,
+        };
+        let call = model_call(wire, usage, asked, status.as_u16(), started);
         tokio::spawn(async move { engine.gateway_spent(&task, call).await });
     });
     let scanner = UsageScanner::new(wire, streaming && status.is_success());
@@ -141,10 +161,37 @@ pub(crate) async fn forward(
         .unwrap_or_else(|_| Response::new(Body::empty()))
 }
 
-/// The request to the provider: the body as given (plus the usage option), its key, and the
-/// caller's wire headers that matter.
+/// The provider a call goes to, and the model to ask it for when that differs from the body's;
+/// a refusal in the caller's wire when none can take it.
+#[allow(clippy::result_large_err)] // Built once per call and returned as it is.
+fn routed<'a>(
+    models: &'a ModelsConfig,
+    wire: CallWire,
+    request: &Value,
+) -> Result<(&'a ModelProvider, Option<String>), Response> {
+    let model = request.get("model").and_then(Value::as_str);
+    match models.route(provider_wire(wire), model) {
+        Ok((provider, rewritten)) => Ok((provider, rewritten.map(str::to_owned))),
+        Err(e @ RouteError::NoProvider(_)) => Err(refusal(
+            wire,
+            StatusCode::NOT_IMPLEMENTED,
+            "not_supported",
+            &e.to_string(),
+        )),
+        Err(e @ RouteError::WrongWire { .. }) => Err(refusal(
+            wire,
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            &e.to_string(),
+        )),
+    }
+}
+
+/// The request to `provider`: the body as given (plus the usage option and the model as the
+/// provider names it), its key, and the caller's wire headers that matter.
 fn upstream_request(
     route: &GatewayRoute,
+    provider: &ModelProvider,
     wire: CallWire,
     headers: &HeaderMap,
     request: &Value,
@@ -156,13 +203,13 @@ fn upstream_request(
     };
     let mut builder = route
         .client
-        .post(format!("{}{path}", route.upstream))
+        .post(format!("{}{path}", provider.url))
         .header(header::CONTENT_TYPE, "application/json")
         .body(request.to_string());
     if let Some(accept) = headers.get(header::ACCEPT) {
         builder = builder.header(header::ACCEPT, accept.clone());
     }
-    match (wire, &route.key) {
+    match (wire, route.key(provider)) {
         (CallWire::Anthropic, key) => {
             let version = headers
                 .get("anthropic-version")
@@ -251,21 +298,28 @@ fn refusal_kind(refused: &GatewayRefusal) -> (StatusCode, &'static str) {
     }
 }
 
+/// What a call asked for: the provider it went to and the model it named there.
+struct Asked {
+    provider: String,
+    model: Option<String>,
+}
+
 /// The engine's record of one call.
 fn model_call(
     wire: CallWire,
     usage: CallUsage,
-    asked: Option<String>,
+    asked: Asked,
     status: u16,
     started: Instant,
 ) -> ModelCall {
     ModelCall {
+        provider: asked.provider,
         wire: match wire {
             CallWire::OpenAiChat => "openai_chat",
             CallWire::OpenAiResponses => "openai_responses",
             CallWire::Anthropic => "anthropic",
         },
-        model: usage.model.or(asked),
+        model: usage.model.or(asked.model),
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         cached_tokens: usage.cached_tokens,

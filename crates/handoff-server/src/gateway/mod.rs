@@ -3,8 +3,9 @@
 //! `/gateway/anthropic/v1`), on the server's own loopback listener. A run reaches it with
 //! the URL and token it was started with (see `handoff-engine`'s `gateway`), never with the
 //! provider's key: the gateway checks the token (this run's, still running), checks the task's
-//! budget, forwards the call to `models.provider_url` with the key, passes the answer through
-//! as it streams and counts what the provider says it used. Nothing else of Handoff accepts a
+//! budget, forwards the call to the provider its model names (or the first of its wire) with
+//! that provider's key, passes the answer through as it streams and counts what the provider
+//! says it used. Nothing else of Handoff accepts a
 //! task token, and the gateway accepts nothing else.
 //!
 //! Why the loopback listener: every isolation level that lets an agent reach its provider at
@@ -12,10 +13,11 @@
 //! the network off an agent reaches no provider, gateway or not.
 //!
 //! Durable: nothing here (the engine records each call on its task). In memory: the HTTP
-//! client and the provider's settings.
+//! client, the providers' settings and their keys (a key file's last read).
 
 mod forward;
 mod key;
+mod provider_key;
 mod tap;
 mod wire_error;
 
@@ -31,7 +33,7 @@ use crate::edge::{self, EdgePolicy};
 /// Largest request body forwarded (conversations with images and long files).
 const MAX_REQUEST_BYTES: usize = 32 << 20;
 
-/// The gateway's routes when `models.provider_url` is set and the gateway is on; else none.
+/// The gateway's routes when a provider is configured and the gateway is on; else none.
 pub(crate) fn router(
     config: &Config,
     engine: &Engine,
@@ -63,7 +65,7 @@ pub(crate) fn router(
 /// Opens the gateway to the runs that start from now on, at `local` (the bound address); an
 /// error when its key cannot be read or made. Nothing when no gateway serves.
 pub(crate) fn open(config: &Config, engine: &Engine, local: SocketAddr) -> std::io::Result<()> {
-    if config.models.gateway_upstream().is_none() {
+    if !config.models.gateway_on() {
         return Ok(());
     }
     let key = key::load_or_create(&config.data_dir)?;

@@ -11,6 +11,7 @@ mod delivery;
 mod executors;
 mod gateway;
 mod gateway_agents;
+mod gateway_providers;
 mod harness;
 mod identity;
 mod init;
