@@ -192,6 +192,7 @@ settings! {
     "models.prices" [env("HANDOFF_MODELS_PRICES")]: "prices per model, before the flat prices above and the built-in list prices of common models (gpt-4.1, gpt-4o, gpt-5, o3, claude-sonnet-4, …): a JSON object of model name (or the start of one) → {\"input\": USD, \"output\": USD} per million tokens";
     "evaluator.provider" [env("HANDOFF_EVALUATOR_PROVIDER")]: "the judge's API: anthropic, openai, openai_responses, gemini, openai_compatible (xai, local servers); unset: no judge";
     "evaluator.model" [env("HANDOFF_EVALUATOR_MODEL")]: "the judge's model";
+    "evaluator.models_provider" [env("HANDOFF_EVALUATOR_MODELS_PROVIDER")]: "the judge on one of the model gateway's providers: default (models.provider_url) or a models.providers name; its wire, URL and key (a key file is read at start) stand in for evaluator.provider, base_url and api_key_env where those are unset, and its model (models.model when that goes to it, else the provider's own) for evaluator.model. The judge calls the provider directly (it runs inside Handoff), so its tokens are counted by the judge's own ledger, not the gateway's";
     "evaluator.api_key_env" [env("HANDOFF_EVALUATOR_API_KEY_ENV")]: "the environment variable holding the judge's API key";
     "evaluator.base_url" [env("HANDOFF_EVALUATOR_BASE_URL")]: "the judge's endpoint (default: the provider's public endpoint; required for openai_compatible)";
     "evaluator.timeout_secs" [env("HANDOFF_EVALUATOR_TIMEOUT_SECS")]: "bound on one judge call";

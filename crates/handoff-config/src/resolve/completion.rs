@@ -12,6 +12,7 @@ use crate::{Commands, CompletionConfig, ConfigError, EvaluatorConfig, Secret};
 /// Verified completion and its judge.
 pub(super) fn completion(
     r: &mut Resolver,
+    models: &crate::ModelsConfig,
 ) -> Result<(CompletionConfig, EvaluatorConfig), ConfigError> {
     let completion = CompletionConfig {
         policy: r.get("completion.policy", CompletionPolicy::Checks)?,
@@ -55,7 +56,7 @@ pub(super) fn completion(
     let api_key_env: Option<String> = r.optional("evaluator.api_key_env")?;
     let price_in: Option<f64> = r.optional("evaluator.price_input_per_mtok")?;
     let price_out: Option<f64> = r.optional("evaluator.price_output_per_mtok")?;
-    let evaluator = EvaluatorConfig {
+    let mut evaluator = EvaluatorConfig {
         provider: r.optional("evaluator.provider")?,
         model: r.optional("evaluator.model")?,
         api_key: api_key_env
@@ -74,6 +75,7 @@ pub(super) fn completion(
             output_per_mtok: price_out.unwrap_or(0.0),
         }),
     };
+    on_models_provider(r, models, &mut evaluator)?;
     // A server default that needs a judge without one would refuse every task.
     let completion = {
         let judged = matches!(
@@ -93,4 +95,53 @@ pub(super) fn completion(
         })?
     };
     Ok((completion, evaluator))
+}
+
+/// `evaluator.models_provider`: the judge on one of `[models]`' providers — its wire, URL and
+/// key fill what the `evaluator.*` settings leave unset, its model (or `models.model`, when that
+/// goes to it) the judge's model.
+fn on_models_provider(
+    r: &mut Resolver,
+    models: &crate::ModelsConfig,
+    evaluator: &mut EvaluatorConfig,
+) -> Result<(), ConfigError> {
+    let Some(name) = r.optional::<String>("evaluator.models_provider")? else {
+        return Ok(());
+    };
+    let name = r.check("evaluator.models_provider", name, |name| {
+        match models.provider(name) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "no such provider: name `default` (models.provider_url) or one of models.providers ({})",
+                models
+                    .providers
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    })?;
+    let Some(provider) = models.provider(&name) else {
+        return Ok(());
+    };
+    evaluator.provider.get_or_insert(match provider.wire {
+        crate::ModelWire::OpenAi => handoff_llm::Provider::OpenaiCompatible,
+        crate::ModelWire::Anthropic => handoff_llm::Provider::Anthropic,
+    });
+    evaluator
+        .base_url
+        .get_or_insert_with(|| provider.url.clone());
+    if evaluator.api_key_env.is_none() {
+        evaluator.api_key = provider.key.clone();
+    }
+    if evaluator.model.is_none() {
+        let routed = |m: &String| models.provider_of(m).is_some_and(|p| p.name == name);
+        let configured = models.model.clone().filter(routed).map(|m| {
+            m.strip_prefix(&format!("{name}/"))
+                .map_or(m.clone(), str::to_owned)
+        });
+        evaluator.model = configured.or_else(|| provider.model.clone());
+    }
+    Ok(())
 }

@@ -353,8 +353,8 @@ impl Config {
         let matrix = integrations::matrix(&mut r)?;
         let tools = tools::tools(&mut r)?;
         let hooks = r.get("hooks", HooksConfig::default())?;
-        let (completion, evaluator) = completion::completion(&mut r)?;
         let models = models::models(&mut r)?;
+        let (completion, evaluator) = completion::completion(&mut r, &models)?;
         let features = FeatureConfig {
             async_execute: r.get("features.async_execute", true)?,
             enforce_idempotency: r.get("features.enforce_idempotency", true)?,

@@ -803,3 +803,45 @@ fn a_key_file_that_cannot_be_used_is_a_config_error_naming_the_setting() {
     let relative = load(&[url, ("HANDOFF_MODELS_PROVIDER_KEY_FILE", "key.txt")]);
     assert!(relative.contains("absolute"), "{relative}");
 }
+
+#[test]
+fn the_judge_runs_on_a_models_provider_when_named() {
+    let providers = r#"{"claude": {"url": "http://127.0.0.1:8", "wire": "anthropic", "key_env": "CLAUDE_KEY", "model": "sonnet"}}"#;
+    let load = |extra: &[(&str, &str)]| {
+        let mut pairs = vec![
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1"),
+            ("HANDOFF_MODELS_PROVIDERS", providers),
+            ("HANDOFF_MODELS_MODEL", "gpt"),
+            ("OPENAI_API_KEY", "sk-default"),
+            ("CLAUDE_KEY", "sk-claude"),
+        ];
+        pairs.extend_from_slice(extra);
+        Config::load(LoadOptions {
+            env: env(&pairs),
+            ..LoadOptions::default()
+        })
+    };
+    let judged = load(&[("HANDOFF_EVALUATOR_MODELS_PROVIDER", "claude")]).unwrap();
+    let e = &judged.evaluator;
+    assert_eq!(e.provider, Some(handoff_llm::Provider::Anthropic));
+    assert_eq!(e.base_url.as_deref(), Some("http://127.0.0.1:8"));
+    assert_eq!(e.api_key.as_ref().unwrap().expose(), "sk-claude");
+    assert_eq!(e.model.as_deref(), Some("sonnet"));
+    let default = load(&[
+        ("HANDOFF_EVALUATOR_MODELS_PROVIDER", "default"),
+        ("HANDOFF_COMPLETION_POLICY", "judge"),
+    ])
+    .unwrap();
+    let e = &default.evaluator;
+    assert_eq!(e.provider, Some(handoff_llm::Provider::OpenaiCompatible));
+    assert_eq!(e.model.as_deref(), Some("gpt"), "models.model goes to it");
+    assert_eq!(e.api_key.as_ref().unwrap().expose(), "sk-default");
+    let err = load(&[("HANDOFF_EVALUATOR_MODELS_PROVIDER", "nope")])
+        .map(drop)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("evaluator.models_provider") && err.contains("claude"),
+        "{err}"
+    );
+}
