@@ -10,9 +10,13 @@ use handoff_config::{Config, ModelProvider, ModelWire, ModelsConfig, RouteError}
 use handoff_engine::{Engine, GatewayRefusal, ModelCall};
 use handoff_llm::{CallUsage, CallWire, UsageScanner};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
-use serde_json::Value;
 
-use super::{provider_key::ProviderKey, tap::Tapped, wire_error::refusal};
+use super::{
+    provider_key::ProviderKey,
+    request::{self, Peek},
+    tap::Tapped,
+    wire_error::refusal,
+};
 
 /// How long the provider may take to accept the connection (the answer itself may stream for
 /// as long as the task runs).
@@ -89,44 +93,32 @@ pub(crate) async fn forward(
             "no task token: give the key this task was started with",
         );
     };
-    let mut request: Value = match serde_json::from_slice(&body) {
-        Ok(value @ Value::Object(_)) => value,
-        _ => {
-            let message = "the request body must be a JSON object";
-            return refusal(
-                wire,
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                message,
-            );
-        }
+    let Some(peek) = Peek::read(&body) else {
+        let message = "the request body must be a JSON object";
+        return refusal(
+            wire,
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            message,
+        );
     };
-    let (provider, rewritten) = match routed(&route.models, wire, &request) {
+    let (provider, rewritten) = match routed(&route.models, wire, peek.model()) {
         Ok(routed) => routed,
         Err(refused) => return refused,
     };
-    if let Some(model) = rewritten {
-        request["model"] = Value::String(model);
-    }
     let task = match route
         .engine
-        .gateway_admit(token, expected_tokens(&request))
+        .gateway_admit(token, peek.expected_tokens())
         .await
     {
         Ok(task) => task,
         Err(refused) => return refused_call(&route.engine, wire, refused),
     };
-    let streaming = request.get("stream").and_then(Value::as_bool) == Some(true);
-    if streaming && wire == CallWire::OpenAiChat {
-        // Usage is only in a stream that asks for it.
-        request["stream_options"]["include_usage"] = Value::Bool(true);
-    }
-    let asked_model = request
-        .get("model")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let streaming = peek.streaming();
+    let asked_model = rewritten.or(peek.model()).map(str::to_owned);
+    let body = request::outgoing(body, wire, &peek, rewritten);
     let started = Instant::now();
-    let sent = upstream_request(&route, provider, wire, &headers, &request)
+    let sent = upstream_request(&route, provider, wire, &headers, body)
         .send()
         .await;
     let answer = match sent {
@@ -161,40 +153,31 @@ pub(crate) async fn forward(
         .unwrap_or_else(|_| Response::new(Body::empty()))
 }
 
-/// The provider a call goes to, and the model to ask it for when that differs from the body's;
-/// a refusal in the caller's wire when none can take it.
+/// The provider a call asking for `model` goes to, and the model to ask it for when that
+/// differs; a refusal in the caller's wire when none can take it.
 #[allow(clippy::result_large_err)] // Built once per call and returned as it is.
-fn routed<'a>(
+fn routed<'a, 'm>(
     models: &'a ModelsConfig,
     wire: CallWire,
-    request: &Value,
-) -> Result<(&'a ModelProvider, Option<String>), Response> {
-    let model = request.get("model").and_then(Value::as_str);
-    match models.route(provider_wire(wire), model) {
-        Ok((provider, rewritten)) => Ok((provider, rewritten.map(str::to_owned))),
-        Err(e @ RouteError::NoProvider(_)) => Err(refusal(
-            wire,
-            StatusCode::NOT_IMPLEMENTED,
-            "not_supported",
-            &e.to_string(),
-        )),
-        Err(e @ RouteError::WrongWire { .. }) => Err(refusal(
-            wire,
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            &e.to_string(),
-        )),
-    }
+    model: Option<&'m str>,
+) -> Result<(&'a ModelProvider, Option<&'m str>), Response> {
+    models.route(provider_wire(wire), model).map_err(|e| {
+        let (status, kind) = match e {
+            RouteError::NoProvider(_) => (StatusCode::NOT_IMPLEMENTED, "not_supported"),
+            RouteError::WrongWire { .. } => (StatusCode::BAD_REQUEST, "invalid_request_error"),
+        };
+        refusal(wire, status, kind, &e.to_string())
+    })
 }
 
-/// The request to `provider`: the body as given (plus the usage option and the model as the
-/// provider names it), its key, and the caller's wire headers that matter.
+/// The request to `provider`: `body` (as [`request::outgoing`] made it), its key, and the
+/// caller's wire headers that matter.
 fn upstream_request(
     route: &GatewayRoute,
     provider: &ModelProvider,
     wire: CallWire,
     headers: &HeaderMap,
-    request: &Value,
+    body: Bytes,
 ) -> reqwest::RequestBuilder {
     let path = match wire {
         CallWire::OpenAiChat => "/chat/completions",
@@ -205,7 +188,7 @@ fn upstream_request(
         .client
         .post(format!("{}{path}", provider.url))
         .header(header::CONTENT_TYPE, "application/json")
-        .body(request.to_string());
+        .body(body);
     if let Some(accept) = headers.get(header::ACCEPT) {
         builder = builder.header(header::ACCEPT, accept.clone());
     }
@@ -247,15 +230,6 @@ fn presented_token(headers: &HeaderMap) -> Option<&str> {
         .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
         .map(str::trim)
         .filter(|t| !t.is_empty())
-}
-
-/// What the call may take at most, when it says (`max_tokens` and its wire's variants).
-fn expected_tokens(request: &Value) -> u64 {
-    ["max_tokens", "max_completion_tokens", "max_output_tokens"]
-        .iter()
-        .filter_map(|field| request.get(*field).and_then(Value::as_u64))
-        .max()
-        .unwrap_or(0)
 }
 
 /// The gateway's refusal of a call, in the caller's wire. A spent budget stops the run once
@@ -332,12 +306,10 @@ fn model_call(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
-    fn tokens_come_from_either_header_and_limits_from_any_field() {
+    fn tokens_come_from_either_header() {
         let mut headers = HeaderMap::new();
         assert_eq!(presented_token(&headers), None);
         headers.insert("x-api-key", HeaderValue::from_static("hmt1_x"));
@@ -347,8 +319,5 @@ mod tests {
             HeaderValue::from_static("Bearer hmt1_y"),
         );
         assert_eq!(presented_token(&headers), Some("hmt1_y"));
-        assert_eq!(expected_tokens(&json!({"max_tokens": 100})), 100);
-        assert_eq!(expected_tokens(&json!({"max_output_tokens": 7})), 7);
-        assert_eq!(expected_tokens(&json!({})), 0);
     }
 }

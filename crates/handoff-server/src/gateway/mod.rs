@@ -18,6 +18,7 @@
 mod forward;
 mod key;
 mod provider_key;
+mod request;
 mod tap;
 mod wire_error;
 
