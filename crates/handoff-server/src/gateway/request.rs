@@ -81,10 +81,11 @@ pub(super) fn outgoing(body: Bytes, wire: CallWire, peek: &Peek, rewritten: Opti
     if rewritten.is_none() && !needs_usage {
         return body;
     }
-    if rewritten.is_none() && peek.stream_options.is_none() {
-        if let Some(spliced) = with_usage_option(&body) {
-            return spliced;
-        }
+    if rewritten.is_none()
+        && peek.stream_options.is_none()
+        && let Some(spliced) = with_usage_option(&body)
+    {
+        return spliced;
     }
     let Ok(mut request) = serde_json::from_slice::<Value>(&body) else {
         return body;
