@@ -6,6 +6,7 @@
 //! reach: while the agent runs, every process given this gateway's URL is read, and its home,
 //! task directory and temp dir are searched.
 
+use std::os::unix::fs::PermissionsExt;
 use std::{path::Path, time::Duration};
 
 use handoff_scripted_model::{Script, ScriptedModel};
@@ -123,8 +124,10 @@ fn opencode_reaches_its_model_only_through_the_gateway_and_never_holds_the_key()
     runtime.block_on(model.shutdown());
 }
 
-/// Claude Code on a provider of the Anthropic wire, through the gateway: its `ANTHROPIC_*`
-/// variables are the gateway's URL and the run's token, and it has no credential of the user's.
+/// Claude Code on a named provider of the Anthropic wire, beside an OpenAI-wire default one,
+/// through the gateway: its `ANTHROPIC_*` variables are the gateway's URL and the run's token,
+/// its model is that provider's (`anthropic/mock-model`, sent there as `mock-model`), the key
+/// comes from a key file, and it has no credential of the user's.
 #[test]
 fn claude_code_reaches_its_model_only_through_the_gateway_and_never_holds_the_key() {
     through_the_gateway(&CLAUDE, "anthropic");
@@ -169,15 +172,27 @@ fn through_the_gateway(agent: &Agent, wire: &str) {
         "anthropic" => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
         _ => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
     };
+    let openai = format!("{}/v1", model.base_url());
+    // Handoff's own secrets: outside everything the task may see (and so the scan below).
+    let secrets = tempfile::tempdir().unwrap();
+    let key_file = secrets.path().join("anthropic.key");
+    std::fs::write(&key_file, REAL_KEY).unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let named = json!({"anthropic": {
+        "url": upstream, "wire": "anthropic", "key_file": key_file, "model": "mock-model"
+    }})
+    .to_string();
     env.extend([
-        ("HANDOFF_MODELS_PROVIDER_URL", upstream.as_str()),
-        ("HANDOFF_MODELS_PROVIDER_WIRE", wire),
+        ("HANDOFF_MODELS_PROVIDER_URL", openai.as_str()),
         ("HANDOFF_MODELS_MODEL", "mock-model"),
         ("HANDOFF_MODELS_PROVIDER_KEY_ENV", "UPSTREAM_KEY"),
         ("UPSTREAM_KEY", REAL_KEY),
         // Where the agent's key usually is: the run's token replaces it.
         (key_var, REAL_KEY),
     ]);
+    if wire == "anthropic" {
+        env.push(("HANDOFF_MODELS_PROVIDERS", named.as_str()));
+    }
     let server = start(&env);
     let gateway = server.url.replace("/mcp", "/gateway");
     let id = submit(&server, json!({"task_description": "GATEWAY-AGENT please"}));
@@ -206,6 +221,20 @@ fn through_the_gateway(agent: &Agent, wire: &str) {
         .filter(|r| r.scenario.as_deref() == Some("GATEWAY-AGENT"))
         .count();
     assert!(asked >= 3, "every turn reached the provider");
+    if wire == "anthropic" {
+        let providers: Vec<&Value> = calls.iter().map(|c| &c["provider"]).collect();
+        assert!(providers.iter().all(|p| *p == "anthropic"), "{calls:#?}");
+        let models: Vec<Value> = model
+            .requests()
+            .into_iter()
+            .filter(|r| r.scenario.as_deref() == Some("GATEWAY-AGENT"))
+            .map(|r| r.body["model"].clone())
+            .collect();
+        assert!(
+            models.iter().all(|m| m == "mock-model"),
+            "sent without its prefix: {models:?}"
+        );
+    }
     no_file_holds_the_key(&[state.path(), server.dir()]);
     drop(server);
     runtime.block_on(model.shutdown());
