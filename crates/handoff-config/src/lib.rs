@@ -54,7 +54,7 @@ pub use model::{
 pub use model_token::{MODEL_TOKEN_PREFIX, model_token, model_token_owner};
 pub use parse::{Argv, ByteSize};
 pub use permissions::PermissionPolicy;
-pub use prices::{Price, PriceTable};
+pub use prices::{CallTokens, Price, PriceTable};
 pub use providers::{DEFAULT_PROVIDER, KeySource, ModelProvider, NamedProviders, read_key_file};
 pub use resolve::EffectiveSetting;
 pub use secret::Secret;

@@ -580,16 +580,16 @@ impl ModelsConfig {
             .collect()
     }
 
-    /// What `input` and `output` tokens of `model` from `provider` cost, in US dollars: the
-    /// model's configured price, else the provider's flat price, else the built-in list price,
-    /// else nothing.
-    pub fn cost(&self, provider: &str, model: Option<&str>, input: u64, output: u64) -> f64 {
+    /// What a call's tokens of `model` from `provider` cost, in US dollars: the model's
+    /// configured price, else the provider's flat price, else the built-in list price, else
+    /// nothing.
+    pub fn cost(&self, provider: &str, model: Option<&str>, tokens: crate::CallTokens) -> f64 {
         let flat = self.provider(provider).and_then(|p| p.price);
         let price = model
             .and_then(|m| self.prices.find(m))
             .or(flat)
             .or_else(|| model.and_then(|m| crate::PriceTable::defaults().find(m)));
-        price.map_or(0.0, |p| p.cost(input, output))
+        price.map_or(0.0, |p| p.cost(tokens.input, tokens.output, tokens.cached))
     }
 }
 

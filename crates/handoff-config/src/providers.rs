@@ -84,9 +84,11 @@ struct RawProvider {
     price_input_per_mtok: Option<f64>,
     #[serde(default)]
     price_output_per_mtok: Option<f64>,
+    #[serde(default)]
+    price_cached_per_mtok: Option<f64>,
 }
 
-const SHAPE: &str = "expected a JSON object of {\"<name>\": {\"url\", \"wire\"?: openai|anthropic, \"key_env\"? or \"key_file\"?, \"model\"?, \"price_input_per_mtok\"?, \"price_output_per_mtok\"?}}";
+const SHAPE: &str = "expected a JSON object of {\"<name>\": {\"url\", \"wire\"?: openai|anthropic, \"key_env\"? or \"key_file\"?, \"model\"?, \"price_input_per_mtok\"?, \"price_output_per_mtok\"?, \"price_cached_per_mtok\"?}}";
 
 impl NamedProviders {
     fn from_raw(raw: BTreeMap<String, RawProvider>) -> Result<Self, String> {
@@ -114,6 +116,9 @@ impl NamedProviders {
                 if let Some(price) = p.price {
                     shown["price_input_per_mtok"] = price.input.into();
                     shown["price_output_per_mtok"] = price.output.into();
+                    if let Some(cached) = price.cached {
+                        shown["price_cached_per_mtok"] = cached.into();
+                    }
                 }
                 (p.name.clone(), shown)
             })
@@ -174,9 +179,11 @@ fn provider(name: String, raw: RawProvider) -> Result<ModelProvider, String> {
     };
     let input = fine(raw.price_input_per_mtok, "price_input_per_mtok")?;
     let output = fine(raw.price_output_per_mtok, "price_output_per_mtok")?;
+    let cached = fine(raw.price_cached_per_mtok, "price_cached_per_mtok")?;
     let price = (input.is_some() || output.is_some()).then(|| Price {
         input: input.unwrap_or(0.0),
         output: output.unwrap_or(0.0),
+        cached,
     });
     Ok(ModelProvider {
         name,

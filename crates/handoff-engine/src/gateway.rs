@@ -177,12 +177,16 @@ impl Engine {
     /// Counts `call` of `task` and says it on the task.
     pub async fn gateway_spent(&self, task: &Task, call: ModelCall) {
         let tokens = call.input_tokens + call.output_tokens;
-        let cost = self.inner.config.models.cost(
-            &call.provider,
-            call.model.as_deref(),
-            call.input_tokens,
-            call.output_tokens,
-        );
+        let priced = handoff_config::CallTokens {
+            input: call.input_tokens,
+            output: call.output_tokens,
+            cached: call.cached_tokens,
+        };
+        let cost = self
+            .inner
+            .config
+            .models
+            .cost(&call.provider, call.model.as_deref(), priced);
         let spent = Spent::call(
             call.input_tokens,
             call.output_tokens,

@@ -48,6 +48,7 @@ fn default_provider(r: &mut Resolver) -> Result<Option<ModelProvider>, ConfigErr
     })?;
     let input = r.optional::<f64>("models.price_input_per_mtok")?;
     let output = r.optional::<f64>("models.price_output_per_mtok")?;
+    let cached = r.optional::<f64>("models.price_cached_per_mtok")?;
     let Some(url) = url else {
         return Ok(None);
     };
@@ -66,6 +67,7 @@ fn default_provider(r: &mut Resolver) -> Result<Option<ModelProvider>, ConfigErr
         price: (input.is_some() || output.is_some()).then(|| Price {
             input: input.unwrap_or(0.0),
             output: output.unwrap_or(0.0),
+            cached,
         }),
     }))
 }

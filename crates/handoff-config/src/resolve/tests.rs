@@ -643,6 +643,11 @@ fn heartbeats_and_leases_have_defaults_and_expiry_covers_two_beats() {
 
 #[test]
 fn a_calls_cost_comes_from_its_model_price_then_the_flat_one_then_the_list() {
+    let tokens = |input, output| crate::CallTokens {
+        input,
+        output,
+        cached: 0,
+    };
     let models = |pairs: &[(&str, &str)]| {
         Config::load(LoadOptions {
             env: env(pairs),
@@ -651,16 +656,19 @@ fn a_calls_cost_comes_from_its_model_price_then_the_flat_one_then_the_list() {
         .map(|c| c.models)
     };
     let listed = models(&[]).unwrap();
-    assert_eq!(listed.cost("default", Some("gpt-4.1"), 1_000_000, 0), 2.0);
     assert_eq!(
-        listed.cost("default", Some("my-local-model"), 1_000_000, 0),
+        listed.cost("default", Some("gpt-4.1"), tokens(1_000_000, 0)),
+        2.0
+    );
+    assert_eq!(
+        listed.cost("default", Some("my-local-model"), tokens(1_000_000, 0)),
         0.0
     );
-    assert_eq!(listed.cost("default", None, 1_000_000, 0), 0.0);
+    assert_eq!(listed.cost("default", None, tokens(1_000_000, 0)), 0.0);
     let provider = ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1");
     let flat = models(&[provider, ("HANDOFF_MODELS_PRICE_OUTPUT", "1")]).unwrap();
     assert_eq!(
-        flat.cost("default", Some("gpt-4.1"), 1_000_000, 1_000_000),
+        flat.cost("default", Some("gpt-4.1"), tokens(1_000_000, 1_000_000)),
         1.0
     );
     let priced = models(&[
@@ -673,10 +681,17 @@ fn a_calls_cost_comes_from_its_model_price_then_the_flat_one_then_the_list() {
     ])
     .unwrap();
     assert_eq!(
-        priced.cost("default", Some("gpt-4.1-2025"), 1_000_000, 1_000_000),
+        priced.cost(
+            "default",
+            Some("gpt-4.1-2025"),
+            tokens(1_000_000, 1_000_000)
+        ),
         3.0
     );
-    assert_eq!(priced.cost("default", Some("other"), 0, 1_000_000), 1.0);
+    assert_eq!(
+        priced.cost("default", Some("other"), tokens(0, 1_000_000)),
+        1.0
+    );
     let bad = models(&[(
         "HANDOFF_MODELS_PRICES",
         r#"{"m": {"input": -1, "output": 1}}"#,
