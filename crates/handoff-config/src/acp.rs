@@ -58,11 +58,7 @@ impl AcpExecutors {
     fn from_raw(raw: BTreeMap<String, RawAgent>) -> Result<Self, String> {
         let mut agents = Vec::with_capacity(raw.len());
         for (name, agent) in raw {
-            let named = !name.is_empty()
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-            if !named {
+            if !crate::parse::is_entry_name(&name) {
                 return Err(format!(
                     "ACP executor name `{name}`: use lowercase letters, digits, - and _"
                 ));
@@ -146,19 +142,11 @@ impl AcpExecutors {
 
 impl FromRaw for AcpExecutors {
     fn from_text(text: &str) -> Result<Self, String> {
-        let raw = serde_json::from_str(text.trim()).map_err(|e| format!("{SHAPE}: {e}"))?;
-        Self::from_raw(raw)
+        Self::from_toml(&toml::Value::String(text.to_owned()))
     }
 
     fn from_toml(value: &toml::Value) -> Result<Self, String> {
-        match value {
-            toml::Value::String(s) => Self::from_text(s),
-            other => {
-                let json = serde_json::to_value(other).map_err(|e| e.to_string())?;
-                let raw = serde_json::from_value(json).map_err(|e| format!("{SHAPE}: {e}"))?;
-                Self::from_raw(raw)
-            }
-        }
+        Self::from_raw(crate::parse::named_tables(value, SHAPE)?)
     }
 }
 

@@ -11,6 +11,31 @@ pub(crate) enum RawValue {
     Toml(toml::Value),
 }
 
+/// A table setting's entries by name, from one JSON object (text) or TOML tables; `shape` says
+/// what was expected when neither fits.
+pub(crate) fn named_tables<R: serde::de::DeserializeOwned>(
+    value: &toml::Value,
+    shape: &str,
+) -> Result<std::collections::BTreeMap<String, R>, String> {
+    match value {
+        toml::Value::String(text) => {
+            serde_json::from_str(text.trim()).map_err(|e| format!("{shape}: {e}"))
+        }
+        other => {
+            let json = serde_json::to_value(other).map_err(|e| e.to_string())?;
+            serde_json::from_value(json).map_err(|e| format!("{shape}: {e}"))
+        }
+    }
+}
+
+/// Whether `name` may name an entry of a table setting: lowercase letters, digits, - and _.
+pub(crate) fn is_entry_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
 /// A type a setting can hold.
 pub(crate) trait FromRaw: Sized {
     /// Parses text from the environment or a flag.

@@ -130,11 +130,7 @@ impl NamedProviders {
 /// One named provider, checked.
 fn provider(name: String, raw: RawProvider) -> Result<ModelProvider, String> {
     let field = |f: &str| format!("models.providers.{name}.{f}");
-    let named = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-    if !named {
+    if !crate::parse::is_entry_name(&name) {
         return Err(format!(
             "models.providers: a provider's name must be lowercase letters, digits, - and _ (`{}` is not)",
             name.escape_default()
@@ -198,19 +194,11 @@ fn provider(name: String, raw: RawProvider) -> Result<ModelProvider, String> {
 
 impl FromRaw for NamedProviders {
     fn from_text(text: &str) -> Result<Self, String> {
-        let raw = serde_json::from_str(text.trim()).map_err(|e| format!("{SHAPE}: {e}"))?;
-        Self::from_raw(raw)
+        Self::from_toml(&toml::Value::String(text.to_owned()))
     }
 
     fn from_toml(value: &toml::Value) -> Result<Self, String> {
-        match value {
-            toml::Value::String(s) => Self::from_text(s),
-            other => {
-                let json = serde_json::to_value(other).map_err(|e| e.to_string())?;
-                let raw = serde_json::from_value(json).map_err(|e| format!("{SHAPE}: {e}"))?;
-                Self::from_raw(raw)
-            }
-        }
+        Self::from_raw(crate::parse::named_tables(value, SHAPE)?)
     }
 }
 
