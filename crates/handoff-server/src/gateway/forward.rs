@@ -102,10 +102,6 @@ pub(crate) async fn forward(
             message,
         );
     };
-    let (provider, rewritten) = match routed(&route.models, wire, peek.model()) {
-        Ok(routed) => routed,
-        Err(refused) => return refused,
-    };
     let task = match route
         .engine
         .gateway_admit(token, peek.expected_tokens())
@@ -113,6 +109,11 @@ pub(crate) async fn forward(
     {
         Ok(task) => task,
         Err(refused) => return refused_call(&route.engine, wire, refused),
+    };
+    // Only a caller holding a live task token learns how the providers are set up.
+    let (provider, rewritten) = match routed(&route.models, wire, peek.model()) {
+        Ok(routed) => routed,
+        Err(refused) => return refused,
     };
     let streaming = peek.streaming();
     let asked_model = rewritten.or(peek.model()).map(str::to_owned);
