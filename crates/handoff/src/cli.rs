@@ -469,6 +469,10 @@ pub struct BenchArgs {
     /// Calls per step for `--gateway`, split over the clients (default 2000; 32 with --smoke).
     #[arg(long, requires = "gateway")]
     pub calls: Option<usize>,
+    /// The `opencode` program for `--gateway`'s agent baseline: its own CPU per model call,
+    /// which the gateway's CPU per call is set against (default: `opencode` on PATH).
+    #[arg(long, value_name = "PATH", requires = "gateway")]
+    pub agent_baseline: Option<PathBuf>,
 }
 
 /// Options of `handoff serve`.

@@ -250,6 +250,9 @@ fn bench_gateway(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(calls) = args.calls {
         options.calls = calls;
     }
+    if let Some(agent) = args.agent_baseline {
+        options.agent = Some(agent);
+    }
     let exe = std::env::current_exe().context("finding the handoff binary")?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(handoff_bench::run_gateway(&exe, &options))?;

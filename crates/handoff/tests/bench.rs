@@ -14,7 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_handoff");
 /// One benchmark at a time: each is a load of its own on a small machine.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// Runs `handoff bench` with `args` to its end (at most 120 s); its stdout, after asserting
+/// Runs `handoff bench` with `args` to its end (at most 240 s); its stdout, after asserting
 /// that it succeeded.
 fn bench(args: &[&str]) -> String {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -30,10 +30,10 @@ fn bench(args: &[&str]) -> String {
     // only a safety net.
     let (tx, exited) = mpsc::channel();
     std::thread::spawn(move || tx.send(child.wait_with_output()));
-    let Ok(output) = exited.recv_timeout(Duration::from_secs(120)) else {
+    let Ok(output) = exited.recv_timeout(Duration::from_secs(240)) else {
         // Not reaped yet (the waiting thread would have sent), so the pid is still the bench's.
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-        panic!("handoff bench {args:?} did not finish within 120 s");
+        panic!("handoff bench {args:?} did not finish within 240 s");
     };
     let output = output.unwrap();
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -94,9 +94,23 @@ fn the_benchmark_runs_end_to_end() {
     }
 }
 
+/// The OpenCode the gateway row's agent baseline runs: the interop tests' install, which the
+/// test needs (it fails without it, never skips).
+fn opencode() -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/interop/agents/node_modules/.bin/opencode");
+    assert!(
+        path.is_file(),
+        "no OpenCode at {} (npm install in tests/interop/agents)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
 #[test]
 fn the_gateway_row_runs_every_call_through_to_the_whole_answer() {
-    let text = bench(&["--gateway", "--smoke"]);
+    let opencode = opencode();
+    let text = bench(&["--gateway", "--smoke", "--agent-baseline", &opencode]);
     assert!(!text.contains("first error"), "calls failed:\n{text}");
     // Each row: route, N, calls, errors, calls/s, p50, p95, handoff µs, bench µs. Every call
     // of the step answered 200 with every frame of the scripted answer (the bench counts a
@@ -112,12 +126,31 @@ fn the_gateway_row_runs_every_call_through_to_the_whole_answer() {
             assert!(row[5].parse::<f64>().unwrap() > 0.0, "no latency: {row:?}");
         }
     }
-    for expected in [
-        "gateway: added p50 per call, N=16",
-        "gateway: CPU per call / direct client+model, N=16",
-    ] {
-        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    for clients in ["1", "16"] {
+        for expected in [
+            format!("gateway: added p50 per call, N={clients}"),
+            format!("gateway: CPU per call / the bench's client+model, N={clients}"),
+            format!("gateway: CPU per call / the agent's own (opencode), N={clients}"),
+        ] {
+            assert!(text.contains(&expected), "missing `{expected}` in:\n{text}");
+        }
     }
+    // The agent baseline, measured: OpenCode's own CPU per model call (2 and 22 tool turns,
+    // also in a smoke run, so 20 calls apart).
+    let agent = text
+        .lines()
+        .find_map(|l| l.strip_prefix("agent: opencode run ("))
+        .unwrap_or_else(|| panic!("no agent line in:\n{text}"));
+    let per_call: f64 = agent
+        .split_once("CPU per model call ")
+        .and_then(|(_, rest)| rest.split_once(" ms"))
+        .and_then(|(ms, _)| ms.parse().ok())
+        .unwrap_or_else(|| panic!("no figure in the agent line: {agent}"));
+    assert!(per_call > 0.0, "{agent}");
+    assert!(
+        agent.contains("marginal over 20 calls: 22 vs 2 tool turns"),
+        "{agent}"
+    );
     // The gateway's own count: every call it forwarded was answered 2xx.
     let counted = text
         .lines()

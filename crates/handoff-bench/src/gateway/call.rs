@@ -14,17 +14,42 @@ pub(super) const TOOL_CALLS: usize = 16;
 pub(super) const PROVIDER_KEY: &str = "sk-bench-provider-key-0b7e";
 /// What selects the answer in the user message.
 const MATCH: &str = "GATEWAY-BENCH";
+/// The file the agent baseline's `read` calls read, in the agent's working directory.
+pub(super) const AGENT_FILE: &str = "bench-read.txt";
+/// The agent baseline's answer once its tool turns are done.
+const AGENT_TEXT: &str = "Read it, done.";
 
-/// The scripted model's script: every bench call gets the same answer.
-pub(super) fn script() -> Value {
+/// The scripted model's script: every bench call gets the same answer; an agent prompt for
+/// each of `agent_turns` gets that many `read` turns, then a text turn.
+pub(super) fn script(agent_turns: [usize; 2]) -> Value {
     let calls: Vec<Value> = (0..TOOL_CALLS)
         .map(|i| json!({"name": "write", "arguments": {"filePath": format!("f{i}.txt"), "content": "bench\n"}}))
         .collect();
-    json!({
-        // `untooled`: the request offers no tools (tools in it would only add request bytes).
-        "scenarios": [{"match": MATCH, "untooled": true, "turns": [{"text": TEXT, "tool_calls": calls}]}],
-        "api_key": PROVIDER_KEY
-    })
+    // `untooled`: the request offers no tools (tools in it would only add request bytes).
+    let bench =
+        json!({"match": MATCH, "untooled": true, "turns": [{"text": TEXT, "tool_calls": calls}]});
+    let scenarios: Vec<Value> = std::iter::once(bench)
+        .chain(agent_turns.iter().map(|&k| agent_scenario(k)))
+        .collect();
+    json!({"scenarios": scenarios, "api_key": PROVIDER_KEY})
+}
+
+/// What selects the agent scenario of `turns` tool turns; the colon keeps `…-2:` from
+/// matching a prompt of `…-22:`.
+pub(super) fn agent_match(turns: usize) -> String {
+    format!("BENCH-AGENT-{turns}:")
+}
+
+/// `turns` calls of OpenCode's `read` on a one-line file (cheap and the same every time), then
+/// a text turn that ends the run.
+fn agent_scenario(turns: usize) -> Value {
+    let read = json!({"tool_calls": [
+        {"name": "read", "arguments": {"filePath": format!("{{{{cwd}}}}/{AGENT_FILE}")}}
+    ]});
+    let script: Vec<Value> = std::iter::repeat_n(read, turns)
+        .chain(std::iter::once(json!({"text": AGENT_TEXT})))
+        .collect();
+    json!({"match": agent_match(turns), "turns": script})
 }
 
 /// The request, serialised once: both paths send the same bytes. It asks for the usage chunk
@@ -120,9 +145,26 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn each_agent_prompt_selects_its_own_number_of_turns() {
+        let script = Script::from_json(&script([2, 22]).to_string()).unwrap();
+        for k in [2, 22] {
+            let prompt = format!("{} read the file", agent_match(k));
+            // The scripted model's rule: the first scenario whose `match` is in the message.
+            let chosen = script
+                .scenarios
+                .iter()
+                .find(|s| prompt.contains(&s.matches));
+            let turns = &chosen.unwrap().turns;
+            assert_eq!(turns.len(), k + 1, "{prompt}");
+            assert!(turns[..k].iter().all(|t| t.tool_calls[0].name == "read"));
+            assert_eq!(turns[k].text.as_deref(), Some(AGENT_TEXT));
+        }
+    }
+
     #[tokio::test]
     async fn the_scripted_answer_is_about_fifty_frames_and_passes_both_checks() {
-        let script = Script::from_json(&script().to_string()).unwrap();
+        let script = Script::from_json(&script([1, 4]).to_string()).unwrap();
         let model = ScriptedModel::start(script, None).await.unwrap();
         let to = Endpoint {
             url: format!("{}/chat/completions", model.openai_base_url()),

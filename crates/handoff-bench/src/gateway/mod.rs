@@ -3,20 +3,23 @@
 //! gateway, and a `command` task hands the bench its gateway token. The same streamed Chat
 //! Completions calls are made straight to the model and through the gateway, in the same run,
 //! at each concurrency: latency to the last byte, and `handoff serve`'s CPU per call against
-//! the CPU the direct path's client and model take per call.
+//! the CPU the direct path's client and model take per call, and against the CPU a real agent
+//! (`opencode run`) spends per call to the same model.
 
+mod agent;
 mod call;
 mod step;
 mod table;
 mod task;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use axum::body::Bytes;
 use handoff_scripted_model::{Script, ScriptedModel};
 use reqwest::Client;
 
 use self::{
+    agent::Baseline,
     call::{Endpoint, PROVIDER_KEY},
     step::{Plan, Route, Row},
     task::TokenTask,
@@ -29,6 +32,9 @@ use crate::{
 
 /// Calls each client makes in the warm-up step of each route.
 const WARM_CALLS: usize = 4;
+/// Tool turns of the agent baseline's short and long run, also in a smoke run: its start-up
+/// varies by a few tenths of a second, which fewer calls apart would not stand out from.
+const AGENT_TURNS: [usize; 2] = [2, 22];
 
 /// How many concurrent clients, and how many calls a step.
 #[derive(Debug, Clone)]
@@ -37,6 +43,9 @@ pub struct GatewayBenchOptions {
     pub clients: Vec<usize>,
     /// Calls per step (route and concurrency), split over its clients.
     pub calls: usize,
+    /// The `opencode` program whose CPU per model call is the agent baseline; `None`: `opencode`
+    /// on PATH, and no baseline when there is none.
+    pub agent: Option<PathBuf>,
 }
 
 impl GatewayBenchOptions {
@@ -45,6 +54,7 @@ impl GatewayBenchOptions {
         Self {
             clients: vec![1, 16],
             calls: 2000,
+            agent: None,
         }
     }
 
@@ -53,20 +63,24 @@ impl GatewayBenchOptions {
         Self {
             clients: vec![1, 16],
             calls: 32,
+            agent: None,
         }
     }
 }
 
 /// Runs the gateway benchmark and prints its table.
 pub async fn run_gateway(exe: &Path, options: &GatewayBenchOptions) -> Result<(), BenchError> {
-    let script = Script::from_json(&call::script().to_string())
+    let script = Script::from_json(&call::script(AGENT_TURNS).to_string())
         .map_err(|e| BenchError::Setup(format!("the gateway bench's script: {e}")))?;
     let model = ScriptedModel::start(script, None)
         .await
         .map_err(|e| BenchError::Setup(format!("scripted model: {e}")))?;
     let result = async {
+        // Before `handoff serve` starts: the agent's CPU is read as this process's reaped
+        // children's, so no other child may end meanwhile, and `handoff serve` adds no load.
+        let agent = agent::measure(options.agent.as_deref(), &model, AGENT_TURNS).await?;
         let handoff = Target::handoff(exe, &task::server_env(&model)).await?;
-        let result = with_token(&handoff, &model, options).await;
+        let result = with_token(&handoff, &model, options, &agent).await;
         handoff.stop().await;
         result
     }
@@ -80,6 +94,7 @@ async fn with_token(
     handoff: &Target,
     model: &ScriptedModel,
     options: &GatewayBenchOptions,
+    agent: &Baseline,
 ) -> Result<(), BenchError> {
     let http = crate::run::http()?;
     let mut client =
@@ -91,7 +106,8 @@ async fn with_token(
         url: format!("{}/chat/completions", model.openai_base_url()),
         key: PROVIDER_KEY.to_owned(),
     };
-    let measured = measure(&http, handoff, [&direct, &task.endpoint], options).await;
+    let routes = [&direct, &task.endpoint];
+    let measured = measure(&http, handoff, routes, options, agent).await;
     let ended = task.end(&mut client).await;
     let made = measured?;
     ended?;
@@ -99,14 +115,15 @@ async fn with_token(
     Ok(())
 }
 
-/// The reference answers, a warm-up, then every step; prints the table and the targets. The
-/// number of calls made through the gateway.
+/// The reference answers, a warm-up, then every step; prints the table, the agent baseline
+/// and the targets. The number of calls made through the gateway.
 #[allow(clippy::print_stdout)]
 async fn measure(
     http: &Client,
     handoff: &Target,
     [direct, gateway]: [&Endpoint; 2],
     options: &GatewayBenchOptions,
+    agent: &Baseline,
 ) -> Result<u64, BenchError> {
     let body = call::body();
     let frames = reference(http, direct, &body).await?;
@@ -147,7 +164,8 @@ async fn measure(
         }
     }
     table::legend(frames, options.calls);
-    table::summary(&rows);
+    println!("{}", agent.line());
+    table::summary(&rows, agent.per_call_us());
     Ok(made)
 }
 

@@ -1,5 +1,6 @@
 //! The gateway bench's table: a row per route and concurrency, then what the gateway adds at
-//! each concurrency against the direct calls of the same run, next to the targets.
+//! each concurrency against the direct calls of the same run and against the agent baseline's
+//! CPU per call, next to the targets.
 
 use super::step::{Route, Row};
 use crate::report;
@@ -47,10 +48,14 @@ pub(super) struct Added {
     /// `handoff serve`'s CPU per gateway call as a percentage of this process's CPU per direct
     /// call (client and model); `None` when the direct CPU read as zero.
     pub cpu_pct: Option<f64>,
+    /// `handoff serve`'s CPU per gateway call as a percentage of the agent's own CPU per call;
+    /// `None` without an agent baseline.
+    pub agent_pct: Option<f64>,
 }
 
-/// What the gateway adds at each concurrency that has both rows.
-pub(super) fn added(rows: &[Row]) -> Vec<Added> {
+/// What the gateway adds at each concurrency that has both rows; `agent_us` is the agent's
+/// own CPU per call, µs.
+pub(super) fn added(rows: &[Row], agent_us: Option<f64>) -> Vec<Added> {
     let find = |route, clients| {
         rows.iter()
             .find(|r| r.route == route && r.clients == clients)
@@ -64,16 +69,19 @@ pub(super) fn added(rows: &[Row]) -> Vec<Added> {
                 p50_ms: (gateway.latency.p50 - direct.latency.p50) / 1e3,
                 cpu_pct: (direct.bench_cpu_us > 0.0)
                     .then(|| gateway.handoff_cpu_us / direct.bench_cpu_us * 100.0),
+                agent_pct: agent_us
+                    .filter(|&us| us > 0.0)
+                    .map(|us| gateway.handoff_cpu_us / us * 100.0),
             })
         })
         .collect()
 }
 
-/// The comparison lines and the targets.
+/// The comparison lines and the targets; the agent's only with its CPU per call (`agent_us`).
 #[allow(clippy::print_stdout)]
-pub(super) fn summary(rows: &[Row]) {
+pub(super) fn summary(rows: &[Row], agent_us: Option<f64>) {
     println!();
-    for row in added(rows) {
+    for row in added(rows, agent_us) {
         let pct = row
             .cpu_pct
             .map_or_else(|| "-".to_owned(), |p| format!("{p:.1} %"));
@@ -85,13 +93,24 @@ pub(super) fn summary(rows: &[Row]) {
         );
         report::target(
             &format!(
-                "gateway: CPU per call / direct client+model, N={}",
+                "gateway: CPU per call / the bench's client+model, N={}",
                 row.clients
             ),
             pct,
             "<= 5 %",
             row.cpu_pct.is_some_and(|p| p <= 5.0),
         );
+        if let Some(pct) = row.agent_pct {
+            report::target(
+                &format!(
+                    "gateway: CPU per call / the agent's own (opencode), N={}",
+                    row.clients
+                ),
+                format!("{pct:.2} %"),
+                "<= 5 %",
+                pct <= 5.0,
+            );
+        }
     }
 }
 
@@ -135,21 +154,28 @@ mod tests {
             row(Route::Gateway, 16, 4500.0, 60.0, 220.0),
             row(Route::Gateway, 64, 9000.0, 60.0, 220.0),
         ];
-        let added = added(&rows);
+        let added = added(&rows, Some(1000.0));
         assert_eq!(
             added,
             [
                 Added {
                     clients: 1,
                     p50_ms: 0.5,
-                    cpu_pct: Some(25.0)
+                    cpu_pct: Some(25.0),
+                    agent_pct: Some(5.0)
                 },
                 Added {
                     clients: 16,
                     p50_ms: 2.5,
-                    cpu_pct: None
+                    cpu_pct: None,
+                    agent_pct: Some(6.0)
                 }
             ]
+        );
+        assert!(
+            super::added(&rows, None)
+                .iter()
+                .all(|a| a.agent_pct.is_none())
         );
     }
 
