@@ -96,6 +96,15 @@ pub(crate) fn run_env(
     (env, hidden)
 }
 
+/// Waits, for a run of `task` the gateway serves, until the gateway is open (or known never to
+/// be): the scheduler claims tasks from the engine's start, before the server has bound the
+/// listener the gateway's URL names, and a run started meanwhile would get no way to its model.
+pub(crate) async fn ready(inner: &crate::state::EngineState, task: &Task) {
+    if inner.config.models.serves(&task.executor) {
+        inner.gateway.settled().await;
+    }
+}
+
 /// The variables the providers' keys are read from.
 fn key_envs(models: &handoff_config::ModelsConfig) -> Vec<String> {
     models.key_envs().into_iter().map(str::to_owned).collect()
@@ -105,6 +114,12 @@ impl Engine {
     /// Opens the gateway to the runs that start from now on (once; later calls are ignored).
     pub fn open_gateway(&self, access: GatewayAccess) {
         self.inner.gateway.open(access);
+    }
+
+    /// Says the gateway will not open in this process (no HTTP listener: `serve --stdio`): runs
+    /// waiting for it start without it. Ignored once it is open.
+    pub fn close_gateway(&self) {
+        self.inner.gateway.close();
     }
 
     /// What agents `executor` starts ahead of their tasks get to reach the model through the
@@ -193,13 +208,15 @@ impl Engine {
             call.cached_tokens,
             cost,
         );
-        self.inner.gateway.add(&task.id, task.fence, &spent);
+        let total = self.inner.gateway.add(&task.id, task.fence, &spent);
         let model = call.model.clone().unwrap_or_else(|| "?".to_owned());
         let message = format!(
             "model call {model}: {} in ({} cached) / {} out tokens, {} ms, HTTP {}",
             call.input_tokens, call.cached_tokens, call.output_tokens, call.latency_ms, call.status
         );
-        let event = NewEvent::new(EventKind::Log, message).with_data(json!({
+        let event = NewEvent::new(EventKind::Model, message).with_data(json!({
+            // So a later count reads one event, not every call (see `gateway_usage`).
+            "total": total.as_ref().map(crate::gateway_usage::total_json),
             "gateway_call": {
                 "provider": call.provider,
                 "wire": call.wire,

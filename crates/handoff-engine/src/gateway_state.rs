@@ -24,10 +24,23 @@ pub struct GatewayAccess {
 }
 
 /// The gateway's state in the engine.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct GatewayState {
     access: OnceLock<GatewayAccess>,
+    /// `None` until the server says whether the gateway serves: `Some(true)` once it is open,
+    /// `Some(false)` when it never will (no HTTP listener).
+    settled: tokio::sync::watch::Sender<Option<bool>>,
     ledger: Mutex<HashMap<TaskId, Spent>>,
+}
+
+impl Default for GatewayState {
+    fn default() -> Self {
+        Self {
+            access: OnceLock::new(),
+            settled: tokio::sync::watch::Sender::new(None),
+            ledger: Mutex::default(),
+        }
+    }
 }
 
 /// What one task's calls through the gateway spent.
@@ -107,6 +120,24 @@ impl GatewayState {
     /// Opens the gateway (once; later calls are ignored).
     pub(crate) fn open(&self, access: GatewayAccess) {
         let _ = self.access.set(access);
+        self.settled.send_replace(Some(true));
+    }
+
+    /// Says the gateway will not open (no listener to serve it); runs start without it.
+    pub(crate) fn close(&self) {
+        self.settled.send_if_modified(|settled| {
+            let pending = settled.is_none();
+            if pending {
+                *settled = Some(false);
+            }
+            pending
+        });
+    }
+
+    /// Waits until the gateway is open or known never to be.
+    pub(crate) async fn settled(&self) {
+        let mut settled = self.settled.subscribe();
+        let _ = settled.wait_for(Option::is_some).await;
     }
 
     /// The gateway's URL and key, once open.
@@ -137,12 +168,11 @@ impl GatewayState {
     }
 
     /// Adds `call` (one call's [`Spent::call`]) to `task`'s running total of claim `fence`,
-    /// when kept.
-    pub(crate) fn add(&self, task: &TaskId, fence: i64, call: &Spent) {
-        if let Ok(mut ledger) = self.ledger.lock()
-            && let Some(spent) = ledger.get_mut(task).filter(|s| s.fence == fence)
-        {
-            spent.add(call);
-        }
+    /// when kept; the total with it.
+    pub(crate) fn add(&self, task: &TaskId, fence: i64, call: &Spent) -> Option<Spent> {
+        let mut ledger = self.ledger.lock().ok()?;
+        let spent = ledger.get_mut(task).filter(|s| s.fence == fence)?;
+        spent.add(call);
+        Some(*spent)
     }
 }

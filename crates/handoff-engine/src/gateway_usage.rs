@@ -1,6 +1,10 @@
 //! What a task's model calls through the gateway took so far ([`Engine::model_usage`], shown
 //! wherever a task is), and the running total the budget check reads (`gateway_total`): both
-//! summed from the task's `gateway_call` events, kept in memory where the total stays current.
+//! read from the task's last model call's event (each records the total so far, so a count
+//! after a restart or takeover reads one event however long the task ran; calls recorded
+//! before totals were are summed from the latest events), kept in memory where the total stays
+//! current. Two calls of one task answered at once may record their totals out of order: a
+//! count then misses the later one.
 //!
 //! A total stays current in a process only while every call of the task adds to it: while
 //! this process runs the task (its calls come to this gateway), or once the task is over. A
@@ -9,7 +13,8 @@
 //! so a follow-up round or a takeover counts again.
 
 use handoff_store::StoreError;
-use handoff_task::{ModelUsage, Task, TaskEvent};
+use handoff_task::{EventKind, ModelUsage, Task, TaskEvent};
+use serde_json::{Value, json};
 
 use crate::{Engine, EngineError, gateway_state::Spent};
 
@@ -44,13 +49,15 @@ impl Engine {
         Ok(self.inner.gateway.keep(&task.id, counted))
     }
 
-    /// `task`'s total counted from its latest events.
+    /// `task`'s total as its last model call recorded it; for calls recorded without one, counted
+    /// from its latest events.
     async fn count_spent(&self, task: &Task) -> Result<Spent, StoreError> {
-        let events = self
-            .inner
-            .store
-            .recent_events(&task.id, EVENT_WINDOW)
-            .await?;
+        let store = &self.inner.store;
+        let last = store.last_event_of_kind(&task.id, EventKind::Model).await?;
+        if let Some(total) = last.and_then(|e| total_of(&e.data, task.fence)) {
+            return Ok(total);
+        }
+        let events = store.recent_events(&task.id, EVENT_WINDOW).await?;
         Ok(count(&events, task.fence))
     }
 
@@ -83,6 +90,35 @@ pub(crate) fn count(events: &[TaskEvent], fence: i64) -> Spent {
     spent
 }
 
+/// A task's running total as a model call's event records it (`data.total`).
+pub(crate) fn total_json(spent: &Spent) -> Value {
+    json!({
+        "calls": spent.calls,
+        "tokens": spent.tokens,
+        "last_call": spent.last_call,
+        "input_tokens": spent.input_tokens,
+        "output_tokens": spent.output_tokens,
+        "cached_tokens": spent.cached_tokens,
+        "cost_usd": spent.cost_usd,
+    })
+}
+
+/// The running total a model call's event `data` records, as a total of claim `fence`.
+fn total_of(data: &Value, fence: i64) -> Option<Spent> {
+    let total = data.get("total").filter(|t| t.is_object())?;
+    let field = |name: &str| total.get(name).and_then(Value::as_u64);
+    Some(Spent {
+        tokens: field("tokens")?,
+        cost_usd: total.get("cost_usd").and_then(Value::as_f64)?,
+        last_call: field("last_call")?,
+        calls: field("calls")?,
+        input_tokens: field("input_tokens")?,
+        output_tokens: field("output_tokens")?,
+        cached_tokens: field("cached_tokens")?,
+        fence,
+    })
+}
+
 /// What `spent` shows of a task; `None` without a call.
 pub(crate) fn usage_of(spent: &Spent) -> Option<ModelUsage> {
     (spent.calls > 0).then_some(ModelUsage {
@@ -97,8 +133,7 @@ pub(crate) fn usage_of(spent: &Spent) -> Option<ModelUsage> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use handoff_task::{EventKind, TaskId};
-    use serde_json::{Value, json};
+    use handoff_task::TaskId;
 
     use super::*;
     use crate::gateway_state::GatewayState;
@@ -148,6 +183,17 @@ mod tests {
                 cost_usd: 0.75,
             })
         );
+    }
+
+    #[test]
+    fn a_recorded_total_reads_back_as_the_total_of_the_current_claim() {
+        let mut spent = count(&[event(1, call_data(100, 20, 40, 0.25))], 3);
+        spent.add(&Spent::call(7, 3, 0, 0.5));
+        let data = json!({"total": total_json(&spent), "gateway_call": {}});
+        assert_eq!(total_of(&data, 3), Some(spent));
+        assert_eq!(total_of(&data, 4).map(|s| s.fence), Some(4));
+        assert_eq!(total_of(&json!({"total": null}), 3), None);
+        assert_eq!(total_of(&json!({"total": {"calls": 1}}), 3), None);
     }
 
     #[test]

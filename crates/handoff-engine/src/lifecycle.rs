@@ -215,6 +215,7 @@ async fn start(d: &Driver<'_>, claim: Option<Claim>) -> Result<Started, EngineEr
         return Ok(Started::Ended(Finish::failed(why)));
     }
     let prompt = compose_prompt(d).await?;
+    crate::gateway::ready(inner, task).await;
     if d.plan.completion.policy == CompletionPolicy::Manager {
         let finish = crate::evaluate::manager::run(d, &prompt).await?;
         return Ok(Started::Ended(finish));

@@ -87,7 +87,10 @@ pub fn progress(task: &Task, events: &[TaskEvent], after: i64) -> Option<Vec<Str
 
 /// Status changes are posted at once on their own; Handoff's own log lines are noise here.
 fn worth_showing(kind: EventKind) -> bool {
-    !matches!(kind, EventKind::Status | EventKind::Log | EventKind::Input)
+    !matches!(
+        kind,
+        EventKind::Status | EventKind::Log | EventKind::Input | EventKind::Model
+    )
 }
 
 /// A request waiting for an answer, with the commands that answer it.

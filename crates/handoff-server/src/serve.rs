@@ -155,7 +155,8 @@ pub async fn serve_stdio(
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     app.status.set_component("stdio", true, "MCP over stdio");
-    // No listener, so no gateway: pooled agents start with their own provider settings.
+    // No listener, so no gateway: runs and pooled agents start with their own provider settings.
+    app.engine.close_gateway();
     app.start_pools();
     let handler = app.mcp_handler(agent, &shutdown);
     let transport = crate::stdio::LineTransport::stdio();

@@ -32,11 +32,14 @@ pub enum EventKind {
     /// The executor asked for permission or an answer, or such a request was settled
     /// (`data.request`, `data.decision`).
     Input,
+    /// A model call through Handoff's model gateway (`data.gateway_call`, and `data.total`:
+    /// what the task's calls took so far, this one included).
+    Model,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 12] = [
         EventKind::Status,
         EventKind::Output,
         EventKind::Tool,
@@ -48,6 +51,7 @@ impl EventKind {
         EventKind::Verdict,
         EventKind::Log,
         EventKind::Input,
+        EventKind::Model,
     ];
 
     /// The kind's stored name.
@@ -64,6 +68,7 @@ impl EventKind {
             EventKind::Verdict => "verdict",
             EventKind::Log => "log",
             EventKind::Input => "input",
+            EventKind::Model => "model",
         }
     }
 }

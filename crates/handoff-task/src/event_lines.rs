@@ -1,5 +1,5 @@
-//! Which events a person reads: one line per tool call, and no permission request the policy
-//! allowed without asking anyone. Every surface that shows a task's events to people (the CLI's
+//! Which events a person reads: one line per tool call, no permission request the policy
+//! allowed without asking anyone, and no single model call (the task's usage line sums them). Every surface that shows a task's events to people (the CLI's
 //! live view and `logs`, the dashboard, Matrix, the Letta block) applies the same rule; the
 //! history keeps every event for audit and machines.
 
@@ -38,6 +38,8 @@ impl EventLines {
                 }
                 false
             }
+            // One per model call: the task's usage line says what they add up to.
+            EventKind::Model => false,
             EventKind::Input => {
                 !(field("state") == Some("answered")
                     && field("decision") == Some("allow")

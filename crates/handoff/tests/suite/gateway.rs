@@ -11,8 +11,9 @@ use handoff_scripted_model::{Script, ScriptedModel};
 use serde_json::{Value, json};
 
 use super::{
-    harness::{Server, metric, start},
+    harness::{Server, metric, start, start_in},
     mcp::{call, history, ok, task_id, wait_status_for},
+    wait::wait_until,
 };
 
 const AGENT: &str = "agent-gateway";
@@ -38,22 +39,37 @@ fn serve(model: &ScriptedModel) -> Server {
 }
 
 fn serve_with(model: &ScriptedModel, extra: &[(&str, &str)]) -> Server {
-    let upstream = format!("{}/v1", model.base_url());
-    let mut env = vec![
+    let env = server_env(model, extra);
+    start(
+        &env.iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// The server's environment: the `command` agent, the scripted model as the provider.
+fn server_env<'a>(model: &ScriptedModel, extra: &[(&'a str, &str)]) -> Vec<(&'a str, String)> {
+    let mut env: Vec<(&str, String)> = [
         ("HANDOFF_COMMAND_ARGV", r#"["bash", "-c", "{prompt}"]"#),
         ("HANDOFF_DEFAULT_EXECUTOR", "command"),
         ("HANDOFF_COMMAND_PROMPT_VIA", "argument"),
         ("HANDOFF_ISOLATION", "process"),
-        ("HANDOFF_MODELS_PROVIDER_URL", &upstream),
         ("HANDOFF_MODELS_PROVIDER_KEY_ENV", "UPSTREAM_KEY"),
         ("UPSTREAM_KEY", REAL_KEY),
         // The usual place of a key: a task must not get this one either.
         ("OPENAI_API_KEY", REAL_KEY),
         ("HANDOFF_MODELS_PRICE_INPUT", "2"),
         ("HANDOFF_MODELS_PRICE_OUTPUT", "10"),
-    ];
-    env.extend_from_slice(extra);
-    start(&env)
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_owned()))
+    .collect();
+    env.push((
+        "HANDOFF_MODELS_PROVIDER_URL",
+        format!("{}/v1", model.base_url()),
+    ));
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    env
 }
 
 /// A chat request `curl` sends to the gateway as the task: `stream`ed or not, its output in
@@ -292,6 +308,62 @@ fn the_call_that_would_pass_the_budget_is_refused_and_the_task_stops() {
             .unwrap()
             .contains("budget_exhausted")
     );
+    drop(server);
+    runtime.block_on(model.shutdown());
+}
+
+/// Handoff killed (-9) mid-task and started again: the re-queued task's spending is read back
+/// from its recorded calls, so the call that would pass its budget after the restart is refused
+/// as it would have been before (a fresh count would have let it through).
+#[test]
+fn a_tasks_budget_holds_across_a_kill_and_restart() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = model(&runtime);
+    let env = server_env(&model, &[]);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = start(&env);
+    // About 600 input tokens a call; the first run calls once and waits to be killed, the run
+    // after the restart (same directory) calls again.
+    let big = format!("budget {}", "x".repeat(2_400));
+    let script = format!(
+        "if [ -f first.json ]; then {}; else {}; sleep 300; fi; exit 0",
+        chat(&big, false, "second.json"),
+        chat(&big, false, "first.json"),
+    );
+    let id = task_id(&call(
+        &server,
+        AGENT,
+        "execute_task",
+        json!({"task_description": script, "requeue_on_restart": true,
+               "completion": {"policy": "none", "budget": {"tokens": 1000}}}),
+    ));
+    wait_until("the first call counted", Duration::from_secs(60), || {
+        gateway_calls(&server, AGENT, &id).len() == 1
+    });
+    let server = start_in(server.kill9(), &env);
+    let done = wait_status_for(&server, AGENT, &id, &["failed"], Duration::from_secs(120));
+    assert!(
+        done["error"].as_str().unwrap().contains("budget_exhausted"),
+        "{done}"
+    );
+    let said = history(&server, AGENT, &id)["events"].to_string();
+    assert!(
+        said.contains("budget exhausted at the model gateway: 1000 tokens"),
+        "{said}"
+    );
+    assert_eq!(
+        gateway_calls(&server, AGENT, &id).len(),
+        1,
+        "the call after the restart never reached the provider"
+    );
+    let usage = ok(&call(
+        &server,
+        AGENT,
+        "get_task_status",
+        json!({"task_id": id}),
+    ))["model_usage"]
+        .clone();
+    assert_eq!(usage["calls"], 1, "{usage}");
     drop(server);
     runtime.block_on(model.shutdown());
 }
