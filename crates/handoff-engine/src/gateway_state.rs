@@ -1,6 +1,7 @@
 //! The model gateway's state in the engine (see [`crate::gateway`]): its URL and key, set once
-//! the server listens, and each task's running total — plain data, importing nothing of the
-//! engine's layers.
+//! the server listens (runs the gateway serves wait for that, or for word that it never will),
+//! and each task's running total — plain data, importing nothing of the engine's layers. All in
+//! memory: the totals are read back from the tasks' model call events.
 
 use std::{
     collections::HashMap,

@@ -12,23 +12,39 @@ pub(super) const TOOL_CALLS: usize = 16;
 /// The provider key the scripted model accepts: a direct call carries it, a gateway call
 /// carries the task's token and Handoff adds the key.
 pub(super) const PROVIDER_KEY: &str = "sk-bench-provider-key-0b7e";
-/// What selects the answer in the user message.
-const MATCH: &str = "GATEWAY-BENCH";
+/// What selects the answer in the user message; the colon keeps it from matching the paced
+/// prompt (the scripted model plays the first scenario whose `match` is in the message).
+const MATCH: &str = "GATEWAY-BENCH:";
+/// What selects the same answer after the provider's time to first token.
+const PACED_MATCH: &str = "GATEWAY-BENCH-PACED:";
+/// The paced answer's time to first token, ms: the scripted model sends nothing, not even the
+/// status line, for this long after reading the request, then the whole stream at once.
+pub(super) const TTFT_MS: u64 = 200;
 /// The file the agent baseline's `read` calls read, in the agent's working directory.
 pub(super) const AGENT_FILE: &str = "bench-read.txt";
 /// The agent baseline's answer once its tool turns are done.
 const AGENT_TEXT: &str = "Read it, done.";
 
-/// The scripted model's script: every bench call gets the same answer; an agent prompt for
-/// each of `agent_turns` gets that many `read` turns, then a text turn.
+/// The scripted model's script: every bench call gets the same answer, a paced call after
+/// [`TTFT_MS`]; an agent prompt for each of `agent_turns` gets that many `read` turns, then a
+/// text turn.
 pub(super) fn script(agent_turns: [usize; 2]) -> Value {
     let calls: Vec<Value> = (0..TOOL_CALLS)
         .map(|i| json!({"name": "write", "arguments": {"filePath": format!("f{i}.txt"), "content": "bench\n"}}))
         .collect();
+    let answer = json!({"text": TEXT, "tool_calls": calls});
+    let mut paced = answer.clone();
+    // The scripted model sleeps `delay_ms` once it has read and logged the request, before it
+    // builds the response (`respond` in its server.rs): no status line, header or frame until
+    // then, and then the whole stream at its full speed. So a time to first byte, as a
+    // provider's time to first token; the frames after it come as fast as the plain answer's.
+    paced["delay_ms"] = json!(TTFT_MS);
     // `untooled`: the request offers no tools (tools in it would only add request bytes).
-    let bench =
-        json!({"match": MATCH, "untooled": true, "turns": [{"text": TEXT, "tool_calls": calls}]});
-    let scenarios: Vec<Value> = std::iter::once(bench)
+    let bench = |matches: &str, turn: Value| {
+        json!({"match": matches, "untooled": true, "turns": [turn]})
+    };
+    let scenarios: Vec<Value> = [bench(MATCH, answer), bench(PACED_MATCH, paced)]
+        .into_iter()
         .chain(agent_turns.iter().map(|&k| agent_scenario(k)))
         .collect();
     json!({"scenarios": scenarios, "api_key": PROVIDER_KEY})
@@ -52,14 +68,24 @@ fn agent_scenario(turns: usize) -> Value {
     json!({"match": agent_match(turns), "turns": script})
 }
 
-/// The request, serialised once: both paths send the same bytes. It asks for the usage chunk
-/// itself, so the gateway (which adds that option to streams) forwards an unchanged request.
+/// The request, serialised once: both paths send the same bytes.
 pub(super) fn body() -> Bytes {
+    request(MATCH)
+}
+
+/// The paced request: the same answer, after [`TTFT_MS`].
+pub(super) fn paced_body() -> Bytes {
+    request(PACED_MATCH)
+}
+
+/// A request whose prompt holds `matches`. It asks for the usage chunk itself, so the gateway
+/// (which adds that option to streams) forwards an unchanged request.
+fn request(matches: &str) -> Bytes {
     let body = json!({
         "model": "mock-model",
         "stream": true,
         "stream_options": {"include_usage": true},
-        "messages": [{"role": "user", "content": format!("{MATCH}: answer with the usual stream")}]
+        "messages": [{"role": "user", "content": format!("{matches} answer with the usual stream")}]
     });
     Bytes::from(body.to_string())
 }
@@ -141,25 +167,52 @@ pub(super) fn check(body: &[u8]) -> Result<usize, String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use handoff_scripted_model::{Script, ScriptedModel};
+    use std::time::{Duration, Instant};
+
+    use handoff_scripted_model::{Scenario, Script, ScriptedModel, Turn};
 
     use super::*;
 
+    /// The scenario the scripted model plays for `prompt`. Its rule: the first scenario whose
+    /// `match` is in the message.
+    fn chosen<'a>(script: &'a Script, prompt: &str) -> &'a Scenario {
+        let chosen = script.scenarios.iter().find(|s| prompt.contains(&s.matches));
+        chosen.unwrap_or_else(|| panic!("no scenario for {prompt:?}"))
+    }
+
+    /// The user message of a bench request.
+    fn prompt(body: &Bytes) -> String {
+        let body: Value = serde_json::from_slice(body).unwrap();
+        body["messages"][0]["content"].as_str().unwrap().to_owned()
+    }
+
     #[test]
-    fn each_agent_prompt_selects_its_own_number_of_turns() {
+    fn each_prompt_selects_its_own_scenario() {
         let script = Script::from_json(&script([2, 22]).to_string()).unwrap();
         for k in [2, 22] {
             let prompt = format!("{} read the file", agent_match(k));
-            // The scripted model's rule: the first scenario whose `match` is in the message.
-            let chosen = script
-                .scenarios
-                .iter()
-                .find(|s| prompt.contains(&s.matches));
-            let turns = &chosen.unwrap().turns;
+            let turns = &chosen(&script, &prompt).turns;
             assert_eq!(turns.len(), k + 1, "{prompt}");
             assert!(turns[..k].iter().all(|t| t.tool_calls[0].name == "read"));
             assert_eq!(turns[k].text.as_deref(), Some(AGENT_TEXT));
         }
+        let plain = chosen(&script, &prompt(&body()));
+        let paced = chosen(&script, &prompt(&paced_body()));
+        assert_eq!((&*plain.matches, &*paced.matches), (MATCH, PACED_MATCH));
+        let ([plain], [paced]) = (&plain.turns[..], &paced.turns[..]) else {
+            panic!("one turn each: {plain:?} {paced:?}");
+        };
+        assert_eq!((plain.delay_ms, paced.delay_ms), (None, Some(TTFT_MS)));
+        // The same answer, so the same frames: only the delay differs.
+        assert_eq!(
+            Turn {
+                delay_ms: None,
+                ..paced.clone()
+            },
+            *plain
+        );
+        assert_eq!(plain.text.as_deref(), Some(TEXT));
+        assert_eq!(plain.tool_calls.len(), TOOL_CALLS);
     }
 
     #[tokio::test]
@@ -178,6 +231,17 @@ mod tests {
         assert!(whole(&answer, frames + 1).is_err());
         let cut = &answer[..answer.len() - 20];
         assert!(whole(cut, frames).is_err() && check(cut).is_err());
+
+        // The paced call: the same frames, after the time to first token.
+        let at = Instant::now();
+        let paced = send(&http, &to, &paced_body()).await.unwrap();
+        assert!(at.elapsed() >= Duration::from_millis(TTFT_MS));
+        assert_eq!(check(&paced).unwrap(), frames);
+        let played: Vec<Option<String>> = model.requests().into_iter().map(|r| r.scenario).collect();
+        assert_eq!(
+            played,
+            [Some(MATCH.to_owned()), Some(PACED_MATCH.to_owned())]
+        );
 
         let wrong = Endpoint {
             key: "sk-other".to_owned(),
