@@ -114,25 +114,47 @@ fn the_gateway_row_runs_every_call_through_to_the_whole_answer() {
     assert!(!text.contains("first error"), "calls failed:\n{text}");
     // Each row: route, N, calls, errors, calls/s, p50, p95, handoff µs, bench µs. Every call
     // of the step answered 200 with every frame of the scripted answer (the bench counts a
-    // call only then), none failed.
-    for route in ["direct", "gateway"] {
-        for clients in ["1", "16"] {
+    // call only then), none failed: the step's 32 calls, and a provider-paced step's 4 per
+    // client.
+    for (route, calls) in [
+        ("direct", ["32", "32"]),
+        ("gateway", ["32", "32"]),
+        ("direct~", ["4", "64"]),
+        ("gateway~", ["4", "64"]),
+    ] {
+        for (clients, calls) in ["1", "16"].into_iter().zip(calls) {
             let row = text
                 .lines()
                 .map(|line| line.split_whitespace().collect::<Vec<_>>())
                 .find(|c| c.len() == 9 && c[0] == route && c[1] == clients)
                 .unwrap_or_else(|| panic!("no `{route} {clients}` row in:\n{text}"));
-            assert_eq!((row[2], row[3]), ("32", "0"), "{row:?}");
+            assert_eq!((row[2], row[3]), (calls, "0"), "{row:?}");
             assert!(row[5].parse::<f64>().unwrap() > 0.0, "no latency: {row:?}");
         }
     }
     for clients in ["1", "16"] {
         for expected in [
-            format!("gateway: added p50 per call, N={clients}"),
             format!("gateway: CPU per call / the bench's client+model, N={clients}"),
             format!("gateway: CPU per call / the agent's own (opencode), N={clients}"),
         ] {
             assert!(text.contains(&expected), "missing `{expected}` in:\n{text}");
+        }
+        // The added latency, saturated and provider-paced: a figure in ms, then its target.
+        for label in [
+            format!("gateway: added p50 per call, N={clients} "),
+            format!("gateway: added p50 per call, provider-paced (TTFT 200 ms), N={clients} "),
+        ] {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&label))
+                .unwrap_or_else(|| panic!("missing `{label}` in:\n{text}"));
+            let figure: Vec<&str> = line[label.len()..].split_whitespace().take(3).collect();
+            assert!(
+                figure.len() == 3
+                    && figure[0].parse::<f64>().is_ok()
+                    && figure[1..] == ["ms", "target"],
+                "no figure: {line}"
+            );
         }
     }
     // The agent baseline, measured: OpenCode's own CPU per model call (2 and 22 tool turns,

@@ -40,9 +40,8 @@ pub(super) fn script(agent_turns: [usize; 2]) -> Value {
     // provider's time to first token; the frames after it come as fast as the plain answer's.
     paced["delay_ms"] = json!(TTFT_MS);
     // `untooled`: the request offers no tools (tools in it would only add request bytes).
-    let bench = |matches: &str, turn: Value| {
-        json!({"match": matches, "untooled": true, "turns": [turn]})
-    };
+    let bench =
+        |matches: &str, turn: Value| json!({"match": matches, "untooled": true, "turns": [turn]});
     let scenarios: Vec<Value> = [bench(MATCH, answer), bench(PACED_MATCH, paced)]
         .into_iter()
         .chain(agent_turns.iter().map(|&k| agent_scenario(k)))
@@ -176,7 +175,10 @@ mod tests {
     /// The scenario the scripted model plays for `prompt`. Its rule: the first scenario whose
     /// `match` is in the message.
     fn chosen<'a>(script: &'a Script, prompt: &str) -> &'a Scenario {
-        let chosen = script.scenarios.iter().find(|s| prompt.contains(&s.matches));
+        let chosen = script
+            .scenarios
+            .iter()
+            .find(|s| prompt.contains(&s.matches));
         chosen.unwrap_or_else(|| panic!("no scenario for {prompt:?}"))
     }
 
@@ -237,7 +239,8 @@ mod tests {
         let paced = send(&http, &to, &paced_body()).await.unwrap();
         assert!(at.elapsed() >= Duration::from_millis(TTFT_MS));
         assert_eq!(check(&paced).unwrap(), frames);
-        let played: Vec<Option<String>> = model.requests().into_iter().map(|r| r.scenario).collect();
+        let played: Vec<Option<String>> =
+            model.requests().into_iter().map(|r| r.scenario).collect();
         assert_eq!(
             played,
             [Some(MATCH.to_owned()), Some(PACED_MATCH.to_owned())]

@@ -4,7 +4,10 @@
 //! Completions calls are made straight to the model and through the gateway, in the same run,
 //! at each concurrency: latency to the last byte, and `handoff serve`'s CPU per call against
 //! the CPU the direct path's client and model take per call, and against the CPU a real agent
-//! (`opencode run`) spends per call to the same model.
+//! (`opencode run`) spends per call to the same model. Those calls are answered at once and
+//! back to back, which saturates a small machine; a provider-paced pair of steps at each
+//! concurrency, the model answering after a time to first token, shows the gateway's own
+//! latency per call.
 
 mod agent;
 mod call;
@@ -32,6 +35,9 @@ use crate::{
 
 /// Calls each client makes in the warm-up step of each route.
 const WARM_CALLS: usize = 4;
+/// Calls per client in each provider-paced step of a full run: each waits the model's time to
+/// first token, so the four steps (two routes at N=1 and N=16) take ~14 s.
+const PACED_CALLS: usize = 15;
 /// Tool turns of the agent baseline's short and long run, also in a smoke run: its start-up
 /// varies by a few tenths of a second, which fewer calls apart would not stand out from.
 const AGENT_TURNS: [usize; 2] = [2, 22];
@@ -43,6 +49,8 @@ pub struct GatewayBenchOptions {
     pub clients: Vec<usize>,
     /// Calls per step (route and concurrency), split over its clients.
     pub calls: usize,
+    /// Calls per client in each provider-paced step.
+    pub paced_calls: usize,
     /// The `opencode` program whose CPU per model call is the agent baseline; `None`: `opencode`
     /// on PATH, and no baseline when there is none.
     pub agent: Option<PathBuf>,
@@ -54,6 +62,7 @@ impl GatewayBenchOptions {
         Self {
             clients: vec![1, 16],
             calls: 2000,
+            paced_calls: PACED_CALLS,
             agent: None,
         }
     }
@@ -63,6 +72,7 @@ impl GatewayBenchOptions {
         Self {
             clients: vec![1, 16],
             calls: 32,
+            paced_calls: 4,
             agent: None,
         }
     }
@@ -121,15 +131,15 @@ async fn with_token(
 async fn measure(
     http: &Client,
     handoff: &Target,
-    [direct, gateway]: [&Endpoint; 2],
+    routes: [&Endpoint; 2],
     options: &GatewayBenchOptions,
     agent: &Baseline,
 ) -> Result<u64, BenchError> {
-    let body = call::body();
-    let frames = reference(http, direct, &body).await?;
-    if reference(http, gateway, &body).await? != frames {
+    let (plain, paced) = (call::body(), call::paced_body());
+    let frames = reference(http, routes, &plain).await?;
+    if reference(http, routes, &paced).await? != frames {
         return Err(BenchError::Setup(
-            "the gateway's answer has other frames than the model's".to_owned(),
+            "the paced answer has other frames than the plain one".to_owned(),
         ));
     }
     println!(
@@ -137,25 +147,31 @@ async fn measure(
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!("{}", table::header());
-    let mut made = 1;
+    // The two reference calls through the gateway.
+    let mut made = 2;
     let mut rows: Vec<Row> = Vec::new();
-    for (clients, calls_per_client, shown) in steps(options) {
-        for (route, endpoint) in [(Route::Direct, direct), (Route::Gateway, gateway)] {
+    let [direct, gateway] = routes;
+    for step in steps(options) {
+        for route in Route::pair(step.paced) {
             let plan = Plan {
                 http,
                 route,
-                endpoint,
-                body: &body,
+                endpoint: if route.through_gateway() {
+                    gateway
+                } else {
+                    direct
+                },
+                body: if step.paced { &paced } else { &plain },
                 frames,
-                clients,
-                calls_per_client,
+                clients: step.clients,
+                calls_per_client: step.calls_per_client,
                 handoff: handoff.pid,
             };
             let row = step::run(&plan).await;
-            if route == Route::Gateway {
-                made += (clients * (calls_per_client + 1)) as u64;
+            if route.through_gateway() {
+                made += (step.clients * (step.calls_per_client + 1)) as u64;
             }
-            if shown {
+            if step.shown {
                 table::print(&row);
                 rows.push(row);
             } else if let Some(error) = row.first_error {
@@ -163,28 +179,60 @@ async fn measure(
             }
         }
     }
-    table::legend(frames, options.calls);
+    table::legend(frames, options.calls, options.paced_calls);
     println!("{}", agent.line());
     table::summary(&rows, agent.per_call_us());
     Ok(made)
 }
 
-/// Each step's clients, calls per client and whether its rows are shown: first a warm-up at
-/// the largest concurrency (the first measured step must not pay for first allocations and
-/// connections), then each level with the step's calls split over its clients.
-fn steps(options: &GatewayBenchOptions) -> Vec<(usize, usize, bool)> {
+/// One step of both routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Step {
+    clients: usize,
+    calls_per_client: usize,
+    /// Its rows are shown (a warm-up's are not).
+    shown: bool,
+    /// The model answers after its time to first token.
+    paced: bool,
+}
+
+/// Each step: first a warm-up at the largest concurrency (the first measured step must not pay
+/// for first allocations and connections), then each level with the step's calls split over
+/// its clients, then each level provider-paced with `paced_calls` per client (each call waits
+/// the time to first token, so the step's calls would take minutes).
+fn steps(options: &GatewayBenchOptions) -> Vec<Step> {
     let most = options.clients.iter().copied().max().unwrap_or(1).max(1);
-    let levels = options.clients.iter().map(|&n| {
-        let n = n.max(1);
-        (n, (options.calls / n).max(1), true)
-    });
-    std::iter::once((most, WARM_CALLS, false))
-        .chain(levels)
+    let levels = || options.clients.iter().map(|&n| n.max(1));
+    let step = |clients, calls_per_client, shown, paced| Step {
+        clients,
+        calls_per_client,
+        shown,
+        paced,
+    };
+    std::iter::once(step(most, WARM_CALLS, false, false))
+        .chain(levels().map(|n| step(n, (options.calls / n).max(1), true, false)))
+        .chain(levels().map(|n| step(n, options.paced_calls.max(1), true, true)))
         .collect()
 }
 
+/// One fully checked call each way with `body`; the answer's frames, which must be the same
+/// through the gateway as from the model.
+async fn reference(
+    http: &Client,
+    [direct, gateway]: [&Endpoint; 2],
+    body: &Bytes,
+) -> Result<usize, BenchError> {
+    let frames = checked(http, direct, body).await?;
+    if checked(http, gateway, body).await? != frames {
+        return Err(BenchError::Setup(
+            "the gateway's answer has other frames than the model's".to_owned(),
+        ));
+    }
+    Ok(frames)
+}
+
 /// One fully checked call; the answer's frames.
-async fn reference(http: &Client, to: &Endpoint, body: &Bytes) -> Result<usize, BenchError> {
+async fn checked(http: &Client, to: &Endpoint, body: &Bytes) -> Result<usize, BenchError> {
     let answer = call::send(http, to, body).await;
     answer
         .and_then(|answer| call::check(&answer))
@@ -202,4 +250,34 @@ async fn counted(http: &Client, handoff: &Target, made: u64) {
     let counted =
         crate::metrics::value(&text, series).map_or_else(|| "no".to_owned(), |n| format!("{n:.0}"));
     println!("gateway calls: the bench made {made}, handoff counted {counted} answered 2xx");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_paced_steps_follow_the_plain_ones_at_each_level() {
+        let options = GatewayBenchOptions {
+            clients: vec![1, 16],
+            calls: 2000,
+            paced_calls: 15,
+            agent: None,
+        };
+        let shown: Vec<(usize, usize, bool)> = steps(&options)
+            .iter()
+            .map(|s| (s.clients, s.calls_per_client, s.paced))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (16, WARM_CALLS, false),
+                (1, 2000, false),
+                (16, 125, false),
+                (1, 15, true),
+                (16, 15, true)
+            ]
+        );
+        assert!(steps(&options)[1..].iter().all(|s| s.shown) && !steps(&options)[0].shown);
+    }
 }

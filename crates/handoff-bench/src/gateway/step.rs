@@ -15,13 +15,18 @@ use crate::measure::{Latency, Tally, measured_all, micros_since};
 /// stream has ended, and that is part of the call's cost.
 const SETTLE: Duration = Duration::from_millis(250);
 
-/// Which way the calls go.
+/// Which way the calls go, and whether the model answers at once or after its time to first
+/// token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Route {
     /// Straight to the scripted model, with the provider key.
     Direct,
     /// Through `handoff serve`'s gateway, with the task's token.
     Gateway,
+    /// As `Direct`, the model answering after its time to first token.
+    DirectPaced,
+    /// As `Gateway`, the model answering after its time to first token.
+    GatewayPaced,
 }
 
 impl Route {
@@ -30,6 +35,37 @@ impl Route {
         match self {
             Route::Direct => "direct",
             Route::Gateway => "gateway",
+            Route::DirectPaced => "direct~",
+            Route::GatewayPaced => "gateway~",
+        }
+    }
+
+    /// The direct route and the gateway route, paced or not.
+    pub(super) fn pair(paced: bool) -> [Route; 2] {
+        if paced {
+            [Route::DirectPaced, Route::GatewayPaced]
+        } else {
+            [Route::Direct, Route::Gateway]
+        }
+    }
+
+    /// Whether the calls go through the gateway.
+    pub(super) fn through_gateway(self) -> bool {
+        matches!(self, Route::Gateway | Route::GatewayPaced)
+    }
+
+    /// Whether the model answers after its time to first token.
+    pub(super) fn paced(self) -> bool {
+        matches!(self, Route::DirectPaced | Route::GatewayPaced)
+    }
+
+    /// The direct route a gateway route is set against (paced against paced); `None` for a
+    /// direct route.
+    pub(super) fn against(self) -> Option<Route> {
+        match self {
+            Route::Gateway => Some(Route::Direct),
+            Route::GatewayPaced => Some(Route::DirectPaced),
+            Route::Direct | Route::DirectPaced => None,
         }
     }
 }
