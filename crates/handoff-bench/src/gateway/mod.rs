@@ -166,6 +166,7 @@ async fn measure(
                 clients: step.clients,
                 calls_per_client: step.calls_per_client,
                 handoff: handoff.pid,
+                stagger: stagger(&step),
             };
             let row = step::run(&plan).await;
             if route.through_gateway() {
@@ -213,6 +214,16 @@ fn steps(options: &GatewayBenchOptions) -> Vec<Step> {
         .chain(levels().map(|n| step(n, (options.calls / n).max(1), true, false)))
         .chain(levels().map(|n| step(n, options.paced_calls.max(1), true, true)))
         .collect()
+}
+
+/// How far apart a step's clients start: paced clients spread over one time to first token,
+/// so their answers do not all stream at the same instant; back-to-back clients at once.
+fn stagger(step: &Step) -> std::time::Duration {
+    let clients = u32::try_from(step.clients.max(1)).unwrap_or(u32::MAX);
+    match step.paced {
+        true => std::time::Duration::from_millis(call::TTFT_MS) / clients,
+        false => std::time::Duration::ZERO,
+    }
 }
 
 /// One fully checked call each way with `body`; the answer's frames, which must be the same

@@ -3,7 +3,13 @@
 //! window: `handoff serve`'s CPU time, and this process's — the client and the scripted model,
 //! both in it.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::{Duration, Instant},
+};
 
 use axum::body::Bytes;
 use reqwest::Client;
@@ -82,6 +88,8 @@ pub(super) struct Plan<'a> {
     pub calls_per_client: usize,
     /// `handoff serve`'s pid.
     pub handoff: u32,
+    /// How far apart the clients' first measured calls start (client `i` waits `i` times it).
+    pub stagger: Duration,
 }
 
 /// One row of the table.
@@ -108,8 +116,10 @@ pub(super) async fn run(plan: &Plan<'_>) -> Row {
     let (http, endpoint, body) = (plan.http.clone(), plan.endpoint.clone(), plan.body.clone());
     let (frames, calls) = (plan.frames, plan.calls_per_client);
     let pids = [plan.handoff, std::process::id()];
+    let (stagger, next_client) = (plan.stagger, Arc::new(AtomicU32::new(0)));
     let (tallies, windows) = measured_all(&pids, SETTLE, plan.clients, move |gate| {
         let (http, endpoint, body) = (http.clone(), endpoint.clone(), body.clone());
+        let offset = stagger * next_client.fetch_add(1, Ordering::Relaxed);
         async move {
             let mut tally = Tally::default();
             // Fully checked, as the reference was.
@@ -120,6 +130,9 @@ pub(super) async fn run(plan: &Plan<'_>) -> Row {
                 Err(error) => tally.error(error),
             }
             gate.pass().await;
+            // Independent agents' calls are not in step: clients that all wait the same time to
+            // first token would otherwise answer all at once, a burst no real load makes.
+            tokio::time::sleep(offset).await;
             for _ in 0..calls {
                 let at = Instant::now();
                 let answer = call::send(&http, &endpoint, &body).await;

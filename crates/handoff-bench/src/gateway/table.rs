@@ -145,7 +145,7 @@ pub(super) fn legend(frames: usize, calls: usize, paced_calls: usize) {
         "each call: one streamed Chat Completions answer of {frames} SSE frames, timed to its last byte; {calls} calls a step, split over N clients; direct = to the scripted model with the provider key, gateway = through handoff serve's /gateway with a task's token; handoff µs = handoff serve's CPU per call, bench µs = this process's (the client and the scripted model) per call"
     );
     println!(
-        "direct~ / gateway~ = provider-paced: the same answer, sent after a time to first token of {TTFT_MS} ms (nothing, not even the headers, before it), {paced_calls} calls per client, so the machine is not saturated and the added p50 is the gateway's own"
+        "direct~ / gateway~ = provider-paced: the same answer, sent after a time to first token of {TTFT_MS} ms (nothing, not even the headers, before it), {paced_calls} calls per client, the clients starting {TTFT_MS}/N ms apart (as independent agents, not all in step), so the machine is not saturated and the added p50 is the gateway's own"
     );
 }
 
