@@ -146,7 +146,9 @@ impl Workers {
                 work(slot.clone()).await;
                 let again = {
                     let mut held = lock(&slots);
-                    let again = slot.status_marked() && !stop.is_cancelled();
+                    // Taken, not only read: work that ends without looking at the mark (it had
+                    // nothing to do) would otherwise be run again and again for the same change.
+                    let again = slot.take_status() && !stop.is_cancelled();
                     if !again {
                         held.remove(&id);
                     }
@@ -248,6 +250,34 @@ mod tests {
         });
         workers.shutdown("test workers").await;
         rx.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn work_that_leaves_the_mark_untaken_runs_once_more_for_it_not_forever() {
+        let workers = Arc::new(Workers::new(CancellationToken::new()));
+        let id = TaskId::parse("task_abcdefghijklmnopqrstuvwxyz").unwrap();
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel::<usize>();
+        let work = {
+            let runs = runs.clone();
+            move |_slot: Arc<Slot>| {
+                let (runs, ended_tx) = (runs.clone(), ended_tx.clone());
+                // Ends at once without taking the mark (a poster with nothing left to post).
+                async move {
+                    let _ = ended_tx.send(runs.fetch_add(1, Ordering::SeqCst) + 1);
+                }
+            }
+        };
+        workers.ensure_marked(&id, true, work);
+        assert_eq!(ended.recv().await, Some(1));
+        assert_eq!(
+            ended.recv().await,
+            Some(2),
+            "once more for the mark it left"
+        );
+        workers.shutdown("test workers").await;
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "and not again");
+        assert!(!workers.serves(&id));
     }
 
     #[tokio::test]
