@@ -71,6 +71,10 @@ pub(crate) struct Shared {
     pub me: OnceLock<String>,
     /// Distinguishes this process's transaction ids from an earlier one's.
     pub run_id: i64,
+    /// Messages this process's posters sent: each gets a transaction id of its own, also when
+    /// one task's room is posted to by several posters in turn (a follow-up round's poster
+    /// after the last round's), since the homeserver answers a reused id with the old message.
+    sent: std::sync::atomic::AtomicU64,
     /// Tasks without a poster here whose state changed: the sweeper looks at once whether
     /// their room moved to this instance (a takeover), instead of at its next pass.
     moved: mpsc::Sender<TaskId>,
@@ -110,6 +114,13 @@ impl Shared {
             posted.clear();
         }
         posted.insert(task.clone(), round) == Some(round)
+    }
+
+    /// A transaction id for the next message to `task`'s room, never one used before by this
+    /// process.
+    fn next_txn(&self, task: &TaskId) -> String {
+        let n = self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        format!("handoff-{}-{task}-{n}", self.run_id)
     }
 
     /// Whether the outcome of `round` of `task` was posted by this process.
@@ -183,6 +194,7 @@ impl MatrixBridge {
             meter,
             me: OnceLock::new(),
             run_id: unix_millis_now(),
+            sent: std::sync::atomic::AtomicU64::new(0),
             moved,
             stop: stop.clone(),
             workers: Workers::new(stop),

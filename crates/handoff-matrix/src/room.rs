@@ -27,8 +27,6 @@ struct Poster {
     /// Requests already posted.
     requests: HashSet<String>,
     last_status: Option<handoff_task::TaskStatus>,
-    /// Messages sent by this poster (transaction ids).
-    sent: u64,
     pacer: Pacer,
 }
 
@@ -58,7 +56,6 @@ pub(crate) async fn run(shared: &Arc<Shared>, id: &TaskId, slot: &Slot) {
         seq: 0,
         requests: HashSet::new(),
         last_status: None,
-        sent: 0,
         pacer: Pacer::new(shared.config.event_interval),
     };
     if created {
@@ -157,8 +154,7 @@ async fn update(shared: &Shared, id: &TaskId, poster: &mut Poster) -> Option<Ste
 /// Sends one message, retrying with back-off while the homeserver is unreachable (the same
 /// transaction id each time, so it is posted once). `false` when the integration stops.
 async fn post(shared: &Shared, id: &TaskId, poster: &mut Poster, lines: &[String]) -> bool {
-    poster.sent += 1;
-    let txn = format!("handoff-{}-{}-{}", shared.run_id, id, poster.sent);
+    let txn = shared.next_txn(id);
     send_notice(shared, &poster.room, &txn, &html::notice(lines, true)).await
 }
 
