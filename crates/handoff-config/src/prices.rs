@@ -18,6 +18,16 @@ pub struct Price {
 }
 
 impl Price {
+    /// A provider's flat price from its `price_*_per_mtok` settings: none unless the input or
+    /// output price is set (an unset one of the two is 0).
+    pub fn flat(input: Option<f64>, output: Option<f64>, cached: Option<f64>) -> Option<Price> {
+        (input.is_some() || output.is_some()).then(|| Price {
+            input: input.unwrap_or(0.0),
+            output: output.unwrap_or(0.0),
+            cached,
+        })
+    }
+
     /// What `input` tokens (of which `cached` read from the provider's cache) and `output`
     /// tokens cost. Agents that resend their conversation read most of it from the cache, at a
     /// tenth to a half of the input price: pricing those as input would overstate the cost.

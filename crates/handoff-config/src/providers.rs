@@ -23,6 +23,27 @@ pub enum KeySource {
 }
 
 impl KeySource {
+    /// Where a provider's key is read from, as its `key_env` and `key_file` settings (named
+    /// `env_name` and `file_name` in errors) say: the file (an absolute path), else the
+    /// variable, else the usual variable of `wire`.
+    pub(crate) fn chosen(
+        key_env: Option<String>,
+        key_file: Option<PathBuf>,
+        wire: ModelWire,
+        [env_name, file_name]: [&str; 2],
+    ) -> Result<KeySource, String> {
+        match (key_env, key_file) {
+            (Some(_), Some(_)) => Err(format!("give {env_name} or {file_name}, not both")),
+            (_, Some(path)) if !path.is_absolute() => {
+                Err(format!("{file_name}: must be an absolute path"))
+            }
+            (_, Some(path)) => Ok(KeySource::File(path)),
+            (Some(var), None) if var.trim().is_empty() => Err(format!("{env_name}: is empty")),
+            (Some(var), None) => Ok(KeySource::Env(var)),
+            (None, None) => Ok(KeySource::Env(wire.default_key_env().to_owned())),
+        }
+    }
+
     /// Where the key comes from, in words (`doctor`, errors); never the key.
     pub fn describe(&self) -> String {
         match self {
@@ -151,24 +172,13 @@ fn provider(name: String, raw: RawProvider) -> Result<ModelProvider, String> {
         Some(text) => ModelWire::from_text(text).map_err(|e| format!("{}: {e}", field("wire")))?,
         None => ModelWire::OpenAi,
     };
-    let key_source = match (raw.key_env, raw.key_file) {
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "{} and {}: give one of them, not both",
-                field("key_env"),
-                field("key_file")
-            ));
-        }
-        (_, Some(path)) if !path.is_absolute() => {
-            return Err(format!("{}: must be an absolute path", field("key_file")));
-        }
-        (_, Some(path)) => KeySource::File(path),
-        (Some(var), None) if var.trim().is_empty() => {
-            return Err(format!("{}: is empty", field("key_env")));
-        }
-        (Some(var), None) => KeySource::Env(var),
-        (None, None) => KeySource::Env(wire.default_key_env().to_owned()),
-    };
+    let names = [field("key_env"), field("key_file")];
+    let key_source = KeySource::chosen(
+        raw.key_env,
+        raw.key_file,
+        wire,
+        names.each_ref().map(String::as_str),
+    )?;
     let fine = |v: Option<f64>, f: &str| match v {
         Some(v) if !v.is_finite() || v < 0.0 => Err(format!("{}: must be 0 or more", field(f))),
         v => Ok(v),
@@ -176,11 +186,7 @@ fn provider(name: String, raw: RawProvider) -> Result<ModelProvider, String> {
     let input = fine(raw.price_input_per_mtok, "price_input_per_mtok")?;
     let output = fine(raw.price_output_per_mtok, "price_output_per_mtok")?;
     let cached = fine(raw.price_cached_per_mtok, "price_cached_per_mtok")?;
-    let price = (input.is_some() || output.is_some()).then(|| Price {
-        input: input.unwrap_or(0.0),
-        output: output.unwrap_or(0.0),
-        cached,
-    });
+    let price = Price::flat(input, output, cached);
     Ok(ModelProvider {
         name,
         url: raw.url.trim_end_matches('/').to_owned(),

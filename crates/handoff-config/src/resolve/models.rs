@@ -37,24 +37,21 @@ fn default_provider(r: &mut Resolver) -> Result<Option<ModelProvider>, ConfigErr
     let wire: ModelWire = r.get("models.provider_wire", ModelWire::OpenAi)?;
     let key_env = r.optional::<String>("models.provider_key_env")?;
     let key_file = r.optional::<String>("models.provider_key_file")?;
-    let key_file = r.check("models.provider_key_file", key_file, |file| match file {
-        Some(_) if key_env.is_some() => {
-            Err("give models.provider_key_env or models.provider_key_file, not both".to_owned())
-        }
-        Some(path) if !std::path::Path::new(path).is_absolute() => {
-            Err("must be an absolute path".to_owned())
-        }
-        _ => Ok(()),
-    })?;
+    let names = ["models.provider_key_env", "models.provider_key_file"];
+    let chosen = KeySource::chosen(key_env, key_file.map(Into::into), wire, names);
     let input = r.optional::<f64>("models.price_input_per_mtok")?;
     let output = r.optional::<f64>("models.price_output_per_mtok")?;
     let cached = r.optional::<f64>("models.price_cached_per_mtok")?;
+    let key_source = match chosen {
+        Ok(source) => source,
+        Err(why) => {
+            return r
+                .check("models.provider_key_file", (), |_| Err(why))
+                .map(|()| None);
+        }
+    };
     let Some(url) = url else {
         return Ok(None);
-    };
-    let key_source = match key_file {
-        Some(path) => KeySource::File(path.into()),
-        None => KeySource::Env(key_env.unwrap_or_else(|| wire.default_key_env().to_owned())),
     };
     let key = key(r, "models.provider_key_file", DEFAULT_PROVIDER, &key_source)?;
     Ok(Some(ModelProvider {
@@ -64,11 +61,7 @@ fn default_provider(r: &mut Resolver) -> Result<Option<ModelProvider>, ConfigErr
         key_source,
         key,
         model: None,
-        price: (input.is_some() || output.is_some()).then(|| Price {
-            input: input.unwrap_or(0.0),
-            output: output.unwrap_or(0.0),
-            cached,
-        }),
+        price: Price::flat(input, output, cached),
     }))
 }
 
