@@ -24,6 +24,8 @@ mod serve;
 mod stdio;
 mod store;
 mod store_health;
+#[cfg(test)]
+mod test_config;
 
 pub use app::{App, AppError};
 pub use lock::{DataDirLock, LOCK_FILE, LockError};

@@ -87,17 +87,7 @@ fn listed(models: &handoff_config::ModelsConfig, chosen: &str, wire: ModelWire) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn config(pairs: &[(&str, &str)]) -> Config {
-        Config::load(handoff_config::LoadOptions {
-            env: pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            ..handoff_config::LoadOptions::default()
-        })
-        .unwrap()
-    }
+    use crate::test_config::config;
 
     #[test]
     fn a_served_executor_gets_the_gateway_provider_and_its_model() {

@@ -123,20 +123,8 @@ async fn list_models(provider: &ModelProvider) -> Result<reqwest::Response, Stri
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use handoff_config::LoadOptions;
-
     use super::*;
-
-    fn config(pairs: &[(&str, &str)]) -> Config {
-        Config::load(LoadOptions {
-            env: pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            ..LoadOptions::default()
-        })
-        .unwrap()
-    }
+    use crate::test_config::config;
 
     #[test]
     fn each_agent_is_named_with_the_model_it_asks_the_gateway_for() {

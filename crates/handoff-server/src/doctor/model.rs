@@ -242,20 +242,8 @@ fn pointer_escape(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use handoff_config::LoadOptions;
-
     use super::*;
-
-    fn config(env: &[(&str, &str)]) -> Config {
-        Config::load(LoadOptions {
-            env: env
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            ..LoadOptions::default()
-        })
-        .unwrap()
-    }
+    use crate::test_config::config;
 
     fn no_env(_: &str) -> Option<String> {
         None
