@@ -216,7 +216,7 @@ impl Engine {
         );
         let event = NewEvent::new(EventKind::Model, message).with_data(json!({
             // So a later count reads one event, not every call (see `gateway_usage`).
-            "total": total.as_ref().map(crate::gateway_usage::total_json),
+            "total": total.and_then(|t| serde_json::to_value(t).ok()),
             "gateway_call": {
                 "provider": call.provider,
                 "wire": call.wire,

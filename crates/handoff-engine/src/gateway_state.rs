@@ -44,8 +44,9 @@ impl Default for GatewayState {
     }
 }
 
-/// What one task's calls through the gateway spent.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// What one task's calls through the gateway spent (as a model call's event records the
+/// task's total so far, its claim left out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Spent {
     /// Input and output tokens.
     pub tokens: u64,
@@ -63,6 +64,7 @@ pub(crate) struct Spent {
     pub cached_tokens: u64,
     /// The task's claim (fence) the total was counted for: after another claim the task may
     /// have called through another instance, so a total of an earlier one is counted again.
+    #[serde(skip)]
     pub fence: i64,
 }
 

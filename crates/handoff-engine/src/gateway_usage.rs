@@ -14,7 +14,7 @@
 
 use handoff_store::StoreError;
 use handoff_task::{EventKind, ModelUsage, Task, TaskEvent};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{Engine, EngineError, gateway_state::Spent};
 
@@ -90,33 +90,10 @@ pub(crate) fn count(events: &[TaskEvent], fence: i64) -> Spent {
     spent
 }
 
-/// A task's running total as a model call's event records it (`data.total`).
-pub(crate) fn total_json(spent: &Spent) -> Value {
-    json!({
-        "calls": spent.calls,
-        "tokens": spent.tokens,
-        "last_call": spent.last_call,
-        "input_tokens": spent.input_tokens,
-        "output_tokens": spent.output_tokens,
-        "cached_tokens": spent.cached_tokens,
-        "cost_usd": spent.cost_usd,
-    })
-}
-
 /// The running total a model call's event `data` records, as a total of claim `fence`.
 fn total_of(data: &Value, fence: i64) -> Option<Spent> {
-    let total = data.get("total").filter(|t| t.is_object())?;
-    let field = |name: &str| total.get(name).and_then(Value::as_u64);
-    Some(Spent {
-        tokens: field("tokens")?,
-        cost_usd: total.get("cost_usd").and_then(Value::as_f64)?,
-        last_call: field("last_call")?,
-        calls: field("calls")?,
-        input_tokens: field("input_tokens")?,
-        output_tokens: field("output_tokens")?,
-        cached_tokens: field("cached_tokens")?,
-        fence,
-    })
+    let total: Spent = serde_json::from_value(data.get("total")?.clone()).ok()?;
+    Some(Spent { fence, ..total })
 }
 
 /// What `spent` shows of a task; `None` without a call.
@@ -134,6 +111,7 @@ pub(crate) fn usage_of(spent: &Spent) -> Option<ModelUsage> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use handoff_task::TaskId;
+    use serde_json::json;
 
     use super::*;
     use crate::gateway_state::GatewayState;
@@ -189,7 +167,7 @@ mod tests {
     fn a_recorded_total_reads_back_as_the_total_of_the_current_claim() {
         let mut spent = count(&[event(1, call_data(100, 20, 40, 0.25))], 3);
         spent.add(&Spent::call(7, 3, 0, 0.5));
-        let data = json!({"total": total_json(&spent), "gateway_call": {}});
+        let data = json!({"total": serde_json::to_value(spent).unwrap(), "gateway_call": {}});
         assert_eq!(total_of(&data, 3), Some(spent));
         assert_eq!(total_of(&data, 4).map(|s| s.fence), Some(4));
         assert_eq!(total_of(&json!({"total": null}), 3), None);
