@@ -560,12 +560,14 @@ impl ModelsConfig {
 
     /// The environment variables providers' keys are read from (kept from every task).
     pub fn key_envs(&self) -> Vec<&str> {
-        let vars = self.providers.iter().filter_map(|p| match &p.key_source {
-            crate::KeySource::Env(var) => Some(var.as_str()),
-            crate::KeySource::File(_) => None,
-        });
-        let mut vars: Vec<&str> = vars.collect();
-        vars.dedup();
+        let mut vars: Vec<&str> = Vec::new();
+        for provider in &self.providers {
+            if let crate::KeySource::Env(var) = &provider.key_source
+                && !vars.contains(&var.as_str())
+            {
+                vars.push(var);
+            }
+        }
         vars
     }
 

@@ -23,9 +23,10 @@ pub(crate) fn with_gateway(
     if !models.serves(executor) {
         return (inline, own);
     }
+    let prefix = format!("{PROVIDER_ID}/");
     let own_on_gateway = own
         .as_deref()
-        .and_then(|m| m.strip_prefix(&format!("{PROVIDER_ID}/")))
+        .and_then(|m| m.strip_prefix(&prefix))
         .map(str::to_owned);
     let Some(chosen) = own_on_gateway.or_else(|| models.model_for(None)) else {
         return (inline, own);
@@ -57,9 +58,7 @@ pub(crate) fn with_gateway(
         "options": options,
         "models": listed,
     });
-    let model = own
-        .filter(|m| m.starts_with(&format!("{PROVIDER_ID}/")))
-        .unwrap_or_else(|| format!("{PROVIDER_ID}/{chosen}"));
+    let model = own.unwrap_or_else(|| format!("{prefix}{chosen}"));
     if inline.get("small_model").is_none() {
         inline["small_model"] = json!(model);
     }

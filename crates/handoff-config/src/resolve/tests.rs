@@ -742,6 +742,22 @@ fn named_providers_join_the_default_one_and_calls_route_by_model_and_wire() {
         "sk-local"
     );
     assert_eq!(models.key_envs(), ["OPENAI_API_KEY", "LOCAL_KEY"]);
+    let shared_variable = Config::load(LoadOptions {
+        env: env(&[
+            ("HANDOFF_MODELS_PROVIDER_URL", "http://127.0.0.1:9/v1"),
+            (
+                "HANDOFF_MODELS_PROVIDERS",
+                r#"{"a": {"url": "http://x", "key_env": "A_KEY"}, "b": {"url": "http://y"}}"#,
+            ),
+        ]),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    assert_eq!(
+        shared_variable.models.key_envs(),
+        ["OPENAI_API_KEY", "A_KEY"],
+        "a variable two providers read is listed once, not only when they are next to each other"
+    );
     assert_eq!(models.key_files(), [key_file.as_path()]);
     let to = |wire, model| models.route(wire, model).map(|(p, m)| (p.name.as_str(), m));
     assert_eq!(to(ModelWire::OpenAi, Some("gpt")), Ok(("default", None)));
